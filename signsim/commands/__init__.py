@@ -1,0 +1,1 @@
+"""One function per command: takes a resolved config, returns a plain result (no printing)."""

@@ -1,0 +1,153 @@
+"""Run options: defaults, TOML files, command-line overrides and validation.
+
+Precedence, highest first: command-line flags, the ``--config`` TOML file, the problem's preferred defaults
+(e.g. vote-trap runs 3 workers with gamma_k = 0.5/sqrt(k+1)), the method's defaults (momentum, server rule),
+then the global defaults below. Every problem names the problem-specific options it reads; setting one that
+does not apply is an error. All failures raise ``InputError`` with one line naming the option or file.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from signsim.errors import InputError
+
+#: options that every problem accepts
+COMMON = frozenset({
+    "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum",
+    "byzantine", "attack", "sign_zero", "tie", "eval_every", "seed",
+})
+
+
+@dataclass
+class RunConfig:
+    """Every option of ``signsim run`` once resolved (names as in interface.md, with _ for -)."""
+
+    problem: str = "rosenbrock"
+    method: str = "ssdm"
+    workers: int = 8
+    aggregate: str | None = None  # the method's default server rule
+    batch_size: int = 1
+    iters: int = 2000
+    lr: float = 1e-3
+    lr_schedule: str = "constant"
+    momentum: float | None = None  # the method's default
+    byzantine: int = 0
+    attack: str = "invert"
+    sign_zero: str = "random"
+    tie: str = "random"
+    eval_every: int | None = None  # max(1, iters // 100)
+    seed: int = 0
+    # problem-specific
+    noise: str | None = None  # the problem's default
+    dim: int | None = None
+    kappa: float | None = None
+    oracle: str | None = None
+    trap_eps: float | None = None
+    trap_lambda: float | None = None
+    x0: float | None = None  # fill value of the starting point; the problem's default when unset
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_FIELDS = {f.name: f for f in fields(RunConfig)}
+_INT = {"workers", "batch_size", "iters", "byzantine", "eval_every", "seed", "dim"}
+_FLOAT = {"lr", "momentum", "kappa", "trap_eps", "trap_lambda", "x0"}
+
+
+def option_name(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a run config file: top-level keys are option names (``batch-size`` or ``batch_size``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"--config {p}: no such file")
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"--config {p}: not valid TOML ({e})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"--config {p}: not a UTF-8 text file") from None
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name not in _FIELDS:
+            raise InputError(f"--config {p}: unknown option '{key}'")
+        out[name] = coerce(name, value, f"--config {p}: '{key}'")
+    return out
+
+
+def coerce(name: str, value: Any, where: str) -> Any:
+    """Check the type of one option value read from a file."""
+    if name in _INT:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{where} must be an integer, got {value!r}")
+        return value
+    if name in _FLOAT:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(f"{where} must be a number, got {value!r}")
+        return float(value)
+    if not isinstance(value, str):
+        raise InputError(f"{where} must be a string, got {value!r}")
+    return value
+
+
+def resolve(explicit: dict[str, Any]) -> RunConfig:
+    """Fill the options the user did not set and validate the result."""
+    from signsim import methods, problems
+
+    explicit = {k: v for k, v in explicit.items() if v is not None}
+    unknown = set(explicit) - set(_FIELDS)
+    if unknown:
+        raise InputError(f"unknown option {option_name(sorted(unknown)[0])}")
+    spec = problems.get(explicit.get("problem", RunConfig.problem))
+    not_applicable = sorted(set(explicit) - COMMON - spec.options)
+    if not_applicable:
+        raise InputError(f"{option_name(not_applicable[0])} does not apply to problem '{spec.name}'")
+    method = methods.get(explicit.get("method", RunConfig.method))
+    values = {**spec.defaults, **explicit}
+    values.setdefault("aggregate", method.default_aggregate.name.lower())
+    values.setdefault("momentum", method.default_momentum)
+    cfg = RunConfig(**values)
+    if cfg.eval_every is None:
+        cfg.eval_every = max(1, cfg.iters // 100)
+    validate(cfg)
+    return cfg
+
+
+def _check(ok: bool, field: str, value: Any, what: str) -> None:
+    if not ok:
+        raise InputError(f"{option_name(field)} {value}: {what}")
+
+
+def validate(cfg: RunConfig) -> None:
+    from signsim import methods
+    from signsim.codes import Aggregate, Attack, Schedule, SignZero, Tie, names
+
+    for field, enum in (("aggregate", Aggregate), ("lr_schedule", Schedule), ("attack", Attack),
+                        ("sign_zero", SignZero), ("tie", Tie)):
+        value = getattr(cfg, field)
+        _check(value in names(enum), field, value, f"unknown value; choose from {', '.join(names(enum))}")
+    _check(cfg.workers >= 1, "workers", cfg.workers, "must be at least 1")
+    _check(cfg.batch_size >= 1, "batch_size", cfg.batch_size, "must be at least 1")
+    _check(cfg.iters >= 0, "iters", cfg.iters, "must be >= 0")
+    _check(cfg.eval_every >= 1, "eval_every", cfg.eval_every, "must be at least 1")
+    _check(math.isfinite(cfg.lr) and cfg.lr > 0, "lr", cfg.lr, "the step size must be a finite number > 0")
+    _check(0 <= cfg.momentum < 1, "momentum", cfg.momentum, "must lie in [0, 1)")
+    _check(0 <= cfg.byzantine <= cfg.workers, "byzantine", cfg.byzantine,
+           f"must lie between 0 and the number of workers ({cfg.workers})")
+    _check(cfg.seed >= 0, "seed", cfg.seed, "must be >= 0")
+    if cfg.x0 is not None:
+        _check(math.isfinite(cfg.x0), "x0", cfg.x0, "must be finite")
+    method = methods.get(cfg.method)
+    agg = Aggregate[cfg.aggregate.upper()]
+    if agg not in method.allowed_aggregates:
+        allowed = ", ".join(sorted(a.name.lower() for a in method.allowed_aggregates))
+        raise InputError(f"--aggregate {cfg.aggregate} does not apply to method '{cfg.method}' (allowed: {allowed})")

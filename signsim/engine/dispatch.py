@@ -1,0 +1,87 @@
+"""Integer-code dispatch from the compiled loop to each problem's and each noise model's kernels.
+
+Numba caches a kernel across processes only when it selects behaviour by plain integers, so this file is
+the one place that lists every kernel: a new problem or noise model adds one branch here.
+"""
+
+import numpy as np
+from numba import njit
+
+from signsim.noise import bimodal, gaussian, laplace, skewed, student_t, uniform
+from signsim.problems import quadratic, rosenbrock, sign_trap, vote_trap
+
+
+@njit(cache=True)
+def problem_loss(code, x, pf, pi, A, b):
+    if code == rosenbrock.CODE:
+        return rosenbrock.loss(x, pf, pi, A, b)
+    if code == quadratic.CODE:
+        return quadratic.loss(x, pf, pi, A, b)
+    if code == sign_trap.CODE:
+        return sign_trap.loss(x, pf, pi, A, b)
+    if code == vote_trap.CODE:
+        return vote_trap.loss(x, pf, pi, A, b)
+    return np.nan
+
+
+@njit(cache=True)
+def problem_grad(code, x, pf, pi, A, b, out):
+    if code == rosenbrock.CODE:
+        rosenbrock.grad(x, pf, pi, A, b, out)
+    elif code == quadratic.CODE:
+        quadratic.grad(x, pf, pi, A, b, out)
+    elif code == sign_trap.CODE:
+        sign_trap.grad(x, pf, pi, A, b, out)
+    elif code == vote_trap.CODE:
+        vote_trap.grad(x, pf, pi, A, b, out)
+
+
+@njit(cache=True)
+def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
+    if code == rosenbrock.CODE:
+        rosenbrock.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
+    elif code == quadratic.CODE:
+        quadratic.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
+    elif code == sign_trap.CODE:
+        sign_trap.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
+    elif code == vote_trap.CODE:
+        vote_trap.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
+
+
+@njit(cache=True)
+def noise_draw(code, gen, p):
+    """One sample of the noise model ``code`` (0 = none)."""
+    if code == gaussian.CODE:
+        return gaussian.draw(gen, p)
+    if code == laplace.CODE:
+        return laplace.draw(gen, p)
+    if code == uniform.CODE:
+        return uniform.draw(gen, p)
+    if code == student_t.CODE:
+        return student_t.draw(gen, p)
+    if code == bimodal.CODE:
+        return bimodal.draw(gen, p)
+    if code == skewed.CODE:
+        return skewed.draw(gen, p)
+    return 0.0
+
+
+@njit(cache=True)
+def add_noise(code, p, gen, tau, out):
+    """out_i += mean of tau noise draws, coordinate by coordinate (tau draws for coordinate 0 first).
+
+    Gaussian noise uses its exact shortcut: the mean of tau draws is sigma / sqrt(tau) N(0, 1), one draw.
+    """
+    if code == 0:
+        return
+    d = out.shape[0]
+    if code == gaussian.CODE:
+        s = p[0] / np.sqrt(tau)
+        for i in range(d):
+            out[i] += s * gen.standard_normal()
+        return
+    for i in range(d):
+        acc = 0.0
+        for _ in range(tau):
+            acc += noise_draw(code, gen, p)
+        out[i] += acc / tau

@@ -1,0 +1,147 @@
+"""Python side of a run: build the state, hand chunks of iterations to the compiled loop, stop cleanly.
+
+Random streams (reproducibility): ``SeedSequence(seed).spawn(3)`` gives a root for the workers, one for the
+server and one reserved for the problem (data shuffles, splits); worker m draws from the m-th child of the
+workers' root, so adding workers leaves the first workers' streams unchanged. Each stream is a PCG64
+``numpy.random.Generator``; Numba reproduces NumPy's draws exactly, which lets NumPy references replay a run.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from signsim.codes import Aggregate, Attack, Compressor, Schedule, SignZero, Status, Tie, choice
+from signsim.engine import loop
+from signsim.methods.base import MethodSpec
+from signsim.noise.base import NoiseModel
+from signsim.problems.base import ProblemInstance
+
+#: a run uses the parallel loop over workers when a step touches at least this many numbers
+PARALLEL_WORK = 50_000
+#: the driver returns to Python about this often (seconds) for the progress bar and Ctrl-C
+CHUNK_SECONDS = 0.1
+
+
+def streams(seed: int, workers: int) -> tuple[list[np.random.Generator], np.random.Generator, np.random.SeedSequence]:
+    """Independent generators: one per worker, one for the server, and a seed sequence for the problem."""
+    root_workers, server, problem = np.random.SeedSequence(seed).spawn(3)
+    gens = [np.random.Generator(np.random.PCG64(s)) for s in root_workers.spawn(workers)]
+    return gens, np.random.Generator(np.random.PCG64(server)), problem
+
+
+@dataclass
+class Settings:
+    """A method's resolved settings, as the engine sees them."""
+
+    compressor: Compressor
+    aggregate: Aggregate
+    sign_zero: SignZero
+    tie: Tie
+    schedule: Schedule
+    attack: Attack
+    lr: float
+    momentum: float
+    momentum_from_first: bool
+    byzantine: int
+    batch_size: int
+
+    @classmethod
+    def from_config(cls, cfg, method: MethodSpec) -> Settings:
+        return cls(
+            compressor=method.compressor, aggregate=choice(Aggregate, cfg.aggregate),
+            sign_zero=choice(SignZero, cfg.sign_zero), tie=choice(Tie, cfg.tie),
+            schedule=choice(Schedule, cfg.lr_schedule), attack=choice(Attack, cfg.attack), lr=cfg.lr,
+            momentum=cfg.momentum, momentum_from_first=method.momentum_from_first, byzantine=cfg.byzantine,
+            batch_size=cfg.batch_size,
+        )
+
+
+@dataclass
+class EngineOutput:
+    history: np.ndarray  # rows of (iter, loss, grad_l2, grad_l1, distance, extra)
+    status: str  # ok | diverged | interrupted
+    iters_done: int
+    wall_time: float
+    x: np.ndarray
+
+
+class Engine:
+    """The state of one run between chunks. ``advance(n)`` runs n more iterations in compiled code."""
+
+    def __init__(self, problem: ProblemInstance, noise: NoiseModel, noise_params: np.ndarray, s: Settings,
+                 workers: int, iters: int, eval_every: int, seed: int, parallel: bool | None = None):
+        from numba.typed import List
+
+        d, M = problem.dim, workers
+        self.K, self.k = iters, 0
+        self.x = problem.x0.astype(np.float64).copy()
+        uses_momentum = s.momentum > 0
+        ef = s.compressor == Compressor.SCALED_SIGN_EF
+        self.mom = np.zeros((M, d) if uses_momentum else (1, 1))
+        self.err = np.zeros((M, d) if ef else (1, 1))
+        self.G = np.zeros((M, d))
+        self.msg = np.zeros((M, d))
+        self.agg = np.zeros(d)
+        self.gbuf = np.zeros(d)
+        gens, self.server_gen, _ = streams(seed, M)
+        self.gens = List(gens)
+        if parallel is None:
+            parallel = M * d * max(1, s.batch_size if problem.A.size else 1) >= PARALLEL_WORK
+        self.icfg = np.zeros(loop.N_ICFG, dtype=np.int64)
+        self.icfg[[loop.I_COMPRESSOR, loop.I_AGGREGATE, loop.I_SIGN_ZERO, loop.I_TIE, loop.I_SCHEDULE,
+                   loop.I_BYZANTINE, loop.I_ATTACK, loop.I_EVAL_EVERY, loop.I_MOMENTUM, loop.I_MOMENTUM_FIRST,
+                   loop.I_PARALLEL, loop.I_TAU, loop.I_PROBLEM, loop.I_NOISE]] = [
+            s.compressor, s.aggregate, s.sign_zero, s.tie, s.schedule, s.byzantine, s.attack, eval_every,
+            uses_momentum, s.momentum_from_first, parallel, s.batch_size, problem.code, noise.code]
+        self.fcfg = np.array([s.lr, s.momentum], dtype=np.float64)
+        self.nparams = np.asarray(noise_params, dtype=np.float64)
+        self.problem = problem
+        self.x_star = problem.x_star.astype(np.float64) if problem.x_star is not None else np.zeros(0)
+        self.hist = np.full((iters // eval_every + 2, loop.N_HIST), np.nan)
+        self.counters = np.zeros(2, dtype=np.int64)
+        self.status = Status.OK
+
+    def advance(self, n: int) -> Status:
+        p = self.problem
+        k1 = min(self.K, self.k + n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Numba's type-safety notes on prange indices
+            self.status = Status(loop.run_chunk(
+                self.k, k1, self.K, self.x, self.mom, self.err, self.G, self.msg, self.agg, self.gbuf,
+                self.gens, self.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx, self.nparams, self.icfg,
+                self.fcfg, self.x_star, self.hist, self.counters))
+        self.k = int(self.counters[loop.C_DONE])
+        return self.status
+
+    @property
+    def finished(self) -> bool:
+        return self.status != Status.OK or (self.k >= self.K and self.counters[loop.C_ROWS] > 0)
+
+    def history(self) -> np.ndarray:
+        return self.hist[: self.counters[loop.C_ROWS]].copy()
+
+
+def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None) -> EngineOutput:
+    """Run ``engine`` to the end in chunks of about CHUNK_SECONDS; Ctrl-C stops it and keeps the history."""
+    start = time.perf_counter()
+    status = "ok"
+    chunk = 1
+    try:
+        while not engine.finished:
+            t = time.perf_counter()
+            engine.advance(chunk)
+            per_iter = (time.perf_counter() - t) / chunk
+            chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
+            if progress is not None:
+                progress(engine.k, engine.K)
+        if engine.status == Status.DIVERGED:
+            status = "diverged"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        engine.k = int(engine.counters[loop.C_DONE])
+    return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy())

@@ -1,0 +1,54 @@
+"""The contract every noise model fulfils (math.md §5, "noise models for synthetic problems").
+
+A noise model adds a zero-mean perturbation xi with standard deviation sigma to each coordinate of an exact
+gradient. Each model carries three independent views of the same distribution:
+
+* ``draw(gen, params)``: one sample, a Numba function used inside the compiled loop;
+* ``sample(gen, size, params)``: NumPy samples, the reference the tests compare the kernel with (it consumes
+  the generator exactly as ``draw`` does, so both give the same numbers from the same seed);
+* ``cdf(z, params)``: the exact CDF, from which diagnostics get closed-form success probabilities
+  rho_i = P(sign(g_i + xi) = sign g_i) (math.md §1).
+
+``params`` is a float64 array ``[sigma, extra1, extra2]`` built by ``parse``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    name: str
+    code: int
+    summary: str
+    #: number of parameters after the name in ``name:p1:p2`` (sigma is always the last one)
+    arity: int
+    #: unimodal and symmetric: the sufficient condition rho_i >= 1/2 + |g_i| / (2(|g_i| + sqrt(3) sigma_i)) applies
+    unimodal_symmetric: bool
+    parse_params: Callable[[list[float]], np.ndarray]
+    sample: Callable[[np.random.Generator, tuple[int, ...] | int, np.ndarray], np.ndarray]
+    cdf: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+    def success_probability(self, g: np.ndarray, params: np.ndarray) -> np.ndarray:
+        """rho_i = P(sign(g_i + xi) = sign g_i) for one draw (tau = 1), from the exact CDF (math.md §1).
+
+        For g_i > 0 it is P(xi > -g_i) = 1 - F(-g_i); for g_i < 0 it is P(xi < -g_i) = F(-g_i) (F continuous).
+        Undefined (NaN) where g_i = 0.
+        """
+        g = np.asarray(g, dtype=np.float64)
+        F = self.cdf(-g, params)
+        rho = np.where(g > 0, 1.0 - F, F)
+        return np.where(g == 0, np.nan, rho)
+
+
+def sigma_param(value: float, spec: str) -> float:
+    """Check a noise standard deviation: finite and >= 0."""
+    from signsim.errors import InputError
+
+    if not np.isfinite(value) or value < 0:
+        raise InputError(f"--noise {spec}: sigma must be a finite number >= 0, got {value}")
+    return float(value)

@@ -1,0 +1,30 @@
+"""Gaussian noise N(0, sigma^2): unimodal, symmetric. Closed form rho_i = Phi(sqrt(tau) |g_i| / sigma) (math.md §1)."""
+
+import numpy as np
+from numba import njit
+
+from signsim.noise.base import NoiseModel
+
+CODE = 1
+
+
+@njit(cache=True)
+def draw(gen, p):
+    return p[0] * gen.standard_normal()
+
+
+def _sample(gen, size, p):
+    return p[0] * gen.standard_normal(size)
+
+
+def _cdf(z, p):
+    from scipy.stats import norm
+
+    return norm.cdf(z, scale=p[0]) if p[0] > 0 else (np.asarray(z) >= 0).astype(float)
+
+
+def _parse(args):
+    return np.array([args[0], 0.0, 0.0])
+
+
+MODEL = NoiseModel("gaussian", CODE, "N(0, sigma^2) per coordinate; gaussian:SIGMA", 1, True, _parse, _sample, _cdf)

@@ -1,0 +1,65 @@
+"""What every problem provides (math.md §4, §5).
+
+A problem is registered by a ``ProblemSpec`` (name, one-line summary, which run options apply to it, the
+defaults it prefers, and ``build``). ``build`` returns a ``ProblemInstance``: the arrays the compiled kernels
+read, the starting point, what is known about the optimum and the smoothness, and plain NumPy references of
+f, grad f and the stochastic oracle that the tests compare the kernels with.
+
+Kernel contract (Numba, dispatched on ``code`` in ``signsim.engine.dispatch``)::
+
+    loss(x, pf, pi, A, b) -> float
+    grad(x, pf, pi, A, b, out)                               # exact gradient of the global objective
+    oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out) # stochastic gradient of one worker, no noise
+
+``pf``/``pi`` are float/int parameters, ``A``/``b`` data arrays and ``ptr``/``idx`` per-worker index lists
+(empty for synthetic problems). The oracle must draw from ``gen`` in the same order as ``oracle_ref``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+EMPTY_F = np.zeros(0, dtype=np.float64)
+EMPTY_I = np.zeros(0, dtype=np.int64)
+EMPTY_2D = np.zeros((0, 0), dtype=np.float64)
+
+
+@dataclass
+class ProblemInstance:
+    name: str
+    code: int
+    dim: int
+    x0: np.ndarray
+    loss_ref: Callable[[np.ndarray], float]
+    grad_ref: Callable[[np.ndarray], np.ndarray]
+    #: oracle_ref(x, worker, gen, tau) -> stochastic gradient (no added noise), same draws as the kernel
+    oracle_ref: Callable[[np.ndarray, int, np.random.Generator, int], np.ndarray]
+    pf: np.ndarray = field(default_factory=lambda: EMPTY_F)
+    pi: np.ndarray = field(default_factory=lambda: EMPTY_I)
+    A: np.ndarray = field(default_factory=lambda: EMPTY_2D)
+    b: np.ndarray = field(default_factory=lambda: EMPTY_F)
+    ptr: np.ndarray = field(default_factory=lambda: EMPTY_I)
+    idx: np.ndarray = field(default_factory=lambda: EMPTY_I)
+    x_star: np.ndarray | None = None
+    f_star: float | None = None
+    #: coordinate-wise smoothness vector (math.md notation), where known
+    L: np.ndarray | None = None
+    #: workers optimize different local objectives (partitioned data): SSDM's guarantee does not apply
+    heterogeneous: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    name: str
+    code: int
+    summary: str
+    #: RunConfig fields, beyond the common ones, that this problem reads
+    options: frozenset[str]
+    #: values this problem prefers for options the user left unset (e.g. vote-trap's workers = 3)
+    defaults: dict[str, Any]
+    build: Callable[[Any], ProblemInstance]

@@ -1,0 +1,1 @@
+"""Presentation: Rich tables and progress bars, matplotlib figures. Imported lazily by the CLI."""
