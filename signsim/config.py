@@ -33,7 +33,7 @@ class RunConfig:
     aggregate: str | None = None  # the method's default server rule
     batch_size: int = 1
     iters: int = 2000
-    lr: float = 1e-3
+    lr: float = 1e-2  # the method's default_lr where it has one (SGD, EF: gradient-sized steps)
     lr_schedule: str = "constant"
     momentum: float | None = None  # the method's default
     byzantine: int = 0
@@ -115,6 +115,8 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     values = {**spec.defaults, **explicit}
     values.setdefault("aggregate", method.default_aggregate.name.lower())
     values.setdefault("momentum", method.default_momentum)
+    if method.default_lr is not None:
+        values.setdefault("lr", method.default_lr)
     cfg = RunConfig(**values)
     if cfg.eval_every is None:
         cfg.eval_every = max(1, cfg.iters // 100)

@@ -21,6 +21,8 @@ class MethodSpec:
     default_aggregate: Aggregate
     allowed_aggregates: frozenset[Aggregate]
     default_momentum: float = 0.0
+    #: step size when neither the user nor the problem sets one (None: the global default)
+    default_lr: float | None = None
     #: start the momentum buffer at the first stochastic gradient, m_0 = g_hat(x_0) (SSDM, math.md §3);
     #: otherwise at zero (Signum)
     momentum_from_first: bool = False

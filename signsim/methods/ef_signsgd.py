@@ -10,6 +10,7 @@ SPEC = MethodSpec(
     default_aggregate=Aggregate.MEAN,
     allowed_aggregates=frozenset({Aggregate.MEAN}),
     default_momentum=0.0,
+    default_lr=1e-3,
     momentum_from_first=False,
     needs_homogeneous=False,
 )
