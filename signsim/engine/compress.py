@@ -24,7 +24,7 @@ def sign_value(v, sign_zero, gen):
     return 1.0 if gen.random() < 0.5 else -1.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def compress_row(kind, v, out, sign_zero, gen):
     """out <- C(v) for one worker.
 
@@ -58,7 +58,7 @@ def compress_row(kind, v, out, sign_zero, gen):
             out[i] = scale * sign_value(v[i], sign_zero, gen)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def attack_row(attack, out, gen):
     """A blind Byzantine worker's message: INVERT sends -msg; RANDOM sends |msg_i| with a fair random sign
     (one uniform per coordinate)."""

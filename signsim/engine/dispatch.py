@@ -36,7 +36,7 @@ def problem_grad(code, x, pf, pi, A, b, out):
         vote_trap.grad(x, pf, pi, A, b, out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     if code == rosenbrock.CODE:
         rosenbrock.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
@@ -48,7 +48,7 @@ def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
         vote_trap.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def noise_draw(code, gen, p):
     """One sample of the noise model ``code`` (0 = none)."""
     if code == gaussian.CODE:
@@ -66,7 +66,7 @@ def noise_draw(code, gen, p):
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def add_noise(code, p, gen, tau, out):
     """out_i += mean of tau noise draws, coordinate by coordinate (tau draws for coordinate 0 first).
 

@@ -122,6 +122,15 @@ class Engine:
     def finished(self) -> bool:
         return self.status != Status.OK or (self.k >= self.K and self.counters[loop.C_ROWS] > 0)
 
+    def record_now(self) -> None:
+        """Append a history row at the current iterate unless the last row already holds it."""
+        rows = self.counters[loop.C_ROWS]
+        if rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]:
+            return
+        p = self.problem
+        loop.record(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.x_star, self.hist,
+                    self.counters)
+
     def history(self) -> np.ndarray:
         return self.hist[: self.counters[loop.C_ROWS]].copy()
 
@@ -144,4 +153,5 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None)
     except KeyboardInterrupt:
         status = "interrupted"
         engine.k = int(engine.counters[loop.C_DONE])
+        engine.record_now()
     return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy())

@@ -45,7 +45,7 @@ def step_size(schedule, lr0, k):
     return lr0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def worker_step(m, k, lr, x, mom, err, G, msg, gen, pf, pi, A, b, ptr, idx, nparams, icfg, beta):
     g = G[m]
     problem_oracle(icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], pf, pi, A, b, ptr, idx, g)

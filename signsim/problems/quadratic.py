@@ -27,7 +27,7 @@ def grad(x, pf, pi, A, b, out):
         out[i] = pf[i] * x[i]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     grad(x, pf, pi, A, b, out)
 

@@ -33,7 +33,7 @@ def grad(x, pf, pi, A, b, out):
         out[i + 1] += 200.0 * r
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     if pi[0] == FULL:
         grad(x, pf, pi, A, b, out)

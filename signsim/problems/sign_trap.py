@@ -3,6 +3,8 @@
 d = 2, f(x) = 1/2 [<a_1, x>^2 + <a_2, x>^2], a_1 = (1+eps, -1+eps), a_2 = (-1+eps, 1+eps), eps in (0, 1).
 Oracle: g_hat = 2 <a_i, x> a_i with i uniform in {1, 2} (unbiased). On x_1 + x_2 = 2 every sign g_hat is
 +-(1, -1), so signSGD started at (1, 1) never leaves the line; error feedback converges to x* = 0.
+Where <a_i, x> = 0 exactly the oracle is the zero vector; only ``--sign-zero zero`` keeps signSGD on the
+line there (with ``--tie zero`` for the vote of a single worker): a random or +1 sign(0) steps off it.
 Coordinate-wise smoothness: L_i = sum_j |H_ij| with H = a_1 a_1^T + a_2 a_2^T (diag(L) - H is diagonally
 dominant, hence positive semidefinite), which gives L = (4, 4) for every eps.
 """
@@ -37,7 +39,7 @@ def grad(x, pf, pi, A, b, out):
     out[1] = d1 * (-1.0 + eps) + d2 * (1.0 + eps)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     eps = pf[0]
     d1, d2 = _dots(x, eps)
@@ -77,6 +79,6 @@ SPEC = ProblemSpec(
     name="sign-trap", code=CODE,
     summary="d = 2 counterexample: signSGD stuck on x1 + x2 = 2, error feedback converges (--trap-eps)",
     options=frozenset({"trap_eps", "x0", "noise"}),
-    defaults={"noise": "none", "trap_eps": 0.5},
+    defaults={"noise": "none", "trap_eps": 0.5, "sign_zero": "zero", "tie": "zero"},
     build=build,
 )

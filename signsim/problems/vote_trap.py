@@ -28,7 +28,7 @@ def grad(x, pf, pi, A, b, out):
     out[0] = (2.0 * (x[0] - 1.0) + lam * (x[0] + 1.0)) / 3.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     if worker % 3 == 2:
         out[0] = pf[0] * (x[0] + 1.0)

@@ -1,0 +1,67 @@
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from signsim import config, methods, noise, problems
+from signsim.cli import main
+from signsim.engine.driver import Engine, Settings, simulate
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run ``signsim ARGS`` in this process; return exit code, stdout, stderr."""
+
+    def call(*args: str) -> CliResult:
+        capsys.readouterr()
+        try:
+            main([str(a) for a in args])
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return call
+
+
+def run_subprocess(*args: str, env: dict | None = None, timeout: float = 120) -> CliResult:
+    """Run ``signsim ARGS`` in a fresh interpreter (for thread counts, signals and import checks)."""
+    full_env = {**os.environ, **(env or {})}
+    p = subprocess.run([sys.executable, "-m", "signsim.cli", *map(str, args)], capture_output=True, text=True,
+                       env=full_env, timeout=timeout)
+    return CliResult(p.returncode, p.stdout, p.stderr)
+
+
+def make_engine(**options):
+    """Resolve options as the CLI would and build the engine, problem and settings."""
+    cfg = config.resolve(options)
+    problem = problems.build(cfg)
+    model, params = noise.parse(cfg.noise or "none")
+    settings = Settings.from_config(cfg, methods.get(cfg.method))
+    engine = Engine(problem, model, params, settings, cfg.workers, cfg.iters, cfg.eval_every, cfg.seed)
+    return engine, problem, model, params, settings, cfg
+
+
+def run_engine(**options):
+    engine, *_ = make_engine(**options)
+    return simulate(engine)
+
+
+def binomial_tolerance(p: float, n: int, z: float = 5.0) -> float:
+    """z standard errors of a proportion estimated from n independent trials."""
+    return z * np.sqrt(max(p * (1 - p), 1e-12) / n)

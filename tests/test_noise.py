@@ -1,0 +1,79 @@
+"""Noise models: moments, CDFs against samples (Kolmogorov-Smirnov), kernel draws equal to NumPy draws."""
+
+import numpy as np
+import pytest
+from numba import njit
+from scipy import stats
+
+from signsim import noise
+from signsim.engine import dispatch
+
+SPECS = ["gaussian:0.7", "laplace:0.7", "uniform:0.7", "student-t:5:0.7", "student-t:3:0.7", "bimodal:0.7",
+         "skewed:0.7"]
+N = 200_000
+
+
+@njit
+def kernel_samples(code, p, gen, n):
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = dispatch.noise_draw(code, gen, p)
+    return out
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_kernel_draws_equal_numpy_draws(spec):
+    model, p = noise.parse(spec)
+    a = kernel_samples(model.code, p, np.random.default_rng(5), 1000)
+    b = model.sample(np.random.default_rng(5), 1000, p)
+    np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_mean_zero_and_std_sigma(spec):
+    model, p = noise.parse(spec)
+    sigma = p[0]
+    x = model.sample(np.random.default_rng(11), N, p)
+    # mean: 5 standard errors
+    assert abs(x.mean()) < 5 * sigma / np.sqrt(N)
+    if spec.startswith("student-t:3"):
+        return  # infinite fourth moment: the sample variance has no usable standard error
+    # variance: 5 standard errors of the sample variance, sqrt((mu4 - sigma^4) / n), mu4 from the sample
+    mu4 = np.mean(x**4)
+    assert abs(x.var() - sigma**2) < 5 * np.sqrt((mu4 - sigma**4) / N)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_cdf_matches_samples(spec):
+    model, p = noise.parse(spec)
+    x = model.sample(np.random.default_rng(13), 20_000, p)
+    result = stats.kstest(x, lambda z: model.cdf(z, p))
+    assert result.pvalue > 1e-3
+
+
+def test_cdf_of_known_points():
+    _, p = noise.parse("gaussian:2")
+    assert noise.registry()["gaussian"].cdf(np.array([2.0]), p)[0] == pytest.approx(stats.norm.cdf(1.0))
+    sk, p = noise.parse("skewed:1")
+    assert sk.cdf(np.array([-1.0]), p)[0] == pytest.approx(0.0)
+    assert sk.cdf(np.array([0.0]), p)[0] == pytest.approx(1 - np.exp(-1))
+
+
+def test_skewed_noise_violates_spb_for_small_positive_gradients():
+    """rho = exp(g/sigma - 1) < 1/2 for 0 < g < sigma (1 - ln 2) (module docstring)."""
+    model, p = noise.parse("skewed:1")
+    rho = model.success_probability(np.array([0.1, -0.1, 0.5]), p)
+    assert rho[0] == pytest.approx(np.exp(0.1 - 1))
+    assert rho[0] < 0.5 and rho[1] > 0.5 and rho[2] > 0.5
+
+
+@pytest.mark.parametrize("spec", ["gaussian:2", "laplace:x", "student-t:2:1", "student-t:1", "nosuch:1",
+                                  "gaussian:-1", "gaussian:nan", "bimodal"])
+def test_bad_specs_are_rejected(spec):
+    from signsim.errors import InputError
+
+    if spec == "gaussian:2":
+        noise.parse(spec)
+        return
+    with pytest.raises(InputError, match="--noise"):
+        noise.parse(spec)
