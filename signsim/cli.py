@@ -121,10 +121,11 @@ def _with_progress(work, show: bool, label: str):
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=stderr_console(), transient=True) as bar:
-        task = bar.add_task(label, total=None)
+        task = bar.add_task(f"{label}: loading compiled kernels (the first run after install compiles them)",
+                            total=None)
 
         def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+            bar.update(task, completed=done, total=total, description=label)
 
         return work(progress)
 
