@@ -32,6 +32,7 @@ Opt = typer.Option
 P_RUN = "Run"
 P_PROBLEM = "Problem"
 P_OUT = "Output"
+P_DATA = "Data (logistic, least-squares, mlp)"
 
 
 def _explicit(local: dict[str, Any], skip: set[str]) -> dict[str, Any]:
@@ -42,8 +43,8 @@ def _explicit(local: dict[str, Any], skip: set[str]) -> dict[str, Any]:
 def run(
     config: Annotated[Path | None, Opt("--config", help="TOML file of options; flags override it",
                                        rich_help_panel=P_OUT)] = None,
-    problem: Annotated[str | None, Opt(help="rosenbrock | quadratic | sign-trap | vote-trap",
-                                       rich_help_panel=P_PROBLEM)] = None,
+    problem: Annotated[str | None, Opt(help="rosenbrock | quadratic | sign-trap | vote-trap | logistic | "
+                                       "least-squares | mlp", rich_help_panel=P_PROBLEM)] = None,
     dim: Annotated[int | None, Opt(help="dimension d (rosenbrock, quadratic)", rich_help_panel=P_PROBLEM)] = None,
     noise: Annotated[str | None, Opt(help="gaussian:S | laplace:S | uniform:S | student-t:NU:S | bimodal:S | "
                                      "skewed:S | none", rich_help_panel=P_PROBLEM)] = None,
@@ -54,6 +55,22 @@ def run(
     trap_lambda: Annotated[float | None, Opt(help="vote-trap: lambda > 0", rich_help_panel=P_PROBLEM)] = None,
     x0: Annotated[float | None, Opt(help="starting point: every coordinate set to this value",
                                     rich_help_panel=P_PROBLEM)] = None,
+    data: Annotated[str | None, Opt(help="builtin:digits | builtin:breast-cancer | FILE (.svm/.libsvm/.txt, .csv, "
+                                    ".npz, IMAGES,LABELS idx)", rich_help_panel=P_DATA)] = None,
+    split: Annotated[str | None, Opt(help="shared | iid | label-skew:ALPHA | sorted | split-batch",
+                                     rich_help_panel=P_DATA)] = None,
+    test_fraction: Annotated[float | None, Opt(help="held-out fraction (default 0.2)",
+                                               rich_help_panel=P_DATA)] = None,
+    standardize: Annotated[bool | None, Opt("--standardize/--no-standardize", help="standardize features (default on)",
+                                            rich_help_panel=P_DATA, show_default=False)] = None,
+    intercept: Annotated[bool | None, Opt("--intercept/--no-intercept", help="add a constant feature (GLMs, on)",
+                                          rich_help_panel=P_DATA, show_default=False)] = None,
+    replicate: Annotated[int | None, Opt(help="repeat the training set r times", rich_help_panel=P_DATA)] = None,
+    positive_class: Annotated[float | None, Opt(help="logistic: this label is +1, the rest -1",
+                                                rich_help_panel=P_DATA)] = None,
+    l2: Annotated[float | None, Opt(help="L2 regularization lambda", rich_help_panel=P_DATA)] = None,
+    hidden: Annotated[int | None, Opt(help="mlp: hidden units (32)", rich_help_panel=P_DATA)] = None,
+    activation: Annotated[str | None, Opt(help="mlp: relu | tanh", rich_help_panel=P_DATA)] = None,
     method: Annotated[str | None, Opt(help="sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign",
                                       rich_help_panel=P_RUN)] = None,
     workers: Annotated[int | None, Opt(help="number of workers M", rich_help_panel=P_RUN)] = None,

@@ -50,14 +50,26 @@ class RunConfig:
     trap_eps: float | None = None
     trap_lambda: float | None = None
     x0: float | None = None  # fill value of the starting point; the problem's default when unset
+    # data problems (logistic, least-squares, mlp)
+    data: str | None = None
+    split: str | None = None
+    test_fraction: float | None = None
+    standardize: bool | None = None
+    intercept: bool | None = None
+    replicate: int | None = None
+    positive_class: float | None = None
+    l2: float | None = None
+    hidden: int | None = None
+    activation: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 _FIELDS = {f.name: f for f in fields(RunConfig)}
-_INT = {"workers", "batch_size", "iters", "byzantine", "eval_every", "seed", "dim"}
-_FLOAT = {"lr", "momentum", "kappa", "trap_eps", "trap_lambda", "x0"}
+_INT = {"workers", "batch_size", "iters", "byzantine", "eval_every", "seed", "dim", "replicate", "hidden"}
+_FLOAT = {"lr", "momentum", "kappa", "trap_eps", "trap_lambda", "x0", "test_fraction", "positive_class", "l2"}
+_BOOL = {"standardize", "intercept"}
 
 
 def option_name(field: str) -> str:
@@ -86,6 +98,10 @@ def load_toml(path: str | Path) -> dict[str, Any]:
 
 def coerce(name: str, value: Any, where: str) -> Any:
     """Check the type of one option value read from a file."""
+    if name in _BOOL:
+        if not isinstance(value, bool):
+            raise InputError(f"{where} must be true or false, got {value!r}")
+        return value
     if name in _INT:
         if isinstance(value, bool) or not isinstance(value, int):
             raise InputError(f"{where} must be an integer, got {value!r}")
@@ -146,8 +162,12 @@ def validate(cfg: RunConfig) -> None:
     _check(0 <= cfg.byzantine <= cfg.workers, "byzantine", cfg.byzantine,
            f"must lie between 0 and the number of workers ({cfg.workers})")
     _check(cfg.seed >= 0, "seed", cfg.seed, "must be >= 0")
-    if cfg.x0 is not None:
-        _check(math.isfinite(cfg.x0), "x0", cfg.x0, "must be finite")
+    for field in ("x0", "positive_class"):
+        value = getattr(cfg, field)
+        if value is not None:
+            _check(math.isfinite(value), field, value, "must be finite")
+    if cfg.l2 is not None:
+        _check(math.isfinite(cfg.l2) and cfg.l2 >= 0, "l2", cfg.l2, "must be a finite number >= 0")
     method = methods.get(cfg.method)
     agg = Aggregate[cfg.aggregate.upper()]
     if agg not in method.allowed_aggregates:

@@ -21,6 +21,16 @@ SSDM_HETEROGENEOUS = (
 )
 
 
+def problem_info(problem) -> dict[str, Any]:
+    info = {"name": problem.name, "dim": problem.dim, "f_star": problem.f_star,
+            "x_star_known": problem.x_star is not None, "heterogeneous": problem.heterogeneous}
+    fs = problem.finite_sum
+    if fs is not None:
+        info.update(n_train=fs.n, n_test=int(problem.pi[2]), features=int(problem.pi[3]),
+                    shard_sizes=np.diff(fs.split.ptr).tolist())
+    return info
+
+
 def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     from signsim import accounting, methods, noise, problems
     from signsim.engine import loop
@@ -50,6 +60,9 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
                  "bits_up": k * bits.up, "bits_down": k * bits.down}
         if cfg.method == "ef-signsgd":
             entry["ef_error_norm"] = row[loop.H_EXTRA]
+        if problem.classifier:
+            entry["train_acc"] = row[loop.H_TRAIN_ACC]
+            entry["test_acc"] = row[loop.H_TEST_ACC]
         history.append(entry)
     last = history[-1] if history else {}
     final = {**last, "iters_done": out.iters_done, "bits_up": out.iters_done * bits.up,
@@ -59,8 +72,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
         "command": "run",
         "status": out.status,
         "config": cfg.to_dict(),
-        "problem": {"name": problem.name, "dim": problem.dim, "f_star": problem.f_star,
-                    "x_star_known": problem.x_star is not None, "heterogeneous": problem.heterogeneous},
+        "problem": problem_info(problem),
         "bits_per_iter": {"up": bits.up, "down": bits.down},
         "warnings": warnings,
         "history": history,

@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 from signsim.noise import bimodal, gaussian, laplace, skewed, student_t, uniform
-from signsim.problems import quadratic, rosenbrock, sign_trap, vote_trap
+from signsim.problems import glm, least_squares, logistic, mlp, quadratic, rosenbrock, sign_trap, vote_trap
 
 
 @njit(cache=True)
@@ -21,6 +21,10 @@ def problem_loss(code, x, pf, pi, A, b):
         return sign_trap.loss(x, pf, pi, A, b)
     if code == vote_trap.CODE:
         return vote_trap.loss(x, pf, pi, A, b)
+    if code == logistic.CODE or code == least_squares.CODE:
+        return glm.loss(x, pf, pi, A, b)
+    if code == mlp.CODE:
+        return mlp.loss(x, pf, pi, A, b)
     return np.nan
 
 
@@ -34,6 +38,10 @@ def problem_grad(code, x, pf, pi, A, b, out):
         sign_trap.grad(x, pf, pi, A, b, out)
     elif code == vote_trap.CODE:
         vote_trap.grad(x, pf, pi, A, b, out)
+    elif code == logistic.CODE or code == least_squares.CODE:
+        glm.grad(x, pf, pi, A, b, out)
+    elif code == mlp.CODE:
+        mlp.grad(x, pf, pi, A, b, out)
 
 
 @njit(cache=True, inline="always")
@@ -46,6 +54,20 @@ def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
         sign_trap.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
     elif code == vote_trap.CODE:
         vote_trap.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
+    elif code == logistic.CODE or code == least_squares.CODE:
+        glm.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
+    elif code == mlp.CODE:
+        mlp.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
+
+
+@njit(cache=True)
+def problem_accuracy(code, x, pf, pi, A, b, test):
+    """Classification accuracy on the training (test=False) or held-out rows; NaN where it does not apply."""
+    if code == logistic.CODE or code == least_squares.CODE:
+        return glm.accuracy(x, pf, pi, A, b, test)
+    if code == mlp.CODE:
+        return mlp.accuracy(x, pf, pi, A, b, test)
+    return np.nan
 
 
 @njit(cache=True, inline="always")

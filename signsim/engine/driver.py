@@ -1,9 +1,6 @@
 """Python side of a run: build the state, hand chunks of iterations to the compiled loop, stop cleanly.
 
-Random streams (reproducibility): ``SeedSequence(seed).spawn(3)`` gives a root for the workers, one for the
-server and one reserved for the problem (data shuffles, splits); worker m draws from the m-th child of the
-workers' root, so adding workers leaves the first workers' streams unchanged. Each stream is a PCG64
-``numpy.random.Generator``; Numba reproduces NumPy's draws exactly, which lets NumPy references replay a run.
+Random streams come from ``signsim.seeding`` (one per worker, one for the server).
 """
 
 from __future__ import annotations
@@ -20,18 +17,12 @@ from signsim.engine import loop
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
+from signsim.seeding import run_streams
 
 #: a run uses the parallel loop over workers when a step touches at least this many numbers
 PARALLEL_WORK = 50_000
 #: the driver returns to Python about this often (seconds) for the progress bar and Ctrl-C
 CHUNK_SECONDS = 0.1
-
-
-def streams(seed: int, workers: int) -> tuple[list[np.random.Generator], np.random.Generator, np.random.SeedSequence]:
-    """Independent generators: one per worker, one for the server, and a seed sequence for the problem."""
-    root_workers, server, problem = np.random.SeedSequence(seed).spawn(3)
-    gens = [np.random.Generator(np.random.PCG64(s)) for s in root_workers.spawn(workers)]
-    return gens, np.random.Generator(np.random.PCG64(server)), problem
 
 
 @dataclass
@@ -88,7 +79,7 @@ class Engine:
         self.msg = np.zeros((M, d))
         self.agg = np.zeros(d)
         self.gbuf = np.zeros(d)
-        gens, self.server_gen, _ = streams(seed, M)
+        gens, self.server_gen = run_streams(seed, M)
         self.gens = List(gens)
         if parallel is None:
             parallel = M * d * max(1, s.batch_size if problem.A.size else 1) >= PARALLEL_WORK

@@ -21,7 +21,7 @@ from numba import njit, prange
 
 from signsim.codes import Compressor, Schedule, Status
 from signsim.engine.compress import attack_row, compress_row, finish_aggregate
-from signsim.engine.dispatch import add_noise, problem_grad, problem_loss, problem_oracle
+from signsim.engine.dispatch import add_noise, problem_accuracy, problem_grad, problem_loss, problem_oracle
 
 # integer settings, in this order, in the ``icfg`` array
 I_COMPRESSOR, I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY = range(8)
@@ -33,8 +33,8 @@ N_FCFG = 2
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
 # history columns
-H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA = range(6)
-N_HIST = 6
+H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC = range(8)
+N_HIST = 8
 
 
 @njit(cache=True)
@@ -101,6 +101,8 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, x_star, hist, counters):
     hist[r, H_GRAD_L1] = l1
     hist[r, H_DIST] = dist
     hist[r, H_EXTRA] = extra
+    hist[r, H_TRAIN_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, False)
+    hist[r, H_TEST_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, True)
     counters[C_ROWS] = r + 1
     return np.isfinite(loss) and np.isfinite(l2) and np.all(np.isfinite(x))
 

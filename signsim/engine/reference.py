@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from signsim.codes import Aggregate, Attack, Compressor, Schedule, SignZero, Tie
-from signsim.engine.driver import Settings, streams
+from signsim.engine.driver import Settings
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
+from signsim.seeding import run_streams
 
 
 def sign_with_policy(v: np.ndarray, policy: SignZero, gen: np.random.Generator) -> np.ndarray:
@@ -48,7 +49,7 @@ class ReferenceRun:
     def __init__(self, problem: ProblemInstance, noise: NoiseModel, noise_params: np.ndarray, s: Settings,
                  workers: int, seed: int):
         self.p, self.noise, self.nparams, self.s, self.M = problem, noise, noise_params, s, workers
-        self.gens, self.server, _ = streams(seed, workers)
+        self.gens, self.server = run_streams(seed, workers)
         self.x = problem.x0.astype(float).copy()
         self.mom = np.zeros((workers, problem.dim))
         self.err = np.zeros((workers, problem.dim))

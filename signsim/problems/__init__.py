@@ -9,7 +9,7 @@ from functools import cache
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
-_MODULES = ("rosenbrock", "quadratic", "sign_trap", "vote_trap")
+_MODULES = ("rosenbrock", "quadratic", "sign_trap", "vote_trap", "logistic", "least_squares", "mlp")
 
 
 @cache

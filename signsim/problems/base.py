@@ -50,6 +50,10 @@ class ProblemInstance:
     L: np.ndarray | None = None
     #: workers optimize different local objectives (partitioned data): SSDM's guarantee does not apply
     heterogeneous: bool = False
+    #: history records train and test accuracy
+    classifier: bool = False
+    #: per-sample access for finite-sum (data) problems
+    finite_sum: Any = None
     notes: list[str] = field(default_factory=list)
 
 

@@ -1,0 +1,58 @@
+"""CSV files with the label in the first column and one sample per line. A first line that is not numeric
+is taken as a header; blank lines are skipped. Errors name the line and the field."""
+
+import csv
+import io
+
+import numpy as np
+
+from signsim.data.base import Dataset, DataSource, checked
+from signsim.data.files import existing, read_bytes
+from signsim.errors import InputError
+
+
+def load(spec: str) -> Dataset:
+    path = existing(spec)
+    try:
+        text = read_bytes(path, spec).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"--data {spec}: not a UTF-8 text file") from None
+    rows: list[list[float]] = []
+    width = None
+    for lineno, fields in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not fields or all(not f.strip() for f in fields):
+            continue
+        try:
+            values = [float(f) for f in fields]
+        except ValueError:
+            if not rows and lineno == 1:
+                continue  # header
+            bad = next(i for i, f in enumerate(fields) if not _is_number(f))
+            raise InputError(f"--data {spec}: line {lineno}, field {bad + 1}: '{fields[bad].strip()}' is not a "
+                             "number") from None
+        if width is None:
+            width = len(values)
+            if width < 2:
+                raise InputError(f"--data {spec}: line {lineno}: need a label and at least one feature")
+        elif len(values) != width:
+            raise InputError(f"--data {spec}: line {lineno}: {len(values)} fields, expected {width}")
+        if not all(np.isfinite(values)):
+            bad = next(i for i, v in enumerate(values) if not np.isfinite(v))
+            raise InputError(f"--data {spec}: line {lineno}, field {bad + 1}: non-finite value")
+        rows.append(values)
+    if not rows:
+        raise InputError(f"--data {spec}: no data rows")
+    a = np.array(rows)
+    return checked(path.name, a[:, 1:], a[:, 0], f"--data {spec}")
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+SOURCE = DataSource("csv", "CSV, label in the first column: FILE.csv (optionally .csv.gz)",
+                    lambda spec: spec.lower().endswith((".csv", ".csv.gz")), load)

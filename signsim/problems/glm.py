@@ -1,0 +1,135 @@
+"""Generalized linear models on a finite sum (math.md §5): f(w) = (1/n) sum_j phi(a_j^T w, y_j) + (lam/2)||w||^2.
+
+* logistic: phi(m, y) = log(1 + exp(-y m)), y in {-1, +1}, phi'(m, y) = -y sigma(-y m);
+* least squares: phi(m, y) = (m - y)^2 / 2, phi'(m, y) = m - y.
+
+Per-sample gradients are grad f_j = phi'_j a_j + lam w, so their squared norms need no n x d matrix:
+||grad f_j||^2 = phi'_j^2 ||a_j||^2 + 2 lam phi'_j a_j^T w + lam^2 ||w||^2 (math.md §6).
+Rows 0..n_train-1 of A are the training set, the rest the held-out set; b holds the labels.
+"""
+
+import numpy as np
+from numba import njit
+
+from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
+
+LOGISTIC, LEAST_SQUARES = 0, 1
+P_KIND = 4
+
+
+@njit(cache=True, inline="always")
+def _margin(x, A, j):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += A[j, i] * x[i]
+    return s
+
+
+@njit(cache=True, inline="always")
+def _phi(kind, m, y):
+    if kind == LOGISTIC:
+        t = -y * m  # log(1 + exp(t)), stably
+        return max(t, 0.0) + np.log1p(np.exp(-abs(t)))
+    return 0.5 * (m - y) ** 2
+
+
+@njit(cache=True, inline="always")
+def _dphi(kind, m, y):
+    if kind == LOGISTIC:
+        t = y * m  # -y sigma(-t)
+        if t >= 0:
+            e = np.exp(-t)
+            return -y * e / (1.0 + e)
+        return -y / (1.0 + np.exp(t))
+    return m - y
+
+
+@njit(cache=True)
+def loss(x, pf, pi, A, b):
+    kind, n = pi[P_KIND], pi[P_NTRAIN]
+    s = 0.0
+    for j in range(n):
+        s += _phi(kind, _margin(x, A, j), b[j])
+    return s / n + 0.5 * pf[0] * np.sum(x * x)
+
+
+@njit(cache=True)
+def grad(x, pf, pi, A, b, out):
+    kind, n = pi[P_KIND], pi[P_NTRAIN]
+    out[:] = 0.0
+    for j in range(n):
+        c = _dphi(kind, _margin(x, A, j), b[j]) / n
+        for i in range(x.shape[0]):
+            out[i] += c * A[j, i]
+    for i in range(x.shape[0]):
+        out[i] += pf[0] * x[i]
+
+
+@njit(cache=True, inline="always")
+def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
+    kind = pi[P_KIND]
+    for i in range(x.shape[0]):
+        out[i] = pf[0] * x[i]
+    g = minibatch_group(pi[P_MODE], worker, gen)
+    for _ in range(tau):
+        j = draw_index(gen, ptr, idx, g)
+        c = _dphi(kind, _margin(x, A, j), b[j]) / tau
+        for i in range(x.shape[0]):
+            out[i] += c * A[j, i]
+
+
+@njit(cache=True)
+def accuracy(x, pf, pi, A, b, test):
+    """Fraction of samples with sign(a_j^T w) = y_j (logistic; 0 counts as +1); NaN for least squares or an
+    empty set."""
+    if pi[P_KIND] != LOGISTIC:
+        return np.nan
+    lo = pi[P_NTRAIN] if test else 0
+    hi = lo + (pi[P_NTEST] if test else pi[P_NTRAIN])
+    if hi == lo:
+        return np.nan
+    hits = 0
+    for j in range(lo, hi):
+        pred = 1.0 if _margin(x, A, j) >= 0 else -1.0
+        hits += pred == b[j]
+    return hits / (hi - lo)
+
+
+@njit(cache=True)
+def per_sample_sq_norms(x, pf, pi, A, b):
+    """||grad f_j(w)||^2 for every training sample j, in O(n d) time and O(n) memory."""
+    kind, n, lam = pi[P_KIND], pi[P_NTRAIN], pf[0]
+    ww = np.sum(x * x)
+    out = np.empty(n)
+    for j in range(n):
+        m = _margin(x, A, j)
+        c = _dphi(kind, m, b[j])
+        aa = 0.0
+        for i in range(x.shape[0]):
+            aa += A[j, i] * A[j, i]
+        out[j] = c * c * aa + 2.0 * lam * c * m + lam * lam * ww
+    return out
+
+
+def per_sample_grads_ref(x, pf, pi, A, b, rows) -> np.ndarray:
+    """NumPy: the per-sample gradients of the given training rows, materialized (len(rows) x d)."""
+    rows = np.asarray(rows)
+    m = A[rows] @ x
+    y = b[rows]
+    if pi[P_KIND] == LOGISTIC:
+        c = -y / (1.0 + np.exp(y * m))
+    else:
+        c = m - y
+    return c[:, None] * A[rows] + pf[0] * x[None, :]
+
+
+def loss_ref(x, pf, pi, A, b) -> float:
+    n = pi[P_NTRAIN]
+    m = A[:n] @ x
+    y = b[:n]
+    phi = np.logaddexp(0.0, -y * m) if pi[P_KIND] == LOGISTIC else 0.5 * (m - y) ** 2
+    return float(phi.mean() + 0.5 * pf[0] * x @ x)
+
+
+def n_features(pi) -> int:
+    return int(pi[P_FEATURES])

@@ -1,0 +1,25 @@
+"""Least squares, f_j(w) = (a_j^T w - y_j)^2 / 2 + (lam/2)||w||^2 with the labels as targets (math.md §5).
+Kernels in ``signsim.problems.glm``."""
+
+from signsim.problems import glm
+from signsim.problems.base import ProblemInstance, ProblemSpec
+from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, load_prepared, pack
+from signsim.problems.logistic import glm_instance
+
+CODE = 6
+
+
+def build(cfg) -> ProblemInstance:
+    loaded = load_prepared(cfg, intercept=cfg.intercept)
+    prep = loaded.prep
+    arrays = pack(prep, prep.y_train, prep.y_test, loaded.split, [glm.LEAST_SQUARES], [cfg.l2])
+    return glm_instance("least-squares", CODE, cfg, arrays, loaded.split)
+
+
+SPEC = ProblemSpec(
+    name="least-squares", code=CODE,
+    summary="least squares on --data with the labels as targets, --l2",
+    options=DATA_OPTIONS | {"intercept", "x0"},
+    defaults={**DATA_DEFAULTS, "data": "builtin:breast-cancer", "intercept": True},
+    build=build,
+)

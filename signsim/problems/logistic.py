@@ -1,0 +1,62 @@
+"""Logistic regression, f_j(w) = log(1 + exp(-y_j a_j^T w)) + (lam/2)||w||^2, y_j in {-1, +1} (math.md §5).
+
+Two-class data map the larger label to +1 unless ``--positive-class`` says otherwise; data with more classes
+need ``--positive-class`` (one class against the rest). Kernels in ``signsim.problems.glm``.
+"""
+
+import numpy as np
+
+from signsim.errors import InputError
+from signsim.problems import glm
+from signsim.problems.base import ProblemInstance, ProblemSpec
+from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
+
+CODE = 5
+
+
+def signed_labels(y_train, y_test, positive, spec):
+    classes = np.unique(np.concatenate([y_train, y_test]))
+    if positive is None:
+        if classes.size > 2:
+            raise InputError(f"--data {spec}: {classes.size} classes; logistic regression needs "
+                             "--positive-class C (one class against the rest)")
+        positive = classes.max()
+    elif positive not in classes:
+        raise InputError(f"--positive-class {positive:g}: no such label in {spec} (labels: "
+                         f"{', '.join(f'{c:g}' for c in classes[:10])}{'...' if classes.size > 10 else ''})")
+    return np.where(y_train == positive, 1.0, -1.0), np.where(y_test == positive, 1.0, -1.0)
+
+
+def build(cfg) -> ProblemInstance:
+    loaded = load_prepared(cfg, intercept=cfg.intercept)
+    prep, split = loaded.prep, loaded.split
+    y_train, y_test = signed_labels(prep.y_train, prep.y_test, cfg.positive_class, cfg.data)
+    arrays = pack(prep, y_train, y_test, split, [glm.LOGISTIC], [cfg.l2])
+    return glm_instance("logistic", CODE, cfg, arrays, split)
+
+
+def glm_instance(name, code, cfg, arrays, split) -> ProblemInstance:
+    pf, pi, A, b = arrays["pf"], arrays["pi"], arrays["A"], arrays["b"]
+    d = glm.n_features(pi)
+
+    def per_sample_grads(x, rows):
+        return glm.per_sample_grads_ref(x, pf, pi, A, b, rows)
+
+    n = int(pi[1])
+    return ProblemInstance(
+        name=name, code=code, dim=d, x0=np.full(d, cfg.x0 if cfg.x0 is not None else 0.0),
+        loss_ref=lambda x: glm.loss_ref(x, pf, pi, A, b),
+        grad_ref=lambda x: per_sample_grads(x, np.arange(n)).mean(axis=0),
+        oracle_ref=oracle_ref_from(per_sample_grads, split, d), heterogeneous=split.heterogeneous,
+        finite_sum=FiniteSum(n, split, per_sample_grads, lambda x: glm.per_sample_sq_norms(x, pf, pi, A, b)),
+        classifier=name == "logistic", **arrays,
+    )
+
+
+SPEC = ProblemSpec(
+    name="logistic", code=CODE,
+    summary="logistic regression on --data (labels -> +-1, --positive-class for multi-class), --l2",
+    options=DATA_OPTIONS | {"positive_class", "intercept", "x0"},
+    defaults={**DATA_DEFAULTS, "data": "builtin:breast-cancer", "intercept": True},
+    build=build,
+)

@@ -1,0 +1,239 @@
+"""One-hidden-layer network with softmax cross-entropy (math.md §5; the seed's MNIST experiment):
+
+    z = W1 a + b1,  h = act(z) (relu or tanh),  logits = W2 h + b2,
+    f_j = logsumexp(logits) - logits[y_j] + (lam/2)||w||^2.
+
+Parameters are one flat vector w = [W1 (H x p, row-major), b1 (H), W2 (C x H), b2 (C)], so the sign
+methods act on every weight alike. Initialization (from the problem's random stream): W1 ~ N(0, 2/p) for
+relu or N(0, 1/p) for tanh, W2 ~ N(0, 1/H), biases 0.
+
+Per-sample squared norms without an n x d matrix (math.md §6): each dense layer's weight gradient is an
+outer product delta h^T, so ||grad f_j||^2 = ||d2||^2 (||h||^2 + 1) + ||d1||^2 (||a||^2 + 1) for the data
+part g_j, and the regularizer adds 2 lam <g_j, w> + lam^2 ||w||^2 with <g_j, w> = d2.logits + d1.z.
+"""
+
+import numpy as np
+from numba import njit
+
+from signsim.errors import InputError
+from signsim.problems.base import ProblemInstance, ProblemSpec
+from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
+from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
+
+CODE = 7
+P_HIDDEN, P_CLASSES, P_ACT = 4, 5, 6
+RELU, TANH = 0, 1
+ACTIVATIONS = {"relu": RELU, "tanh": TANH}
+
+
+@njit(cache=True, inline="always")
+def _forward(x, A, j, p, H, C, act, z, h, logits):
+    """Fill z, h, logits for sample j; return log-sum-exp of the logits."""
+    ob1, ow2 = H * p, H * p + H
+    ob2 = ow2 + C * H
+    for k in range(H):
+        s = x[ob1 + k]
+        row = k * p
+        for i in range(p):
+            s += x[row + i] * A[j, i]
+        z[k] = s
+        h[k] = max(s, 0.0) if act == RELU else np.tanh(s)
+    top = -np.inf
+    for c in range(C):
+        s = x[ob2 + c]
+        row = ow2 + c * H
+        for k in range(H):
+            s += x[row + k] * h[k]
+        logits[c] = s
+        top = max(top, s)
+    acc = 0.0
+    for c in range(C):
+        acc += np.exp(logits[c] - top)
+    return top + np.log(acc)
+
+
+@njit(cache=True, inline="always")
+def _deltas(x, A, j, y, p, H, C, act, z, h, logits, d1, d2):
+    """Forward pass, then the output error d2 = softmax - onehot(y) and hidden error d1; returns the loss."""
+    lse = _forward(x, A, j, p, H, C, act, z, h, logits)
+    for c in range(C):
+        d2[c] = np.exp(logits[c] - lse)
+    d2[y] -= 1.0
+    ow2 = H * p + H
+    for k in range(H):
+        s = 0.0
+        for c in range(C):
+            s += x[ow2 + c * H + k] * d2[c]
+        if act == RELU:
+            d1[k] = s if z[k] > 0 else 0.0
+        else:
+            d1[k] = s * (1.0 - h[k] * h[k])
+    return lse - logits[y]
+
+
+@njit(cache=True, inline="always")
+def _accumulate(A, j, p, H, C, h, d1, d2, weight, out):
+    """out += weight * (per-sample gradient of the data term)."""
+    ob1, ow2 = H * p, H * p + H
+    ob2 = ow2 + C * H
+    for k in range(H):
+        c1 = weight * d1[k]
+        if c1 != 0.0:
+            row = k * p
+            for i in range(p):
+                out[row + i] += c1 * A[j, i]
+        out[ob1 + k] += c1
+    for c in range(C):
+        c2 = weight * d2[c]
+        row = ow2 + c * H
+        for k in range(H):
+            out[row + k] += c2 * h[k]
+        out[ob2 + c] += c2
+
+
+@njit(cache=True)
+def loss(x, pf, pi, A, b):
+    p, H, C, act, n = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT], pi[P_NTRAIN]
+    z, h, logits = np.empty(H), np.empty(H), np.empty(C)
+    s = 0.0
+    for j in range(n):
+        s += _forward(x, A, j, p, H, C, act, z, h, logits) - logits[int(b[j])]
+    return s / n + 0.5 * pf[0] * np.sum(x * x)
+
+
+@njit(cache=True)
+def grad(x, pf, pi, A, b, out):
+    p, H, C, act, n = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT], pi[P_NTRAIN]
+    z, h, logits, d1, d2 = np.empty(H), np.empty(H), np.empty(C), np.empty(H), np.empty(C)
+    for i in range(x.shape[0]):
+        out[i] = pf[0] * x[i]
+    for j in range(n):
+        _deltas(x, A, j, int(b[j]), p, H, C, act, z, h, logits, d1, d2)
+        _accumulate(A, j, p, H, C, h, d1, d2, 1.0 / n, out)
+
+
+@njit(cache=True, inline="always")
+def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
+    p, H, C, act = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT]
+    z, h, logits, d1, d2 = np.empty(H), np.empty(H), np.empty(C), np.empty(H), np.empty(C)
+    for i in range(x.shape[0]):
+        out[i] = pf[0] * x[i]
+    g = minibatch_group(pi[P_MODE], worker, gen)
+    for _ in range(tau):
+        j = draw_index(gen, ptr, idx, g)
+        _deltas(x, A, j, int(b[j]), p, H, C, act, z, h, logits, d1, d2)
+        _accumulate(A, j, p, H, C, h, d1, d2, 1.0 / tau, out)
+
+
+@njit(cache=True)
+def accuracy(x, pf, pi, A, b, test):
+    p, H, C, act = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT]
+    lo = pi[P_NTRAIN] if test else 0
+    hi = lo + (pi[P_NTEST] if test else pi[P_NTRAIN])
+    if hi == lo:
+        return np.nan
+    z, h, logits = np.empty(H), np.empty(H), np.empty(C)
+    hits = 0
+    for j in range(lo, hi):
+        _forward(x, A, j, p, H, C, act, z, h, logits)
+        hits += np.argmax(logits) == int(b[j])
+    return hits / (hi - lo)
+
+
+@njit(cache=True)
+def per_sample_sq_norms(x, pf, pi, A, b):
+    p, H, C, act, n, lam = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT], pi[P_NTRAIN], pf[0]
+    z, h, logits, d1, d2 = np.empty(H), np.empty(H), np.empty(C), np.empty(H), np.empty(C)
+    ww = np.sum(x * x)
+    out = np.empty(n)
+    for j in range(n):
+        _deltas(x, A, j, int(b[j]), p, H, C, act, z, h, logits, d1, d2)
+        aa = 0.0
+        for i in range(p):
+            aa += A[j, i] * A[j, i]
+        n2 = np.sum(d2 * d2) * (np.sum(h * h) + 1.0) + np.sum(d1 * d1) * (aa + 1.0)
+        gw = np.sum(d2 * logits) + np.sum(d1 * z)
+        out[j] = n2 + 2.0 * lam * gw + lam * lam * ww
+    return out
+
+
+def unpack(x, p, H, C):
+    W1 = x[: H * p].reshape(H, p)
+    b1 = x[H * p: H * p + H]
+    W2 = x[H * p + H: H * p + H + C * H].reshape(C, H)
+    b2 = x[H * p + H + C * H:]
+    return W1, b1, W2, b2
+
+
+def per_sample_grads_ref(x, pf, pi, A, b, rows) -> np.ndarray:
+    """NumPy backpropagation for the given rows, one gradient per row (materialized)."""
+    p, H, C, act = (int(pi[k]) for k in (P_FEATURES, P_HIDDEN, P_CLASSES, P_ACT))
+    W1, b1, W2, b2 = unpack(x, p, H, C)
+    a = A[np.asarray(rows)]
+    y = b[np.asarray(rows)].astype(int)
+    z = a @ W1.T + b1
+    h = np.maximum(z, 0) if act == RELU else np.tanh(z)
+    logits = h @ W2.T + b2
+    prob = np.exp(logits - logits.max(axis=1, keepdims=True))
+    prob /= prob.sum(axis=1, keepdims=True)
+    d2 = prob
+    d2[np.arange(len(y)), y] -= 1
+    d1 = (d2 @ W2) * ((z > 0) if act == RELU else (1 - h**2))
+    gW1 = d1[:, :, None] * a[:, None, :]
+    gW2 = d2[:, :, None] * h[:, None, :]
+    g = np.hstack([gW1.reshape(len(y), -1), d1, gW2.reshape(len(y), -1), d2])
+    return g + pf[0] * x[None, :]
+
+
+def loss_ref(x, pf, pi, A, b) -> float:
+    p, H, C, act, n = (int(pi[k]) for k in (P_FEATURES, P_HIDDEN, P_CLASSES, P_ACT, P_NTRAIN))
+    W1, b1, W2, b2 = unpack(x, p, H, C)
+    z = A[:n] @ W1.T + b1
+    h = np.maximum(z, 0) if act == RELU else np.tanh(z)
+    logits = h @ W2.T + b2
+    top = logits.max(axis=1)
+    lse = top + np.log(np.exp(logits - top[:, None]).sum(axis=1))
+    return float(np.mean(lse - logits[np.arange(n), b[:n].astype(int)]) + 0.5 * pf[0] * x @ x)
+
+
+def build(cfg) -> ProblemInstance:
+    if cfg.activation not in ACTIVATIONS:
+        raise InputError(f"--activation {cfg.activation}: choose from {', '.join(ACTIVATIONS)}")
+    if cfg.hidden < 1:
+        raise InputError(f"--hidden {cfg.hidden}: must be at least 1")
+    loaded = load_prepared(cfg, intercept=False)
+    prep = loaded.prep
+    classes = np.unique(np.concatenate([prep.y_train, prep.y_test]))
+    if classes.size < 2:
+        raise InputError(f"--data {cfg.data}: a classifier needs at least two classes")
+    y_train, y_test = np.searchsorted(classes, prep.y_train), np.searchsorted(classes, prep.y_test)
+    p, H, C, act = prep.features, cfg.hidden, classes.size, ACTIVATIONS[cfg.activation]
+    arrays = pack(prep, y_train, y_test, loaded.split, [H, C, act], [cfg.l2])
+    rng = loaded.init_rng
+    w1_scale = np.sqrt((2.0 if act == RELU else 1.0) / p)
+    x0 = np.concatenate([w1_scale * rng.standard_normal(H * p), np.zeros(H),
+                         rng.standard_normal(C * H) / np.sqrt(H), np.zeros(C)])
+    pf, pi, A, b = arrays["pf"], arrays["pi"], arrays["A"], arrays["b"]
+    n = prep.n_train
+
+    def per_sample_grads(x, rows):
+        return per_sample_grads_ref(x, pf, pi, A, b, rows)
+
+    split = loaded.split
+    return ProblemInstance(
+        name="mlp", code=CODE, dim=x0.size, x0=x0,
+        loss_ref=lambda x: loss_ref(x, pf, pi, A, b),
+        grad_ref=lambda x: per_sample_grads(x, np.arange(n)).mean(axis=0),
+        oracle_ref=oracle_ref_from(per_sample_grads, split, x0.size), heterogeneous=split.heterogeneous,
+        finite_sum=FiniteSum(n, split, per_sample_grads, lambda x: per_sample_sq_norms(x, pf, pi, A, b), classes),
+        classifier=True, **arrays,
+    )
+
+
+SPEC = ProblemSpec(
+    name="mlp", code=CODE,
+    summary="one-hidden-layer network (--hidden, --activation relu|tanh), softmax cross-entropy on --data",
+    options=DATA_OPTIONS | {"hidden", "activation"},
+    defaults={**DATA_DEFAULTS, "data": "builtin:digits", "hidden": 32, "activation": "relu", "batch_size": 32},
+    build=build,
+)

@@ -1,0 +1,25 @@
+"""Random streams. ``SeedSequence(seed).spawn(3)`` gives a root for the workers (worker m draws from its m-th
+child, so adding workers leaves the first workers' streams unchanged), one stream for the server (random
+tie-breaks) and one for the problem (test split, shards, network initialization). Every stream is a PCG64
+``numpy.random.Generator``; Numba reproduces NumPy's draws from it exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+
+WORKERS, SERVER, PROBLEM = range(3)
+
+
+def generator(ss: np.random.SeedSequence) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(ss))
+
+
+def run_streams(seed: int, workers: int) -> tuple[list[np.random.Generator], np.random.Generator]:
+    children = np.random.SeedSequence(seed).spawn(3)
+    gens = [generator(s) for s in children[WORKERS].spawn(workers)]
+    return gens, generator(children[SERVER])
+
+
+def problem_streams(seed: int, n: int) -> list[np.random.Generator]:
+    """n independent generators for the problem's own randomness (split, shards, initialization...)."""
+    return [generator(s) for s in np.random.SeedSequence(seed).spawn(3)[PROBLEM].spawn(n)]
