@@ -104,11 +104,14 @@ def run(
     from signsim.commands.run import run as run_command
 
     values = cfgmod.load_toml(config) if config is not None else {}
-    values.update(given)
-    cfg = cfgmod.resolve(values)
     if plot is not None and plot.suffix.lower() not in {".png", ".pdf", ".svg"}:
         raise InputError(f"--plot {plot}: use a .png, .pdf or .svg file name")
     show = not (quiet or json_)
+    if "compare" in values:
+        _run_comparison(values, given, out, json_, show, plot)
+        return
+    values.update(given)
+    cfg = cfgmod.resolve(values)
     doc = _with_progress(lambda progress: run_command(cfg, progress), show, f"{cfg.method} on {cfg.problem}")
     _emit(doc, out, json_)
     if plot is not None:
@@ -129,22 +132,65 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
 
 
+def _run_comparison(values, given, out, json_, show, plot) -> None:
+    from signsim.commands.compare import compare
+
+    variants = values.pop("compare")
+    with _progress_bar(show) as new_task:
+        doc = compare(values, variants, given, new_task)
+    _emit(doc, out, json_)
+    if plot is not None:
+        from signsim.render.plots import comparison_figure
+
+        comparison_figure(doc, plot)
+    if show:
+        from signsim.render.tables import comparison_table, stderr_console
+
+        console = stderr_console()
+        for w in sorted({w for d in doc["runs"] for w in d["warnings"]}):
+            console.print(f"[yellow]warning:[/] {w}")
+        console.print(comparison_table(doc))
+    if doc["status"] == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+class _progress_bar:
+    """A Rich progress display on stderr (or nothing); ``new_task(label)`` returns a progress callback."""
+
+    def __init__(self, show: bool):
+        self.show = show
+
+    def __enter__(self):
+        if not self.show:
+            return lambda label: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from signsim.render.tables import stderr_console
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=stderr_console(), transient=True)
+        self.bar.__enter__()
+
+        def new_task(label: str):
+            task = self.bar.add_task(f"{label}: loading compiled kernels (the first run after install compiles "
+                                     "them)", total=None)
+
+            def progress(done: int, total: int) -> None:
+                self.bar.update(task, completed=done, total=total, description=label)
+
+            return progress
+
+        return new_task
+
+    def __exit__(self, *exc):
+        if self.show:
+            self.bar.__exit__(*exc)
+        return False
+
+
 def _with_progress(work, show: bool, label: str):
-    if not show:
-        return work(None)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from signsim.render.tables import stderr_console
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=stderr_console(), transient=True) as bar:
-        task = bar.add_task(f"{label}: loading compiled kernels (the first run after install compiles them)",
-                            total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, description=label)
-
-        return work(progress)
+    with _progress_bar(show) as new_task:
+        return work(new_task(label))
 
 
 def _emit(doc: dict[str, Any], out: Path | None, as_json: bool) -> None:

@@ -77,7 +77,10 @@ def option_name(field: str) -> str:
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a run config file: top-level keys are option names (``batch-size`` or ``batch_size``)."""
+    """Read a run config file: top-level keys are option names (``batch-size`` or ``batch_size``).
+
+    An optional array of tables ``[[compare]]`` lists variants (each a ``label`` and option overrides) to run
+    side by side; it is returned under the key ``compare`` as a list of checked dicts."""
     p = Path(path)
     if not p.is_file():
         raise InputError(f"--config {p}: no such file")
@@ -87,12 +90,28 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise InputError(f"--config {p}: not valid TOML ({e})") from None
     except UnicodeDecodeError:
         raise InputError(f"--config {p}: not a UTF-8 text file") from None
+    variants = raw.pop("compare", None)
+    out = _options(raw, f"--config {p}")
+    if variants is not None:
+        if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants) or not variants:
+            raise InputError(f"--config {p}: 'compare' must be an array of tables ([[compare]])")
+        out["compare"] = []
+        for i, v in enumerate(variants, start=1):
+            v = dict(v)
+            label = v.pop("label", None)
+            entry = _options(v, f"--config {p}: [[compare]] #{i}")
+            entry["label"] = str(label) if label is not None else f"variant {i}"
+            out["compare"].append(entry)
+    return out
+
+
+def _options(raw: dict[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in raw.items():
         name = key.replace("-", "_")
         if name not in _FIELDS:
-            raise InputError(f"--config {p}: unknown option '{key}'")
-        out[name] = coerce(name, value, f"--config {p}: '{key}'")
+            raise InputError(f"{where}: unknown option '{key}'")
+        out[name] = coerce(name, value, f"{where}: '{key}'")
     return out
 
 

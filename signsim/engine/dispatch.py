@@ -44,6 +44,15 @@ def problem_grad(code, x, pf, pi, A, b, out):
         mlp.grad(x, pf, pi, A, b, out)
 
 
+@njit(cache=True)
+def problem_loss_grad(code, x, pf, pi, A, b, out):
+    """f(x), with grad f(x) written to ``out``; one pass over the data where the problem allows it."""
+    if code == logistic.CODE or code == least_squares.CODE:
+        return glm.loss_grad(x, pf, pi, A, b, out)
+    problem_grad(code, x, pf, pi, A, b, out)
+    return problem_loss(code, x, pf, pi, A, b)
+
+
 @njit(cache=True, inline="always")
 def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     if code == rosenbrock.CODE:

@@ -21,7 +21,7 @@ from numba import njit, prange
 
 from signsim.codes import Compressor, Schedule, Status
 from signsim.engine.compress import attack_row, compress_row, finish_aggregate
-from signsim.engine.dispatch import add_noise, problem_accuracy, problem_grad, problem_loss, problem_oracle
+from signsim.engine.dispatch import add_noise, problem_accuracy, problem_loss_grad, problem_oracle
 
 # integer settings, in this order, in the ``icfg`` array
 I_COMPRESSOR, I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY = range(8)
@@ -75,8 +75,7 @@ def worker_step(m, k, lr, x, mom, err, G, msg, gen, pf, pi, A, b, ptr, idx, npar
 @njit(cache=True)
 def record(k, x, err, gbuf, pf, pi, A, b, icfg, x_star, hist, counters):
     """Append one history row at iterate x_k; return False when the loss or the iterate is not finite."""
-    loss = problem_loss(icfg[I_PROBLEM], x, pf, pi, A, b)
-    problem_grad(icfg[I_PROBLEM], x, pf, pi, A, b, gbuf)
+    loss = problem_loss_grad(icfg[I_PROBLEM], x, pf, pi, A, b, gbuf)
     l1 = 0.0
     l2 = 0.0
     for i in range(gbuf.shape[0]):

@@ -37,3 +37,24 @@ def run_figure(doc: dict[str, Any], path: str | Path) -> None:
     fig.suptitle(f"{doc['problem']['name']} (d = {doc['problem']['dim']}): {doc['status']}")
     fig.savefig(path)
     plt.close(fig)
+
+
+def comparison_figure(doc: dict[str, Any], path: str | Path) -> None:
+    """Test accuracy (classifiers) or loss against megabytes communicated, one line per run."""
+    plt = _pyplot()
+    runs = doc["runs"]
+    key = "test_acc" if all("test_acc" in (d["history"][0] if d["history"] else {}) for d in runs) else "loss"
+    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    for d in runs:
+        h = d["history"]
+        ax.plot([(r["bits_up"] + r["bits_down"]) / 8e6 for r in h],
+                [r[key] if r[key] is not None else float("nan") for r in h], label=d["label"])
+    ax.axvline(doc["comparison"]["budget_megabytes"], color="grey", linestyle=":", label="equal communication")
+    ax.set_xlabel("communicated (MB, up + down)")
+    ax.set_ylabel("test accuracy" if key == "test_acc" else "loss f(x_k)")
+    if key == "loss":
+        ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.savefig(path)
+    plt.close(fig)

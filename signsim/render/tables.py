@@ -61,3 +61,19 @@ def listing(sections: dict[str, list[tuple[str, str]]]) -> list[Table]:
 
 def stderr_console() -> Console:
     return Console(stderr=True)
+
+
+def comparison_table(doc: dict[str, Any]) -> Table:
+    c = doc["comparison"]
+    table = Table(title=f"at equal communication B = {c['budget_megabytes']:.3g} MB (up + down)",
+                  header_style="bold")
+    for col in ("run", "iters", "MB", "loss@B", "test acc@B", "final acc", "status"):
+        table.add_column(col, justify="left" if col in ("run", "status") else "right")
+    for r in c["rows"]:
+        table.add_row(r["label"], fmt(r["iters"]), f"{r['megabytes']:.3g}", fmt(r["loss_at_budget"]),
+                      _pct(r["test_acc_at_budget"]), _pct(r["final_test_acc"]), r["status"])
+    return table
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
