@@ -88,7 +88,7 @@ def grad(x, pf, pi, A, b, out):
     loss_grad(x, pf, pi, A, b, out)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     kind = pi[P_KIND]
     for i in range(x.shape[0]):

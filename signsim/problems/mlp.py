@@ -112,7 +112,7 @@ def grad(x, pf, pi, A, b, out):
         _accumulate(A, j, p, H, C, h, d1, d2, 1.0 / n, out)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     p, H, C, act = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT]
     z, h, logits, d1, d2 = np.empty(H), np.empty(H), np.empty(C), np.empty(H), np.empty(C)
