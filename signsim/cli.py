@@ -8,6 +8,7 @@ Exit codes (interface.md): 0 success, 1 check-spb verdict not "holds", 2 bad inp
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -33,86 +34,107 @@ P_RUN = "Run"
 P_PROBLEM = "Problem"
 P_OUT = "Output"
 P_DATA = "Data (logistic, least-squares, mlp)"
+P_SPB = "Success probabilities"
 
 
-def _explicit(local: dict[str, Any], skip: set[str]) -> dict[str, Any]:
-    return {k: v for k, v in local.items() if k not in skip and v is not None}
+def _option(name: str, kind: Any, help: str, panel: str, *decls: str, default: Any = None) -> inspect.Parameter:
+    opt = Opt(*decls, help=help, rich_help_panel=panel, show_default=default not in (None, False))
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[kind, opt])
 
 
-@app.command()
-def run(
-    config: Annotated[Path | None, Opt("--config", help="TOML file of options; flags override it",
-                                       rich_help_panel=P_OUT)] = None,
-    problem: Annotated[str | None, Opt(help="rosenbrock | quadratic | sign-trap | vote-trap | logistic | "
-                                       "least-squares | mlp", rich_help_panel=P_PROBLEM)] = None,
-    dim: Annotated[int | None, Opt(help="dimension d (rosenbrock, quadratic)", rich_help_panel=P_PROBLEM)] = None,
-    noise: Annotated[str | None, Opt(help="gaussian:S | laplace:S | uniform:S | student-t:NU:S | bimodal:S | "
-                                     "skewed:S | none", rich_help_panel=P_PROBLEM)] = None,
-    kappa: Annotated[float | None, Opt(help="quadratic: L_i log-spaced in [1, kappa]",
-                                       rich_help_panel=P_PROBLEM)] = None,
-    oracle: Annotated[str | None, Opt(help="rosenbrock: full | term", rich_help_panel=P_PROBLEM)] = None,
-    trap_eps: Annotated[float | None, Opt(help="sign-trap: eps in (0, 1)", rich_help_panel=P_PROBLEM)] = None,
-    trap_lambda: Annotated[float | None, Opt(help="vote-trap: lambda > 0", rich_help_panel=P_PROBLEM)] = None,
-    x0: Annotated[float | None, Opt(help="starting point: every coordinate set to this value",
-                                    rich_help_panel=P_PROBLEM)] = None,
-    data: Annotated[str | None, Opt(help="builtin:digits | builtin:breast-cancer | FILE (.svm/.libsvm/.txt, .csv, "
-                                    ".npz, IMAGES,LABELS idx)", rich_help_panel=P_DATA)] = None,
-    split: Annotated[str | None, Opt(help="shared | iid | label-skew:ALPHA | sorted | split-batch",
-                                     rich_help_panel=P_DATA)] = None,
-    test_fraction: Annotated[float | None, Opt(help="held-out fraction (default 0.2)",
-                                               rich_help_panel=P_DATA)] = None,
-    standardize: Annotated[bool | None, Opt("--standardize/--no-standardize", help="standardize features (default on)",
-                                            rich_help_panel=P_DATA, show_default=False)] = None,
-    intercept: Annotated[bool | None, Opt("--intercept/--no-intercept", help="add a constant feature (GLMs, on)",
-                                          rich_help_panel=P_DATA, show_default=False)] = None,
-    replicate: Annotated[int | None, Opt(help="repeat the training set r times", rich_help_panel=P_DATA)] = None,
-    positive_class: Annotated[float | None, Opt(help="logistic: this label is +1, the rest -1",
-                                                rich_help_panel=P_DATA)] = None,
-    l2: Annotated[float | None, Opt(help="L2 regularization lambda", rich_help_panel=P_DATA)] = None,
-    hidden: Annotated[int | None, Opt(help="mlp: hidden units (32)", rich_help_panel=P_DATA)] = None,
-    activation: Annotated[str | None, Opt(help="mlp: relu | tanh", rich_help_panel=P_DATA)] = None,
-    method: Annotated[str | None, Opt(help="sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign",
-                                      rich_help_panel=P_RUN)] = None,
-    workers: Annotated[int | None, Opt(help="number of workers M", rich_help_panel=P_RUN)] = None,
-    aggregate: Annotated[str | None, Opt(help="server rule: majority | mean (default: the method's)",
-                                         rich_help_panel=P_RUN)] = None,
-    batch_size: Annotated[int | None, Opt(help="minibatch size tau per worker", rich_help_panel=P_RUN)] = None,
-    iters: Annotated[int | None, Opt(help="iterations K", rich_help_panel=P_RUN)] = None,
-    lr: Annotated[float | None, Opt(help="step size gamma_0", rich_help_panel=P_RUN)] = None,
-    lr_schedule: Annotated[str | None, Opt(help="constant | sqrt (gamma_0 / sqrt(k+1))",
-                                           rich_help_panel=P_RUN)] = None,
-    momentum: Annotated[float | None, Opt(help="momentum beta in [0, 1) (default: the method's)",
-                                          rich_help_panel=P_RUN)] = None,
-    byzantine: Annotated[int | None, Opt(help="number of blind Byzantine workers", rich_help_panel=P_RUN)] = None,
-    attack: Annotated[str | None, Opt(help="invert | random", rich_help_panel=P_RUN)] = None,
-    sign_zero: Annotated[str | None, Opt(help="sign(0) in messages: random | plus | zero",
-                                         rich_help_panel=P_RUN)] = None,
-    tie: Annotated[str | None, Opt(help="tied majority vote: random | zero", rich_help_panel=P_RUN)] = None,
-    eval_every: Annotated[int | None, Opt(help="record history every N iterations (default K/100)",
-                                          rich_help_panel=P_RUN)] = None,
-    seed: Annotated[int | None, Opt(help="random seed (default 0)", rich_help_panel=P_RUN)] = None,
-    out: Annotated[Path | None, Opt(help="write the results JSON here (atomically)", rich_help_panel=P_OUT)] = None,
-    json_: Annotated[bool, Opt("--json", help="print the results JSON on stdout, nothing else",
-                               rich_help_panel=P_OUT)] = False,
-    quiet: Annotated[bool, Opt("--quiet", "-q", help="no progress bar or table", rich_help_panel=P_OUT)] = False,
-    plot: Annotated[Path | None, Opt(help="save loss against iterations and bits (PNG, PDF, SVG)",
-                                     rich_help_panel=P_OUT)] = None,
-) -> None:
-    """Simulate one optimization run of M workers, print a summary, write results."""
-    given = _explicit(locals(), {"config", "out", "json_", "quiet", "plot"})
+#: every option that describes a run: shared by run, check-spb (and the later diagnostics)
+RUN_OPTIONS = [
+    _option("config", Path | None, "TOML file of options; flags override it", P_OUT, "--config"),
+    _option("problem", str | None, "rosenbrock | quadratic | sign-trap | vote-trap | logistic | least-squares | mlp",
+            P_PROBLEM),
+    _option("dim", int | None, "dimension d (rosenbrock, quadratic)", P_PROBLEM),
+    _option("noise", str | None, "gaussian:S | laplace:S | uniform:S | student-t:NU:S | bimodal:S | skewed:S | none",
+            P_PROBLEM),
+    _option("kappa", float | None, "quadratic: L_i log-spaced in [1, kappa]", P_PROBLEM),
+    _option("oracle", str | None, "rosenbrock: full | term", P_PROBLEM),
+    _option("trap_eps", float | None, "sign-trap: eps in (0, 1)", P_PROBLEM),
+    _option("trap_lambda", float | None, "vote-trap: lambda > 0", P_PROBLEM),
+    _option("x0", float | None, "starting point: every coordinate set to this value", P_PROBLEM),
+    _option("data", str | None, "builtin:digits | builtin:breast-cancer | FILE (.svm/.libsvm/.txt, .csv, .npz, "
+            "IMAGES,LABELS idx)", P_DATA),
+    _option("split", str | None, "shared | iid | label-skew:ALPHA | sorted | split-batch", P_DATA),
+    _option("test_fraction", float | None, "held-out fraction (default 0.2)", P_DATA),
+    _option("standardize", bool | None, "standardize features (default on)", P_DATA,
+            "--standardize/--no-standardize"),
+    _option("intercept", bool | None, "add a constant feature (GLMs, default on)", P_DATA,
+            "--intercept/--no-intercept"),
+    _option("replicate", int | None, "repeat the training set r times", P_DATA),
+    _option("positive_class", float | None, "logistic: this label is +1, the rest -1", P_DATA),
+    _option("l2", float | None, "L2 regularization lambda", P_DATA),
+    _option("hidden", int | None, "mlp: hidden units (32)", P_DATA),
+    _option("activation", str | None, "mlp: relu | tanh", P_DATA),
+    _option("method", str | None, "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign", P_RUN),
+    _option("workers", int | None, "number of workers M", P_RUN),
+    _option("aggregate", str | None, "server rule: majority | mean (default: the method's)", P_RUN),
+    _option("batch_size", int | None, "minibatch size tau per worker", P_RUN),
+    _option("iters", int | None, "iterations K", P_RUN),
+    _option("lr", float | None, "step size gamma_0", P_RUN),
+    _option("lr_schedule", str | None, "constant | sqrt (gamma_0 / sqrt(k+1))", P_RUN),
+    _option("momentum", float | None, "momentum beta in [0, 1) (default: the method's)", P_RUN),
+    _option("byzantine", int | None, "number of blind Byzantine workers", P_RUN),
+    _option("attack", str | None, "invert | random", P_RUN),
+    _option("sign_zero", str | None, "sign(0) in messages: random | plus | zero", P_RUN),
+    _option("tie", str | None, "tied majority vote: random | zero", P_RUN),
+    _option("eval_every", int | None, "record history every N iterations (default K/100)", P_RUN),
+    _option("seed", int | None, "random seed (default 0)", P_RUN),
+]
+OUTPUT_OPTIONS = [
+    _option("out", Path | None, "write the results JSON here (atomically)", P_OUT),
+    _option("json_", bool, "print the results JSON on stdout, nothing else", P_OUT, "--json", default=False),
+    _option("quiet", bool, "no progress bar or table", P_OUT, "--quiet", "-q", default=False),
+]
+_RUN_FIELDS = {p.name for p in RUN_OPTIONS} - {"config"}
+
+
+def _command(name: str, extra: list[inspect.Parameter], help: str):
+    """Register ``fn(**options)`` as a command whose options are RUN_OPTIONS + extra + OUTPUT_OPTIONS."""
+
+    def register(fn):
+        fn.__signature__ = inspect.Signature(RUN_OPTIONS + extra + OUTPUT_OPTIONS)
+        fn.__doc__ = help
+        app.command(name, help=help)(fn)
+        return fn
+
+    return register
+
+
+def _run_values(opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(values from the --config file, values given as flags), both keyed by RunConfig field."""
+    from signsim import config as cfgmod
+
+    file_values = cfgmod.load_toml(opts["config"]) if opts.get("config") is not None else {}
+    given = {k: v for k, v in opts.items() if k in _RUN_FIELDS and v is not None}
+    return file_values, given
+
+
+@_command("run", [
+    _option("plot", Path | None, "save loss against iterations and bits (PNG, PDF, SVG)", P_OUT),
+    _option("track_spb", int | None, "every N iterations, record the fraction of coordinates satisfying SPB, "
+            "min rho and the rho-norm", P_OUT),
+], help="Simulate one optimization run of M workers, print a summary, write results.")
+def run(**opts: Any) -> None:
     from signsim import config as cfgmod
     from signsim.commands.run import run as run_command
 
-    values = cfgmod.load_toml(config) if config is not None else {}
+    values, given = _run_values(opts)
+    plot, out, json_ = opts["plot"], opts["out"], opts["json_"]
     if plot is not None and plot.suffix.lower() not in {".png", ".pdf", ".svg"}:
         raise InputError(f"--plot {plot}: use a .png, .pdf or .svg file name")
-    show = not (quiet or json_)
+    if opts["track_spb"] is not None and opts["track_spb"] < 1:
+        raise InputError(f"--track-spb {opts['track_spb']}: must be at least 1")
+    show = not (opts["quiet"] or json_)
     if "compare" in values:
         _run_comparison(values, given, out, json_, show, plot)
         return
-    values.update(given)
-    cfg = cfgmod.resolve(values)
-    doc = _with_progress(lambda progress: run_command(cfg, progress), show, f"{cfg.method} on {cfg.problem}")
+    cfg = cfgmod.resolve({**values, **given})
+    doc = _with_progress(lambda progress: run_command(cfg, progress, track_spb=opts["track_spb"]), show,
+                         f"{cfg.method} on {cfg.problem}")
     _emit(doc, out, json_)
     if plot is not None:
         from signsim.render.plots import run_figure
@@ -130,6 +152,39 @@ def run(
             print(f"warning: {w}", file=sys.stderr)
     if doc["status"] == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+@_command("check-spb", [
+    _option("at", str | None, "init | optimum | FILE.npy | run:K (the point after K iterations)", P_SPB),
+    _option("estimator", str | None, "auto | exact | closed-form | monte-carlo", P_SPB),
+    _option("samples", int | None, "Monte Carlo sample count S (default 2000)", P_SPB),
+    _option("confidence", float | None, "confidence level (default 0.95)", P_SPB),
+    _option("interval", str | None, "wilson | clopper-pearson", P_SPB),
+    _option("correction", str | None, "multiple testing over coordinates: holm | bonferroni | none", P_SPB),
+    _option("top", int | None, "rows in the table of worst coordinates (default 10)", P_SPB),
+], help="Estimate per-coordinate success probabilities at a point, decide SPB, report rho-norms. "
+        "Exit 0 when SPB holds, 1 when it is violated or inconclusive.")
+def check_spb(**opts: Any) -> None:
+    from signsim import config as cfgmod
+    from signsim.commands.check_spb import SpbOptions
+    from signsim.commands.check_spb import check_spb as check_command
+
+    values, given = _run_values(opts)
+    values.pop("compare", None)
+    merged = {**values, **given}
+    merged.setdefault("problem", "logistic")
+    merged.setdefault("batch_size", 1)
+    cfg = cfgmod.resolve(merged)
+    spb = SpbOptions.build(**{k: opts[k] for k in ("at", "estimator", "samples", "confidence", "interval",
+                                                    "correction", "top")}, workers_given="workers" in merged)
+    doc = check_command(cfg, spb)
+    _emit(doc, opts["out"], opts["json_"])
+    if not (opts["quiet"] or opts["json_"]):
+        from signsim.render.tables import spb_report, stderr_console
+
+        for item in spb_report(doc):
+            stderr_console().print(item)
+    raise typer.Exit(0 if doc["verdict"] == "holds" else 1)
 
 
 def _run_comparison(values, given, out, json_, show, plot) -> None:

@@ -1,13 +1,14 @@
-"""Random streams. ``SeedSequence(seed).spawn(3)`` gives a root for the workers (worker m draws from its m-th
+"""Random streams. ``SeedSequence(seed).spawn(4)`` gives a root for the workers (worker m draws from its m-th
 child, so adding workers leaves the first workers' streams unchanged), one stream for the server (random
-tie-breaks) and one for the problem (test split, shards, network initialization). Every stream is a PCG64
-``numpy.random.Generator``; Numba reproduces NumPy's draws from it exactly."""
+tie-breaks), one for the problem (test split, shards, network initialization) and one for diagnostics.
+Every stream is a PCG64 ``numpy.random.Generator``; Numba reproduces NumPy's draws from it exactly."""
 
 from __future__ import annotations
 
 import numpy as np
 
-WORKERS, SERVER, PROBLEM = range(3)
+WORKERS, SERVER, PROBLEM, DIAGNOSTICS = range(4)
+CHILDREN = 4
 
 
 def generator(ss: np.random.SeedSequence) -> np.random.Generator:
@@ -15,11 +16,18 @@ def generator(ss: np.random.SeedSequence) -> np.random.Generator:
 
 
 def run_streams(seed: int, workers: int) -> tuple[list[np.random.Generator], np.random.Generator]:
-    children = np.random.SeedSequence(seed).spawn(3)
+    children = np.random.SeedSequence(seed).spawn(CHILDREN)
     gens = [generator(s) for s in children[WORKERS].spawn(workers)]
     return gens, generator(children[SERVER])
 
 
 def problem_streams(seed: int, n: int) -> list[np.random.Generator]:
     """n independent generators for the problem's own randomness (split, shards, initialization...)."""
-    return [generator(s) for s in np.random.SeedSequence(seed).spawn(3)[PROBLEM].spawn(n)]
+    return [generator(s) for s in np.random.SeedSequence(seed).spawn(CHILDREN)[PROBLEM].spawn(n)]
+
+
+def diagnostic_streams(seed: int, n: int, salt: int = 0) -> list[np.random.Generator]:
+    """n independent generators for a diagnostic (Monte Carlo estimates); ``salt`` separates repeated
+    estimates within one run (e.g. the k-th tracked point)."""
+    root = np.random.SeedSequence(seed).spawn(CHILDREN)[DIAGNOSTICS]
+    return [generator(s) for s in np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, salt)).spawn(n)]

@@ -44,3 +44,14 @@ def test_ctrl_c_keeps_the_partial_history(tmp_path):
     assert doc["status"] == "interrupted"
     assert len(doc["history"]) >= 1
     assert 0 < doc["final"]["iters_done"] < 100_000_000
+
+
+def test_monte_carlo_spb_is_identical_with_1_and_2_threads():
+    docs = []
+    for threads in ("1", "2"):
+        r = run_subprocess("check-spb", "--problem", "mlp", "--samples", "300", "--batch-size", "4", "--json",
+                           env={"NUMBA_NUM_THREADS": threads})
+        assert r.code in (0, 1), r.err
+        docs.append(json.loads(r.out))
+    assert docs[0]["method_of_estimate"] == "monte-carlo"
+    assert docs[0]["rho"] == docs[1]["rho"] and docs[0]["sigma"] == docs[1]["sigma"]

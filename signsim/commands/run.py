@@ -21,6 +21,32 @@ SSDM_HETEROGENEOUS = (
 )
 
 
+#: Monte Carlo samples per tracked point when no exact or closed form applies
+TRACK_SAMPLES = 200
+
+
+def spb_tracker(problem, model, params, cfg: RunConfig, sink: list):
+    """A hook for the driver: at x_k, the fraction of coordinates (with g_i != 0) where SPB holds, min rho and
+    the rho-norm (exact or closed form where they apply, else Monte Carlo with TRACK_SAMPLES samples)."""
+    from signsim.commands.check_spb import SpbOptions, spb_quantities
+    from signsim.diagnostics import spb
+    from signsim.diagnostics.estimators import choose
+
+    method = choose(problem, model, cfg.batch_size, "auto")
+    options = SpbOptions(samples=TRACK_SAMPLES)
+
+    def track(k: int, x: np.ndarray) -> None:
+        est, ver = spb_quantities(problem, model, params, x, cfg, options, method, salt=k + 1)
+        nz = est.grad != 0
+        sink.append({"iter": k, "method_of_estimate": method,
+                     "spb_fraction": float(np.mean(ver.status[nz] == "holds")) if nz.any() else None,
+                     "rho_min": float(np.min(est.rho[nz])) if nz.any() else None,
+                     "rho_norm": spb.rho_norm(est.grad, est.rho), "l1_norm": float(np.abs(est.grad).sum()),
+                     "l2_norm": float(np.linalg.norm(est.grad)), "verdict": ver.verdict})
+
+    return track
+
+
 def problem_info(problem) -> dict[str, Any]:
     info = {"name": problem.name, "dim": problem.dim, "f_star": problem.f_star,
             "x_star_known": problem.x_star is not None, "heterogeneous": problem.heterogeneous}
@@ -31,7 +57,9 @@ def problem_info(problem) -> dict[str, Any]:
     return info
 
 
-def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
+        track_spb: int | None = None) -> dict[str, Any]:
+    """Simulate ``cfg``; with ``track_spb = N`` also estimate SPB every N iterations (``tracks.spb``)."""
     from signsim import accounting, methods, noise, problems
     from signsim.engine import loop
     from signsim.engine.driver import Engine, Settings, simulate
@@ -47,7 +75,12 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
         warnings.append(f"{cfg.byzantine} of {cfg.workers} workers are Byzantine: the majority-vote guarantee "
                         "needs fewer than half")
     engine = Engine(problem, model, params, settings, cfg.workers, cfg.iters, cfg.eval_every, cfg.seed)
-    out = simulate(engine, progress)
+    tracks: dict[str, list[dict[str, Any]]] = {}
+    hooks = []
+    if track_spb:
+        tracks["spb"] = []
+        hooks.append((track_spb, spb_tracker(problem, model, params, cfg, tracks["spb"])))
+    out = simulate(engine, progress, hooks)
 
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, cfg.workers, problem.dim,
                                          settings.sign_zero, settings.tie)
@@ -76,6 +109,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
         "bits_per_iter": {"up": bits.up, "down": bits.down},
         "warnings": warnings,
         "history": history,
+        "tracks": tracks,
         "final": final,
         "platform": {"python": platform.python_version(), "numpy": np.__version__},
     }

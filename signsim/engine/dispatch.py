@@ -70,6 +70,15 @@ def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
 
 
 @njit(cache=True)
+def problem_sample_grad(code, x, pf, pi, A, b, j, out):
+    """Per-sample gradient of training row j (finite-sum problems only)."""
+    if code == logistic.CODE or code == least_squares.CODE:
+        glm.sample_grad(x, pf, pi, A, b, j, out)
+    elif code == mlp.CODE:
+        mlp.sample_grad(x, pf, pi, A, b, j, out)
+
+
+@njit(cache=True)
 def problem_accuracy(code, x, pf, pi, A, b, test):
     """Classification accuracy on the training (test=False) or held-out rows; NaN where it does not apply."""
     if code == logistic.CODE or code == least_squares.CODE:

@@ -126,17 +126,34 @@ class Engine:
         return self.hist[: self.counters[loop.C_ROWS]].copy()
 
 
-def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None) -> EngineOutput:
-    """Run ``engine`` to the end in chunks of about CHUNK_SECONDS; Ctrl-C stops it and keeps the history."""
+Hook = tuple[int, Callable[[int, np.ndarray], None]]
+
+
+def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
+             hooks: list[Hook] | None = None) -> EngineOutput:
+    """Run ``engine`` to the end in chunks of about CHUNK_SECONDS; Ctrl-C stops it and keeps the history.
+
+    ``hooks`` are (every, fn) pairs: fn(k, x_k) is called at every k that is a multiple of ``every`` (k = 0
+    included, k = K too), between chunks: chunks end at those iterations. A hook must not modify x."""
     start = time.perf_counter()
     status = "ok"
     chunk = 1
+    hooks = hooks or []
     try:
+        for _, fn in hooks:
+            fn(0, engine.x)
         while not engine.finished:
+            step = chunk
+            for every, _ in hooks:
+                step = min(step, every - engine.k % every)
             t = time.perf_counter()
-            engine.advance(chunk)
-            per_iter = (time.perf_counter() - t) / chunk
+            engine.advance(step)
+            per_iter = (time.perf_counter() - t) / step
             chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
+            if engine.status == Status.OK:
+                for every, fn in hooks:
+                    if engine.k % every == 0 and engine.k > 0:
+                        fn(engine.k, engine.x)
             if progress is not None:
                 progress(engine.k, engine.K)
         if engine.status == Status.DIVERGED:

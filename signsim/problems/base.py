@@ -50,6 +50,8 @@ class ProblemInstance:
     L: np.ndarray | None = None
     #: workers optimize different local objectives (partitioned data): SSDM's guarantee does not apply
     heterogeneous: bool = False
+    #: the oracle is the exact gradient (stochasticity only from the additive noise): closed forms apply
+    exact_oracle: bool = False
     #: history records train and test accuracy
     classifier: bool = False
     #: per-sample access for finite-sum (data) problems

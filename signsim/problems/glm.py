@@ -102,6 +102,14 @@ def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
 
 
 @njit(cache=True)
+def sample_grad(x, pf, pi, A, b, j, out):
+    """out <- grad f_j(w) = phi'_j a_j + lam w for training row j."""
+    c = _dphi(pi[P_KIND], _margin(x, A, j), b[j])
+    for i in range(x.shape[0]):
+        out[i] = c * A[j, i] + pf[0] * x[i]
+
+
+@njit(cache=True)
 def accuracy(x, pf, pi, A, b, test):
     """Fraction of samples with sign(a_j^T w) = y_j (logistic; 0 counts as +1); NaN for least squares or an
     empty set."""

@@ -126,6 +126,17 @@ def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
 
 
 @njit(cache=True)
+def sample_grad(x, pf, pi, A, b, j, out):
+    """out <- grad f_j(w) for training row j (backpropagation plus lam w)."""
+    p, H, C, act = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT]
+    z, h, logits, d1, d2 = np.empty(H), np.empty(H), np.empty(C), np.empty(H), np.empty(C)
+    for i in range(x.shape[0]):
+        out[i] = pf[0] * x[i]
+    _deltas(x, A, j, int(b[j]), p, H, C, act, z, h, logits, d1, d2)
+    _accumulate(A, j, p, H, C, h, d1, d2, 1.0, out)
+
+
+@njit(cache=True)
 def accuracy(x, pf, pi, A, b, test):
     p, H, C, act = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT]
     lo = pi[P_NTRAIN] if test else 0

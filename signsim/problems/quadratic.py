@@ -43,7 +43,7 @@ def build(cfg) -> ProblemInstance:
         name="quadratic", code=CODE, dim=d, x0=np.full(d, cfg.x0 if cfg.x0 is not None else 1.0),
         loss_ref=lambda x: float(0.5 * np.sum(L * x * x)), grad_ref=lambda x: L * x,
         oracle_ref=lambda x, worker, gen, tau: L * x,
-        pf=L, x_star=np.zeros(d), f_star=0.0, L=L.copy(),
+        pf=L, x_star=np.zeros(d), f_star=0.0, L=L.copy(), exact_oracle=True,
     )
 
 

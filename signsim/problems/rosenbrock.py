@@ -81,7 +81,7 @@ def build(cfg) -> ProblemInstance:
     return ProblemInstance(
         name="rosenbrock", code=CODE, dim=d, x0=np.full(d, cfg.x0 if cfg.x0 is not None else 0.0),
         loss_ref=loss_ref, grad_ref=grad_ref, oracle_ref=oracle_ref,
-        pi=np.array([kind], dtype=np.int64), x_star=np.ones(d), f_star=0.0,
+        pi=np.array([kind], dtype=np.int64), x_star=np.ones(d), f_star=0.0, exact_oracle=kind == FULL,
     )
 
 

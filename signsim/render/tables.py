@@ -77,3 +77,44 @@ def comparison_table(doc: dict[str, Any]) -> Table:
 
 def _pct(v) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def spb_report(doc: dict[str, Any]) -> list[Any]:
+    """Summary table and the table of worst coordinates for check-spb."""
+    p = doc["problem"]
+    summary = Table(title=f"SPB at {doc['point']}: {p['name']} (d = {doc['dim']}), tau = {doc['tau']}, "
+                    f"estimator {doc['method_of_estimate']}" + (f", S = {doc['samples']}" if doc["samples"] else ""),
+                    show_header=False, title_justify="left")
+    summary.add_column("quantity")
+    summary.add_column("value", justify="right")
+    colour = {"holds": "green", "violated": "red", "inconclusive": "yellow"}[doc["verdict"]]
+    rows = [
+        ("coordinates with g_i = 0", fmt(doc["zero_coordinates"])),
+        ("SPB holds / violated / inconclusive", f"{doc['n_holds']} / {doc['n_violated']} / {doc['n_inconclusive']}"),
+        ("min rho_i", fmt(doc["rho_min"])),
+        ("||g||_rho", f"{fmt(doc['rho_norm'])}  [{fmt(doc['rho_norm_low'])}, {fmt(doc['rho_norm_high'])}]"),
+        ("||g||_1", fmt(doc["l1_norm"])),
+        ("||g||_2", fmt(doc["l2_norm"])),
+        ("l^{1,2} lower bound", fmt(doc["l12_norm"])),
+    ]
+    if "rho_M_norm" in doc:
+        rows.append((f"||g||_rho_M (M = {doc['workers']})", fmt(doc["rho_M_norm"])))
+    for label, value in rows:
+        summary.add_row(label, value)
+    summary.add_row("verdict", f"[bold {colour}]{doc['verdict']}[/]")
+    worst = Table(title=f"worst {len(doc['worst'])} coordinates", header_style="bold", title_justify="left")
+    for col in ("i", "g_i", "sigma_i", "rho_i", "interval", "status", "sufficient"):
+        worst.add_column(col, justify="right" if col not in ("status", "sufficient") else "left")
+    suff = doc["sufficient"]
+    for i in doc["worst"]:
+        holds = []
+        if suff["unimodal_bound"] is not None:
+            holds.append("unimodal")
+        if suff["tau_condition"][i]:
+            holds.append("tau>2c")
+        if suff["cantelli"][i]:
+            holds.append("cantelli")
+        worst.add_row(str(i), fmt(doc["grad"][i]), fmt(doc["sigma"][i]), fmt(doc["rho"][i]),
+                      f"[{fmt(doc['rho_low'][i])}, {fmt(doc['rho_high'][i])}]", doc["status"][i],
+                      ", ".join(holds) or "none")
+    return [summary, worst]
