@@ -35,6 +35,7 @@ P_PROBLEM = "Problem"
 P_OUT = "Output"
 P_DATA = "Data (logistic, least-squares, mlp)"
 P_SPB = "Success probabilities"
+P_DIV = "Diversity"
 
 
 def _option(name: str, kind: Any, help: str, panel: str, *decls: str, default: Any = None) -> inspect.Parameter:
@@ -82,6 +83,7 @@ RUN_OPTIONS = [
     _option("sign_zero", str | None, "sign(0) in messages: random | plus | zero", P_RUN),
     _option("tie", str | None, "tied majority vote: random | zero", P_RUN),
     _option("eval_every", int | None, "record history every N iterations (default K/100)", P_RUN),
+    _option("stop_loss", float | None, "stop early once a recorded loss is <= this", P_RUN),
     _option("seed", int | None, "random seed (default 0)", P_RUN),
 ]
 OUTPUT_OPTIONS = [
@@ -117,6 +119,7 @@ def _run_values(opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     _option("plot", Path | None, "save loss against iterations and bits (PNG, PDF, SVG)", P_OUT),
     _option("track_spb", int | None, "every N iterations, record the fraction of coordinates satisfying SPB, "
             "min rho and the rho-norm", P_OUT),
+    _option("track_diversity", int | None, "every N iterations, record the gradient diversity and B_S", P_OUT),
 ], help="Simulate one optimization run of M workers, print a summary, write results.")
 def run(**opts: Any) -> None:
     from signsim import config as cfgmod
@@ -126,15 +129,17 @@ def run(**opts: Any) -> None:
     plot, out, json_ = opts["plot"], opts["out"], opts["json_"]
     if plot is not None and plot.suffix.lower() not in {".png", ".pdf", ".svg"}:
         raise InputError(f"--plot {plot}: use a .png, .pdf or .svg file name")
-    if opts["track_spb"] is not None and opts["track_spb"] < 1:
-        raise InputError(f"--track-spb {opts['track_spb']}: must be at least 1")
+    for name in ("track_spb", "track_diversity"):
+        if opts[name] is not None and opts[name] < 1:
+            raise InputError(f"--{name.replace('_', '-')} {opts[name]}: must be at least 1")
     show = not (opts["quiet"] or json_)
     if "compare" in values:
         _run_comparison(values, given, out, json_, show, plot)
         return
     cfg = cfgmod.resolve({**values, **given})
-    doc = _with_progress(lambda progress: run_command(cfg, progress, track_spb=opts["track_spb"]), show,
-                         f"{cfg.method} on {cfg.problem}")
+    doc = _with_progress(lambda progress: run_command(cfg, progress, track_spb=opts["track_spb"],
+                                                      track_diversity=opts["track_diversity"]),
+                         show, f"{cfg.method} on {cfg.problem}")
     _emit(doc, out, json_)
     if plot is not None:
         from signsim.render.plots import run_figure
@@ -185,6 +190,48 @@ def check_spb(**opts: Any) -> None:
         for item in spb_report(doc):
             stderr_console().print(item)
     raise typer.Exit(0 if doc["verdict"] == "holds" else 1)
+
+
+@_command("diversity", [
+    _option("at", str | None, "init | optimum | FILE.npy | run:K (the point after K iterations)", P_DIV),
+    _option("delta", float | None, "report the largest batch with B <= delta B_S + 1 (default 1)", P_DIV),
+    _option("estimator", str | None, "auto | exact | population | two-batch", P_DIV),
+    _option("pairs", int | None, "two-batch estimator: number of batch pairs (default 2000)", P_DIV),
+    _option("small_batch", int | None, "two-batch estimator: small batch b (default: --batch-size)", P_DIV),
+    _option("big_batch", int | None, "two-batch estimator: big batch B (default: max(2, M) b)", P_DIV),
+], help="Gradient diversity Delta_S, the batch-size bound B_S, the noise scale B_simple and the predicted "
+        "speedup at a point; per worker and between workers when data are split.")
+def diversity(**opts: Any) -> None:
+    from signsim import config as cfgmod
+    from signsim.commands.diversity import DiversityOptions
+    from signsim.commands.diversity import diversity as diversity_command
+
+    values, given = _run_values(opts)
+    values.pop("compare", None)
+    experiment = values.pop("experiment", None)
+    merged = {**values, **given}
+    merged.setdefault("problem", "logistic")
+    if experiment is not None:
+        from signsim.commands.replication import replication
+
+        with _progress_bar(not (opts["quiet"] or opts["json_"])) as new_task:
+            doc = replication(merged, experiment, new_task)
+        _emit(doc, opts["out"], opts["json_"])
+        if not (opts["quiet"] or opts["json_"]):
+            from signsim.render.tables import replication_table, stderr_console
+
+            stderr_console().print(replication_table(doc))
+        return
+    cfg = cfgmod.resolve(merged)
+    o = DiversityOptions.build(**{k: opts[k] for k in ("at", "delta", "estimator", "pairs", "small_batch",
+                                                        "big_batch")})
+    doc = diversity_command(cfg, o)
+    _emit(doc, opts["out"], opts["json_"])
+    if not (opts["quiet"] or opts["json_"]):
+        from signsim.render.tables import diversity_report, stderr_console
+
+        for item in diversity_report(doc):
+            stderr_console().print(item)
 
 
 def _run_comparison(values, given, out, json_, show, plot) -> None:

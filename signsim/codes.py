@@ -58,6 +58,7 @@ class Status(IntEnum):
 
     OK = 0
     DIVERGED = 1
+    TARGET = 2  # the loss reached the stop-loss target
 
 
 def choice(enum: type[IntEnum], name: str) -> IntEnum:

@@ -19,7 +19,7 @@ from signsim.errors import InputError
 #: options that every problem accepts
 COMMON = frozenset({
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum",
-    "byzantine", "attack", "sign_zero", "tie", "eval_every", "seed",
+    "byzantine", "attack", "sign_zero", "tie", "eval_every", "seed", "stop_loss",
 })
 
 
@@ -41,6 +41,7 @@ class RunConfig:
     sign_zero: str = "random"
     tie: str = "random"
     eval_every: int | None = None  # max(1, iters // 100)
+    stop_loss: float | None = None  # stop once a recorded loss is <= this
     seed: int = 0
     # problem-specific
     noise: str | None = None  # the problem's default
@@ -68,7 +69,8 @@ class RunConfig:
 
 _FIELDS = {f.name: f for f in fields(RunConfig)}
 _INT = {"workers", "batch_size", "iters", "byzantine", "eval_every", "seed", "dim", "replicate", "hidden"}
-_FLOAT = {"lr", "momentum", "kappa", "trap_eps", "trap_lambda", "x0", "test_fraction", "positive_class", "l2"}
+_FLOAT = {"stop_loss", "lr", "momentum", "kappa", "trap_eps", "trap_lambda", "x0", "test_fraction",
+          "positive_class", "l2"}
 _BOOL = {"standardize", "intercept"}
 
 
@@ -91,7 +93,12 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise InputError(f"--config {p}: not a UTF-8 text file") from None
     variants = raw.pop("compare", None)
+    experiment = raw.pop("experiment", None)
     out = _options(raw, f"--config {p}")
+    if experiment is not None:
+        from signsim.commands.replication import parse_experiment
+
+        out["experiment"] = parse_experiment(experiment, f"--config {p}: [experiment]")
     if variants is not None:
         if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants) or not variants:
             raise InputError(f"--config {p}: 'compare' must be an array of tables ([[compare]])")
@@ -181,7 +188,7 @@ def validate(cfg: RunConfig) -> None:
     _check(0 <= cfg.byzantine <= cfg.workers, "byzantine", cfg.byzantine,
            f"must lie between 0 and the number of workers ({cfg.workers})")
     _check(cfg.seed >= 0, "seed", cfg.seed, "must be >= 0")
-    for field in ("x0", "positive_class"):
+    for field in ("x0", "positive_class", "stop_loss"):
         value = getattr(cfg, field)
         if value is not None:
             _check(math.isfinite(value), field, value, "must be finite")

@@ -47,6 +47,27 @@ def spb_tracker(problem, model, params, cfg: RunConfig, sink: list):
     return track
 
 
+#: batch pairs per tracked point for the two-batch estimator
+TRACK_PAIRS = 256
+
+
+def diversity_tracker(problem, model, params, cfg: RunConfig, sink: list):
+    """A hook: B_S at x_k, exact for finite sums, otherwise McCandlish's two-batch estimator from M simulated
+    worker minibatches (small batch tau, big batch max(2, M) tau), averaged over TRACK_PAIRS pairs before
+    the ratio."""
+    from signsim.commands.diversity import DiversityOptions, choose, measure
+
+    method = choose(problem, model.name, "auto")
+    options = DiversityOptions(pairs=TRACK_PAIRS)
+
+    def track(k: int, x: np.ndarray) -> None:
+        d, _ = measure(problem, model, params, x, cfg, options, method, salt=10_000_000 + k)
+        sink.append({"iter": k, "method_of_estimate": method, "B_S": d.B_S, "inv_B_S": d.inv_B_S,
+                     "delta_S": d.delta_S, "B_simple": d.B_simple})
+
+    return track
+
+
 def problem_info(problem) -> dict[str, Any]:
     info = {"name": problem.name, "dim": problem.dim, "f_star": problem.f_star,
             "x_star_known": problem.x_star is not None, "heterogeneous": problem.heterogeneous}
@@ -58,8 +79,9 @@ def problem_info(problem) -> dict[str, Any]:
 
 
 def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
-        track_spb: int | None = None) -> dict[str, Any]:
-    """Simulate ``cfg``; with ``track_spb = N`` also estimate SPB every N iterations (``tracks.spb``)."""
+        track_spb: int | None = None, track_diversity: int | None = None) -> dict[str, Any]:
+    """Simulate ``cfg``; with ``track_spb = N`` also estimate SPB every N iterations (``tracks.spb``), with
+    ``track_diversity = N`` the gradient diversity (``tracks.diversity``)."""
     from signsim import accounting, methods, noise, problems
     from signsim.engine import loop
     from signsim.engine.driver import Engine, Settings, simulate
@@ -80,6 +102,9 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     if track_spb:
         tracks["spb"] = []
         hooks.append((track_spb, spb_tracker(problem, model, params, cfg, tracks["spb"])))
+    if track_diversity:
+        tracks["diversity"] = []
+        hooks.append((track_diversity, diversity_tracker(problem, model, params, cfg, tracks["diversity"])))
     out = simulate(engine, progress, hooks)
 
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, cfg.workers, problem.dim,
@@ -99,7 +124,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         history.append(entry)
     last = history[-1] if history else {}
     final = {**last, "iters_done": out.iters_done, "bits_up": out.iters_done * bits.up,
-             "bits_down": out.iters_done * bits.down, "wall_time": out.wall_time}
+             "bits_down": out.iters_done * bits.down, "wall_time": out.wall_time,
+             "reached_stop_loss": out.reached_target}
     doc: dict[str, Any] = {
         "signsim_version": __version__,
         "command": "run",

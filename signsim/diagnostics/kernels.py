@@ -71,3 +71,52 @@ def monte_carlo_counts(code, x, g, pf, pi, A, b, ptr, idx, ncode, nparams, tau, 
             out1[i] += s1[c, i]
             out2[i] += s2[c, i]
     return out_succ, out1, out2
+
+
+@njit(cache=True)
+def diversity_sums(code, x, pf, pi, A, b, rows, lo, hi):
+    """One pass over training rows (``rows`` if non-empty, else lo..hi-1), O(d) extra memory:
+    returns (sum_j ||grad f_j||^2, sum_j grad f_j) (math.md §6)."""
+    d = x.shape[0]
+    total = np.zeros(d)
+    buf = np.empty(d)
+    sq = 0.0
+    count = rows.shape[0] if rows.shape[0] > 0 else hi - lo
+    for t in range(count):
+        j = rows[t] if rows.shape[0] > 0 else lo + t
+        problem_sample_grad(code, x, pf, pi, A, b, j, buf)
+        for i in range(d):
+            sq += buf[i] * buf[i]
+            total[i] += buf[i]
+    return sq, total
+
+
+@njit(cache=True, parallel=True)
+def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, workers, gens, R):
+    """R independent pairs: a minibatch of ``big`` samples whose first ``small`` form the small batch
+    (drawn as two minibatches of small and big - small samples). Returns the sums over the pairs of
+    |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent). Pair r uses worker r mod M."""
+    d = x.shape[0]
+    C = len(gens)
+    acc = np.zeros((C, 2))
+    for c in prange(C):
+        gen = gens[np.int64(c)]
+        gs, gr = np.empty(d), np.empty(d)
+        for r in range(c * R // C, (c + 1) * R // C):
+            problem_oracle(code, x, r % workers, gen, small, pf, pi, A, b, ptr, idx, gs)
+            add_noise(ncode, nparams, gen, small, gs)
+            problem_oracle(code, x, r % workers, gen, big - small, pf, pi, A, b, ptr, idx, gr)
+            add_noise(ncode, nparams, gen, big - small, gr)
+            s_small = 0.0
+            s_big = 0.0
+            for i in range(d):
+                gb = (small * gs[i] + (big - small) * gr[i]) / big
+                s_small += gs[i] * gs[i]
+                s_big += gb * gb
+            acc[c, 0] += s_small
+            acc[c, 1] += s_big
+    out = np.zeros(2)
+    for c in range(C):
+        out[0] += acc[c, 0]
+        out[1] += acc[c, 1]
+    return out

@@ -37,6 +37,7 @@ class Settings:
     attack: Attack
     lr: float
     momentum: float
+    stop_loss: float
     momentum_from_first: bool
     byzantine: int
     batch_size: int
@@ -47,6 +48,7 @@ class Settings:
             compressor=method.compressor, aggregate=choice(Aggregate, cfg.aggregate),
             sign_zero=choice(SignZero, cfg.sign_zero), tie=choice(Tie, cfg.tie),
             schedule=choice(Schedule, cfg.lr_schedule), attack=choice(Attack, cfg.attack), lr=cfg.lr,
+            stop_loss=cfg.stop_loss if cfg.stop_loss is not None else -np.inf,
             momentum=cfg.momentum, momentum_from_first=method.momentum_from_first, byzantine=cfg.byzantine,
             batch_size=cfg.batch_size,
         )
@@ -59,6 +61,7 @@ class EngineOutput:
     iters_done: int
     wall_time: float
     x: np.ndarray
+    reached_target: bool = False  # stopped early: the loss reached --stop-loss
 
 
 class Engine:
@@ -89,7 +92,7 @@ class Engine:
                    loop.I_PARALLEL, loop.I_TAU, loop.I_PROBLEM, loop.I_NOISE]] = [
             s.compressor, s.aggregate, s.sign_zero, s.tie, s.schedule, s.byzantine, s.attack, eval_every,
             uses_momentum, s.momentum_from_first, parallel, s.batch_size, problem.code, noise.code]
-        self.fcfg = np.array([s.lr, s.momentum], dtype=np.float64)
+        self.fcfg = np.array([s.lr, s.momentum, s.stop_loss], dtype=np.float64)
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.problem = problem
         self.x_star = problem.x_star.astype(np.float64) if problem.x_star is not None else np.zeros(0)
@@ -119,8 +122,8 @@ class Engine:
         if rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]:
             return
         p = self.problem
-        loop.record(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.x_star, self.hist,
-                    self.counters)
+        loop.record(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg, self.x_star,
+                    self.hist, self.counters)
 
     def history(self) -> np.ndarray:
         return self.hist[: self.counters[loop.C_ROWS]].copy()
@@ -137,6 +140,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
     included, k = K too), between chunks: chunks end at those iterations. A hook must not modify x."""
     start = time.perf_counter()
     status = "ok"
+    reached = False
     chunk = 1
     hooks = hooks or []
     try:
@@ -158,8 +162,9 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
                 progress(engine.k, engine.K)
         if engine.status == Status.DIVERGED:
             status = "diverged"
+        reached = engine.status == Status.TARGET
     except KeyboardInterrupt:
         status = "interrupted"
         engine.k = int(engine.counters[loop.C_DONE])
         engine.record_now()
-    return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy())
+    return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy(), reached)

@@ -28,8 +28,8 @@ I_COMPRESSOR, I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK
 I_MOMENTUM, I_MOMENTUM_FIRST, I_PARALLEL, I_TAU, I_PROBLEM, I_NOISE = range(8, 14)
 N_ICFG = 14
 # float settings in ``fcfg``
-F_LR, F_BETA = 0, 1
-N_FCFG = 2
+F_LR, F_BETA, F_STOP_LOSS = 0, 1, 2
+N_FCFG = 3
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
 # history columns
@@ -73,8 +73,9 @@ def worker_step(m, k, lr, x, mom, err, G, msg, gen, pf, pi, A, b, ptr, idx, npar
 
 
 @njit(cache=True)
-def record(k, x, err, gbuf, pf, pi, A, b, icfg, x_star, hist, counters):
-    """Append one history row at iterate x_k; return False when the loss or the iterate is not finite."""
+def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters):
+    """Append one history row at iterate x_k; return Status.DIVERGED when the loss or the iterate is not
+    finite, Status.TARGET when the loss is at or below the stop-loss target, else Status.OK."""
     loss = problem_loss_grad(icfg[I_PROBLEM], x, pf, pi, A, b, gbuf)
     l1 = 0.0
     l2 = 0.0
@@ -103,7 +104,11 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, x_star, hist, counters):
     hist[r, H_TRAIN_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, False)
     hist[r, H_TEST_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, True)
     counters[C_ROWS] = r + 1
-    return np.isfinite(loss) and np.isfinite(l2) and np.all(np.isfinite(x))
+    if not (np.isfinite(loss) and np.isfinite(l2) and np.all(np.isfinite(x))):
+        return Status.DIVERGED
+    if loss <= fcfg[F_STOP_LOSS]:
+        return Status.TARGET
+    return Status.OK
 
 
 @njit(cache=True, parallel=True)
@@ -118,8 +123,9 @@ def run_chunk(k0, k1, K, x, mom, err, G, msg, agg, gbuf, gens, server_gen,
     ef = icfg[I_COMPRESSOR] == Compressor.SCALED_SIGN_EF
     for k in range(k0, k1):
         if k % every == 0:
-            if not record(k, x, err, gbuf, pf, pi, A, b, icfg, x_star, hist, counters):
-                return Status.DIVERGED
+            status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters)
+            if status != Status.OK:
+                return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         if icfg[I_PARALLEL]:
             for m in prange(M):
@@ -143,6 +149,5 @@ def run_chunk(k0, k1, K, x, mom, err, G, msg, agg, gbuf, gens, server_gen,
             x[i] -= scale * agg[i]
         counters[C_DONE] = k + 1
     if k1 == K:
-        if not record(K, x, err, gbuf, pf, pi, A, b, icfg, x_star, hist, counters):
-            return Status.DIVERGED
+        return record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters)
     return Status.OK

@@ -118,3 +118,48 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
                       f"[{fmt(doc['rho_low'][i])}, {fmt(doc['rho_high'][i])}]", doc["status"][i],
                       ", ".join(holds) or "none")
     return [summary, worst]
+
+
+def diversity_report(doc: dict[str, Any]) -> list[Any]:
+    p = doc["problem"]
+    t = Table(title=f"gradient diversity at {doc['point']}: {p['name']} (d = {p['dim']}), estimator "
+              f"{doc['method_of_estimate']}", show_header=False, title_justify="left")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    rows = [("n", fmt(doc["n"]) if doc["n"] is not None else "infinite (population)"),
+            ("Delta_S", fmt(doc["delta_S"])),
+            ("B_S = n Delta_S", "inf (stationary point)" if doc["stationary"] else fmt(doc["B_S"])),
+            ("1/B_S", fmt(doc["inv_B_S"])), ("B_simple = tr(Sigma)/||G||^2", fmt(doc["B_simple"])),
+            (f"largest B with B <= {doc['delta']:g} B_S + 1", fmt(doc["largest_batch"]))]
+    if "between_workers" in doc:
+        bw = doc["between_workers"]
+        rows.append((f"between the {bw['groups']} workers' mean gradients: B", fmt(bw["B"])))
+    for label, value in rows:
+        t.add_row(label, value)
+    sp = Table(title="predicted speedup B B_S / (B + B_S - 1)", header_style="bold", title_justify="left")
+    sp.add_column("B", justify="right")
+    sp.add_column("speedup", justify="right")
+    sp.add_column("efficiency", justify="right")
+    for r in doc["speedup"]:
+        sp.add_row(fmt(r["B"]), fmt(r["predicted"]), f"{100 * r['predicted'] / r['B']:.0f}%")
+    out = [t, sp]
+    if "workers" in doc:
+        w = Table(title="per worker", header_style="bold", title_justify="left")
+        for col in ("worker", "n", "Delta_S", "B_S"):
+            w.add_column(col, justify="right")
+        for r in doc["workers"]:
+            w.add_row(str(r["worker"]), fmt(r["n"]), fmt(r["delta_S"]), fmt(r["B_S"]))
+        out.append(w)
+    return out
+
+
+def replication_table(doc: dict[str, Any]) -> Table:
+    e = doc["experiment"]
+    t = Table(title=f"iterations of mini-batch SGD to reach loss {e['target_loss']:g} (mean of {e['seeds']} seeds)",
+              header_style="bold", title_justify="left")
+    for col in ("replicate", "B", "lr", "iters", "speedup", "predicted", "B_S", "Delta_S"):
+        t.add_column(col, justify="right")
+    for r in doc["rows"]:
+        t.add_row(str(r["replicate"]), str(r["B"]), fmt(r["lr"]), fmt(r["iters_to_target"]),
+                  fmt(r["measured_speedup"]), fmt(r["predicted_speedup"]), fmt(r["B_S"]), fmt(r["delta_S"]))
+    return t

@@ -1,0 +1,122 @@
+"""``signsim diversity``: gradient diversity, the batch-size bound and the noise scale at a point (math.md §6)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from signsim import __version__
+from signsim.config import RunConfig
+from signsim.errors import InputError
+
+ESTIMATORS = ("auto", "exact", "population", "two-batch")
+
+
+@dataclass
+class DiversityOptions:
+    at: str = "init"
+    delta: float = 1.0
+    estimator: str = "auto"
+    pairs: int = 2000
+    small_batch: int | None = None  # default: the run's batch size
+    big_batch: int | None = None  # default: max(2, M) times the small batch
+
+    @classmethod
+    def build(cls, **given: Any) -> DiversityOptions:
+        o = cls(**{k: v for k, v in given.items() if v is not None})
+        if not (o.delta > 0 and math.isfinite(o.delta)):
+            raise InputError(f"--delta {o.delta}: must be a finite number > 0")
+        if o.estimator not in ESTIMATORS:
+            raise InputError(f"--estimator {o.estimator}: choose from {', '.join(ESTIMATORS)}")
+        if o.pairs < 2:
+            raise InputError(f"--pairs {o.pairs}: must be at least 2")
+        if o.small_batch is not None and o.small_batch < 1:
+            raise InputError(f"--small-batch {o.small_batch}: must be at least 1")
+        return o
+
+
+def choose(problem, noise_name: str, requested: str) -> str:
+    options = []
+    if problem.finite_sum is not None and noise_name == "none":
+        options.append("exact")
+    if problem.exact_oracle and not problem.heterogeneous:
+        options.append("population")
+    options.append("two-batch")
+    if requested == "auto":
+        return options[0]
+    if requested not in options:
+        why = {"exact": "needs a finite-sum problem without added noise",
+               "population": "needs an exact-gradient oracle with additive noise"}[requested]
+        raise InputError(f"--estimator {requested} does not apply to {problem.name} here: it {why}")
+    return requested
+
+
+def batches(cfg: RunConfig, o: DiversityOptions) -> tuple[int, int]:
+    small = o.small_batch or cfg.batch_size
+    big = o.big_batch or max(2, cfg.workers) * small
+    if big <= small:
+        raise InputError(f"--big-batch {big}: must exceed the small batch ({small})")
+    return small, big
+
+
+def measure(problem, model, params, x, cfg: RunConfig, o: DiversityOptions, method: str, salt: int = 0):
+    from signsim.diagnostics import diversity_estimators as est
+
+    if method == "exact":
+        return est.exact(problem, x)[0], {}
+    if method == "population":
+        return est.population(problem, params, x), {}
+    small, big = batches(cfg, o)
+    return est.two_batch_estimate(problem, model.code, params, x, small, big, o.pairs, cfg.workers, cfg.seed, salt)
+
+
+def summary(d, delta: float) -> dict[str, Any]:
+    from signsim.diagnostics.diversity import batch_grid, largest_batch, predicted_speedup
+
+    grid = batch_grid(d.n)
+    return {
+        "n": d.n, "delta_S": d.delta_S, "B_S": d.B_S, "inv_B_S": d.inv_B_S, "B_simple": d.B_simple,
+        "stationary": d.grad_sq == 0, "grad_sq": d.grad_sq, "trace_sigma": d.trace,
+        "delta": delta, "largest_batch": largest_batch(d.B_S, delta, d.n),
+        "speedup": [{"B": b, "predicted": float(s)} for b, s in zip(grid, predicted_speedup(grid, d.B_S),
+                                                                      strict=True)],
+    }
+
+
+def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) -> dict[str, Any]:
+    from signsim import noise, problems
+    from signsim.commands.run import problem_info
+    from signsim.diagnostics import diversity_estimators as est
+    from signsim.diagnostics.diversity import from_sums
+    from signsim.diagnostics.point import resolve_point
+
+    problem = problems.build(cfg)
+    model, params = noise.parse(cfg.noise or "none")
+    method = choose(problem, model.name, o.estimator)
+    x, where = resolve_point(o.at, problem, cfg)
+    d, info = measure(problem, model, params, x, cfg, o, method)
+    doc: dict[str, Any] = {
+        "signsim_version": __version__, "command": "diversity", "config": cfg.to_dict(),
+        "options": asdict(o), "problem": problem_info(problem), "point": where, "method_of_estimate": method,
+        **summary(d, o.delta),
+    }
+    if info:
+        doc["two_batch"] = info
+    fs = problem.finite_sum
+    if method == "exact" and fs is not None and fs.split.mode != 0:
+        workers, means = [], []
+        for m in range(fs.split.groups):
+            rows = fs.split.group(m)
+            dm, total = est.exact(problem, x, rows)
+            workers.append({"worker": m, "n": len(rows), "delta_S": dm.delta_S, "B_S": dm.B_S,
+                            "inv_B_S": dm.inv_B_S})
+            means.append(total / len(rows))
+        G = np.array(means)
+        between = from_sums(len(means), float(np.sum(G * G)), G.sum(axis=0))
+        doc["workers"] = workers
+        doc["between_workers"] = {"groups": len(means), "delta": between.delta_S, "B": between.B_S,
+                                  "inv_B": between.inv_B_S}
+    return doc

@@ -1,0 +1,80 @@
+"""Gradient diversity, the batch-size bound and the gradient noise scale (math.md §6).
+
+For a finite sum over n samples, A = sum_j ||grad f_j||^2 and C = ||sum_j grad f_j||^2:
+Delta_S = A / C, B_S = n Delta_S (infinite at a stationary point: 1/B_S = 0 is reported), and the noise scale
+B_simple = tr(Sigma) / ||G||^2 = B_S - 1 exactly. Predicted speedup of batch B over B = 1:
+B B_S / (B + B_S - 1); mini-batch SGD keeps serial SGD's guarantees while B <= delta B_S + 1 (Yin et al.;
+constants reconstructed in math.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Diversity:
+    n: int | None  # None: an infinite population (synthetic noise)
+    A: float | None  # sum of squared per-sample norms (finite sums)
+    grad_sq: float  # ||G||^2 of the mean gradient
+    trace: float  # tr(Sigma): per-sample covariance trace (normalized by 1/n)
+
+    @property
+    def B_simple(self) -> float:
+        return self.trace / self.grad_sq if self.grad_sq > 0 else math.inf
+
+    @property
+    def B_S(self) -> float:
+        return self.B_simple + 1.0
+
+    @property
+    def inv_B_S(self) -> float:
+        return 0.0 if math.isinf(self.B_S) else 1.0 / self.B_S
+
+    @property
+    def delta_S(self) -> float | None:
+        return None if self.n is None else self.B_S / self.n
+
+
+def from_sums(n: int, A: float, total: np.ndarray) -> Diversity:
+    """Exact quantities from A = sum ||grad f_j||^2 and the vector sum_j grad f_j over n samples."""
+    grad_sq = float(total @ total) / n**2
+    trace = max(A / n - grad_sq, 0.0)
+    return Diversity(n, A, grad_sq, trace)
+
+
+def two_batch(mean_sq_small: float, mean_sq_big: float, small: int, big: int) -> tuple[float, float]:
+    """McCandlish's unbiased estimates from averaged |G_b|^2 and |G_B|^2 (b < B), averaged before the ratio:
+    |G|^2 ~ (B |G_B|^2 - b |G_b|^2)/(B - b), tr Sigma ~ (|G_b|^2 - |G_B|^2)/(1/b - 1/B)."""
+    grad_sq = (big * mean_sq_big - small * mean_sq_small) / (big - small)
+    trace = (mean_sq_small - mean_sq_big) / (1.0 / small - 1.0 / big)
+    return grad_sq, trace
+
+
+def predicted_speedup(B: np.ndarray | float, B_S: float) -> np.ndarray:
+    """B B_S / (B + B_S - 1); tends to B as B_S -> infinity."""
+    B = np.asarray(B, dtype=float)
+    if math.isinf(B_S):
+        return B
+    return B * B_S / (B + B_S - 1)
+
+
+def largest_batch(B_S: float, delta: float, limit: int | None) -> int | float:
+    """The largest integer B with B <= delta B_S + 1 (capped at ``limit`` where given)."""
+    if math.isinf(B_S):
+        return limit if limit is not None else math.inf
+    b = math.floor(delta * B_S + 1)
+    return min(b, limit) if limit is not None else b
+
+
+def batch_grid(limit: int | None, top: int = 2**20) -> list[int]:
+    """1, 2, 4, ... up to n (or ``top`` for an infinite population)."""
+    end = limit if limit is not None else top
+    out, b = [], 1
+    while b <= end:
+        out.append(b)
+        b *= 2
+    return out

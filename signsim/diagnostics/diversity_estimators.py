@@ -1,0 +1,48 @@
+"""How diversity quantities are obtained for a problem (math.md §6): exact for finite sums (one pass,
+O(d) memory), from the noise model for synthetic problems with exact oracles (tr Sigma = sum sigma_i^2),
+and McCandlish's two-batch estimator for anything (required where neither applies)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from signsim.diagnostics.diversity import Diversity, from_sums, two_batch
+
+TWO_BATCH_CHUNKS = 16
+
+
+def exact(problem, x: np.ndarray, rows: np.ndarray | None = None) -> Diversity:
+    """Over all training rows, or over ``rows`` (one worker's shard)."""
+    from signsim.diagnostics.kernels import diversity_sums
+
+    fs = problem.finite_sum
+    r = np.zeros(0, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    A, total = diversity_sums(problem.code, np.ascontiguousarray(x, dtype=np.float64), problem.pf, problem.pi,
+                              problem.A, problem.b, r, 0, fs.n)
+    return from_sums(fs.n if rows is None else len(rows), A, total), total
+
+
+def population(problem, noise_params: np.ndarray, x: np.ndarray) -> Diversity:
+    """Exact-gradient oracle plus additive noise of std sigma per coordinate: tr Sigma = d sigma^2."""
+    from signsim.diagnostics.estimators import true_gradient
+
+    g = true_gradient(problem, x)
+    return Diversity(None, None, float(g @ g), problem.dim * float(noise_params[0]) ** 2)
+
+
+def two_batch_estimate(problem, noise_code: int, noise_params: np.ndarray, x: np.ndarray, small: int, big: int,
+                       pairs: int, workers: int, seed: int, salt: int = 0) -> tuple[Diversity, dict]:
+    from numba.typed import List
+
+    from signsim.diagnostics.kernels import two_batch_sums
+    from signsim.seeding import diagnostic_streams
+
+    gens = List(diagnostic_streams(seed, TWO_BATCH_CHUNKS, salt))
+    sums = two_batch_sums(problem.code, np.ascontiguousarray(x, dtype=np.float64), problem.pf, problem.pi,
+                          problem.A, problem.b, problem.ptr, problem.idx, noise_code,
+                          np.asarray(noise_params, dtype=np.float64), small, big, workers, gens, pairs)
+    ms, mb = sums / pairs
+    grad_sq, trace = two_batch(ms, mb, small, big)
+    n = problem.finite_sum.n if problem.finite_sum is not None else None
+    info = {"small": small, "big": big, "pairs": pairs, "mean_sq_small": ms, "mean_sq_big": mb}
+    return Diversity(n, None, grad_sq, trace), info
