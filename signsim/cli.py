@@ -36,6 +36,7 @@ P_OUT = "Output"
 P_DATA = "Data (logistic, least-squares, mlp)"
 P_SPB = "Success probabilities"
 P_DIV = "Diversity"
+P_BOUND = "Bounds"
 
 
 def _option(name: str, kind: Any, help: str, panel: str, *decls: str, default: Any = None) -> inspect.Parameter:
@@ -232,6 +233,50 @@ def diversity(**opts: Any) -> None:
 
         for item in diversity_report(doc):
             stderr_console().print(item)
+
+
+@_command("bound", [
+    _option("overlay", Path | None, "a run's results JSON: its observations beside the bounds", P_BOUND),
+    _option("constant", list[str] | None, "override a constant: NAME=VALUE (repeatable; F, f0, f_star, L1, L2, "
+            "sigma1, sigma_total, gamma, M, alpha, d, K)", P_BOUND),
+    _option("box", float | None, "rosenbrock: smoothness bounded over [-R, R]^d (default 2)", P_BOUND),
+    _option("at", str | None, "point of the majority-vote table: init | optimum | FILE.npy | run:K", P_BOUND),
+    _option("plot", Path | None, "figure of the bounds against K (with the run's running averages)", P_BOUND),
+], help="Evaluate the theorems' convergence bounds for a problem's constants, the majority-vote noise "
+        "reduction, or overlay a finished run.")
+def bound(**opts: Any) -> None:
+    from signsim import config as cfgmod
+    from signsim.commands.bound import BoundOptions
+    from signsim.commands.bound import bound as bound_command
+
+    values, given = _run_values(opts)
+    values.pop("compare", None)
+    values.pop("experiment", None)
+    run_doc = None
+    if opts["overlay"] is not None:
+        from signsim.results import load_results
+
+        run_doc = load_results(opts["overlay"], "run", "--overlay")
+        values = {k: v for k, v in run_doc["config"].items() if v is not None}
+    plot = opts["plot"]
+    if plot is not None and plot.suffix.lower() not in {".png", ".pdf", ".svg"}:
+        raise InputError(f"--plot {plot}: use a .png, .pdf or .svg file name")
+    cfg = cfgmod.resolve({**values, **given})
+    o = BoundOptions(constants=opts["constant"] or [], box=opts["box"] if opts["box"] is not None else 2.0,
+                     at=opts["at"] or "init")
+    doc = bound_command(cfg, o, run_doc)
+    _emit(doc, opts["out"], opts["json_"])
+    if plot is not None:
+        from signsim.render.plots import bound_figure
+
+        bound_figure(doc, run_doc, plot)
+    if not (opts["quiet"] or opts["json_"]):
+        from signsim.render.tables import bound_report, stderr_console
+
+        for item in bound_report(doc):
+            stderr_console().print(item)
+    if run_doc is not None and doc["overlay"]["exceeded"]:
+        print(f"signsim: observation exceeds its bound: {', '.join(doc['overlay']['exceeded'])}", file=sys.stderr)
 
 
 def _run_comparison(values, given, out, json_, show, plot) -> None:

@@ -41,7 +41,9 @@ def spb_tracker(problem, model, params, cfg: RunConfig, sink: list):
         sink.append({"iter": k, "method_of_estimate": method,
                      "spb_fraction": float(np.mean(ver.status[nz] == "holds")) if nz.any() else None,
                      "rho_min": float(np.min(est.rho[nz])) if nz.any() else None,
-                     "rho_norm": spb.rho_norm(est.grad, est.rho), "l1_norm": float(np.abs(est.grad).sum()),
+                     "rho_norm": spb.rho_norm(est.grad, est.rho),
+                     "rho_M_norm": spb.rho_M_norm(est.grad, est.rho, cfg.workers),
+                     "l1_norm": float(np.abs(est.grad).sum()),
                      "l2_norm": float(np.linalg.norm(est.grad)), "verdict": ver.verdict})
 
     return track

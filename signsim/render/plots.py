@@ -58,3 +58,45 @@ def comparison_figure(doc: dict[str, Any], path: str | Path) -> None:
     ax.legend()
     fig.savefig(path)
     plt.close(fig)
+
+
+def bound_figure(doc: dict[str, Any], run_doc: dict[str, Any] | None, path: str | Path) -> None:
+    """Each bound against K (log-log); with a run, its running average (or running minimum) of the
+    matching observation beside the bound it should stay under."""
+    import numpy as np
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
+    for r in doc["bounds"]:
+        xs = [v["K"] for v in r["values"]]
+        ys = [v["bound"] for v in r["values"]]
+        style = "-" if r["matches_run"] else ":"
+        ax.plot(xs, ys, style, marker="o", markersize=3, label=f"bound: {r['label']}")
+    if run_doc is not None:
+        track = run_doc.get("tracks", {}).get("spb", [])
+        hist = run_doc["history"]
+        for r in doc["bounds"]:
+            if not r["matches_run"]:
+                continue
+            if r["key"].startswith(("signsgd", "majority")) and track:
+                key = "rho_M_norm" if r["key"].startswith("majority") else "rho_norm"
+                it = np.array([t["iter"] for t in track])
+                v = np.array([t[key] for t in track], dtype=float)
+                if r["key"].endswith("constant"):
+                    run = np.cumsum(v) / np.arange(1, v.size + 1)
+                else:
+                    run = np.minimum.accumulate(v)
+                ax.plot(it + 1, run, "--", label=f"observed: {r['lhs']}")
+            elif r["key"] == "ssdm":
+                it = np.array([h["iter"] for h in hist])
+                v = np.array([h["grad_norm"] for h in hist], dtype=float)
+                ax.plot(it + 1, np.cumsum(v) / np.arange(1, v.size + 1), "--", label=f"observed: {r['lhs']}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("iterations K")
+    ax.set_ylabel("bound / observed value")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    ax.set_title(f"{doc['problem']['name']}: {doc['config']['method']}, M = {doc['config']['workers']}")
+    fig.savefig(path)
+    plt.close(fig)

@@ -163,3 +163,39 @@ def replication_table(doc: dict[str, Any]) -> Table:
         t.add_row(str(r["replicate"]), str(r["B"]), fmt(r["lr"]), fmt(r["iters_to_target"]),
                   fmt(r["measured_speedup"]), fmt(r["predicted_speedup"]), fmt(r["B_S"]), fmt(r["delta_S"]))
     return t
+
+
+def bound_report(doc: dict[str, Any]) -> list[Any]:
+    c = Table(title="constants", header_style="bold", title_justify="left")
+    for col in ("name", "value", "source"):
+        c.add_column(col, justify="right" if col == "value" else "left")
+    for k in doc["constants"]:
+        c.add_row(k["name"], fmt(k["value"]), k["source"])
+    overlay = "overlay" in doc
+    b = Table(title="bounds" + (f" beside the run ({doc['overlay']['iters_done']} iterations)" if overlay else
+                                f" at K = {doc['config']['iters']}"), header_style="bold", title_justify="left")
+    for col in ("bound", "on", "run", "bound at K") + (("observed", "") if overlay else ()):
+        b.add_column(col, justify="right" if col in ("bound at K", "observed") else "left")
+    for r in doc["bounds"]:
+        label = r["label"] + (" *" if r["derived"] else "")
+        row = [label, r["lhs"], "matches" if r["matches_run"] else "-"]
+        if overlay:
+            verdict = "[bold red]EXCEEDS[/]" if r["exceeded"] else ("ok" if r["observed"] is not None and
+                                                                     r["matches_run"] else "")
+            row += [fmt(r["bound_at_run"]), fmt(r["observed"]), verdict]
+        else:
+            row.append(fmt(r["at_K"]))
+        b.add_row(*row)
+    mt = doc["majority_table"]
+    m = Table(title=f"majority vote: ||g||_rho_M / ||g||_1 at {mt['point']} ({mt['method_of_estimate']}, "
+              f"min rho = {fmt(mt['rho_min'])})", header_style="bold", title_justify="left")
+    for col in ("M", "ratio", "1 - exp(-(2 rho - 1)^2 l)"):
+        m.add_column(col, justify="right")
+    for r in mt["rows"]:
+        if r["M"] <= 12 or r["M"] in (15, 16, 31, 32, 63, 64):
+            m.add_row(str(r["M"]), fmt(r["ratio"]), fmt(r["lower_bound"]))
+    notes = ["* derived for this project, not quoted from a paper"]
+    if doc.get("overlay", {}).get("exceeded"):
+        notes.append("[bold red]An observation exceeds its bound.[/] The theorems bound expectations: one run can "
+                     "exceed a tight bound by its own fluctuation; average several seeds before calling it a bug.")
+    return [c, b, m, *notes]

@@ -1,0 +1,175 @@
+"""``signsim bound``: the theorems' bounds (math.md §3) for a problem's constants, the majority-vote
+noise-reduction table, and (``--overlay``) a finished run's observations beside its bounds."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from signsim import __version__
+from signsim.config import RunConfig
+from signsim.diagnostics import bounds as B
+from signsim.diagnostics.constants import Constant, apply_overrides, derive, need
+from signsim.errors import InputError
+
+MAJORITY_TABLE_M = 64
+
+
+@dataclass
+class BoundOptions:
+    constants: list[str] = field(default_factory=list)
+    box: float = 2.0
+    sigma_samples: int = 2000
+    at: str = "init"
+
+
+@dataclass
+class BoundSpec:
+    key: str
+    label: str
+    lhs: str
+    derived: bool
+    #: does the run described by the config match the theorem's algorithm?
+    matches: bool
+    value: Any  # K -> bound on the lhs
+    observe: str  # which observation an overlay compares: rho | rho_M | l1 | l2 (average or min)
+    aggregate: str  # mean | min
+    note: str = ""
+
+
+def specs(c: dict[str, Constant], cfg: RunConfig, unimodal: bool | None) -> list[BoundSpec]:
+    F, L1, gamma = need(c, "F", "L1", "gamma")
+    M, alpha = int(c["M"].value), c["alpha"].value
+    single = cfg.method == "signsgd" and cfg.momentum == 0
+    constant, sqrt = cfg.lr_schedule == "constant", cfg.lr_schedule == "sqrt"
+    out = [
+        BoundSpec("signsgd-constant", "signSGD, constant step", "(1/K) sum_{k<K} E||g_k||_rho", False,
+                  single and M == 1 and constant, lambda K: B.signsgd_constant(F, L1, gamma, K), "rho", "mean"),
+        BoundSpec("signsgd-sqrt", "signSGD, gamma_k = gamma_0/sqrt(k+1)", "min_{k<K} E||g_k||_rho", False,
+                  single and M == 1 and sqrt, lambda K: B.signsgd_sqrt(F, L1, gamma, K), "rho", "min"),
+        BoundSpec("majority-constant", f"majority vote of M = {M}, constant step", "(1/K) sum_{k<K} E||g_k||_rho_M",
+                  False, single and cfg.aggregate == "majority" and constant,
+                  lambda K: B.signsgd_constant(F, L1, gamma, K), "rho_M", "mean"),
+        BoundSpec("majority-sqrt", f"majority vote of M = {M}, gamma_0/sqrt(k+1)", "min_{k<K} E||g_k||_rho_M", False,
+                  single and cfg.aggregate == "majority" and sqrt, lambda K: B.signsgd_sqrt(F, L1, gamma, K),
+                  "rho_M", "min"),
+    ]
+    if "sigma1" in c:
+        (s1,) = need(c, "sigma1")
+        theorem = "minibatch K and step 1/sqrt(||L||_1 K)"
+        K = cfg.iters
+        settings = cfg.batch_size == K and constant and math.isclose(gamma, 1 / math.sqrt(L1 * max(K, 1)), rel_tol=1e-3)
+        out.append(BoundSpec("bernstein", "Bernstein et al. 2018", "[E (1/K) sum ||g_k||_1]^2", False,
+                             single and M == 1 and settings, lambda K: B.bernstein(F, L1, s1, K), "l1",
+                             "mean_squared", f"theorem's settings: {theorem}"))
+        note = "" if unimodal else "needs unimodal symmetric noise (not known to hold here); "
+        out.append(BoundSpec("bernstein-majority", f"Bernstein et al. 2018, majority vote of M = {M}",
+                             "[E (1/K) sum ||g_k||_1]^2", False,
+                             single and cfg.aggregate == "majority" and settings and bool(unimodal),
+                             lambda K: B.bernstein(F, L1, s1, K, M, 0.0, True), "l1", "mean_squared",
+                             note + f"theorem's settings: {theorem}"))
+        if alpha > 0:
+            ok = alpha < 0.5
+            out.append(BoundSpec("bernstein-byzantine", f"Bernstein et al. 2019, alpha = {alpha:g} blind adversaries",
+                                 "[E (1/K) sum ||g_k||_1]^2", False,
+                                 single and cfg.aggregate == "majority" and settings and bool(unimodal),
+                                 (lambda K: B.bernstein(F, L1, s1, K, M, alpha, True)) if ok else (lambda K: math.inf),
+                                 "l1", "mean_squared", "" if ok else "alpha >= 1/2: no guarantee"))
+    if "L2" in c and "sigma_total" in c:
+        L2, st, d = need(c, "L2", "sigma_total", "d")
+        K = max(cfg.iters, 1)
+        gamma0 = gamma * K**0.75  # the run's constant step is gamma_0 K^(-3/4)
+        settings = constant and math.isclose(cfg.momentum, 1 - 1 / math.sqrt(K), rel_tol=1e-6, abs_tol=1e-9)
+        out.append(BoundSpec("ssdm", "SSDM (derived for this project, not quoted)",
+                             "(1/K) sum_{k<K} E||grad f(x_k)||_2",
+                             True, cfg.method == "ssdm" and settings and cfg.aggregate == "mean",
+                             lambda K: B.ssdm(F, L2, gamma0, int(d), st, K), "l2", "mean",
+                             f"gamma_0 = lr K^(3/4) = {gamma0:.4g}; theorem's settings: beta = 1 - 1/sqrt(K), "
+                             "constant gamma = gamma_0 K^(-3/4), m_0 = g_hat(x_0)"))
+    return out
+
+
+def k_grid(K: int) -> list[int]:
+    grid = [10**p for p in range(1, 9) if 10**p < K]
+    return [*grid, K] if K >= 2 else [2]
+
+
+def observation(spec: BoundSpec, doc: dict[str, Any]) -> tuple[float | None, str]:
+    """The run's value of the bound's left-hand side, from its tracks and history (iterations k < K)."""
+    K = doc["final"]["iters_done"]
+    if spec.observe in ("rho", "rho_M"):
+        track = [t for t in doc.get("tracks", {}).get("spb", []) if t["iter"] < K]
+        if not track:
+            return None, "run it with --track-spb 1 to observe rho-norms"
+        key = "rho_norm" if spec.observe == "rho" else "rho_M_norm"
+        vals = np.array([t[key] for t in track], dtype=float)
+        every = track[1]["iter"] - track[0]["iter"] if len(track) > 1 else 1
+        where = f"over {len(vals)} tracked iterations" + ("" if every == 1 else f" (every {every}: approximate)")
+        return (float(vals.mean()) if spec.aggregate == "mean" else float(vals.min())), where
+    rows = [h for h in doc["history"] if h["iter"] < K]
+    key = "grad_norm_l1" if spec.observe == "l1" else "grad_norm"
+    vals = np.array([h[key] for h in rows], dtype=float)
+    if vals.size == 0:
+        return None, "no history"
+    every = rows[1]["iter"] - rows[0]["iter"] if len(rows) > 1 else 1
+    where = f"over {len(vals)} recorded iterations" + ("" if every == 1 else f" (every {every}: approximate)")
+    mean = float(vals.mean())
+    return (mean**2 if spec.aggregate == "mean_squared" else mean), where
+
+
+def majority_table(problem, model, params, x, cfg: RunConfig) -> dict[str, Any]:
+    from signsim.diagnostics import spb
+    from signsim.diagnostics.estimators import choose, estimate
+
+    method = choose(problem, model, cfg.batch_size, "auto")
+    est = estimate(problem, model, params, x, cfg.batch_size, method, 2000, 0.95, "wilson", cfg.sign_zero,
+                   cfg.seed, cfg.workers)
+    g, rho = est.grad, est.rho
+    l1 = float(np.abs(g).sum())
+    nz = g != 0
+    rmin = float(np.min(rho[nz])) if nz.any() else None
+    rows = []
+    for M in range(1, MAJORITY_TABLE_M + 1):
+        l = (M + 1) // 2
+        lower = 1 - math.exp(-((2 * rmin - 1) ** 2) * l) if rmin is not None and rmin > 0.5 else None
+        rows.append({"M": M, "ratio": spb.rho_M_norm(g, rho, M) / l1 if l1 > 0 else None, "lower_bound": lower})
+    return {"method_of_estimate": method, "rho_min": rmin, "rows": rows}
+
+
+def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None) -> dict[str, Any]:
+    from signsim import noise, problems
+    from signsim.commands.run import problem_info
+    from signsim.diagnostics.point import resolve_point
+
+    if not (o.box > 0 and math.isfinite(o.box)):
+        raise InputError(f"--box {o.box}: must be a finite number > 0")
+    problem = problems.build(cfg)
+    model, params = noise.parse(cfg.noise or "none")
+    x0 = problem.x0.astype(np.float64)
+    c = derive(problem, model, params, cfg, x0, o.box, o.sigma_samples)
+    apply_overrides(c, o.constants)
+    unimodal = model.unimodal_symmetric if problem.exact_oracle else None
+    K = int(c["K"].value)
+    rows = []
+    for s in specs(c, cfg, unimodal):
+        entry = {"key": s.key, "label": s.label, "lhs": s.lhs, "derived": s.derived, "matches_run": s.matches,
+                 "note": s.note, "at_K": s.value(max(K, 2)),
+                 "values": [{"K": k, "bound": s.value(k)} for k in k_grid(K)]}
+        if run_doc is not None:
+            k_run = max(run_doc["final"]["iters_done"], 2)
+            obs, where = observation(s, run_doc)
+            entry.update(bound_at_run=s.value(k_run), observed=obs, observed_over=where,
+                         exceeded=s.matches and obs is not None and obs > s.value(k_run))
+        rows.append(entry)
+    x, where = resolve_point(o.at, problem, cfg)
+    doc = {"signsim_version": __version__, "command": "bound", "config": cfg.to_dict(),
+           "problem": problem_info(problem),
+           "constants": [{"name": k.name, "value": k.value, "source": k.source} for k in c.values()],
+           "bounds": rows, "majority_table": {"point": where, **majority_table(problem, model, params, x, cfg)}}
+    if run_doc is not None:
+        doc["overlay"] = {"status": run_doc["status"], "iters_done": run_doc["final"]["iters_done"],
+                          "exceeded": [r["key"] for r in rows if r.get("exceeded")]}
+    return doc
