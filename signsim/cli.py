@@ -279,6 +279,59 @@ def bound(**opts: Any) -> None:
         print(f"signsim: observation exceeds its bound: {', '.join(doc['overlay']['exceeded'])}", file=sys.stderr)
 
 
+@app.command("sweep", help="Run a grid of runs (local processes by default, or a Dask cluster) into tidy, "
+             "resumable results: runs/<id>.json, results.csv, manifest.json. Exit 1 when some runs failed.")
+def sweep(
+    file: Annotated[Path, typer.Argument(help="sweep file (TOML): run options plus [grid], [[zip]], repeats")],
+    out: Annotated[Path | None, Opt(help="output directory (default results/<file stem>)")] = None,
+    executor: Annotated[str, Opt(help="local | dask")] = "local",
+    jobs: Annotated[int | None, Opt(help="local processes or LocalCluster workers (default: core count / 2)")]
+    = None,
+    scheduler: Annotated[str | None, Opt(help="dask: scheduler address, or 'local' for a LocalCluster")] = None,
+    dry_run: Annotated[bool, Opt("--dry-run", help="list the expanded runs and exit")] = False,
+    json_: Annotated[bool, Opt("--json", help="print the summary JSON on stdout, nothing else")] = False,
+    quiet: Annotated[bool, Opt("--quiet", "-q", help="no progress bar or table")] = False,
+) -> None:
+    from signsim.commands.sweep import plan
+    from signsim.commands.sweep import sweep as sweep_command
+    from signsim.sweep.executors import make
+    from signsim.sweep.store import Store
+
+    out = out or Path("results") / file.stem
+    show = not (quiet or json_)
+    if dry_run:
+        spec, tasks = plan(file)
+        store = Store(out)
+        rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
+                 "finished": store.finished(t["run_id"]), "error": t["error"]} for t in tasks]
+        if json_:
+            from signsim.results import dumps
+
+            sys.stdout.write(dumps({"command": "sweep", "dry_run": True, "runs": rows}) + "\n")
+        elif not quiet:
+            from signsim.render.tables import stderr_console, sweep_plan
+
+            stderr_console().print(sweep_plan(rows, spec.parameters))
+        return
+    ex = make(executor, jobs, scheduler)
+    log_lines: list[str] = []
+    with _progress_bar(show) as new_task:
+        progress = new_task(f"sweep {file.name}")
+        doc = sweep_command(file, out, ex, progress, log_lines.append)
+    for line in log_lines:
+        print(f"signsim: {line}", file=sys.stderr)
+    _emit(doc, None, json_)
+    if show:
+        from signsim.render.tables import stderr_console, sweep_summary
+
+        for item in sweep_summary(doc):
+            stderr_console().print(item)
+    if doc["interrupted"]:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if doc["statuses"].get("failed"):
+        raise typer.Exit(1)
+
+
 def _run_comparison(values, given, out, json_, show, plot) -> None:
     from signsim.commands.compare import compare
 

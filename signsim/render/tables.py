@@ -199,3 +199,27 @@ def bound_report(doc: dict[str, Any]) -> list[Any]:
         notes.append("[bold red]An observation exceeds its bound.[/] The theorems bound expectations: one run can "
                      "exceed a tight bound by its own fluctuation; average several seeds before calling it a bug.")
     return [c, b, m, *notes]
+
+
+def sweep_plan(rows: list[dict[str, Any]], parameters: list[str]) -> Table:
+    t = Table(title=f"{len(rows)} runs", header_style="bold", title_justify="left")
+    for col in ("#", "run id", *parameters, "seed", "repeat", "state"):
+        t.add_column(col)
+    for r in rows:
+        state = "finished" if r["finished"] else ("invalid: " + r["error"] if r["error"] else "to run")
+        t.add_row(str(r["index"]), r["run_id"], *[fmt(r["params"].get(p)) for p in parameters],
+                  str(r["params"].get("seed")), str(r["params"].get("repeat")), state)
+    return t
+
+
+def sweep_summary(doc: dict[str, Any]) -> list[Any]:
+    head = (f"{doc['runs']} runs in {doc['out']}: ran {doc['ran']}, skipped {doc['skipped']} already finished; "
+            + ", ".join(f"{k} {v}" for k, v in sorted(doc["statuses"].items())))
+    t = Table(title="best final loss per method (mean ± std over repeats)", header_style="bold", title_justify="left")
+    for col in ("method", "settings", "final loss", "runs"):
+        t.add_column(col, justify="right" if col in ("final loss", "runs") else "left")
+    for m, r in doc["best_per_method"].items():
+        settings = ", ".join(f"{k}={fmt(v)}" for k, v in r["params"].items() if k not in ("method", "repeat"))
+        t.add_row(m, settings or "-", f"{fmt(r['mean_final_loss'])} ± {fmt(r['std_final_loss'])}",
+                  f"{r['finite']}/{r['runs']}")
+    return [head, t]

@@ -1,0 +1,83 @@
+"""``signsim sweep FILE``: expand a grid, run what is not finished yet, keep tidy results (issue #7)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from signsim import __version__
+
+
+def plan(path: str | Path) -> tuple[Any, list[dict[str, Any]]]:
+    from signsim.sweep.spec import expand, load
+
+    spec = load(path)
+    return spec, [asdict(t) for t in expand(spec)]
+
+
+def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Final loss per grid point (mean and std over repeats) and the best point per method."""
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    statuses: dict[str, int] = defaultdict(int)
+    for t in tasks:
+        d = docs.get(t["run_id"])
+        status = d.get("status", "missing") if d else "missing"
+        statuses[status] += 1
+        key = tuple((k, t["params"][k]) for k in spec.parameters if k != "seed")
+        loss = d.get("final", {}).get("loss") if d else None
+        groups[key].append(np.nan if loss is None else float(loss))
+    rows = []
+    for key, losses in groups.items():
+        arr = np.array(losses, dtype=float)
+        ok = arr[np.isfinite(arr)]
+        params = dict(key)
+        rows.append({"params": params, "method": params.get("method", spec.base.get("method", "ssdm")),
+                     "runs": len(arr), "finite": int(ok.size),
+                     "mean_final_loss": float(ok.mean()) if ok.size else None,
+                     "std_final_loss": float(ok.std(ddof=1)) if ok.size > 1 else (0.0 if ok.size else None)})
+    best: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        m = r["method"]
+        if r["mean_final_loss"] is not None and (m not in best or r["mean_final_loss"] < best[m]["mean_final_loss"]):
+            best[m] = r
+    return {"statuses": dict(statuses), "groups": rows, "best_per_method": best}
+
+
+def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, int], None] | None = None,
+          log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    from signsim.sweep.store import Store, manifest
+
+    spec, tasks = plan(path)
+    store = Store(out)
+    todo = [t for t in tasks if not store.finished(t["run_id"])]
+    skipped = len(tasks) - len(todo)
+    done = 0
+    interrupted = False
+    if progress:
+        progress(skipped, len(tasks))
+    by_index = {t["index"]: t for t in tasks}
+    try:
+        if todo:
+            for index, doc in executor.run(todo):
+                task = by_index[index]
+                store.write_run(task, doc)
+                done += 1
+                if log and doc.get("status") == "failed":
+                    log(f"run {task['index']} ({task['run_id']}) failed: {doc.get('error')}")
+                if progress:
+                    progress(skipped + done, len(tasks))
+    except KeyboardInterrupt:
+        interrupted = True
+        executor.close()
+    docs = {t["run_id"]: d for t in tasks if (d := store.load(t["run_id"])) is not None}
+    statuses = {rid: d.get("status", "missing") for rid, d in docs.items()}
+    store.write_csv([t for t in tasks if t["run_id"] in docs], spec.parameters)
+    store.write_manifest(manifest(spec, tasks, executor.describe(), statuses))
+    summary = summarize(spec, tasks, docs)
+    return {"signsim_version": __version__, "command": "sweep", "out": str(out), "runs": len(tasks),
+            "skipped": skipped, "ran": done, "interrupted": interrupted, **summary}

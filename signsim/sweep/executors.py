@@ -1,0 +1,113 @@
+"""Executors: a local process pool (the default: nothing to install or start) or a Dask cluster.
+
+Both take task dicts and yield (task index, results document) as runs finish, in any order; the store
+writes each result as it arrives. Worker processes load the compiled kernels from Numba's on-disk cache.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from signsim.errors import InputError
+from signsim.sweep.worker import execute
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class LocalExecutor:
+    name = "local"
+
+    def __init__(self, jobs: int | None):
+        self.jobs = default_jobs() if jobs is None else jobs
+        if self.jobs < 1:
+            raise InputError(f"--jobs {self.jobs}: must be at least 1")
+        self.pool = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "jobs": self.jobs}
+
+    def run(self, tasks: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            futures = {self.pool.submit(execute, t): t["index"] for t in tasks}
+            for f in as_completed(futures):
+                yield futures[f], f.result()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+class DaskExecutor:
+    """``--scheduler ADDRESS`` connects to a running scheduler; ``--scheduler local`` starts a LocalCluster of
+    ``--jobs`` single-threaded worker processes for trying it out."""
+
+    name = "dask"
+
+    def __init__(self, scheduler: str | None, jobs: int | None):
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise InputError("--executor dask: Dask is not installed; pip install 'signsim[dask]'") from None
+        if not scheduler:
+            raise InputError("--executor dask needs --scheduler ADDRESS (or --scheduler local)")
+        if jobs is not None and jobs < 1:
+            raise InputError(f"--jobs {jobs}: must be at least 1")
+        self.scheduler, self.jobs = scheduler, jobs or 2
+        self.client = self.cluster = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "scheduler": self.scheduler,
+                "workers": self.jobs if self.scheduler == "local" else None}
+
+    def run(self, tasks: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        from distributed import Client, LocalCluster, as_completed
+
+        try:
+            if self.scheduler == "local":
+                self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1, processes=True,
+                                            dashboard_address=None)
+                self.client = Client(self.cluster)
+            else:
+                self.client = Client(self.scheduler, timeout="20s")
+        except (OSError, TimeoutError) as e:
+            raise InputError(f"--scheduler {self.scheduler}: cannot connect ({e})") from None
+        try:
+            futures = [self.client.submit(execute, t, pure=False, key=f"signsim-{t['run_id']}-{t['index']}")
+                       for t in tasks]
+            index = {f.key: t["index"] for f, t in zip(futures, tasks, strict=True)}
+            for f in as_completed(futures):
+                yield index[f.key], f.result()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
+
+
+def make(name: str, jobs: int | None, scheduler: str | None):
+    if name == "local":
+        if scheduler:
+            raise InputError("--scheduler applies to --executor dask only")
+        return LocalExecutor(jobs)
+    if name == "dask":
+        return DaskExecutor(scheduler, jobs)
+    raise InputError(f"--executor {name}: choose from local, dask")

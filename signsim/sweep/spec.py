@@ -1,0 +1,163 @@
+"""The sweep file and its expansion into runs.
+
+A sweep file is a run config (top-level option keys, the base of every run) plus:
+
+* ``[grid]``: option -> list of values; every combination is run;
+* ``[[zip]]``: groups of options whose lists (of equal length) vary together, combined with the grid;
+* ``repeats = R``: each combination runs R times with seeds derived from the sweep's ``seed`` by
+  ``SeedSequence(seed).spawn(R)`` (repeat r gets the same seed at every grid point: common random numbers).
+  Put ``seed`` in the grid instead to choose seeds by hand (then repeats must be 1).
+
+A run's id is a stable hash of its resolved config, so the same run keeps its file across reruns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from signsim.errors import InputError
+
+SWEEP_KEYS = {"grid", "zip", "repeats", "track-spb", "track_spb", "track-diversity", "track_diversity"}
+
+
+@dataclass
+class SweepSpec:
+    base: dict[str, Any]
+    grid: dict[str, list[Any]]
+    zips: list[dict[str, list[Any]]]
+    repeats: int
+    seed: int
+    track_spb: int | None = None
+    track_diversity: int | None = None
+    path: str = ""
+
+    @property
+    def parameters(self) -> list[str]:
+        """The options that vary, in a stable order: grid keys, zip keys, then seed/repeat."""
+        keys = list(self.grid) + [k for z in self.zips for k in z]
+        return keys
+
+
+@dataclass
+class RunTask:
+    index: int
+    run_id: str
+    params: dict[str, Any]  # the varying options, plus repeat
+    config: dict[str, Any]  # every resolved option
+    track_spb: int | None = None
+    track_diversity: int | None = None
+    error: str | None = None  # the config itself is invalid: the run fails without running
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _values(raw: Any, key: str, where: str) -> list[Any]:
+    if not isinstance(raw, list) or not raw:
+        raise InputError(f"{where}: '{key}' must be a non-empty list of values")
+    return raw
+
+
+def load(path: str | Path) -> SweepSpec:
+    from signsim.config import _options
+
+    p = Path(path)
+    where = f"sweep file {p}"
+    if not p.is_file():
+        raise InputError(f"{where}: no such file")
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{where}: not valid TOML ({e})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: not a UTF-8 text file") from None
+    grid_raw = raw.pop("grid", {})
+    zip_raw = raw.pop("zip", [])
+    repeats = raw.pop("repeats", 1)
+    tracks = {k.replace("-", "_"): raw.pop(k) for k in list(raw) if k.replace("-", "_") in ("track_spb",
+                                                                                           "track_diversity")}
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise InputError(f"{where}: 'repeats' must be a positive integer")
+    for name, v in tracks.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise InputError(f"{where}: '{name.replace('_', '-')}' must be a positive integer")
+    if not isinstance(grid_raw, dict):
+        raise InputError(f"{where}: [grid] must be a table of lists")
+    if isinstance(zip_raw, dict):
+        zip_raw = [zip_raw]
+    if not isinstance(zip_raw, list) or not all(isinstance(z, dict) for z in zip_raw):
+        raise InputError(f"{where}: [[zip]] must be tables of lists")
+    base = _options(raw, where)
+    base.pop("compare", None)
+    grid = {}
+    for key, values in grid_raw.items():
+        name = key.replace("-", "_")
+        checked = [_options({key: v}, f"{where}: [grid]")[name] for v in _values(values, key, f"{where}: [grid]")]
+        grid[name] = checked
+    zips = []
+    for i, z in enumerate(zip_raw, start=1):
+        group = {}
+        for key, values in z.items():
+            name = key.replace("-", "_")
+            group[name] = [_options({key: v}, f"{where}: [[zip]] #{i}")[name]
+                           for v in _values(values, key, f"{where}: [[zip]] #{i}")]
+        lengths = {len(v) for v in group.values()}
+        if len(lengths) > 1:
+            raise InputError(f"{where}: [[zip]] #{i}: lists must have equal lengths, got {sorted(lengths)}")
+        zips.append(group)
+    keys = list(grid) + [k for z in zips for k in z]
+    dup = {k for k in keys if keys.count(k) > 1}
+    if dup:
+        raise InputError(f"{where}: option '{sorted(dup)[0]}' varies in more than one place")
+    if "seed" in keys and repeats > 1:
+        raise InputError(f"{where}: 'seed' varies in the grid, so 'repeats' must be 1")
+    seed = base.pop("seed", 0)
+    return SweepSpec(base, grid, zips, repeats, seed, tracks.get("track_spb"), tracks.get("track_diversity"), str(p))
+
+
+def run_id(config: dict[str, Any], tracks: tuple[int | None, int | None]) -> str:
+    """Stable id: sha256 of the canonical JSON of the resolved config (and tracking options)."""
+    text = json.dumps({"config": config, "tracks": list(tracks)}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def repeat_seeds(seed: int, repeats: int) -> list[int]:
+    return [int(s.generate_state(1, dtype=np.uint32)[0]) for s in np.random.SeedSequence(seed).spawn(repeats)]
+
+
+def expand(spec: SweepSpec) -> list[RunTask]:
+    """Every run of the sweep, in a fixed order (grid product, then zip groups, then repeats)."""
+    from signsim.config import resolve
+
+    grid_items = [[(k, v) for v in vals] for k, vals in spec.grid.items()]
+    zip_items = [[tuple(zip(z.keys(), combo, strict=True)) for combo in zip(*z.values(), strict=True)]
+                 for z in spec.zips]
+    seeds = repeat_seeds(spec.seed, spec.repeats)
+    tasks = []
+    for combo in itertools.product(*grid_items, *zip_items):
+        params: dict[str, Any] = {}
+        for item in combo:
+            if item and isinstance(item[0], tuple):
+                params.update(dict(item))
+            else:
+                params[item[0]] = item[1]
+        for r in range(spec.repeats):
+            run_params = dict(params)
+            if "seed" not in run_params:
+                run_params["seed"] = seeds[r]
+            run_params["repeat"] = r
+            options = {**spec.base, **{k: v for k, v in run_params.items() if k != "repeat"}}
+            error = None
+            try:
+                config = resolve(options).to_dict()
+            except InputError as e:
+                config, error = dict(options), str(e)
+            rid = run_id(config, (spec.track_spb, spec.track_diversity))
+            tasks.append(RunTask(len(tasks), rid, run_params, config, spec.track_spb, spec.track_diversity, error))
+    return tasks
