@@ -86,6 +86,9 @@ RUN_OPTIONS = [
     _option("eval_every", int | None, "record history every N iterations (default K/100)", P_RUN),
     _option("stop_loss", float | None, "stop early once a recorded loss is <= this", P_RUN),
     _option("seed", int | None, "random seed (default 0)", P_RUN),
+    _option("track_spb", int | None, "every N iterations, record the fraction of coordinates satisfying SPB, "
+            "min rho and the rho-norms", P_OUT),
+    _option("track_diversity", int | None, "every N iterations, record the gradient diversity and B_S", P_OUT),
 ]
 OUTPUT_OPTIONS = [
     _option("out", Path | None, "write the results JSON here (atomically)", P_OUT),
@@ -118,9 +121,6 @@ def _run_values(opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 @_command("run", [
     _option("plot", Path | None, "save loss against iterations and bits (PNG, PDF, SVG)", P_OUT),
-    _option("track_spb", int | None, "every N iterations, record the fraction of coordinates satisfying SPB, "
-            "min rho and the rho-norm", P_OUT),
-    _option("track_diversity", int | None, "every N iterations, record the gradient diversity and B_S", P_OUT),
 ], help="Simulate one optimization run of M workers, print a summary, write results.")
 def run(**opts: Any) -> None:
     from signsim import config as cfgmod
@@ -130,17 +130,12 @@ def run(**opts: Any) -> None:
     plot, out, json_ = opts["plot"], opts["out"], opts["json_"]
     if plot is not None and plot.suffix.lower() not in {".png", ".pdf", ".svg"}:
         raise InputError(f"--plot {plot}: use a .png, .pdf or .svg file name")
-    for name in ("track_spb", "track_diversity"):
-        if opts[name] is not None and opts[name] < 1:
-            raise InputError(f"--{name.replace('_', '-')} {opts[name]}: must be at least 1")
     show = not (opts["quiet"] or json_)
     if "compare" in values:
         _run_comparison(values, given, out, json_, show, plot)
         return
     cfg = cfgmod.resolve({**values, **given})
-    doc = _with_progress(lambda progress: run_command(cfg, progress, track_spb=opts["track_spb"],
-                                                      track_diversity=opts["track_diversity"]),
-                         show, f"{cfg.method} on {cfg.problem}")
+    doc = _with_progress(lambda progress: run_command(cfg, progress), show, f"{cfg.method} on {cfg.problem}")
     _emit(doc, out, json_)
     if plot is not None:
         from signsim.render.plots import run_figure

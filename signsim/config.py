@@ -9,6 +9,7 @@ does not apply is an error. All failures raise ``InputError`` with one line nami
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -19,7 +20,7 @@ from signsim.errors import InputError
 #: options that every problem accepts
 COMMON = frozenset({
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum",
-    "byzantine", "attack", "sign_zero", "tie", "eval_every", "seed", "stop_loss",
+    "byzantine", "attack", "sign_zero", "tie", "eval_every", "seed", "stop_loss", "track_spb", "track_diversity",
 })
 
 
@@ -42,6 +43,8 @@ class RunConfig:
     tie: str = "random"
     eval_every: int | None = None  # max(1, iters // 100)
     stop_loss: float | None = None  # stop once a recorded loss is <= this
+    track_spb: int | None = None  # every N iterations: SPB fraction, min rho, rho-norms (tracks.spb)
+    track_diversity: int | None = None  # every N iterations: B_S (tracks.diversity)
     seed: int = 0
     # problem-specific
     noise: str | None = None  # the problem's default
@@ -68,7 +71,8 @@ class RunConfig:
 
 
 _FIELDS = {f.name: f for f in fields(RunConfig)}
-_INT = {"workers", "batch_size", "iters", "byzantine", "eval_every", "seed", "dim", "replicate", "hidden"}
+_INT = {"workers", "batch_size", "iters", "byzantine", "eval_every", "seed", "dim", "replicate", "hidden",
+        "track_spb", "track_diversity"}
 _FLOAT = {"stop_loss", "lr", "momentum", "kappa", "trap_eps", "trap_lambda", "x0", "test_fraction",
           "positive_class", "l2"}
 _BOOL = {"standardize", "intercept"}
@@ -160,6 +164,12 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     if method.default_lr is not None:
         values.setdefault("lr", method.default_lr)
     cfg = RunConfig(**values)
+    cap = os.environ.get("SIGNSIM_MAX_ITERS")
+    if cap:  # a testing aid: every run stops after at most this many iterations
+        try:
+            cfg.iters = min(cfg.iters, int(cap))
+        except ValueError:
+            raise InputError(f"SIGNSIM_MAX_ITERS={cap}: must be an integer") from None
     if cfg.eval_every is None:
         cfg.eval_every = max(1, cfg.iters // 100)
     validate(cfg)
@@ -188,6 +198,10 @@ def validate(cfg: RunConfig) -> None:
     _check(0 <= cfg.byzantine <= cfg.workers, "byzantine", cfg.byzantine,
            f"must lie between 0 and the number of workers ({cfg.workers})")
     _check(cfg.seed >= 0, "seed", cfg.seed, "must be >= 0")
+    for field in ("track_spb", "track_diversity"):
+        value = getattr(cfg, field)
+        if value is not None:
+            _check(value >= 1, field, value, "must be at least 1")
     for field in ("x0", "positive_class", "stop_loss"):
         value = getattr(cfg, field)
         if value is not None:

@@ -46,8 +46,8 @@ def test_smoothness_constants_are_valid():
 
 
 def observed(cfg_options, key, how):
-    cfg = config.resolve(cfg_options)
-    doc = run(cfg, track_spb=1)
+    cfg = config.resolve({**cfg_options, "track_spb": 1})
+    doc = run(cfg)
     track = [t for t in doc["tracks"]["spb"] if t["iter"] < cfg.iters]
     vals = np.array([t[key] for t in track])
     return (vals.mean() if how == "mean" else vals.min()), cfg, doc

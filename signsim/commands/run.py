@@ -80,10 +80,10 @@ def problem_info(problem) -> dict[str, Any]:
     return info
 
 
-def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
-        track_spb: int | None = None, track_diversity: int | None = None) -> dict[str, Any]:
-    """Simulate ``cfg``; with ``track_spb = N`` also estimate SPB every N iterations (``tracks.spb``), with
-    ``track_diversity = N`` the gradient diversity (``tracks.diversity``)."""
+def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Simulate ``cfg``; with ``cfg.track_spb = N`` also estimate SPB every N iterations (``tracks.spb``), with
+    ``cfg.track_diversity = N`` the gradient diversity (``tracks.diversity``)."""
+    track_spb, track_diversity = cfg.track_spb, cfg.track_diversity
     from signsim import accounting, methods, noise, problems
     from signsim.engine import loop
     from signsim.engine.driver import Engine, Settings, simulate

@@ -25,8 +25,6 @@ import numpy as np
 
 from signsim.errors import InputError
 
-SWEEP_KEYS = {"grid", "zip", "repeats", "track-spb", "track_spb", "track-diversity", "track_diversity"}
-
 
 @dataclass
 class SweepSpec:
@@ -35,8 +33,6 @@ class SweepSpec:
     zips: list[dict[str, list[Any]]]
     repeats: int
     seed: int
-    track_spb: int | None = None
-    track_diversity: int | None = None
     path: str = ""
 
     @property
@@ -52,8 +48,6 @@ class RunTask:
     run_id: str
     params: dict[str, Any]  # the varying options, plus repeat
     config: dict[str, Any]  # every resolved option
-    track_spb: int | None = None
-    track_diversity: int | None = None
     error: str | None = None  # the config itself is invalid: the run fails without running
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -80,13 +74,8 @@ def load(path: str | Path) -> SweepSpec:
     grid_raw = raw.pop("grid", {})
     zip_raw = raw.pop("zip", [])
     repeats = raw.pop("repeats", 1)
-    tracks = {k.replace("-", "_"): raw.pop(k) for k in list(raw) if k.replace("-", "_") in ("track_spb",
-                                                                                           "track_diversity")}
     if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
         raise InputError(f"{where}: 'repeats' must be a positive integer")
-    for name, v in tracks.items():
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise InputError(f"{where}: '{name.replace('_', '-')}' must be a positive integer")
     if not isinstance(grid_raw, dict):
         raise InputError(f"{where}: [grid] must be a table of lists")
     if isinstance(zip_raw, dict):
@@ -118,12 +107,12 @@ def load(path: str | Path) -> SweepSpec:
     if "seed" in keys and repeats > 1:
         raise InputError(f"{where}: 'seed' varies in the grid, so 'repeats' must be 1")
     seed = base.pop("seed", 0)
-    return SweepSpec(base, grid, zips, repeats, seed, tracks.get("track_spb"), tracks.get("track_diversity"), str(p))
+    return SweepSpec(base, grid, zips, repeats, seed, str(p))
 
 
-def run_id(config: dict[str, Any], tracks: tuple[int | None, int | None]) -> str:
-    """Stable id: sha256 of the canonical JSON of the resolved config (and tracking options)."""
-    text = json.dumps({"config": config, "tracks": list(tracks)}, sort_keys=True, separators=(",", ":"))
+def run_id(config: dict[str, Any]) -> str:
+    """Stable id: sha256 of the canonical JSON of the resolved config."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -158,6 +147,5 @@ def expand(spec: SweepSpec) -> list[RunTask]:
                 config = resolve(options).to_dict()
             except InputError as e:
                 config, error = dict(options), str(e)
-            rid = run_id(config, (spec.track_spb, spec.track_diversity))
-            tasks.append(RunTask(len(tasks), rid, run_params, config, spec.track_spb, spec.track_diversity, error))
+            tasks.append(RunTask(len(tasks), run_id(config), run_params, config, error))
     return tasks

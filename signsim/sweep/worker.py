@@ -19,8 +19,7 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
         from signsim.commands.run import run
         from signsim.config import resolve
 
-        return run(resolve(task["config"]), track_spb=task.get("track_spb"),
-                   track_diversity=task.get("track_diversity"))
+        return run(resolve(task["config"]))
     except InputError as e:
         return {**base, "status": "failed", "error": str(e)}
     except Exception as e:  # noqa: BLE001 - recorded, not hidden: the sweep must go on
