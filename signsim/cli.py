@@ -327,6 +327,23 @@ def sweep(
         raise typer.Exit(1)
 
 
+@app.command("plot", help="Figures from results: run JSONs (or a [[compare]] result), a sweep directory, "
+             "check-spb, diversity or bound results.")
+def plot(
+    results: Annotated[list[Path], typer.Argument(help="results files or a sweep directory")],
+    out: Annotated[Path | None, Opt(help="figure file: .png, .pdf or .svg (default <first input>.png)")] = None,
+    x: Annotated[str | None, Opt(help="iter | bits | megabytes | time")] = None,
+    y: Annotated[str | None, Opt(help="loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
+                                 "spb-fraction | rho-min | rho-norm | B_S")] = None,
+    group_by: Annotated[str | None, Opt(help="sweeps: one line per value of this parameter")] = None,
+) -> None:
+    from signsim.commands.plot import plot as plot_command
+
+    target = out or results[0].with_suffix(".png") if not results[0].is_dir() else (out or results[0] / "figure.png")
+    written = plot_command(results, target, x, y, group_by)
+    print(written)
+
+
 def _run_comparison(values, given, out, json_, show, plot) -> None:
     from signsim.commands.compare import compare
 

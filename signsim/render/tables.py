@@ -64,14 +64,19 @@ def stderr_console() -> Console:
 
 
 def comparison_table(doc: dict[str, Any]) -> Table:
+    """Every run's final values, and its loss (and test accuracy) at the smallest total communication."""
     c = doc["comparison"]
-    table = Table(title=f"at equal communication B = {c['budget_megabytes']:.3g} MB (up + down)",
+    acc = any(r["final_test_acc"] is not None for r in c["rows"])
+    table = Table(title=f"@B: at equal communication, B = {c['budget_megabytes']:.3g} MB (up + down)",
                   header_style="bold")
-    for col in ("run", "iters", "MB", "loss@B", "test acc@B", "final acc", "status"):
+    cols = ["run", "iters", "MB", "final loss", "loss@B"] + (["test acc@B", "final acc"] if acc else []) + ["status"]
+    for col in cols:
         table.add_column(col, justify="left" if col in ("run", "status") else "right")
     for r in c["rows"]:
-        table.add_row(r["label"], fmt(r["iters"]), f"{r['megabytes']:.3g}", fmt(r["loss_at_budget"]),
-                      _pct(r["test_acc_at_budget"]), _pct(r["final_test_acc"]), r["status"])
+        row = [r["label"], fmt(r["iters"]), f"{r['megabytes']:.3g}", fmt(r["final_loss"]), fmt(r["loss_at_budget"])]
+        if acc:
+            row += [_pct(r["test_acc_at_budget"]), _pct(r["final_test_acc"])]
+        table.add_row(*row, r["status"])
     return table
 
 

@@ -1,0 +1,128 @@
+"""Figures: every kind builds from small real results with the expected axes and lines; files of each
+format; bad inputs exit 2; every paper config runs (capped by SIGNSIM_MAX_ITERS)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from signsim.commands.plot import build
+
+from .test_cli import assert_one_line_error
+
+PAPER = sorted(Path("configs/paper").glob("*.toml"))
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    from signsim.cli import main
+
+    root = tmp_path_factory.mktemp("plots")
+
+    def make(name, *args):
+        path = root / name
+        try:
+            main([*map(str, args), "--out", str(path), "--quiet"])
+        except SystemExit as e:
+            assert e.code in (0, 1), e.code
+        return path
+
+    return {
+        "run": make("run.json", "run", "--problem", "quadratic", "--iters", "400", "--lr", "0.05", "--track-spb", "40"),
+        "run2": make("run2.json", "run", "--problem", "quadratic", "--iters", "60", "--method", "sgd"),
+        "mlp": make("mlp.json", "run", "--problem", "mlp", "--iters", "30"),
+        "spb": make("spb.json", "check-spb"),
+        "div": make("div.json", "diversity"),
+        "sweep": make("sweep", "sweep", "configs/sweeps/ci-smoke.toml", "--jobs", "1"),
+        "bound": make("bound.json", "bound", "--overlay", root / "run.json"),
+    }
+
+
+def lines(ax):
+    return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
+def test_run_overview_with_tracks(results):
+    fig = build([results["run"], results["run2"]], None, None, None)
+    axes = fig.get_axes()
+    assert len(axes) == 4  # loss vs iter, loss vs MB, SPB fraction, rho-norm ratio
+    assert axes[0].get_xlabel() == "iteration k" and axes[0].get_ylabel() == "loss f(x_k)"
+    assert axes[1].get_xlabel().startswith("communicated (MB")
+    assert len(lines(axes[0])) == 2 and "ssdm (mean), M = 8" in lines(axes[0])[0].get_label()
+
+
+def test_classifier_runs_plot_accuracy(results):
+    fig = build([results["mlp"]], None, None, None)
+    assert fig.get_axes()[0].get_ylabel() == "test accuracy"
+    one = build([results["mlp"]], "megabytes", "train-accuracy", None)
+    assert one.get_axes()[0].get_ylabel() == "training accuracy"
+
+
+def test_single_panel_axes_and_log_scale(results):
+    fig = build([results["run"]], "bits", "loss", None)  # the loss falls by orders of magnitude: log scale
+    ax = fig.get_axes()[0]
+    assert ax.get_xlabel() == "bits communicated (up + down)" and ax.get_yscale() == "log"
+    assert build([results["mlp"]], "iter", "accuracy", None).get_axes()[0].get_yscale() == "linear"
+    fig = build([results["run"]], "iter", "rho-min", None)
+    assert fig.get_axes()[0].get_ylabel() == "min_i rho_i"
+
+
+def test_sweep_groups(results):
+    fig = build([results["sweep"]], None, None, "method")
+    ax = fig.get_axes()[0]
+    assert sorted(line.get_label() for line in lines(ax)) == ["method = signsgd", "method = signum",
+                                                               "method = ssdm"]
+    assert len(ax.collections) == 3  # one band per line
+    by_workers = build([results["sweep"]], "megabytes", "loss", "workers")
+    assert len(lines(by_workers.get_axes()[0])) == 2
+
+
+def test_rho_speedup_and_bound_figures(results):
+    ax = build([results["spb"]], None, None, None).get_axes()[0]
+    assert ax.get_ylabel() == "success probability rho_i"
+    assert any(line.get_label().startswith("1/2") for line in lines(ax))
+    doc = json.loads(results["spb"].read_text())
+    assert len(lines(ax)[0].get_xdata()) == doc["dim"] - doc["zero_coordinates"]
+    ax = build([results["div"]], None, None, None).get_axes()[0]
+    assert ax.get_xlabel() == "batch size B" and len(lines(ax)) == 2
+    a1, a2 = build([results["bound"]], None, None, None).get_axes()
+    assert a1.get_xlabel() == "iterations K" and a2.get_xlabel() == "workers M"
+    assert len(lines(a2)) == 2
+
+
+@pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG"), (".pdf", b"%PDF"), (".svg", b"<?xml")])
+def test_out_formats(cli, results, tmp_path, suffix, magic):
+    out = tmp_path / f"fig{suffix}"
+    r = cli("plot", results["run"], "--out", out)
+    assert r.code == 0, r.err
+    assert out.stat().st_size > 1000 and out.read_bytes()[: len(magic)] == magic
+
+
+def test_bad_plot_inputs(cli, results, tmp_path):
+    assert_one_line_error(cli("plot", tmp_path / "missing.json"), "missing.json")
+    assert_one_line_error(cli("plot", results["run"], results["spb"]), "cannot plot")
+    assert_one_line_error(cli("plot", results["run"], "--y", "happiness"), "--y")
+    assert_one_line_error(cli("plot", results["run"], "--out", tmp_path / "f.jpg"), "--out")
+    assert_one_line_error(cli("plot", results["sweep"], "--group-by", "colour"), "--group-by")
+    assert_one_line_error(cli("plot", results["run2"], "--y", "spb-fraction"), "--y spb-fraction")
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    assert_one_line_error(cli("plot", other), "other.json", "not signsim results")
+    assert_one_line_error(cli("plot", tmp_path), "not a sweep")
+
+
+@pytest.mark.parametrize("config", PAPER, ids=[p.stem for p in PAPER])
+def test_paper_configs_run(cli, config, monkeypatch, tmp_path):
+    monkeypatch.setenv("SIGNSIM_MAX_ITERS", "20")
+    text = config.read_text()
+    command = "diversity" if "[experiment]" in text else "run"
+    out = tmp_path / "out.json"
+    r = cli(command, "--config", config, "--out", out, "--quiet")
+    assert r.code == 0, r.err
+    doc = json.loads(out.read_text())
+    runs = doc.get("runs") or doc.get("rows")
+    assert runs
+    if command == "run":
+        assert all(d["final"]["iters_done"] <= 20 for d in doc["runs"])
+        fig = tmp_path / "fig.png"
+        assert cli("plot", out, "--out", fig).code == 0 and fig.stat().st_size > 0
