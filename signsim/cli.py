@@ -464,6 +464,8 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("signsim: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
+    except MemoryError:
+        _fail("not enough memory for this problem size (reduce --dim, --workers or the data)")
     sys.exit(code if isinstance(code, int) else 0)
 
 

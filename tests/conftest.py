@@ -6,10 +6,19 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 
 from signsim import config, methods, noise, problems
 from signsim.cli import main
 from signsim.engine.driver import Engine, Settings, simulate
+
+
+# Hypothesis profiles: "quick" (default, CI) and "long" (HYPOTHESIS_PROFILE=long python -m pytest ...)
+settings.register_profile("quick", max_examples=40, deadline=None,
+                          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+settings.register_profile("long", max_examples=1500, deadline=None,
+                          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 
 @dataclass

@@ -4,7 +4,7 @@ import gzip
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.datasets import dump_svmlight_file
 
@@ -115,7 +115,6 @@ def test_unknown_builtin_and_split_exit_2(cli):
 TEXT = st.text(alphabet=st.sampled_from(list("0123456789.,-+e: \n\tabnif")), max_size=200)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(content=TEXT, suffix=st.sampled_from([".csv", ".svm"]))
 def test_generated_text_files_load_or_fail_cleanly(tmp_path, content, suffix):
     """Any text either loads into a consistent, finite data set or raises InputError naming the file."""

@@ -159,8 +159,11 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
                  "note": s.note, "at_K": s.value(max(K, 2)),
                  "values": [{"K": k, "bound": s.value(k)} for k in k_grid(K)]}
         if run_doc is not None:
-            k_run = max(run_doc["final"]["iters_done"], 2)
-            obs, where = observation(s, run_doc)
+            try:
+                k_run = max(int(run_doc["final"]["iters_done"]), 2)
+                obs, where = observation(s, run_doc)
+            except (KeyError, TypeError, ValueError, IndexError) as e:
+                raise InputError(f"--overlay: malformed run results ({type(e).__name__}: {e})") from None
             entry.update(bound_at_run=s.value(k_run), observed=obs, observed_over=where,
                          exceeded=s.matches and obs is not None and obs > s.value(k_run))
         rows.append(entry)

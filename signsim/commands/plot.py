@@ -50,6 +50,14 @@ def load_any(path: Path) -> tuple[str, Any]:
 
 
 def build(paths: list[Path], x: str | None, y: str | None, group_by: str | None):
+    """The figure for these results; a results file with missing or mistyped fields raises InputError."""
+    try:
+        return _build(paths, x, y, group_by)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise InputError(f"{paths[0]}: malformed results ({type(e).__name__}: {e})") from None
+
+
+def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None):
     if x is not None and x not in figures.X_AXES and x != "workers":
         raise InputError(f"--x {x}: choose from {', '.join(figures.X_AXES)}, workers (runs that differ by M)")
     if y is not None and y not in figures.Y_AXES:

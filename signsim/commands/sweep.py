@@ -73,7 +73,9 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
                     progress(skipped + done, len(tasks))
     except KeyboardInterrupt:
         interrupted = True
-        executor.close()
+        for index, doc in executor.drain():  # the running runs' partial results, status interrupted
+            store.write_run(by_index[index], doc)
+            done += 1
     docs = {t["run_id"]: d for t in tasks if (d := store.load(t["run_id"])) is not None}
     statuses = {rid: d.get("status", "missing") for rid, d in docs.items()}
     store.write_csv([t for t in tasks if t["run_id"] in docs], spec.parameters)

@@ -1,7 +1,9 @@
 """Executors: a local process pool (the default: nothing to install or start) or a Dask cluster.
 
-Both take task dicts and yield (task index, results document) as runs finish, in any order; the store
-writes each result as it arrives. Worker processes load the compiled kernels from Numba's on-disk cache.
+Both run task dicts and yield (task index, results document) as runs finish, in any order; the caller
+writes each result as it arrives. On Ctrl-C, ``drain`` cancels what has not started, gives the running
+runs a moment to hand back their partial results (status ``interrupted``) and stops the workers. Worker
+processes load the compiled kernels from Numba's on-disk cache.
 """
 
 from __future__ import annotations
@@ -13,12 +15,24 @@ from typing import Any
 from signsim.errors import InputError
 from signsim.sweep.worker import execute
 
+DRAIN_SECONDS = 10.0
+
 
 def default_jobs() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def _results(done) -> Iterator[tuple[int, dict[str, Any]]]:
+    for index, future in done:
+        try:
+            doc = future.result(timeout=0)
+        except BaseException:  # noqa: BLE001 - a run stopped before it could report: nothing to keep
+            continue
+        if isinstance(doc, dict):
+            yield index, doc
 
 
 class LocalExecutor:
@@ -29,6 +43,8 @@ class LocalExecutor:
         if self.jobs < 1:
             raise InputError(f"--jobs {self.jobs}: must be at least 1")
         self.pool = None
+        self.futures: dict[Any, int] = {}
+        self.reported: set = set()
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "jobs": self.jobs}
@@ -38,17 +54,33 @@ class LocalExecutor:
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"))
-        try:
-            futures = {self.pool.submit(execute, t): t["index"] for t in tasks}
-            for f in as_completed(futures):
-                yield futures[f], f.result()
-        finally:
-            self.close()
+        self.futures = {self.pool.submit(execute, t): t["index"] for t in tasks}
+        for f in as_completed(self.futures):
+            self.reported.add(f)
+            yield self.futures[f], f.result()
+        self.close()
 
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+    def drain(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """After Ctrl-C: cancel queued runs, collect what the running ones report within DRAIN_SECONDS."""
+        from concurrent.futures import wait
+
+        if self.pool is None:
+            return
+        for f in self.futures:
+            f.cancel()
+        running = [f for f in self.futures if f not in self.reported and not f.cancelled()]
+        done, _ = wait(running, timeout=DRAIN_SECONDS)
+        yield from _results((self.futures[f], f) for f in done)
+        self.close(kill=True)
+
+    def close(self, kill: bool = False) -> None:
+        if self.pool is None:
+            return
+        if kill:
+            for p in list(getattr(self.pool, "_processes", {}).values()):
+                p.terminate()
+        self.pool.shutdown(wait=not kill, cancel_futures=True)
+        self.pool = None
 
 
 class DaskExecutor:
@@ -68,6 +100,7 @@ class DaskExecutor:
             raise InputError(f"--jobs {jobs}: must be at least 1")
         self.scheduler, self.jobs = scheduler, jobs or 2
         self.client = self.cluster = None
+        self.futures: list = []
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "scheduler": self.scheduler,
@@ -85,16 +118,20 @@ class DaskExecutor:
                 self.client = Client(self.scheduler, timeout="20s")
         except (OSError, TimeoutError) as e:
             raise InputError(f"--scheduler {self.scheduler}: cannot connect ({e})") from None
-        try:
-            futures = [self.client.submit(execute, t, pure=False, key=f"signsim-{t['run_id']}-{t['index']}")
-                       for t in tasks]
-            index = {f.key: t["index"] for f, t in zip(futures, tasks, strict=True)}
-            for f in as_completed(futures):
-                yield index[f.key], f.result()
-        finally:
-            self.close()
+        self.futures = [self.client.submit(execute, t, pure=False, key=f"signsim-{t['run_id']}-{t['index']}")
+                        for t in tasks]
+        index = {f.key: t["index"] for f, t in zip(self.futures, tasks, strict=True)}
+        for f in as_completed(self.futures):
+            yield index[f.key], f.result()
+        self.close()
 
-    def close(self) -> None:
+    def drain(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        if self.client is not None:
+            self.client.cancel(self.futures)
+        self.close()
+        return iter(())
+
+    def close(self, kill: bool = False) -> None:
         if self.client is not None:
             self.client.close()
             self.client = None
