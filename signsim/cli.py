@@ -253,6 +253,10 @@ def bound(**opts: Any) -> None:
 
         run_doc = load_results(opts["overlay"], "run", "--overlay")
         values = {k: v for k, v in run_doc["config"].items() if v is not None}
+        try:
+            cfgmod.resolve(values)
+        except (InputError, TypeError) as e:
+            raise InputError(f"--overlay {opts['overlay']}: its config is not a valid run config ({e})") from None
     plot = opts["plot"]
     if plot is not None and plot.suffix.lower() not in {".png", ".pdf", ".svg"}:
         raise InputError(f"--plot {plot}: use a .png, .pdf or .svg file name")
@@ -415,18 +419,21 @@ def _emit(doc: dict[str, Any], out: Path | None, as_json: bool) -> None:
         sys.stdout.write(text + "\n")
 
 
-@app.command("list")
+@app.command("list", help="Name every problem, method, noise model, data source and data split, one line each.")
 def list_() -> None:
-    """Name every problem, method and noise model, one line each."""
+    """Name every problem, method, noise model, data source and data split, one line each."""
     from rich.console import Console
 
-    from signsim import methods, noise, problems
+    from signsim import data, methods, noise, problems
+    from signsim.data.splits import SUMMARIES
     from signsim.render.tables import listing
 
     sections = {
         "problems": [(s.name, s.summary) for s in problems.registry().values()],
         "methods": [(s.name, s.summary) for s in methods.registry().values()],
         "noise models": [(m.name, m.summary) for m in noise.registry().values()],
+        "data sources": [(d.name, d.summary) for d in data.registry().values()],
+        "data splits": list(SUMMARIES.items()),
     }
     console = Console()
     for t in listing(sections):

@@ -82,20 +82,25 @@ def option_name(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
+def read_toml(path: Path, where: str) -> dict[str, Any]:
+    """The parsed TOML file; a missing, non-UTF-8 or invalid file raises InputError prefixed by ``where``."""
+    if not path.is_file():
+        raise InputError(f"{where}: no such file")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{where}: not valid TOML ({e})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: not a UTF-8 text file") from None
+
+
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Read a run config file: top-level keys are option names (``batch-size`` or ``batch_size``).
 
     An optional array of tables ``[[compare]]`` lists variants (each a ``label`` and option overrides) to run
     side by side; it is returned under the key ``compare`` as a list of checked dicts."""
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"--config {p}: no such file")
-    try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"--config {p}: not valid TOML ({e})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"--config {p}: not a UTF-8 text file") from None
+    raw = read_toml(p, f"--config {p}")
     variants = raw.pop("compare", None)
     experiment = raw.pop("experiment", None)
     out = _options(raw, f"--config {p}")
@@ -181,9 +186,20 @@ def _check(ok: bool, field: str, value: Any, what: str) -> None:
         raise InputError(f"{option_name(field)} {value}: {what}")
 
 
+#: the largest value an integer option may take (sizes index arrays; iterations and seeds are counters)
+INT_LIMITS = {"iters": 10**15, "seed": 2**64 - 1}
+MAX_SIZE = 2**31 - 1
+
+
 def validate(cfg: RunConfig) -> None:
     from signsim import methods
     from signsim.codes import Aggregate, Attack, Schedule, SignZero, Tie, names
+
+    for field in sorted(_INT):
+        value = getattr(cfg, field)
+        limit = INT_LIMITS.get(field, MAX_SIZE)
+        if value is not None:
+            _check(value <= limit, field, value, f"too large (at most {limit})")
 
     for field, enum in (("aggregate", Aggregate), ("lr_schedule", Schedule), ("attack", Attack),
                         ("sign_zero", SignZero), ("tie", Tie)):

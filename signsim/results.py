@@ -56,16 +56,21 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+def read_json(path: Path, where: str) -> Any:
+    """The parsed JSON file; a missing, non-UTF-8 or invalid file raises InputError prefixed by ``where``."""
+    if not path.is_file():
+        raise InputError(f"{where}: no such file")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{where}: not a JSON results file ({e})") from None
+
+
 def load_results(path: str | Path, command: str, option: str) -> dict[str, Any]:
     """Read a results JSON written by ``signsim <command>``; bad files raise InputError naming them."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{option} {path}: no such file")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"{option} {path}: not a JSON results file ({e})") from None
-    if not isinstance(doc, dict) or doc.get("command") != command or "config" not in doc:
+    doc = read_json(path, f"{option} {path}")
+    if not isinstance(doc, dict) or doc.get("command") != command or not isinstance(doc.get("config"), dict):
         kind = doc.get("command") if isinstance(doc, dict) else type(doc).__name__
         raise InputError(f"{option} {path}: expected the results of 'signsim {command}', found {kind!r}")
     return doc

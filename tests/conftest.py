@@ -12,7 +12,6 @@ from signsim import config, methods, noise, problems
 from signsim.cli import main
 from signsim.engine.driver import Engine, Settings, simulate
 
-
 # Hypothesis profiles: "quick" (default, CI) and "long" (HYPOTHESIS_PROFILE=long python -m pytest ...)
 settings.register_profile("quick", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -82,7 +82,9 @@ def test_list_names_everything(cli):
     r = cli("list")
     assert r.code == 0
     for name in ("rosenbrock", "quadratic", "sign-trap", "vote-trap", "sgd", "signsgd", "signum", "ssdm",
-                 "ef-signsgd", "sto-sign", "gaussian", "laplace", "uniform", "student-t", "bimodal", "skewed"):
+                 "ef-signsgd", "sto-sign", "gaussian", "laplace", "uniform", "student-t", "bimodal", "skewed",
+                 "logistic", "least-squares", "mlp", "builtin", "libsvm", "csv", "npz", "idx", "shared", "iid",
+                 "label-skew", "sorted", "split-batch"):
         assert name in r.out
 
 

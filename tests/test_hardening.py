@@ -224,6 +224,13 @@ def test_extreme_valid_settings(options, method):
         assert out.history.shape[0] == 1 and out.history[0, 0] == 0
 
 
-def test_too_large_a_problem_is_a_clear_error(cli):
+def test_too_large_a_problem_is_a_clear_error(cli, monkeypatch):
     r = cli("run", "--problem", "quadratic", "--dim", str(10**12), "--iters", "1")
+    assert r.code == 2 and "--dim" in r.err and "too large" in r.err and "Traceback" not in r.err
+
+    def out_of_memory(cfg):
+        raise MemoryError
+
+    monkeypatch.setattr("signsim.problems.build", out_of_memory)
+    r = cli("run", "--problem", "quadratic", "--dim", str(10**8), "--iters", "1")
     assert r.code == 2 and "memory" in r.err and "Traceback" not in r.err

@@ -29,16 +29,16 @@ class SpbOptions:
         from signsim.diagnostics.intervals import CORRECTIONS, INTERVALS
 
         o = cls(workers_given=workers_given, **{k: v for k, v in given.items() if v is not None})
-        if o.samples < 2:
-            raise InputError(f"--samples {o.samples}: must be at least 2")
+        if not 2 <= o.samples <= 10**9:
+            raise InputError(f"--samples {o.samples}: must lie between 2 and 10^9")
         if not 0 < o.confidence < 1:
             raise InputError(f"--confidence {o.confidence}: must lie in (0, 1)")
         if o.interval not in INTERVALS:
             raise InputError(f"--interval {o.interval}: choose from {', '.join(INTERVALS)}")
         if o.correction not in CORRECTIONS:
             raise InputError(f"--correction {o.correction}: choose from {', '.join(CORRECTIONS)}")
-        if o.top < 0:
-            raise InputError(f"--top {o.top}: must be >= 0")
+        if not 0 <= o.top <= 10**6:
+            raise InputError(f"--top {o.top}: must lie between 0 and 10^6")
         return o
 
 

@@ -31,10 +31,12 @@ class DiversityOptions:
             raise InputError(f"--delta {o.delta}: must be a finite number > 0")
         if o.estimator not in ESTIMATORS:
             raise InputError(f"--estimator {o.estimator}: choose from {', '.join(ESTIMATORS)}")
-        if o.pairs < 2:
-            raise InputError(f"--pairs {o.pairs}: must be at least 2")
-        if o.small_batch is not None and o.small_batch < 1:
-            raise InputError(f"--small-batch {o.small_batch}: must be at least 1")
+        if not 2 <= o.pairs <= 10**9:
+            raise InputError(f"--pairs {o.pairs}: must lie between 2 and 10^9")
+        for name in ("small_batch", "big_batch"):
+            v = getattr(o, name)
+            if v is not None and not 1 <= v <= 2**31 - 1:
+                raise InputError(f"--{name.replace('_', '-')} {v}: must lie between 1 and 2^31 - 1")
         return o
 
 

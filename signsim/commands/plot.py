@@ -13,12 +13,12 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
 from signsim.errors import InputError
 from signsim.render import figures
+from signsim.results import read_json
 
 FORMATS = {".png", ".pdf", ".svg"}
 
@@ -28,17 +28,12 @@ def load_any(path: Path) -> tuple[str, Any]:
         manifest, table = path / "manifest.json", path / "results.csv"
         if not (manifest.is_file() and table.is_file()):
             raise InputError(f"{path}: a directory but not a sweep (no manifest.json and results.csv)")
-        m = json.loads(manifest.read_text(encoding="utf-8"))
+        m = read_json(manifest, str(manifest))
         with table.open(newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
         params = list(m.get("grid", {})) + [k for z in m.get("zip", []) for k in z]
         return "sweep", (rows, params)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file or directory")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: not a JSON results file ({e})") from None
+    doc = read_json(path, str(path))
     kind = doc.get("command") if isinstance(doc, dict) else None
     if kind == "run" and "comparison" in doc:
         return "runs", doc["runs"]

@@ -2,7 +2,6 @@
 is taken as a header; blank lines are skipped. Errors name the line and the field."""
 
 import csv
-import io
 
 import numpy as np
 
@@ -19,7 +18,8 @@ def load(spec: str) -> Dataset:
         raise InputError(f"--data {spec}: not a UTF-8 text file") from None
     rows: list[list[float]] = []
     width = None
-    for lineno, fields in enumerate(csv.reader(io.StringIO(text)), start=1):
+    reader = csv.reader(text.splitlines())
+    for lineno, fields in _numbered(reader, spec):
         if not fields or all(not f.strip() for f in fields):
             continue
         try:
@@ -44,6 +44,20 @@ def load(spec: str) -> Dataset:
         raise InputError(f"--data {spec}: no data rows")
     a = np.array(rows)
     return checked(path.name, a[:, 1:], a[:, 0], f"--data {spec}")
+
+
+def _numbered(reader, spec: str):
+    """(line number, fields) pairs; a line the csv module cannot split becomes an InputError."""
+    lineno = 0
+    while True:
+        lineno += 1
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise InputError(f"--data {spec}: line {lineno}: {e}") from None
+        yield lineno, fields
 
 
 def _is_number(s: str) -> bool:

@@ -22,6 +22,13 @@ from signsim.errors import InputError
 
 SHARED, SHARD, SPLIT_BATCH = 0, 1, 2
 NAMES = ("shared", "iid", "label-skew:ALPHA", "sorted", "split-batch")
+SUMMARIES = {
+    "shared": "every worker samples the whole training set",
+    "iid": "equal random shards, one per worker",
+    "label-skew:ALPHA": "per class, Dirichlet(ALPHA) proportions over the workers (small ALPHA: few labels each)",
+    "sorted": "sorted by label, contiguous shards",
+    "split-batch": "each minibatch from the lower or upper half of the labels, each with probability 1/2",
+}
 
 
 @dataclass

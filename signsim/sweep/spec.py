@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,18 +58,11 @@ def _values(raw: Any, key: str, where: str) -> list[Any]:
 
 
 def load(path: str | Path) -> SweepSpec:
-    from signsim.config import _options
+    from signsim.config import _options, read_toml
 
     p = Path(path)
     where = f"sweep file {p}"
-    if not p.is_file():
-        raise InputError(f"{where}: no such file")
-    try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{where}: not valid TOML ({e})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{where}: not a UTF-8 text file") from None
+    raw = read_toml(p, where)
     grid_raw = raw.pop("grid", {})
     zip_raw = raw.pop("zip", [])
     repeats = raw.pop("repeats", 1)
