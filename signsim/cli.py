@@ -85,6 +85,8 @@ RUN_OPTIONS = [
     _option("tie", str | None, "tied majority vote: random | zero", P_RUN),
     _option("eval_every", int | None, "record history every N iterations (default K/100)", P_RUN),
     _option("stop_loss", float | None, "stop early once a recorded loss is <= this", P_RUN),
+    _option("monotone", bool | None, "keep a step only if f does not increase (signSGD option 2)", P_RUN,
+            "--monotone/--no-monotone"),
     _option("seed", int | None, "random seed (default 0)", P_RUN),
     _option("track_spb", int | None, "every N iterations, record the fraction of coordinates satisfying SPB, "
             "min rho and the rho-norms", P_OUT),

@@ -21,6 +21,7 @@ from signsim.errors import InputError
 COMMON = frozenset({
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum",
     "byzantine", "attack", "sign_zero", "tie", "eval_every", "seed", "stop_loss", "track_spb", "track_diversity",
+    "monotone",
 })
 
 
@@ -43,6 +44,7 @@ class RunConfig:
     tie: str = "random"
     eval_every: int | None = None  # max(1, iters // 100)
     stop_loss: float | None = None  # stop once a recorded loss is <= this
+    monotone: bool = False  # take a step only if it does not increase f (signSGD "option 2")
     track_spb: int | None = None  # every N iterations: SPB fraction, min rho, rho-norms (tracks.spb)
     track_diversity: int | None = None  # every N iterations: B_S (tracks.diversity)
     seed: int = 0
@@ -75,7 +77,7 @@ _INT = {"workers", "batch_size", "iters", "byzantine", "eval_every", "seed", "di
         "track_spb", "track_diversity"}
 _FLOAT = {"stop_loss", "lr", "momentum", "kappa", "trap_eps", "trap_lambda", "x0", "test_fraction",
           "positive_class", "l2"}
-_BOOL = {"standardize", "intercept"}
+_BOOL = {"standardize", "intercept", "monotone"}
 
 
 def option_name(field: str) -> str:

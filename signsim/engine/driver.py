@@ -41,6 +41,7 @@ class Settings:
     momentum_from_first: bool
     byzantine: int
     batch_size: int
+    monotone: bool = False
 
     @classmethod
     def from_config(cls, cfg, method: MethodSpec) -> Settings:
@@ -50,7 +51,7 @@ class Settings:
             schedule=choice(Schedule, cfg.lr_schedule), attack=choice(Attack, cfg.attack), lr=cfg.lr,
             stop_loss=cfg.stop_loss if cfg.stop_loss is not None else -np.inf,
             momentum=cfg.momentum, momentum_from_first=method.momentum_from_first, byzantine=cfg.byzantine,
-            batch_size=cfg.batch_size,
+            batch_size=cfg.batch_size, monotone=bool(cfg.monotone),
         )
 
 
@@ -89,9 +90,9 @@ class Engine:
         self.icfg = np.zeros(loop.N_ICFG, dtype=np.int64)
         self.icfg[[loop.I_COMPRESSOR, loop.I_AGGREGATE, loop.I_SIGN_ZERO, loop.I_TIE, loop.I_SCHEDULE,
                    loop.I_BYZANTINE, loop.I_ATTACK, loop.I_EVAL_EVERY, loop.I_MOMENTUM, loop.I_MOMENTUM_FIRST,
-                   loop.I_PARALLEL, loop.I_TAU, loop.I_PROBLEM, loop.I_NOISE]] = [
+                   loop.I_PARALLEL, loop.I_TAU, loop.I_PROBLEM, loop.I_NOISE, loop.I_MONOTONE]] = [
             s.compressor, s.aggregate, s.sign_zero, s.tie, s.schedule, s.byzantine, s.attack, eval_every,
-            uses_momentum, s.momentum_from_first, parallel, s.batch_size, problem.code, noise.code]
+            uses_momentum, s.momentum_from_first, parallel, s.batch_size, problem.code, noise.code, s.monotone]
         self.fcfg = np.array([s.lr, s.momentum, s.stop_loss], dtype=np.float64)
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.problem = problem

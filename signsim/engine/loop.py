@@ -9,7 +9,8 @@ One iteration k, for each worker m (in parallel over workers when ``parallel`` i
 
 then the server sums the messages coordinate by coordinate in worker order (so the result does not depend
 on the thread count), turns the sum into the broadcast (mean, or majority vote with its tie rule), and
-x <- x - gamma_k * broadcast (x <- x - broadcast for error feedback, whose gamma sits inside the message).
+x <- x - gamma_k * broadcast (x <- x - broadcast for error feedback, whose gamma sits inside the message);
+with ``monotone`` the step is taken only if it does not increase f (signSGD's "option 2").
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
 whatever the number of Numba threads. The driver calls ``run_chunk`` for consecutive ranges of iterations
@@ -21,12 +22,12 @@ from numba import njit, prange
 
 from signsim.codes import Compressor, Schedule, Status
 from signsim.engine.compress import attack_row, compress_row, finish_aggregate
-from signsim.engine.dispatch import add_noise, problem_accuracy, problem_loss_grad, problem_oracle
+from signsim.engine.dispatch import add_noise, problem_accuracy, problem_loss, problem_loss_grad, problem_oracle
 
 # integer settings, in this order, in the ``icfg`` array
 I_COMPRESSOR, I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY = range(8)
-I_MOMENTUM, I_MOMENTUM_FIRST, I_PARALLEL, I_TAU, I_PROBLEM, I_NOISE = range(8, 14)
-N_ICFG = 14
+I_MOMENTUM, I_MOMENTUM_FIRST, I_PARALLEL, I_TAU, I_PROBLEM, I_NOISE, I_MONOTONE = range(8, 15)
+N_ICFG = 15
 # float settings in ``fcfg``
 F_LR, F_BETA, F_STOP_LOSS = 0, 1, 2
 N_FCFG = 3
@@ -145,8 +146,17 @@ def run_chunk(k0, k1, K, x, mom, err, G, msg, agg, gbuf, gens, server_gen,
                 agg[i] = s
         finish_aggregate(icfg[I_AGGREGATE], M, agg, icfg[I_TIE], server_gen)
         scale = 1.0 if ef else lr
-        for i in range(d):
-            x[i] -= scale * agg[i]
+        if icfg[I_MONOTONE]:
+            # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration
+            trial = G[0]
+            for i in range(d):
+                trial[i] = x[i] - scale * agg[i]
+            if problem_loss(icfg[I_PROBLEM], trial, pf, pi, A, b) <= problem_loss(icfg[I_PROBLEM], x, pf, pi, A, b):
+                for i in range(d):
+                    x[i] = trial[i]
+        else:
+            for i in range(d):
+                x[i] -= scale * agg[i]
         counters[C_DONE] = k + 1
     if k1 == K:
         return record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters)

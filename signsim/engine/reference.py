@@ -94,6 +94,8 @@ class ReferenceRun:
             ties = np.flatnonzero(total == 0)
             if s.tie == Tie.RANDOM and ties.size:
                 broadcast[ties] = np.where(self.server.random(ties.size) < 0.5, 1.0, -1.0)
-        self.x = self.x - (broadcast if s.compressor == Compressor.SCALED_SIGN_EF else lr * broadcast)
+        trial = self.x - (broadcast if s.compressor == Compressor.SCALED_SIGN_EF else lr * broadcast)
+        if not s.monotone or self.p.loss_ref(trial) <= self.p.loss_ref(self.x):
+            self.x = trial
         self.k += 1
         return self.x
