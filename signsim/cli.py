@@ -122,7 +122,8 @@ def _run_values(opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 @_command("run", [
-    _option("plot", Path | None, "save loss against iterations and bits (PNG, PDF, SVG)", P_OUT),
+    _option("plot", Path | None, "save a figure: loss (or accuracy) against iterations and megabytes, SPB panels "
+            "when tracked (PNG, PDF, SVG)", P_OUT),
 ], help="Simulate one optimization run of M workers, print a summary, write results.")
 def run(**opts: Any) -> None:
     from signsim import config as cfgmod
@@ -140,9 +141,9 @@ def run(**opts: Any) -> None:
     doc = _with_progress(lambda progress: run_command(cfg, progress), show, f"{cfg.method} on {cfg.problem}")
     _emit(doc, out, json_)
     if plot is not None:
-        from signsim.render.plots import run_figure
+        from signsim.render.figures import runs_overview, save
 
-        run_figure(doc, plot)
+        save(runs_overview([doc]), plot)
     if show:
         from signsim.render.tables import run_summary, stderr_console
 
@@ -268,9 +269,9 @@ def bound(**opts: Any) -> None:
     doc = bound_command(cfg, o, run_doc)
     _emit(doc, opts["out"], opts["json_"])
     if plot is not None:
-        from signsim.render.plots import bound_figure
+        from signsim.render.figures import bound_overview, save
 
-        bound_figure(doc, run_doc, plot)
+        save(bound_overview(doc), plot)
     if not (opts["quiet"] or opts["json_"]):
         from signsim.render.tables import bound_report, stderr_console
 
@@ -358,9 +359,9 @@ def _run_comparison(values, given, out, json_, show, plot) -> None:
         doc = compare(values, variants, given, new_task)
     _emit(doc, out, json_)
     if plot is not None:
-        from signsim.render.plots import comparison_figure
+        from signsim.render.figures import runs_overview, save
 
-        comparison_figure(doc, plot)
+        save(runs_overview(doc["runs"]), plot)
     if show:
         from signsim.render.tables import comparison_table, stderr_console
 

@@ -90,12 +90,5 @@ def plot(paths: list[Path], out: Path, x: str | None = None, y: str | None = Non
          group_by: str | None = None) -> Path:
     if out.suffix.lower() not in FORMATS:
         raise InputError(f"--out {out}: use a .png, .pdf or .svg file name")
-    fig = build(paths, x, y, group_by)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
-    fig.savefig(tmp)
-    tmp.replace(out)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    figures.save(build(paths, x, y, group_by), out)
     return out

@@ -44,6 +44,18 @@ def pyplot():
     return plt
 
 
+def save(fig, path) -> None:
+    """Write the figure atomically (a temporary file renamed over the target) and release it."""
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
+    fig.savefig(tmp)
+    tmp.replace(path)
+    pyplot().close(fig)
+
+
 def run_label(doc: dict[str, Any]) -> str:
     if doc.get("label"):
         return doc["label"]
