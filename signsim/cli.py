@@ -121,6 +121,28 @@ def _run_values(opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return file_values, given
 
 
+def _diagnostic_values(opts: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A diagnostic command's options (file < flags; the logistic problem by default) and the file's
+    [experiment] table, if any; [[compare]] variants do not apply."""
+    values, given = _run_values(opts)
+    values.pop("compare", None)
+    experiment = values.pop("experiment", None)
+    merged = {**values, **given}
+    merged.setdefault("problem", "logistic")
+    return merged, experiment
+
+
+def _show(opts: dict[str, Any], items) -> None:
+    """Print ``items(signsim.render.tables)`` to stderr unless --quiet or --json."""
+    if opts["quiet"] or opts["json_"]:
+        return
+    from signsim.render import tables
+
+    console = tables.stderr_console()
+    for item in items(tables):
+        console.print(item)
+
+
 @_command("run", [
     _option("plot", Path | None, "save a figure: loss (or accuracy) against iterations and megabytes, SPB panels "
             "when tracked (PNG, PDF, SVG)", P_OUT),
@@ -173,21 +195,14 @@ def check_spb(**opts: Any) -> None:
     from signsim.commands.check_spb import SpbOptions
     from signsim.commands.check_spb import check_spb as check_command
 
-    values, given = _run_values(opts)
-    values.pop("compare", None)
-    merged = {**values, **given}
-    merged.setdefault("problem", "logistic")
+    merged, _ = _diagnostic_values(opts)
     merged.setdefault("batch_size", 1)
     cfg = cfgmod.resolve(merged)
     spb = SpbOptions.build(**{k: opts[k] for k in ("at", "estimator", "samples", "confidence", "interval",
                                                     "correction", "top")}, workers_given="workers" in merged)
     doc = check_command(cfg, spb)
     _emit(doc, opts["out"], opts["json_"])
-    if not (opts["quiet"] or opts["json_"]):
-        from signsim.render.tables import spb_report, stderr_console
-
-        for item in spb_report(doc):
-            stderr_console().print(item)
+    _show(opts, lambda tables: tables.spb_report(doc))
     raise typer.Exit(0 if doc["verdict"] == "holds" else 1)
 
 
@@ -205,32 +220,21 @@ def diversity(**opts: Any) -> None:
     from signsim.commands.diversity import DiversityOptions
     from signsim.commands.diversity import diversity as diversity_command
 
-    values, given = _run_values(opts)
-    values.pop("compare", None)
-    experiment = values.pop("experiment", None)
-    merged = {**values, **given}
-    merged.setdefault("problem", "logistic")
+    merged, experiment = _diagnostic_values(opts)
     if experiment is not None:
         from signsim.commands.replication import replication
 
         with _progress_bar(not (opts["quiet"] or opts["json_"])) as new_task:
             doc = replication(merged, experiment, new_task)
         _emit(doc, opts["out"], opts["json_"])
-        if not (opts["quiet"] or opts["json_"]):
-            from signsim.render.tables import replication_table, stderr_console
-
-            stderr_console().print(replication_table(doc))
+        _show(opts, lambda tables: [tables.replication_table(doc)])
         return
     cfg = cfgmod.resolve(merged)
     o = DiversityOptions.build(**{k: opts[k] for k in ("at", "delta", "estimator", "pairs", "small_batch",
                                                         "big_batch")})
     doc = diversity_command(cfg, o)
     _emit(doc, opts["out"], opts["json_"])
-    if not (opts["quiet"] or opts["json_"]):
-        from signsim.render.tables import diversity_report, stderr_console
-
-        for item in diversity_report(doc):
-            stderr_console().print(item)
+    _show(opts, lambda tables: tables.diversity_report(doc))
 
 
 @_command("bound", [
@@ -272,11 +276,7 @@ def bound(**opts: Any) -> None:
         from signsim.render.figures import bound_overview, save
 
         save(bound_overview(doc), plot)
-    if not (opts["quiet"] or opts["json_"]):
-        from signsim.render.tables import bound_report, stderr_console
-
-        for item in bound_report(doc):
-            stderr_console().print(item)
+    _show(opts, lambda tables: tables.bound_report(doc))
     if run_doc is not None and doc["overlay"]["exceeded"]:
         print(f"signsim: observation exceeds its bound: {', '.join(doc['overlay']['exceeded'])}", file=sys.stderr)
 

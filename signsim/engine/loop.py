@@ -130,7 +130,8 @@ def run_chunk(k0, k1, K, x, mom, err, G, msg, agg, gbuf, gens, server_gen,
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         if icfg[I_PARALLEL]:
             for m in prange(M):
-                worker_step(m, k, lr, x, mom, err, G, msg, gens.getitem_unchecked(m), pf, pi, A, b, ptr, idx, nparams, icfg, beta)
+                worker_step(m, k, lr, x, mom, err, G, msg, gens.getitem_unchecked(m), pf, pi, A, b, ptr, idx,
+                            nparams, icfg, beta)
             for i in prange(d):
                 s = 0.0
                 for m in range(M):
@@ -138,7 +139,8 @@ def run_chunk(k0, k1, K, x, mom, err, G, msg, agg, gbuf, gens, server_gen,
                 agg[i] = s
         else:
             for m in range(M):
-                worker_step(m, k, lr, x, mom, err, G, msg, gens.getitem_unchecked(m), pf, pi, A, b, ptr, idx, nparams, icfg, beta)
+                worker_step(m, k, lr, x, mom, err, G, msg, gens.getitem_unchecked(m), pf, pi, A, b, ptr, idx,
+                            nparams, icfg, beta)
             for i in range(d):
                 s = 0.0
                 for m in range(M):
