@@ -126,3 +126,10 @@ def test_paper_configs_run(cli, config, monkeypatch, tmp_path):
         assert all(d["final"]["iters_done"] <= 20 for d in doc["runs"])
         fig = tmp_path / "fig.png"
         assert cli("plot", out, "--out", fig).code == 0 and fig.stat().st_size > 0
+
+
+def test_plot_error_messages_are_not_nested(cli, tmp_path):
+    bad = tmp_path / "notes.json"
+    bad.write_text("workers = 3\n")
+    r = cli("plot", bad)
+    assert r.code == 2 and r.err.count("notes.json") == 1 and "malformed" not in r.err

@@ -162,6 +162,8 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
             try:
                 k_run = max(int(run_doc["final"]["iters_done"]), 2)
                 obs, where = observation(s, run_doc)
+            except InputError:
+                raise
             except (KeyError, TypeError, ValueError, IndexError) as e:
                 raise InputError(f"--overlay: malformed run results ({type(e).__name__}: {e})") from None
             entry.update(bound_at_run=s.value(k_run), observed=obs, observed_over=where,

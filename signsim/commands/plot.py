@@ -48,6 +48,8 @@ def build(paths: list[Path], x: str | None, y: str | None, group_by: str | None)
     """The figure for these results; a results file with missing or mistyped fields raises InputError."""
     try:
         return _build(paths, x, y, group_by)
+    except InputError:
+        raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise InputError(f"{paths[0]}: malformed results ({type(e).__name__}: {e})") from None
 
