@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from generated import RAW, logistic_data, write_npz
 
 
 def status_mb(field: str) -> float:
@@ -64,8 +65,7 @@ def child(side: str, path: str) -> None:
         from signsim.config import resolve
         from signsim.diagnostics import diversity_estimators as est
 
-        p = problems.build(resolve(dict(problem="logistic", data=path, standardize=False, intercept=False,
-                                        test_fraction=0.0)))
+        p = problems.build(resolve(dict(RAW, data=path)))
         del X, y
         small = problems.build(resolve(dict(problem="logistic", data="builtin:breast-cancer")))
         est.exact(small, small.x0)  # compile or load from cache outside the measurement
@@ -85,12 +85,9 @@ def main() -> None:
         child(*a.child)
         return
     n, d = (100_000, 100) if a.quick else (1_000_000, 100)
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(n, d))
-    y = np.where(X @ rng.normal(size=d) + rng.normal(size=n) > 0, 1.0, 0.0)
+    X, y = logistic_data(n, d)
     with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "gen.npz")
-        np.savez(path, X=X, y=y)
+        path = write_npz(tmp, X, y)
         del X, y
         out = {}
         for side in ("engine", "numpy"):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
+from generated import RAW, logistic_data, write_npz
 
 
 def numpy_signum(X, y, M, tau, K, lr, beta, seed):
@@ -50,18 +50,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     n, d, M, tau, K = (10_000, 200, 32, 32, 50) if a.quick else (100_000, 1_000, 32, 32, 200)
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(n, d))
-    y = np.where(X @ rng.normal(size=d) + rng.normal(size=n) > 0, 1.0, 0.0)
+    X, y = logistic_data(n, d)
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "gen.npz"
-        np.savez(path, X=X, y=y)
+        path = write_npz(tmp, X, y)
         from signsim import methods, noise, problems
         from signsim.config import resolve
         from signsim.engine.driver import Engine, Settings, simulate
 
-        cfg = resolve(dict(problem="logistic", data=str(path), standardize=False, intercept=False,
-                           test_fraction=0.0, method="signum", aggregate="majority", workers=M, batch_size=tau,
+        cfg = resolve(dict(RAW, data=path, method="signum", aggregate="majority", workers=M, batch_size=tau,
                            lr=1e-3, iters=K, eval_every=K))
         t = time.perf_counter()
         problem = problems.build(cfg)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
+from generated import RAW, logistic_data, write_npz
 
 
 def numpy_rho(X, y, w, tau, S, seed):
@@ -36,19 +36,15 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     n, d, tau, S = (5_000, 100, 32, 500) if a.quick else (50_000, 500, 32, 2_000)
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(n, d))
-    y = np.where(X @ rng.normal(size=d) + rng.normal(size=n) > 0, 1.0, 0.0)
-    w = rng.normal(size=d) * 0.01
+    X, y = logistic_data(n, d)
+    w = np.random.default_rng(1).normal(size=d) * 0.01
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "gen.npz"
-        np.savez(path, X=X, y=y)
+        path = write_npz(tmp, X, y)
         from signsim import noise, problems
         from signsim.config import resolve
         from signsim.diagnostics.estimators import estimate
 
-        cfg = resolve(dict(problem="logistic", data=str(path), standardize=False, intercept=False,
-                           test_fraction=0.0, batch_size=tau))
+        cfg = resolve(dict(RAW, data=path, batch_size=tau))
         problem = problems.build(cfg)
     model, params = noise.parse("none")
 

@@ -105,7 +105,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     raw = read_toml(p, f"--config {p}")
     variants = raw.pop("compare", None)
     experiment = raw.pop("experiment", None)
-    out = _options(raw, f"--config {p}")
+    out = parse_options(raw, f"--config {p}")
     if experiment is not None:
         from signsim.commands.replication import parse_experiment
 
@@ -117,13 +117,13 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         for i, v in enumerate(variants, start=1):
             v = dict(v)
             label = v.pop("label", None)
-            entry = _options(v, f"--config {p}: [[compare]] #{i}")
+            entry = parse_options(v, f"--config {p}: [[compare]] #{i}")
             entry["label"] = str(label) if label is not None else f"variant {i}"
             out["compare"].append(entry)
     return out
 
 
-def _options(raw: dict[str, Any], where: str) -> dict[str, Any]:
+def parse_options(raw: dict[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in raw.items():
         name = key.replace("-", "_")

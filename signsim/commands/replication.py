@@ -72,6 +72,7 @@ def replication(base: dict[str, Any], e: Experiment,
     from signsim.commands.diversity import DiversityOptions, diversity
     from signsim.commands.run import run
     from signsim.config import resolve
+    from signsim.diagnostics.diversity import predicted_speedup
 
     lr1 = resolve(base).lr
     rows = []
@@ -95,8 +96,6 @@ def replication(base: dict[str, Any], e: Experiment,
             cfg = resolve({**base, "replicate": r, "batch_size": 1, "lr": lr1, "seed": int(base.get("seed", 0))})
             d = diversity(cfg, DiversityOptions(at=at))
             B_S, delta_S = d["B_S"], d["delta_S"]
-        from signsim.diagnostics.diversity import predicted_speedup
-
         mean1 = float(np.mean(reached)) if len(reached) == len(t1) else None
         for B in e.batch_sizes:
             hits = iters[B]

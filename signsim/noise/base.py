@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from signsim.errors import InputError
+
 
 @dataclass(frozen=True)
 class NoiseModel:
@@ -47,8 +49,6 @@ class NoiseModel:
 
 def sigma_param(value: float, spec: str) -> float:
     """Check a noise standard deviation: finite and >= 0."""
-    from signsim.errors import InputError
-
     if not np.isfinite(value) or value < 0:
         raise InputError(f"--noise {spec}: sigma must be a finite number >= 0, got {value}")
     return float(value)

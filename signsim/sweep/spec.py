@@ -36,9 +36,9 @@ class SweepSpec:
 
     @property
     def parameters(self) -> list[str]:
-        """The options that vary, in a stable order: grid keys, zip keys, then seed/repeat."""
-        keys = list(self.grid) + [k for z in self.zips for k in z]
-        return keys
+        """The options that vary, in a stable order: grid keys, then zip keys (seed and repeat are added by
+        the results table)."""
+        return list(self.grid) + [k for z in self.zips for k in z]
 
 
 @dataclass
@@ -58,7 +58,7 @@ def _values(raw: Any, key: str, where: str) -> list[Any]:
 
 
 def load(path: str | Path) -> SweepSpec:
-    from signsim.config import _options, read_toml
+    from signsim.config import parse_options, read_toml
 
     p = Path(path)
     where = f"sweep file {p}"
@@ -74,19 +74,19 @@ def load(path: str | Path) -> SweepSpec:
         zip_raw = [zip_raw]
     if not isinstance(zip_raw, list) or not all(isinstance(z, dict) for z in zip_raw):
         raise InputError(f"{where}: [[zip]] must be tables of lists")
-    base = _options(raw, where)
+    base = parse_options(raw, where)
     base.pop("compare", None)
     grid = {}
     for key, values in grid_raw.items():
         name = key.replace("-", "_")
-        checked = [_options({key: v}, f"{where}: [grid]")[name] for v in _values(values, key, f"{where}: [grid]")]
-        grid[name] = checked
+        grid[name] = [parse_options({key: v}, f"{where}: [grid]")[name]
+                      for v in _values(values, key, f"{where}: [grid]")]
     zips = []
     for i, z in enumerate(zip_raw, start=1):
         group = {}
         for key, values in z.items():
             name = key.replace("-", "_")
-            group[name] = [_options({key: v}, f"{where}: [[zip]] #{i}")[name]
+            group[name] = [parse_options({key: v}, f"{where}: [[zip]] #{i}")[name]
                            for v in _values(values, key, f"{where}: [[zip]] #{i}")]
         lengths = {len(v) for v in group.values()}
         if len(lengths) > 1:
