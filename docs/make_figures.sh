@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates docs/figures/*.png from configs/paper/*.toml (a few minutes on 2 cores, most of it the
-# replicated-data experiment). Run from the repository root with signsim installed:  bash docs/make_figures.sh
+# Regenerates docs/figures/*.png from configs/paper/*.toml (seed 0; the README states what each shows).
+# Run from the repository root with signsim installed:  bash docs/make_figures.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="$(mktemp -d)"
