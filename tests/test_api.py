@@ -1,0 +1,160 @@
+"""The Python API (docs/api.md): the same options give the same --json document as the CLI; the CLI's names
+and checks; in-memory data and vector x0; results as NumPy columns; lazy imports."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import signsim
+from signsim.errors import InputError
+
+RUN = ["--problem", "quadratic", "--dim", "4", "--iters", "40", "--workers", "3", "--batch-size", "2"]
+
+
+def strip_volatile(doc):
+    """Wall time differs between two runs of the same config."""
+    doc = json.loads(json.dumps(doc))
+    doc.get("final", {}).pop("wall_time", None)
+    return doc
+
+
+def test_import_is_light_and_names_are_exported():
+    code = ("import sys, signsim; assert callable(signsim.run) and callable(signsim.sweep); "
+            "print(sorted(m for m in ('numpy', 'numba', 'matplotlib', 'scipy') if m in sys.modules))")
+    light = subprocess.run([sys.executable, "-c", "import sys, signsim; print(sorted(m for m in "
+                            "('numpy', 'numba', 'matplotlib', 'scipy', 'typer') if m in sys.modules))"],
+                           capture_output=True, text=True, check=True)
+    assert light.stdout.strip() == "[]"
+    after = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "numba" not in after.stdout and "matplotlib" not in after.stdout
+    for name in ("run", "check_spb", "diversity", "bound", "sweep", "spb_from_samples", "diversity_from_samples",
+                 "InputError"):
+        assert name in dir(signsim) and callable(getattr(signsim, name))
+    assert issubclass(signsim.InputError, ValueError)
+    from signsim.sweep import spec  # noqa: F401 - the subpackage stays importable, and callable
+
+    assert callable(signsim.sweep) and signsim.sweep.spec is spec
+
+
+def test_run_matches_cli_json(cli):
+    r = cli("run", *RUN, "--json")
+    assert r.code == 0, r.err
+    api = signsim.run(problem="quadratic", dim=4, iters=40, workers=3, batch_size=2)
+    assert strip_volatile(api.to_dict()) == strip_volatile(r.json())
+    json.dumps(api.to_dict(), allow_nan=False)  # JSON-safe
+    h = api.history
+    assert isinstance(h["loss"], np.ndarray) and h["iter"].dtype == np.int64
+    assert np.allclose(h["loss"], [row["loss"] for row in r.json()["history"]])
+    assert api.status == "ok" and api["config"]["workers"] == 3
+
+
+def test_option_spellings_and_cli_coercion():
+    a = signsim.run(problem="quadratic", dim=4, iters=40, workers=3, batch_size=2)
+    b = signsim.run(**{"problem": "quadratic", "dim": "4", "iters": 40, "workers": "3", "batch-size": 2})
+    assert strip_volatile(a.to_dict()) == strip_volatile(b.to_dict())
+    c = signsim.run({"problem": "quadratic", "batch-size": 2}, dim=4, iters=40, workers=3, lr="0.01")
+    assert strip_volatile(c.to_dict()) == strip_volatile(a.to_dict())
+
+
+@pytest.mark.parametrize(("options", "needle"), [
+    ({"lr": "fast"}, "--lr"),
+    ({"lr": -1}, "--lr -1.0: the step size"),
+    ({"workers": 2.5}, "--workers"),
+    ({"workers": 0}, "--workers 0: must be at least 1"),
+    ({"monotone": "yes"}, "--monotone"),
+    ({"colour": "red"}, "unknown option --colour"),
+    ({"method": 3}, "--method"),
+    ({"problem": "quadratic", "x0": [1.0, 2.0]}, "--x0"),
+    ({"problem": "quadratic", "dim": 3, "x0": [1.0, np.nan, 2.0]}, "--x0"),
+    ({"problem": "logistic", "data": (np.ones((5, 2)), np.ones(4))}, "data"),
+    ({"batch_size": 2, "batch-size": 3}, "--batch-size"),
+])
+def test_bad_input_raises_input_error(options, needle):
+    with pytest.raises(InputError) as e:
+        signsim.run(iters=5, **options)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_same_message_as_cli(cli):
+    r = cli("run", "--lr", "-1", "--iters", "5")
+    with pytest.raises(InputError) as e:
+        signsim.run(lr=-1, iters=5)
+    assert r.code == 2 and str(e.value) in r.err
+
+
+def test_in_memory_data_equals_the_file(tmp_path):
+    from scipy import sparse
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((120, 4))
+    y = (X[:, 0] + 0.3 * rng.standard_normal(120) > 0).astype(float)
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    opts = dict(problem="logistic", iters=30, workers=2)
+    from_file = signsim.run(data=str(tmp_path / "d.npz"), **opts)
+    dense = signsim.run(data=(X, y), **opts)
+    sp = signsim.run(data=(sparse.csr_matrix(X), y), **opts)
+    assert dense["config"]["data"].startswith("memory:") and sp["config"]["data"] == dense["config"]["data"]
+    for r in (dense, sp):
+        assert np.array_equal(r.history["loss"], from_file.history["loss"])
+        assert np.array_equal(r.history["test_acc"], from_file.history["test_acc"])
+    X[0, 0] = 99.0  # the caller's later edits do not change the registered data
+    again = signsim.run(data=(X, y), **opts)
+    assert again["config"]["data"] != dense["config"]["data"]
+
+
+def test_vector_x0():
+    vec = signsim.run(problem="quadratic", dim=3, iters=10, x0=np.array([2.0, 2.0, 2.0]))
+    num = signsim.run(problem="quadratic", dim=3, iters=10, x0=2)
+    assert vec["config"]["x0"] == [2.0, 2.0, 2.0] and num["config"]["x0"] == 2.0
+    assert np.array_equal(vec.history["loss"], num.history["loss"])
+    other = signsim.run(problem="quadratic", dim=3, iters=0, x0=[1.0, -2.0, 3.0], noise="none")
+    assert other["x_final"] == [1.0, -2.0, 3.0]
+    with pytest.raises(InputError, match="does not apply"):
+        signsim.run(problem="mlp", iters=2, x0=[1.0, 2.0])
+
+
+def test_diagnostics_match_cli(cli, tmp_path):
+    r = cli("check-spb", "--workers", "5", "--json")
+    api = signsim.check_spb(workers=5)
+    assert r.code in (0, 1) and api.to_dict() == r.json()
+    assert set(api.history) >= {"coordinate", "rho", "rho_low", "rho_high", "grad", "sigma", "status"}
+    assert api.history["rho"].shape == (r.json()["dim"],)
+    r = cli("diversity", "--json")
+    api = signsim.diversity()
+    assert api.to_dict() == r.json() and list(api.history) == ["B", "predicted"]
+    run = signsim.run(problem="quadratic", iters=30, track_spb=1, out=tmp_path / "run.json")
+    assert set(run.tracks["spb"]) >= {"iter", "spb_fraction", "rho_norm"}
+    r = cli("bound", "--overlay", tmp_path / "run.json", "--json")
+    for overlay in (run, tmp_path / "run.json", run.to_dict()):
+        assert signsim.bound(overlay=overlay).to_dict() == r.json()
+    b = signsim.bound(problem="quadratic", constant={"L1": 3.0})
+    assert next(c for c in b["constants"] if c["name"] == "L1")["value"] == 3.0
+    with pytest.raises(InputError, match="--samples"):
+        signsim.check_spb(samples="many")
+
+
+def test_sweep_api(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('problem = "quadratic"\niters = 20\n[grid]\nworkers = [1, 3]\n')
+    plan = signsim.sweep(spec, out=tmp_path / "out", dry_run=True)
+    assert plan["dry_run"] and len(plan.history["run_id"]) == 2
+    res = signsim.sweep(spec, out=tmp_path / "out", jobs=1)
+    assert res["statuses"] == {"ok": 2} and (tmp_path / "out" / "results.csv").is_file()
+    assert set(res.history["workers"].tolist()) == {1, 3} and res.history["loss"].dtype == float
+
+
+def test_to_pandas_without_pandas(monkeypatch):
+    r = signsim.run(problem="quadratic", iters=5)
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        r.to_pandas()
+
+
+def test_to_pandas_with_pandas():
+    pytest.importorskip("pandas")
+    r = signsim.run(problem="quadratic", iters=5)
+    df = r.to_pandas()
+    assert list(df.columns) == list(r.history) and len(df) == len(r.history["iter"])
