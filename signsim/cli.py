@@ -366,12 +366,17 @@ def plot(
     x: Annotated[str | None, Opt(help="iter | bits | megabytes | time")] = None,
     y: Annotated[str | None, Opt(help="loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
                                  "spb-fraction | rho-min | rho-norm | B_S")] = None,
-    group_by: Annotated[str | None, Opt(help="sweeps: one line per value of this parameter")] = None,
+    group_by: Annotated[str | None, Opt(help="sweeps: one line per value of this option (the title names the "
+                                         "options averaged over)")] = None,
+    where: Annotated[list[str] | None, Opt(help="sweeps: keep only runs with KEY=VALUE (repeatable; all must "
+                                           "hold)")] = None,
+    facet: Annotated[str | None, Opt(help="sweeps: one panel per value of this option")] = None,
 ) -> None:
     from signsim.commands.plot import plot as plot_command
 
     target = out or results[0].with_suffix(".png") if not results[0].is_dir() else (out or results[0] / "figure.png")
-    written = plot_command(results, target, x, y, group_by)
+    written = plot_command(results, target, x, y, group_by, where, facet,
+                           lambda message: print(f"signsim: warning: {message}", file=sys.stderr))
     print(written)
 
 
