@@ -158,3 +158,22 @@ def test_to_pandas_with_pandas():
     r = signsim.run(problem="quadratic", iters=5)
     df = r.to_pandas()
     assert list(df.columns) == list(r.history) and len(df) == len(r.history["iter"])
+
+
+def test_docs_examples_run(tmp_path, monkeypatch):
+    """Every Python block of docs/api.md runs (the PyTorch one needs torch and is only compiled)."""
+    import re
+    from pathlib import Path
+
+    text = Path("docs/api.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 4
+    (tmp_path / "configs").symlink_to(Path("configs").resolve())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SIGNSIM_MAX_ITERS", "60")
+    namespace = {}  # one namespace, as in a notebook
+    for code in blocks:
+        if "torch" in code:
+            compile(code, "docs/api.md", "exec")
+            continue
+        exec(compile(code, "docs/api.md", "exec"), namespace)
