@@ -234,11 +234,21 @@ def _file_values(config: Any) -> dict[str, Any]:
 
 def _split(config: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """config < options, by RunConfig field, coerced; unknown names raise InputError."""
+    return _coerced({**_file_values(config), **_names(options)})
+
+
+def _coerced(merged: dict[str, Any]) -> dict[str, Any]:
     kinds = _run_kinds()
-    merged = {**_file_values(config), **_names(options)}
     out: dict[str, Any] = {}
     for name, value in merged.items():
-        if name in ("compare", "experiment"):
+        if name == "compare":
+            out[name] = _variants(value)
+            continue
+        if name == "experiment":
+            if isinstance(value, Mapping):
+                from signsim.commands.replication import parse_experiment
+
+                value = parse_experiment(dict(value), "config: [experiment]")
             out[name] = value
             continue
         if name not in kinds:
@@ -250,6 +260,21 @@ def _split(config: Any, options: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[name] = coerce(name, value, kinds[name])
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _variants(value: Any) -> list[dict[str, Any]]:
+    """``[[compare]]`` variants: each a dict of options and an optional label."""
+    if not isinstance(value, list | tuple) or not value or not all(isinstance(v, Mapping) for v in value):
+        raise InputError("config: 'compare' must be a list of dicts of options ([[compare]])")
+    out = []
+    for i, v in enumerate(value, start=1):
+        v = dict(v)
+        label = v.pop("label", None)
+        entry = _coerced(_names(v))
+        entry.pop("compare", None)
+        entry["label"] = str(label) if label is not None else f"variant {i}"
+        out.append(entry)
+    return out
 
 
 def _memory_data(value: Any) -> str:
@@ -293,6 +318,42 @@ def _resolve(values: dict[str, Any]):
     return cfg
 
 
+class _Point:
+    """``at`` as the command line takes it (init, optimum, run:K, FILE.npy) or, in Python, a vector: written
+    to a temporary .npy for the command's own checks, and named "the given vector" in the results."""
+
+    NAME = "the given vector"
+
+    def __init__(self, at: Any):
+        self.at, self.tmp = at, None
+
+    def __enter__(self) -> str | None:
+        if self.at is None or isinstance(self.at, str | Path):
+            return None if self.at is None else str(self.at)
+        import tempfile
+
+        try:
+            v = np.asarray(self.at, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError("--at: expected init, optimum, run:K, a .npy file or a vector") from None
+        self.tmp = tempfile.TemporaryDirectory(prefix="signsim-at-")
+        path = Path(self.tmp.name) / "x.npy"
+        np.save(path, v)
+        return str(path)
+
+    def __exit__(self, kind, error, tb):
+        if self.tmp is None:
+            return False
+        path = str(Path(self.tmp.name) / "x.npy")
+        self.tmp.cleanup()
+        if isinstance(error, InputError) and path in str(error):
+            raise InputError(str(error).replace(path, f"({self.NAME})")) from None
+        return False
+
+    def name(self, where: str) -> str:
+        return self.NAME if self.tmp is not None else where
+
+
 def _extras(given: dict[str, Any], kinds: dict[str, str]) -> dict[str, Any]:
     return {k: coerce(k, v, kinds[k]) for k, v in given.items() if v is not None}
 
@@ -321,13 +382,18 @@ def run(config: Any = None, *, out: str | Path | None = None,
     A run stopped by Ctrl-C returns its partial history with status ``interrupted``."""
     from signsim.commands.run import run as run_command
 
-    values = _split(config, options)
+    file_values = _coerced(_file_values(config))
+    given = _coerced(_names(options))
+    values = {**file_values, **given}
     values.pop("experiment", None)
     variants = values.pop("compare", None)
     if variants is not None:
         from signsim.commands.compare import compare
 
-        doc = compare(values, variants, {}, (lambda label: progress) if progress else None)
+        file_values.pop("compare", None)
+        file_values.pop("experiment", None)
+        given.pop("compare", None)  # keyword options override every variant, as flags do on the command line
+        doc = compare(file_values, variants, given, (lambda label: progress) if progress else None)
     else:
         doc = run_command(_resolve(values), progress)
     _write(doc, out)
@@ -347,6 +413,7 @@ def check_spb(config: Any = None, *, out: str | Path | None = None, **options: A
     from signsim.commands.check_spb import check_spb as check_command
 
     opts = _names(options)
+    point = _Point(opts.pop("at", None))
     extra = _extras(_pop(opts, SPB_OPTIONS), SPB_OPTIONS)
     values = _split(config, opts)
     values.pop("compare", None)
@@ -354,7 +421,10 @@ def check_spb(config: Any = None, *, out: str | Path | None = None, **options: A
     values.setdefault("problem", "logistic")
     values.setdefault("batch_size", 1)
     cfg = _resolve(values)
-    doc = check_command(cfg, SpbOptions.build(workers_given="workers" in values, **extra))
+    with point as at:
+        doc = check_command(cfg, SpbOptions.build(workers_given="workers" in values, at=at, **extra))
+    doc["point"] = point.name(doc["point"])
+    doc["options"]["at"] = point.name(doc["options"]["at"])
     _write(doc, out)
     return Result(doc)
 
@@ -372,6 +442,7 @@ def diversity(config: Any = None, *, out: str | Path | None = None, **options: A
     from signsim.commands.diversity import diversity as diversity_command
 
     opts = _names(options)
+    point = _Point(opts.pop("at", None))
     extra = _extras(_pop(opts, DIVERSITY_OPTIONS), DIVERSITY_OPTIONS)
     values = _split(config, opts)
     values.pop("compare", None)
@@ -383,7 +454,10 @@ def diversity(config: Any = None, *, out: str | Path | None = None, **options: A
         doc = replication(values, experiment, lambda label: None)
     else:
         cfg = _resolve(values)
-        doc = diversity_command(cfg, DiversityOptions.build(**extra))
+        with point as at:
+            doc = diversity_command(cfg, DiversityOptions.build(at=at, **extra))
+        doc["point"] = point.name(doc["point"])
+        doc["options"]["at"] = point.name(doc["options"]["at"])
     _write(doc, out)
     return Result(doc)
 
@@ -429,8 +503,12 @@ def bound(config: Any = None, *, overlay: Any = None, constant: Any = None, box:
     else:
         constants = [str(c) for c in constant]
     box_v = coerce("box", box, "float")
-    o = BoundOptions(constants=constants, box=2.0 if box_v is None else box_v, at=coerce("at", at, "str") or "init")
-    doc = bound_command(_resolve(values), o, run_doc)
+    point = _Point(at)
+    cfg = _resolve(values)
+    with point as at_:
+        o = BoundOptions(constants=constants, box=2.0 if box_v is None else box_v, at=at_ or "init")
+        doc = bound_command(cfg, o, run_doc)
+    doc["majority_table"]["point"] = point.name(doc["majority_table"]["point"])
     _write(doc, out)
     return Result(doc)
 

@@ -177,3 +177,40 @@ def test_docs_examples_run(tmp_path, monkeypatch):
             compile(code, "docs/api.md", "exec")
             continue
         exec(compile(code, "docs/api.md", "exec"), namespace)
+
+
+def test_compare_config_matches_cli(cli, tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('problem = "quadratic"\ndim = 4\niters = 30\n[[compare]]\nlabel = "sign"\nmethod = "signsgd"\n'
+                   '[[compare]]\nmethod = "ssdm"\nworkers = 2\n')
+    r = cli("run", "--config", cfg, "--workers", "3", "--json")
+    assert r.code == 0, r.err
+    api = signsim.run(cfg, workers=3)
+    cli_doc = r.json()
+    assert [d["config"]["workers"] for d in cli_doc["runs"]] == [3, 3]  # flags override the variants
+    assert [strip_volatile(d) for d in api.to_dict()["runs"]] == [strip_volatile(d) for d in cli_doc["runs"]]
+    assert [x.status for x in api.runs] == ["ok", "ok"] and list(api.history["label"]) == ["sign", "variant 2"]
+    as_dict = signsim.run({"problem": "quadratic", "dim": 4, "iters": 30,
+                           "compare": [{"label": "sign", "method": "signsgd"}, {"method": "ssdm", "workers": 2}]},
+                          workers=3)
+    assert [strip_volatile(d) for d in as_dict.to_dict()["runs"]] == [strip_volatile(d) for d in cli_doc["runs"]]
+    with pytest.raises(InputError, match="--workers"):
+        signsim.run({"compare": [{"workers": "two"}]})
+
+
+def test_at_a_vector(tmp_path):
+    from signsim import config, problems
+
+    x = problems.build(config.resolve({"problem": "logistic"})).x0 + 0.05
+    np.save(tmp_path / "x.npy", x)
+    by_file = signsim.check_spb(at=str(tmp_path / "x.npy"), workers=3).to_dict()
+    by_vector = signsim.check_spb(at=x, workers=3).to_dict()
+    assert by_vector["point"] == by_vector["options"]["at"] == "the given vector"
+    for k in ("rho", "verdict", "rho_norm", "rho_M_norm"):
+        assert by_vector[k] == by_file[k]
+    assert signsim.diversity(at=list(x))["B_S"] == signsim.diversity(at=tmp_path / "x.npy")["B_S"]
+    assert signsim.bound(problem="quadratic", dim=3, at=[1.0, 2.0, 3.0])["majority_table"]["point"] == \
+        "the given vector"
+    with pytest.raises(InputError) as e:
+        signsim.check_spb(at=np.ones(3))
+    assert str(e.value).startswith("--at (the given vector): expected a numeric vector of length")
