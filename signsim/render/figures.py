@@ -225,11 +225,8 @@ def runs_overview(docs: list[dict[str, Any]]):
     return fig
 
 
-#: results.csv columns that are not options of the run
+#: results.csv columns that are not options of the run (the options: the run's, seed and repeat)
 SWEEP_BOOKKEEPING = {"run_id", "index", "status"}
-#: results.csv columns that are values along the run, not options
-SWEEP_VALUES = {"iter", "loss", "grad_norm", "grad_norm_l1", "distance", "bits_up", "bits_down", "train_acc",
-                "test_acc", "ef_error_norm", "spb_fraction", "rho_min", "rho_norm", "rho_M_norm", "B_S"}
 
 
 def _same(a: str, b: str) -> bool:
@@ -262,11 +259,13 @@ def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str
     ``where`` (KEY=VALUE, all must hold) keeps only matching runs first; ``facet`` draws one panel per value.
     Averaging over different problems calls ``warn``."""
     plt = pyplot()
+    from dataclasses import fields
+
+    from signsim.config import RunConfig
+
     header = list(rows[0]) if rows else []
-    options = [c for c in header if c not in SWEEP_BOOKKEEPING and c not in SWEEP_VALUES]
-    for p in parameters:
-        if p not in options and p in header:
-            options.append(p)
+    run_options = {f.name for f in fields(RunConfig)} | {"seed", "repeat"} | set(parameters)
+    options = [c for c in header if c in run_options and c not in SWEEP_BOOKKEEPING]
     choices = ", ".join(options)
     if group_by is None:
         group_by = parameters[0] if parameters else None
