@@ -467,7 +467,6 @@ def bound(config: Any = None, *, overlay: Any = None, constant: Any = None, box:
     """``signsim bound``: the theorems' bounds for a problem's constants and the majority-vote table; with
     ``overlay`` (a run's results file, its ``Result`` or its dict) the run's observations beside them.
     ``constant`` overrides constants: a dict ``{"L1": 2.0}`` or a list of ``"NAME=VALUE"``."""
-    from signsim import config as cfgmod
     from signsim.commands.bound import BoundOptions
     from signsim.commands.bound import bound as bound_command
 
@@ -488,9 +487,9 @@ def bound(config: Any = None, *, overlay: Any = None, constant: Any = None, box:
             raise InputError(f"--overlay: expected a results file, a Result or a dict, got {type(overlay).__name__}")
         if run_doc.get("command") != "run" or "comparison" in run_doc or not isinstance(run_doc.get("config"), dict):
             raise InputError("--overlay: expected the results of one 'signsim run'")
-        base = {k: v for k, v in run_doc["config"].items() if v is not None}
         try:
-            cfgmod.resolve(base)
+            base = _coerced({k: v for k, v in run_doc["config"].items() if v is not None})
+            _resolve(dict(base))
         except (InputError, TypeError) as e:
             raise InputError(f"--overlay: its config is not a valid run config ({e})") from None
         values = {**base, **values}

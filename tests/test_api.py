@@ -214,3 +214,9 @@ def test_at_a_vector(tmp_path):
     with pytest.raises(InputError) as e:
         signsim.check_spb(at=np.ones(3))
     assert str(e.value).startswith("--at (the given vector): expected a numeric vector of length")
+
+
+def test_bound_overlay_of_a_vector_x0_run():
+    run = signsim.run(problem="quadratic", dim=3, x0=[1.0, 2.0, 3.0], iters=20, track_spb=1)
+    b = signsim.bound(overlay=run)
+    assert b["config"]["x0"] == [1.0, 2.0, 3.0] and b["overlay"]["iters_done"] == 20
