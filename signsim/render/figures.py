@@ -428,24 +428,43 @@ def bound_overview(doc: dict[str, Any]):
     plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.6), constrained_layout=True)
     drawn: dict[str, Any] = {}
-    colours: dict[str, str] = {}
+    colours: dict[str, str] = {}  # the quantity a matching bound bounds -> that bound's colour
+    first_colour: dict[str, str] = {}
+    curves: list[tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]] = []  # bounds with equal values: one line
     for r in doc["bounds"]:
+        ks = np.array([v["K"] for v in r["values"]], dtype=float)
         ys = np.array([np.nan if v["bound"] is None else v["bound"] for v in r["values"]], dtype=float)
         ys[ys <= 0] = np.nan
-        line = a1.plot([v["K"] for v in r["values"]], ys, "-" if r["matches_run"] else ":",
-                       label=r["label"] + (" *" if r["derived"] else ""))[0]
-        if r["matches_run"]:
-            colours.setdefault(r["lhs"], line.get_color())
+        same = next((c for c in curves if c[0].shape == ks.shape and np.array_equal(c[0], ks)
+                     and np.allclose(c[1], ys, rtol=1e-12, equal_nan=True)), None)
+        if same is None:
+            curves.append((ks, ys, [r]))
+        else:
+            same[2].append(r)
+    for ks, ys, rs in curves:
+        matches = any(r["matches_run"] for r in rs)
+        label = " = ".join(r["label"] + (" *" if r["derived"] else "") for r in rs)
+        line = a1.plot(ks, ys, "-" if matches else ":", label=label)[0]
+        for r in rs:
+            if r["matches_run"]:
+                colours.setdefault(r["lhs"], line.get_color())
+            first_colour.setdefault(r["lhs"], line.get_color())
     overlay = "overlay" in doc
     for r in doc["bounds"]:
         if not overlay or r.get("observed") is None or r["lhs"] in drawn or (colours and r["lhs"] not in colours):
-            continue  # the run's quantities that a matching bound bounds; all of them (grey) when none matches
-        colour = colours.get(r["lhs"], "grey")
+            continue  # the run's quantities that a matching bound bounds; all of them when none matches
+        colour = colours.get(r["lhs"]) or first_colour[r["lhs"]]
         exceeded = any(b.get("exceeded") and b["lhs"] == r["lhs"] for b in doc["bounds"])
         run = r.get("observed_running") or [{"K": doc["overlay"]["iters_done"], "value": r["observed"]}]
         ks = np.array([p["K"] for p in run], dtype=float)
         vs = np.array([np.nan if p["value"] is None else p["value"] for p in run], dtype=float)
         vs[vs <= 0] = np.nan
+        twin = next((line for line in drawn.values() if np.array_equal(line.get_xdata(), ks)
+                     and np.allclose(line.get_ydata(), vs, rtol=1e-12, equal_nan=True)), None)
+        if twin is not None:  # e.g. rho and rho_M with M = 1: one curve, both names
+            twin.set_label(f"{twin.get_label()} = {r['lhs']}")
+            drawn[r["lhs"]] = twin
+            continue
         drawn[r["lhs"]] = a1.plot(ks, vs, "-", color=colour, linewidth=2.2, alpha=0.8,
                                   label=f"this run: {r['lhs']}" + ("" if colours else " (no bound matches the run)"))[0]
         a1.plot(ks[-1:], vs[-1:], "x" if exceeded else "o", color=colour, markersize=8)
