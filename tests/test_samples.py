@@ -234,3 +234,15 @@ def test_grads_errors(cli, tmp_path):
     assert_one_line_error(cli("check-spb", "--grads", tmp_path / "g.npy", "--problem", "mlp"), "--problem")
     assert_one_line_error(cli("check-spb", "--grads", tmp_path / "g.npy", "--at", "init"), "--at")
     assert_one_line_error(cli("diversity", "--grads", tmp_path / "g.npy", "--workers", "3"), "--workers")
+
+
+def test_sparse_and_float32_inputs():
+    from scipy import sparse
+
+    G = random_grads(n=120, d=6, seed=8)
+    ref = signsim.spb_from_samples(G, workers=3).to_dict()
+    assert_docs_equal(signsim.spb_from_samples(sparse.csr_matrix(G), workers=3).to_dict(), ref)
+    assert_docs_equal(signsim.spb_from_samples([sparse.csr_matrix(G[:50]), G[50:]], workers=3).to_dict(), ref)
+    G32 = G.astype(np.float32)
+    assert signsim.diversity_from_samples(G32)["B_S"] == pytest.approx(
+        signsim.diversity_from_samples(G32.astype(np.float64))["B_S"])

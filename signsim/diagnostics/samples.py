@@ -26,6 +26,8 @@ MC_CHUNK = 256  # minibatches drawn at once by the Monte Carlo estimator
 
 
 def _check_block(b: Any, d: int | None, where: str, first_row: int) -> np.ndarray:
+    if hasattr(b, "toarray") and hasattr(b, "nnz"):  # a SciPy sparse block
+        b = b.toarray()
     try:
         a = np.asarray(b)
     except (TypeError, ValueError) as e:
@@ -46,7 +48,8 @@ def _check_block(b: Any, d: int | None, where: str, first_row: int) -> np.ndarra
 
 
 def blocks(G: Any, where: str = "G") -> Iterator[np.ndarray]:
-    """Checked float64 row blocks of G (an n x d array, or an iterable of k x d blocks or of rows)."""
+    """Checked float64 row blocks of G (an n x d array, memory map or SciPy sparse matrix, or an iterable of
+    k x d blocks or of rows)."""
     if isinstance(G, np.ndarray) or (hasattr(G, "shape") and hasattr(G, "ndim") and hasattr(G, "__getitem__")
                                      and not hasattr(G, "__next__")):
         if G.ndim != 2:
