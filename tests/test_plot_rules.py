@@ -198,6 +198,11 @@ def test_legends_are_outside_the_axes_and_inside_the_figure(res, tmp_path):
     with pytest.raises(SystemExit):
         main(["bound", "--overlay", str(res["single"]), "--out", str(out), "--quiet"])
     _assert_legend_clear(build([out], None, None, None))
+    for command in ("check-spb", "diversity"):
+        out = tmp_path / f"{command}.json"
+        with pytest.raises(SystemExit):
+            main([command, "--out", str(out), "--quiet"])
+        _assert_legend_clear(build([out], None, None, None))
 
 
 def test_x_y_on_single_figure_results_fail(cli, res, tmp_path):
