@@ -68,7 +68,7 @@ def test_group_by_names_everything_averaged(res):
                                                                                      "method = ssdm"]
     one = build([res["sweep"]], None, None, "method", where=["workers=3", "lr=0.02"])
     title = one._suptitle.get_text()
-    assert title.startswith("workers = 3 lr = 0.02") and "averaged over seed" in title and "lr," not in title
+    assert title.startswith("workers = 3, lr = 0.02:") and "averaged over seed" in title and "lr," not in title
 
 
 def test_where_filters_before_grouping(res, cli, tmp_path):

@@ -346,7 +346,7 @@ def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str
     else:
         what = f"{count} run per line" if hi == 1 else f"mean over {count} runs per line; band: one standard deviation"
     if filters:
-        what = f"{' '.join(f'{k} = {v}' for k, v in filters)}: {what}"
+        what = f"{', '.join(f'{k} = {v}' for k, v in filters)}: {what}"
     fig.suptitle(what, fontsize=9)
     legend_below(fig)
     return fig
