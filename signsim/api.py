@@ -40,6 +40,7 @@ class Result:
       (run, iteration) row of ``results.csv`` for ``sweep``;
     * ``tracks`` (runs): the tracked SPB and diversity values, each a dict of NumPy arrays;
     * ``to_pandas()``: ``history`` as a ``pandas.DataFrame`` (pandas is optional);
+    * ``figure(x=..., y=..., ...)``: the figure ``signsim plot`` draws from these results;
     * ``result["key"]``: a field of ``to_dict()``.
     """
 
@@ -87,6 +88,33 @@ class Result:
     def runs(self) -> list[Result]:
         """The runs of a ``[[compare]]`` config, each a Result."""
         return [Result(d) for d in self._doc.get("runs", [])]
+
+    def figure(self, *, x: str | None = None, y: str | None = None, group_by: str | None = None,
+               where: list[str] | str | None = None, facet: str | None = None, out: str | Path | None = None):
+        """The figure ``signsim plot`` draws from these results (a matplotlib Figure), with the same options
+        and rules: a ``y`` the results lack raises InputError; what the figure does silently (runs of
+        different problems on one axis, averaging over problems) is a ``UserWarning``. ``out`` also saves it."""
+        import warnings
+
+        import matplotlib
+
+        from signsim.commands import plot
+
+        doc = self.to_dict()
+        if self.command == "sweep" and not doc.get("dry_run"):
+            name = doc["out"]
+            loaded = [plot.load_any(Path(name))]
+        else:
+            name = "this Result"
+            loaded = [plot.classify(doc, name)]
+        with matplotlib.rc_context():  # signsim's style for this figure only, not for the caller's others
+            fig = plot.figure(loaded, [name], x, y, group_by, [where] if isinstance(where, str) else where, facet,
+                              lambda message: warnings.warn(message, UserWarning, stacklevel=4))
+        if out is not None:
+            if Path(out).suffix.lower() not in plot.FORMATS:
+                raise InputError(f"--out {out}: use a .png, .pdf or .svg file name")
+            fig.savefig(out)
+        return fig
 
     def to_pandas(self):
         """``history`` as a pandas DataFrame; pandas is an optional dependency."""

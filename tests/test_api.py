@@ -220,3 +220,28 @@ def test_bound_overlay_of_a_vector_x0_run():
     run = signsim.run(problem="quadratic", dim=3, x0=[1.0, 2.0, 3.0], iters=20, track_spb=1)
     b = signsim.bound(overlay=run)
     assert b["config"]["x0"] == [1.0, 2.0, 3.0] and b["overlay"]["iters_done"] == 20
+
+
+def test_result_figure(tmp_path):
+    import warnings
+
+    import matplotlib
+
+    run = signsim.run(problem="quadratic", iters=30, track_spb=10)
+    fig = run.figure()
+    assert len(fig.get_axes()) == 4 and fig.legends
+    before = dict(matplotlib.rcParams)
+    one = run.figure(x="megabytes", y="rho-norm", out=tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 1000 and one.get_axes()[0].get_ylabel() == "||g||_rho"
+    assert dict(matplotlib.rcParams) == before  # the caller's style is untouched
+    with pytest.raises(InputError, match="--y accuracy: this Result holds no test accuracy; this Result has: loss"):
+        run.figure(y="accuracy")
+    other = signsim.run(config={"compare": [{"problem": "quadratic"}, {"problem": "rosenbrock"}]}, iters=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        other.figure()
+    assert any("different problems" in str(w.message) for w in caught)
+    assert signsim.check_spb().figure().get_axes()[0].get_ylabel() == "success probability rho_i"
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

@@ -35,7 +35,11 @@ def load_any(path: Path) -> tuple[str, Any]:
             rows = list(csv.DictReader(f))
         params = list(m.get("grid", {})) + [k for z in m.get("zip", []) for k in z]
         return "sweep", (rows, params)
-    doc = read_json(path, str(path))
+    return classify(read_json(path, str(path)), str(path))
+
+
+def classify(doc: Any, name: str) -> tuple[str, Any]:
+    """(kind, what the figure builders take) for one results document."""
     kind = doc.get("command") if isinstance(doc, dict) else None
     if kind == "run" and "comparison" in doc:
         return "runs", doc["runs"]
@@ -43,7 +47,7 @@ def load_any(path: Path) -> tuple[str, Any]:
         return "runs", [doc]
     if kind in ("check-spb", "diversity", "diversity-replication", "bound"):
         return kind, doc
-    raise InputError(f"{path}: not signsim results (command {kind!r})")
+    raise InputError(f"{name}: not signsim results (command {kind!r})")
 
 
 def build(paths: list[Path], x: str | None, y: str | None, group_by: str | None, where: list[str] | None = None,
@@ -75,11 +79,24 @@ def _lacking(named: list[tuple[str, dict[str, Any]]], y: str) -> None:
 
 def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None, where: list[str],
            facet: str | None, warn: Callable[[str], None]):
+    _check_axes(x, y)
+    return figure([load_any(p) for p in paths], [str(p) for p in paths], x, y, group_by, where, facet, warn)
+
+
+def _check_axes(x: str | None, y: str | None) -> None:
     if x is not None and x not in figures.X_AXES and x != "workers":
         raise InputError(f"--x {x}: choose from {', '.join(figures.X_AXES)}, workers (runs that differ by M)")
     if y is not None and y not in figures.Y_AXES:
         raise InputError(f"--y {y}: choose from {', '.join(figures.Y_AXES)}")
-    loaded = [load_any(p) for p in paths]
+
+
+def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None, y: str | None = None,
+           group_by: str | None = None, where: list[str] | None = None, facet: str | None = None,
+           warn: Callable[[str], None] | None = None):
+    """The figure for results already loaded (``load_any`` or ``classify``), each named for messages."""
+    _check_axes(x, y)
+    where = where or []
+    warn = warn or (lambda message: None)
     kinds = {k for k, _ in loaded}
     if len(kinds) > 1:
         raise InputError(f"cannot plot {' and '.join(sorted(kinds))} results in one figure")
@@ -89,8 +106,8 @@ def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None
             if value:
                 raise InputError(f"{option}: applies to a sweep directory, not to {kind} results")
     if kind == "runs":
-        named = [(str(p) if len(ds) == 1 else f"{p} [{d.get('label', i + 1)}]", d)
-                 for p, (_, ds) in zip(paths, loaded, strict=True) for i, d in enumerate(ds)]
+        named = [(p if len(ds) == 1 else f"{p} [{d.get('label', i + 1)}]", d)
+                 for p, (_, ds) in zip(names, loaded, strict=True) for i, d in enumerate(ds)]
         docs = [d for _, d in named]
         if y is not None:
             _lacking(named, y)
@@ -110,9 +127,9 @@ def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None
     if kind == "sweep":
         rows, params = data
         return figures.sweep_lines(rows, params, group_by, x or "iter", y or "loss", where, facet,
-                                   f"the sweep {paths[0]}", warn)
+                                   f"the sweep {names[0]}", warn)
     if y is not None or x is not None:
-        raise InputError(f"--x/--y: apply to run and sweep results; {paths[0]} holds {kind} results, which have "
+        raise InputError(f"--x/--y: apply to run and sweep results; {names[0]} holds {kind} results, which have "
                          "one figure")
     if kind == "check-spb":
         return figures.rho_sorted(data)

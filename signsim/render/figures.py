@@ -34,9 +34,14 @@ Y_AXES = {
 
 
 def pyplot():
+    """matplotlib.pyplot with signsim's style; the Agg backend unless pyplot is already in use (a notebook's
+    inline backend, say, is left alone)."""
+    import sys
+
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8,
