@@ -210,3 +210,17 @@ def test_x_y_on_single_figure_results_fail(cli, res, tmp_path):
     assert cli("check-spb", "--out", out, "--quiet").code in (0, 1)
     assert_one_line_error(cli("plot", out, "--y", "loss", "--out", tmp_path / "f.png"), "--x/--y")
     assert_one_line_error(cli("plot", out, "--group-by", "method", "--out", tmp_path / "f.png"), "--group-by")
+
+
+def test_runs_the_label_does_not_tell_apart_get_distinct_labels(res, tmp_path):
+    from signsim.cli import main
+
+    other = tmp_path / "seed1.json"
+    with pytest.raises(SystemExit):
+        main(["run", "--problem", "quadratic", "--iters", "50", "--noise", "gaussian:1", "--seed", "1",
+              "--out", str(other), "--quiet"])
+    fig = build([res["quad"], other, res["quad"]], "iter", "loss", None)
+    labels = [line.get_label() for line in visible_lines(fig.get_axes()[0])]
+    assert len(set(labels)) == 3
+    assert labels[1].endswith("seed = 1") and labels[0].endswith("seed = 0 (#1)") and labels[2].endswith("(#2)")
+    assert len(fig.legends[0].get_texts()) == 3

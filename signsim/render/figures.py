@@ -82,6 +82,20 @@ def labels(docs: list[dict[str, Any]]) -> list[str]:
     for d in docs:
         label = run_label(d) + ("" if d.get("status") == "ok" else f" [{d.get('status')}]")
         out.append(f"{problems_of([d])[0]}: {label}" if mixed else label)
+    for label in set(out):  # runs that the label does not tell apart: add the options in which they differ
+        same = [i for i, x in enumerate(out) if x == label]
+        if len(same) < 2:
+            continue
+        configs = [docs[i].get("config", {}) for i in same]
+        keys = sorted({k for c in configs for k in c if any(c.get(k) != o.get(k) for o in configs)})
+        for n, i in enumerate(same):
+            extra = ", ".join(f"{k.replace('_', '-')} = {configs[n].get(k)}" for k in keys)
+            out[i] = f"{label}, {extra}" if extra else label
+    seen: dict[str, int] = {}
+    for i, label in enumerate(out):  # the same run given twice
+        if out.count(label) > 1:
+            seen[label] = seen.get(label, 0) + 1
+            out[i] = f"{label} (#{seen[label]})"
     return out
 
 
