@@ -92,8 +92,9 @@ def labels(docs: list[dict[str, Any]]) -> list[str]:
             extra = ", ".join(f"{k.replace('_', '-')} = {configs[n].get(k)}" for k in keys)
             out[i] = f"{label}, {extra}" if extra else label
     seen: dict[str, int] = {}
+    counts = {label: out.count(label) for label in out}
     for i, label in enumerate(out):  # the same run given twice
-        if out.count(label) > 1:
+        if counts[label] > 1:
             seen[label] = seen.get(label, 0) + 1
             out[i] = f"{label} (#{seen[label]})"
     return out
