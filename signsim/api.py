@@ -407,7 +407,8 @@ def run(config: Any = None, *, out: str | Path | None = None,
 
     ``data=(X, y)`` takes arrays (NumPy, or a SciPy sparse X) instead of a file; ``x0`` a number or a vector
     of length d. ``progress(done, total)`` is called as the run advances; ``out`` writes the results JSON.
-    A run stopped by Ctrl-C returns its partial history with status ``interrupted``."""
+    A run stopped by Ctrl-C returns its partial history with status ``interrupted``. The warnings the
+    command line prints (``result["warnings"]``) are also issued as ``UserWarning``."""
     from signsim.commands.run import run as run_command
 
     file_values = _coerced(_file_values(config))
@@ -425,6 +426,10 @@ def run(config: Any = None, *, out: str | Path | None = None,
     else:
         doc = run_command(_resolve(values), progress)
     _write(doc, out)
+    import warnings
+
+    for w in sorted({w for d in doc.get("runs", [doc]) for w in d.get("warnings", [])}):
+        warnings.warn(w, UserWarning, stacklevel=2)  # what the command line prints as "warning:"
     return Result(doc)
 
 

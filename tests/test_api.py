@@ -245,3 +245,9 @@ def test_result_figure(tmp_path):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_run_warnings_are_python_warnings():
+    with pytest.warns(UserWarning, match="Byzantine"):
+        r = signsim.run(problem="quadratic", iters=5, workers=3, byzantine=2)
+    assert any("Byzantine" in w for w in r["warnings"])
