@@ -358,8 +358,8 @@ def sweep(
         raise typer.Exit(1)
 
 
-@app.command("plot", help="Figures from results: run JSONs (or a [[compare]] result), a sweep directory, "
-             "check-spb, diversity or bound results.")
+@app.command("plot", help="Figures from results: run JSONs (or the result of a config with compare variants), a "
+             "sweep directory, check-spb, diversity or bound results.")
 def plot(
     results: Annotated[list[Path], typer.Argument(help="results files or a sweep directory")],
     out: Annotated[Path | None, Opt(help="figure file: .png, .pdf or .svg (default <first input>.png)")] = None,
