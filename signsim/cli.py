@@ -132,6 +132,14 @@ def _diagnostic_values(opts: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     return merged, experiment
 
 
+def _grads_values(opts: dict[str, Any]) -> dict[str, Any]:
+    """With --grads: the run options given in the --config file or as flags (most do not apply)."""
+    values, given = _run_values(opts)
+    values.pop("compare", None)
+    values.pop("experiment", None)
+    return {**values, **given}
+
+
 def _show(opts: dict[str, Any], items) -> None:
     """Print ``items(signsim.render.tables)`` to stderr unless --quiet or --json."""
     if opts["quiet"] or opts["json_"]:
@@ -188,6 +196,8 @@ def run(**opts: Any) -> None:
     _option("interval", str | None, "wilson | clopper-pearson", P_SPB),
     _option("correction", str | None, "multiple testing over coordinates: holm | bonferroni | none", P_SPB),
     _option("top", int | None, "rows in the table of worst coordinates (default 10)", P_SPB),
+    _option("grads", Path | None, "your own per-sample gradients: FILE.npy, an n x d array (memory-mapped); "
+            "uses --workers, --batch-size, --sign-zero, --seed", P_SPB),
 ], help="Estimate per-coordinate success probabilities at a point, decide SPB, report rho-norms. "
         "Exit 0 when SPB holds, 1 when it is violated or inconclusive.")
 def check_spb(**opts: Any) -> None:
@@ -195,12 +205,17 @@ def check_spb(**opts: Any) -> None:
     from signsim.commands.check_spb import SpbOptions
     from signsim.commands.check_spb import check_spb as check_command
 
-    merged, _ = _diagnostic_values(opts)
-    merged.setdefault("batch_size", 1)
-    cfg = cfgmod.resolve(merged)
-    spb = SpbOptions.build(**{k: opts[k] for k in ("at", "estimator", "samples", "confidence", "interval",
-                                                    "correction", "top")}, workers_given="workers" in merged)
-    doc = check_command(cfg, spb)
+    names = ("at", "estimator", "samples", "confidence", "interval", "correction", "top")
+    if opts["grads"] is not None:
+        from signsim.commands import grads
+
+        doc = grads.check_spb(opts["grads"], _grads_values(opts), {k: opts[k] for k in names})
+    else:
+        merged, _ = _diagnostic_values(opts)
+        merged.setdefault("batch_size", 1)
+        cfg = cfgmod.resolve(merged)
+        spb = SpbOptions.build(**{k: opts[k] for k in names}, workers_given="workers" in merged)
+        doc = check_command(cfg, spb)
     _emit(doc, opts["out"], opts["json_"])
     _show(opts, lambda tables: tables.spb_report(doc))
     raise typer.Exit(0 if doc["verdict"] == "holds" else 1)
@@ -213,6 +228,7 @@ def check_spb(**opts: Any) -> None:
     _option("pairs", int | None, "two-batch estimator: number of batch pairs (default 2000)", P_DIV),
     _option("small_batch", int | None, "two-batch estimator: small batch b (default: --batch-size)", P_DIV),
     _option("big_batch", int | None, "two-batch estimator: big batch B (default: max(2, M) b)", P_DIV),
+    _option("grads", Path | None, "your own per-sample gradients: FILE.npy, an n x d array (memory-mapped)", P_DIV),
 ], help="Gradient diversity Delta_S, the batch-size bound B_S, the noise scale B_simple and the predicted "
         "speedup at a point; per worker and between workers when data are split.")
 def diversity(**opts: Any) -> None:
@@ -220,6 +236,14 @@ def diversity(**opts: Any) -> None:
     from signsim.commands.diversity import DiversityOptions
     from signsim.commands.diversity import diversity as diversity_command
 
+    names = ("at", "delta", "estimator", "pairs", "small_batch", "big_batch")
+    if opts["grads"] is not None:
+        from signsim.commands import grads
+
+        doc = grads.diversity(opts["grads"], _grads_values(opts), {k: opts[k] for k in names})
+        _emit(doc, opts["out"], opts["json_"])
+        _show(opts, lambda tables: tables.diversity_report(doc))
+        return
     merged, experiment = _diagnostic_values(opts)
     if experiment is not None:
         from signsim.commands.replication import replication
@@ -334,20 +358,25 @@ def sweep(
         raise typer.Exit(1)
 
 
-@app.command("plot", help="Figures from results: run JSONs (or a [[compare]] result), a sweep directory, "
-             "check-spb, diversity or bound results.")
+@app.command("plot", help="Figures from results: run JSONs (or the result of a config with compare variants), a "
+             "sweep directory, check-spb, diversity or bound results.")
 def plot(
     results: Annotated[list[Path], typer.Argument(help="results files or a sweep directory")],
     out: Annotated[Path | None, Opt(help="figure file: .png, .pdf or .svg (default <first input>.png)")] = None,
     x: Annotated[str | None, Opt(help="iter | bits | megabytes | time")] = None,
     y: Annotated[str | None, Opt(help="loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
                                  "spb-fraction | rho-min | rho-norm | B_S")] = None,
-    group_by: Annotated[str | None, Opt(help="sweeps: one line per value of this parameter")] = None,
+    group_by: Annotated[str | None, Opt(help="sweeps: one line per value of this option (the title names the "
+                                         "options averaged over)")] = None,
+    where: Annotated[list[str] | None, Opt(help="sweeps: keep only runs with KEY=VALUE (repeatable; all must "
+                                           "hold)")] = None,
+    facet: Annotated[str | None, Opt(help="sweeps: one panel per value of this option")] = None,
 ) -> None:
     from signsim.commands.plot import plot as plot_command
 
     target = out or results[0].with_suffix(".png") if not results[0].is_dir() else (out or results[0] / "figure.png")
-    written = plot_command(results, target, x, y, group_by)
+    written = plot_command(results, target, x, y, group_by, where, facet,
+                           lambda message: print(f"signsim: warning: {message}", file=sys.stderr))
     print(written)
 
 

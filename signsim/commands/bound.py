@@ -120,6 +120,36 @@ def observation(spec: BoundSpec, doc: dict[str, Any]) -> tuple[float | None, str
     return (mean**2 if spec.aggregate == "mean_squared" else mean), where
 
 
+#: points of a running observation kept in the results (log-spaced beyond this)
+RUNNING_POINTS = 300
+
+
+def running(spec: BoundSpec, doc: dict[str, Any]) -> list[dict[str, float]]:
+    """The bound's left-hand side as the run went: at K = k + 1 for each recorded (or tracked) iteration k,
+    the running mean (or min, or squared mean) over the recorded iterations up to k; what ``bound --plot``
+    draws against the bounds. Log-spaced down to at most RUNNING_POINTS points."""
+    K = doc["final"]["iters_done"]
+    if spec.observe in ("rho", "rho_M"):
+        rows = [t for t in doc.get("tracks", {}).get("spb", []) if t["iter"] < K]
+        key = "rho_norm" if spec.observe == "rho" else "rho_M_norm"
+    else:
+        rows = [h for h in doc["history"] if h["iter"] < K]
+        key = "grad_norm_l1" if spec.observe == "l1" else "grad_norm"
+    if not rows:
+        return []
+    it = np.array([r["iter"] for r in rows], dtype=float) + 1
+    vals = np.array([np.nan if r.get(key) is None else r[key] for r in rows], dtype=float)
+    if spec.aggregate == "min":
+        acc = np.fmin.accumulate(vals)
+    else:
+        acc = np.cumsum(vals) / np.arange(1, vals.size + 1)
+        if spec.aggregate == "mean_squared":
+            acc = acc**2
+    keep = np.unique(np.geomspace(1, it.size, RUNNING_POINTS).astype(int) - 1) if it.size > RUNNING_POINTS \
+        else np.arange(it.size)
+    return [{"K": int(it[i]), "value": float(acc[i])} for i in keep]
+
+
 def majority_table(problem, model, params, x, cfg: RunConfig) -> dict[str, Any]:
     from signsim.diagnostics import spb
     from signsim.diagnostics.estimators import choose, estimate
@@ -162,12 +192,14 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
             try:
                 k_run = max(int(run_doc["final"]["iters_done"]), 2)
                 obs, where = observation(s, run_doc)
+                series = running(s, run_doc)
             except InputError:
                 raise
             except (KeyError, TypeError, ValueError, IndexError) as e:
                 raise InputError(f"--overlay: malformed run results ({type(e).__name__}: {e})") from None
             entry.update(bound_at_run=s.value(k_run), observed=obs, observed_over=where,
-                         exceeded=s.matches and obs is not None and obs > s.value(k_run))
+                         exceeded=s.matches and obs is not None and obs > s.value(k_run),
+                         observed_running=series)
         rows.append(entry)
     x, where = resolve_point(o.at, problem, cfg)
     doc = {"signsim_version": __version__, "command": "bound", "config": cfg.to_dict(),

@@ -3,7 +3,8 @@
 * run results (one or more files, or a ``[[compare]]`` document): loss (or test accuracy) against
   iterations and megabytes, plus SPB fraction and ||g||_rho/||g||_1 when the runs tracked SPB; with --y/--x
   one panel of that quantity;
-* a sweep directory: --y against --x, one line per value of --group-by, mean and a one-sd band over the rest;
+* a sweep directory: --y against --x, one line per value of --group-by, mean and a one-sd band over the rest
+  (named in the title); ``--where KEY=VALUE`` keeps matching runs first, ``--facet KEY`` one panel per value;
 * check-spb results: the sorted per-coordinate rho with intervals and the 1/2 line;
 * diversity results: the predicted speedup against B; the replicated-data experiment: measured and
   predicted speedup against B per replication;
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,11 @@ def load_any(path: Path) -> tuple[str, Any]:
             rows = list(csv.DictReader(f))
         params = list(m.get("grid", {})) + [k for z in m.get("zip", []) for k in z]
         return "sweep", (rows, params)
-    doc = read_json(path, str(path))
+    return classify(read_json(path, str(path)), str(path))
+
+
+def classify(doc: Any, name: str) -> tuple[str, Any]:
+    """(kind, what the figure builders take) for one results document."""
     kind = doc.get("command") if isinstance(doc, dict) else None
     if kind == "run" and "comparison" in doc:
         return "runs", doc["runs"]
@@ -41,31 +47,73 @@ def load_any(path: Path) -> tuple[str, Any]:
         return "runs", [doc]
     if kind in ("check-spb", "diversity", "diversity-replication", "bound"):
         return kind, doc
-    raise InputError(f"{path}: not signsim results (command {kind!r})")
+    raise InputError(f"{name}: not signsim results (command {kind!r})")
 
 
-def build(paths: list[Path], x: str | None, y: str | None, group_by: str | None):
-    """The figure for these results; a results file with missing or mistyped fields raises InputError."""
+def build(paths: list[Path], x: str | None, y: str | None, group_by: str | None, where: list[str] | None = None,
+          facet: str | None = None, warn: Callable[[str], None] | None = None):
+    """The figure for these results; a results file with missing or mistyped fields raises InputError.
+    Things the figure does that the user may not expect (runs of different problems on one axis, averaging
+    over problems) are reported to ``warn``."""
     try:
-        return _build(paths, x, y, group_by)
+        return _build(paths, x, y, group_by, where or [], facet, warn or (lambda message: None))
     except InputError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise InputError(f"{paths[0]}: malformed results ({type(e).__name__}: {e})") from None
 
 
-def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None):
+def _lacking(named: list[tuple[str, dict[str, Any]]], y: str) -> None:
+    """--y that some runs do not hold: exit 2 naming those results and what they do hold."""
+    missing = [(name, d) for name, d in named if y not in figures.available_y(d)]
+    if not missing:
+        return
+    label = figures.Y_AXES[y][2]
+    names = ", ".join(name for name, _ in missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3
+                                                          else "")
+    have = figures.available_y(missing[0][1])
+    hint = " (track it with --track-spb / --track-diversity)" if figures.Y_AXES[y][0] != "history" else ""
+    raise InputError(f"--y {y}: {names} hold{'s' if len(missing) == 1 else ''} no {label}{hint}; "
+                     f"{missing[0][0]} has: {', '.join(have) or 'nothing to plot'}")
+
+
+def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None, where: list[str],
+           facet: str | None, warn: Callable[[str], None]):
+    _check_axes(x, y)
+    return figure([load_any(p) for p in paths], [str(p) for p in paths], x, y, group_by, where, facet, warn)
+
+
+def _check_axes(x: str | None, y: str | None) -> None:
     if x is not None and x not in figures.X_AXES and x != "workers":
         raise InputError(f"--x {x}: choose from {', '.join(figures.X_AXES)}, workers (runs that differ by M)")
     if y is not None and y not in figures.Y_AXES:
         raise InputError(f"--y {y}: choose from {', '.join(figures.Y_AXES)}")
-    loaded = [load_any(p) for p in paths]
+
+
+def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None, y: str | None = None,
+           group_by: str | None = None, where: list[str] | None = None, facet: str | None = None,
+           warn: Callable[[str], None] | None = None):
+    """The figure for results already loaded (``load_any`` or ``classify``), each named for messages."""
+    _check_axes(x, y)
+    where = where or []
+    warn = warn or (lambda message: None)
     kinds = {k for k, _ in loaded}
     if len(kinds) > 1:
         raise InputError(f"cannot plot {' and '.join(sorted(kinds))} results in one figure")
     kind = kinds.pop()
+    if kind != "sweep":
+        for option, value in (("--group-by", group_by), ("--where", where), ("--facet", facet)):
+            if value:
+                raise InputError(f"{option}: applies to a sweep directory, not to {kind} results")
     if kind == "runs":
-        docs = [d for _, ds in loaded for d in ds]
+        named = [(p if len(ds) == 1 else f"{p} [{d.get('label', i + 1)}]", d)
+                 for p, (_, ds) in zip(names, loaded, strict=True) for i, d in enumerate(ds)]
+        docs = [d for _, d in named]
+        if y is not None:
+            _lacking(named, y)
+        mixed = figures.mixed_problems_warning(docs)
+        if mixed:
+            warn(mixed)
         if y is None and x is None:
             return figures.runs_overview(docs)
         if x == "workers":
@@ -78,7 +126,11 @@ def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None
         raise InputError("--x workers: applies to run results only")
     if kind == "sweep":
         rows, params = data
-        return figures.sweep_lines(rows, params, group_by, x or "iter", y or "loss")
+        return figures.sweep_lines(rows, params, group_by, x or "iter", y or "loss", where, facet,
+                                   f"the sweep {names[0]}", warn)
+    if y is not None or x is not None:
+        raise InputError(f"--x/--y: apply to run and sweep results; {names[0]} holds {kind} results, which have "
+                         "one figure")
     if kind == "check-spb":
         return figures.rho_sorted(data)
     if kind == "diversity":
@@ -88,9 +140,10 @@ def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None
     return figures.bound_overview(data)
 
 
-def plot(paths: list[Path], out: Path, x: str | None = None, y: str | None = None,
-         group_by: str | None = None) -> Path:
+def plot(paths: list[Path], out: Path, x: str | None = None, y: str | None = None, group_by: str | None = None,
+         where: list[str] | None = None, facet: str | None = None,
+         warn: Callable[[str], None] | None = None) -> Path:
     if out.suffix.lower() not in FORMATS:
         raise InputError(f"--out {out}: use a .png, .pdf or .svg file name")
-    figures.save(build(paths, x, y, group_by), out)
+    figures.save(build(paths, x, y, group_by, where, facet, warn), out)
     return out

@@ -34,9 +34,14 @@ Y_AXES = {
 
 
 def pyplot():
+    """matplotlib.pyplot with signsim's style; the Agg backend unless pyplot is already in use (a notebook's
+    inline backend, say, is left alone)."""
+    import sys
+
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8,
@@ -68,6 +73,93 @@ def run_label(doc: dict[str, Any]) -> str:
     if c.get("noise") and c["noise"] != "none":
         parts.append(c["noise"])
     return ", ".join(parts)
+
+
+def labels(docs: list[dict[str, Any]]) -> list[str]:
+    """Legend labels of runs: method and options, the status when not ok, the problem when they differ."""
+    mixed = len(problems_of(docs)) > 1
+    out = []
+    for d in docs:
+        label = run_label(d) + ("" if d.get("status") == "ok" else f" [{d.get('status')}]")
+        out.append(f"{problems_of([d])[0]}: {label}" if mixed else label)
+    for label in set(out):  # runs that the label does not tell apart: add the options in which they differ
+        same = [i for i, x in enumerate(out) if x == label]
+        if len(same) < 2:
+            continue
+        configs = [docs[i].get("config", {}) for i in same]
+        keys = sorted({k for c in configs for k in c if any(c.get(k) != o.get(k) for o in configs)})
+        for n, i in enumerate(same):
+            extra = ", ".join(f"{k.replace('_', '-')} = {configs[n].get(k)}" for k in keys)
+            out[i] = f"{label}, {extra}" if extra else label
+    seen: dict[str, int] = {}
+    counts = {label: out.count(label) for label in out}
+    for i, label in enumerate(out):  # the same run given twice
+        if counts[label] > 1:
+            seen[label] = seen.get(label, 0) + 1
+            out[i] = f"{label} (#{seen[label]})"
+    return out
+
+
+def problems_of(docs: list[dict[str, Any]]) -> list[str]:
+    """The distinct problems of these runs, in order, as "name (d = dim)"."""
+    out: list[str] = []
+    for d in docs:
+        p = d.get("problem") or {}
+        name = f"{p.get('name', d.get('config', {}).get('problem', '?'))} (d = {p.get('dim', '?')})"
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def mixed_problems_warning(docs: list[dict[str, Any]]) -> str | None:
+    names = problems_of(docs)
+    if len(names) > 1:
+        return (f"the runs are of {len(names)} different problems ({', '.join(names)}): their values share one "
+                "axis but are not comparable")
+    return None
+
+
+def available_y(doc: dict[str, Any]) -> list[str]:
+    """The --y choices for which a run's results hold at least one finite value."""
+    out = []
+    for y in Y_AXES:
+        _, vals = series(doc, "iter", y)
+        if np.isfinite(vals).any():
+            out.append(y)
+    return out
+
+
+def legend_below(fig, axes=None, fontsize: float = 8):
+    """One legend for the figure, outside and below the axes (constrained layout makes room for it), so that
+    it never covers data; entries named once; labels wrapped to the figure's width so that none is clipped.
+    Only artists that draw something (some finite value) get an entry."""
+    import textwrap
+
+    handles, labels = [], []
+    for ax in axes if axes is not None else fig.get_axes():
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label in labels or not _visible(h):
+                continue
+            handles.append(h)
+            labels.append(label)
+    if not handles:
+        return None
+    chars = int(fig.get_figwidth() * 72 / (0.55 * fontsize)) - 8  # characters across, less the handle
+    labels = [textwrap.fill(label, max(chars, 20)) for label in labels]
+    longest = max(len(line) for label in labels for line in label.splitlines()) + 8
+    ncol = max(1, min(len(labels), (chars + 8) // longest))
+    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=fontsize, frameon=False)
+
+
+def _visible(artist) -> bool:
+    get = getattr(artist, "get_ydata", None)
+    if get is None:
+        return True
+    try:
+        y = np.asarray(get(), dtype=float)
+    except (TypeError, ValueError):
+        return True
+    return bool(np.isfinite(y).any())
 
 
 def _x_values(rows: list[dict[str, Any]], doc: dict[str, Any], x: str) -> np.ndarray:
@@ -105,17 +197,20 @@ def convergence(docs: list[dict[str, Any]], x: str, y: str, ax=None):
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
     values = []
-    for d in docs:
+    for i, (d, label) in enumerate(zip(docs, labels(docs), strict=True)):
         xs, ys = series(d, x, y)
-        if xs.size == 0:
+        if xs.size == 0 or not np.isfinite(ys).any():
             continue
-        ax.plot(xs, ys, label=run_label(d) + ("" if d["status"] == "ok" else f" [{d['status']}]"))
+        ax.plot(xs, ys, color=f"C{i % 10}", label=label)  # one colour per run in every panel
         values.append(ys)
     if not values:
         raise InputError(f"--y {y}: the results hold no such values (track them with --track-spb / "
                          "--track-diversity)")
     _finish_axis(ax, x, y, values)
-    ax.legend()
+    if fig is not None:
+        names = problems_of(docs)
+        ax.set_title(", ".join(names) + ("  [different problems]" if len(names) > 1 else ""))
+        legend_below(fig)
     return fig
 
 
@@ -133,60 +228,155 @@ def runs_overview(docs: list[dict[str, Any]]):
         convergence(docs, "iter", "spb-fraction", axes[1][0])
         ax = axes[1][1]
         low = 0.0
-        for d in docs:
+        for i, (d, label) in enumerate(zip(docs, labels(docs), strict=True)):
             t = d.get("tracks", {}).get("spb")
             if not t:
                 continue
             ratio = np.array([r["rho_norm"] / r["l1_norm"] if r["l1_norm"] else np.nan for r in t])
-            ax.plot([r["iter"] for r in t], ratio, label=run_label(d))
+            ax.plot([r["iter"] for r in t], ratio, color=f"C{i % 10}", label=label)
             low = min(low, np.nanmin(ratio) if np.isfinite(ratio).any() else 0.0)
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.set_xlabel(X_AXES["iter"])
         ax.set_ylabel("||g||_rho / ||g||_1 (< 0: SPB violated on average)")
         ax.set_ylim(low - 0.02, 1.02)
-        ax.legend()
-    first = docs[0]
-    fig.suptitle(f"{first['problem']['name']} (d = {first['problem']['dim']})")
+    names = problems_of(docs)
+    fig.suptitle(", ".join(names) + ("  [different problems: values not comparable]" if len(names) > 1 else ""))
+    legend_below(fig)
     return fig
 
 
-def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str | None, x: str, y: str):
-    """One line per value of ``group_by`` (other parameters pooled): the mean over runs at each recorded
-    iteration, with a band of one standard deviation."""
+#: results.csv columns that are not options of the run (the options: the run's, seed and repeat)
+SWEEP_BOOKKEEPING = {"run_id", "index", "status"}
+
+
+def _same(a: str, b: str) -> bool:
+    """CSV text against a --where value: equal as text, or as numbers (9 = 9.0)."""
+    if a == b:
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a.lower() == b.lower() and a.lower() in ("true", "false")
+
+
+def parse_where(where: list[str] | None, columns: list[str], name: str) -> list[tuple[str, str]]:
+    out = []
+    for w in where or []:
+        key, sep, value = w.partition("=")
+        key, value = key.strip().replace("-", "_"), value.strip()
+        if not sep or not key or not value:
+            raise InputError(f"--where {w}: expected KEY=VALUE (e.g. workers=9)")
+        if key not in columns:
+            raise InputError(f"--where {w}: {name} has no option '{key}' (options: {', '.join(columns)})")
+        out.append((key, value))
+    return out
+
+
+def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str | None, x: str, y: str,
+                where: list[str] | None = None, facet: str | None = None, name: str = "the sweep", warn=None):
+    """One line per value of ``group_by``: the mean over the runs at each recorded iteration, with a band of
+    one standard deviation; the title names every option that varies within a line (averaged over).
+    ``where`` (KEY=VALUE, all must hold) keeps only matching runs first; ``facet`` draws one panel per value.
+    Averaging over different problems calls ``warn``."""
     plt = pyplot()
+    from dataclasses import fields
+
+    from signsim.config import RunConfig
+
+    header = list(rows[0]) if rows else []
+    run_options = {f.name for f in fields(RunConfig)} | {"seed", "repeat"} | set(parameters)
+    options = [c for c in header if c in run_options and c not in SWEEP_BOOKKEEPING]
+    choices = ", ".join(options)
     if group_by is None:
         group_by = parameters[0] if parameters else None
-    if group_by is not None and group_by not in parameters:
-        raise InputError(f"--group-by {group_by}: not a sweep parameter (parameters: {', '.join(parameters)})")
-    source, key, _, _ = Y_AXES[y]
-    if source != "history":
-        raise InputError(f"--y {y}: sweep plots use the history columns (loss, grad-norm, accuracy, ...)")
+    group_by = group_by.replace("-", "_") if group_by else None
+    facet = facet.replace("-", "_") if facet else None
+    if group_by is not None and group_by not in options:
+        raise InputError(f"--group-by {group_by}: not an option of {name} (options: {choices})")
+    if facet is not None and facet not in options:
+        raise InputError(f"--facet {facet}: not an option of {name} (options: {choices})")
+    if facet is not None and facet == group_by:
+        raise InputError(f"--facet {facet}: already the --group-by option; choose another")
+    filters = parse_where(where, options, name)
+    source, key, label, _ = Y_AXES[y]
+    if source != "history" and key not in header:
+        raise InputError(f"--y {y}: {name} has no {label} column (sweep plots use the history columns: loss, "
+                         "grad-norm, accuracy, ...)")
     if x not in ("iter", "bits", "megabytes"):
         raise InputError(f"--x {x}: sweep plots use iter, bits or megabytes")
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
-    groups: dict[str, dict[float, list[float]]] = {}
-    for r in rows:
-        if r.get(key, "") == "" or r["status"] == "failed":
+    kept = [r for r in rows if r["status"] != "failed" and all(_same(r.get(k, ""), v) for k, v in filters)]
+    if rows and not kept:
+        raise InputError(f"--where {' '.join(where or [])}: no run of {name} matches")
+    if not any(r.get(key, "") != "" for r in kept):
+        have = [name_ for name_, (src, k, _, _) in Y_AXES.items() if src == "history"
+                and any(r.get(k, "") != "" for r in kept)]
+        raise InputError(f"--y {y}: {name} holds no {label} values (it has: {', '.join(have) or 'none'})")
+    panels: dict[str, dict[str, dict[float, list[float]]]] = {}
+    members: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for r in kept:
+        if r.get(key, "") == "":
             continue
+        f = r.get(facet, "") if facet else ""
         g = r.get(group_by, "all") if group_by else "all"
         xv = float(r["iter"]) if x == "iter" else float(r["bits_up"]) + float(r["bits_down"])
         if x == "megabytes":
             xv /= 8e6
-        groups.setdefault(g, {}).setdefault(xv, []).append(float(r[key]))
-    values = []
-    for g, by_x in groups.items():
-        xs = np.array(sorted(by_x))
-        mean = np.array([np.mean(by_x[v]) for v in xs])
-        std = np.array([np.std(by_x[v]) for v in xs])
-        ax.plot(xs, mean, label=f"{group_by} = {g}" if group_by else "all runs")
-        ax.fill_between(xs, mean - std, mean + std, alpha=0.2)
-        values.append(mean)
-    if not values:
-        raise InputError("the sweep has no recorded values to plot")
-    _finish_axis(ax, x, y, values)
-    ax.legend()
-    ax.set_title("mean over runs, band: one standard deviation")
+        panels.setdefault(f, {}).setdefault(g, {}).setdefault(xv, []).append(float(r[key]))
+        members.setdefault((f, g), []).append(r)
+    averaged = []
+    for c in options:
+        if c in (group_by, facet):
+            continue
+        if any(len({r.get(c, "") for r in rs}) > 1 for rs in members.values()):
+            averaged.append(c)
+    if "seed" in averaged and "repeat" in averaged:
+        averaged.remove("repeat")
+    if "problem" in averaged and warn is not None:
+        warn(f"{name}: the lines average runs of different problems "
+             f"({', '.join(sorted({r.get('problem', '') for r in kept}))}); use --where problem=NAME or "
+             "--facet problem")
+    runs_per_line = {k: len({r["run_id"] for r in rs}) for k, rs in members.items()}
+    fvals = sorted(panels, key=_sort_key)
+    ncols = min(len(fvals), 3)
+    nrows = math.ceil(len(fvals) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(6.4, 4.2 * ncols), 3.8 * nrows + 0.8),
+                             constrained_layout=True, squeeze=False, sharey=True)
+    groups = sorted({g for f in fvals for g in panels[f]}, key=_sort_key)
+    colour = {g: f"C{i % 10}" for i, g in enumerate(groups)}
+    for n_ax, f in enumerate(fvals):
+        ax = axes[n_ax // ncols][n_ax % ncols]
+        values = []
+        for g in sorted(panels[f], key=_sort_key):
+            by_x = panels[f][g]
+            xs = np.array(sorted(by_x))
+            mean = np.array([np.mean(by_x[v]) for v in xs])
+            std = np.array([np.std(by_x[v]) for v in xs])
+            ax.plot(xs, mean, color=colour[g], label=f"{group_by} = {g}" if group_by else "all runs")
+            ax.fill_between(xs, mean - std, mean + std, color=colour[g], alpha=0.2)
+            values.append(mean)
+        _finish_axis(ax, x, y, values)
+        if facet:
+            ax.set_title(f"{facet} = {f}")
+    for n_ax in range(len(fvals), nrows * ncols):
+        axes[n_ax // ncols][n_ax % ncols].set_visible(False)
+    lo, hi = min(runs_per_line.values()), max(runs_per_line.values())
+    count = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    if averaged:
+        what = f"mean over {count} runs per line, averaged over {', '.join(averaged)}; band: one standard deviation"
+    else:
+        what = f"{count} run per line" if hi == 1 else f"mean over {count} runs per line; band: one standard deviation"
+    if filters:
+        what = f"{', '.join(f'{k} = {v}' for k, v in filters)}: {what}"
+    fig.suptitle(what, fontsize=9)
+    legend_below(fig)
     return fig
+
+
+def _sort_key(v: str):
+    try:
+        return (0, float(v), v)
+    except ValueError:
+        return (1, 0.0, v)
 
 
 def rho_sorted(doc: dict[str, Any]):
@@ -207,7 +397,7 @@ def rho_sorted(doc: dict[str, Any]):
     ax.set_ylabel("success probability rho_i")
     ax.set_ylim(min(0.0, np.nanmin(l_) if l_.size else 0) - 0.02, 1.02)
     ax.set_title(f"{doc['problem']['name']} at {doc['point']}, tau = {doc['tau']}: SPB {doc['verdict']}")
-    ax.legend()
+    legend_below(fig)
     return fig
 
 
@@ -224,7 +414,7 @@ def speedup_predicted(doc: dict[str, Any]):
     ax.set_xlabel("batch size B")
     ax.set_ylabel("speedup over B = 1")
     ax.set_title(f"{doc['problem']['name']} at {doc['point']} ({doc['method_of_estimate']})")
-    ax.legend()
+    legend_below(fig)
     return fig
 
 
@@ -246,38 +436,76 @@ def speedup_measured(doc: dict[str, Any]):
     ax.set_xlabel("batch size B")
     ax.set_ylabel("speedup T_1 / T_B (iterations to target)")
     ax.set_title(f"target loss {doc['experiment']['target_loss']:g}")
-    ax.legend(ncol=2)
+    legend_below(fig)
     return fig
 
 
 def bound_overview(doc: dict[str, Any]):
-    """Left: each bound against K (matching bounds solid), the run's observations as markers at its K.
-    Right: ||g||_rho_M / ||g||_1 against M beside the exponential lower bound."""
+    """Left: each bound against K (bounds whose theorem matches the run solid, the others dotted); with an
+    overlay, the run's left-hand sides as it went (running mean, min or squared mean up to K), once per
+    distinct quantity, in the colour of a bound it is compared with (a cross at the end: a matching bound
+    exceeded). Right: ||g||_rho_M / ||g||_1 against M beside the exponential lower bound. One legend below."""
     plt = pyplot()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.6), constrained_layout=True)
+    drawn: dict[str, Any] = {}
+    colours: dict[str, str] = {}  # the quantity a matching bound bounds -> that bound's colour
+    first_colour: dict[str, str] = {}
+    curves: list[tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]] = []  # bounds with equal values: one line
     for r in doc["bounds"]:
-        line = a1.plot([v["K"] for v in r["values"]], [v["bound"] for v in r["values"]],
-                       "-" if r["matches_run"] else ":", label=r["label"] + (" *" if r["derived"] else ""))[0]
-        if r.get("observed") is not None and r["matches_run"]:
-            a1.plot([doc["overlay"]["iters_done"]], [r["observed"]], "x" if r["exceeded"] else "o",
-                    color=line.get_color(), markersize=8)
+        ks = np.array([v["K"] for v in r["values"]], dtype=float)
+        ys = np.array([np.nan if v["bound"] is None else v["bound"] for v in r["values"]], dtype=float)
+        ys[ys <= 0] = np.nan
+        same = next((c for c in curves if c[0].shape == ks.shape and np.array_equal(c[0], ks)
+                     and np.allclose(c[1], ys, rtol=1e-12, equal_nan=True)), None)
+        if same is None:
+            curves.append((ks, ys, [r]))
+        else:
+            same[2].append(r)
+    for ks, ys, rs in curves:
+        matches = any(r["matches_run"] for r in rs)
+        label = " = ".join(r["label"] + (" *" if r["derived"] else "") for r in rs)
+        line = a1.plot(ks, ys, "-" if matches else ":", label=label)[0]
+        for r in rs:
+            if r["matches_run"]:
+                colours.setdefault(r["lhs"], line.get_color())
+            first_colour.setdefault(r["lhs"], line.get_color())
+    overlay = "overlay" in doc
+    for r in doc["bounds"]:
+        if not overlay or r.get("observed") is None or r["lhs"] in drawn or (colours and r["lhs"] not in colours):
+            continue  # the run's quantities that a matching bound bounds; all of them when none matches
+        colour = colours.get(r["lhs"]) or first_colour[r["lhs"]]
+        exceeded = any(b.get("exceeded") and b["lhs"] == r["lhs"] for b in doc["bounds"])
+        run = r.get("observed_running") or [{"K": doc["overlay"]["iters_done"], "value": r["observed"]}]
+        ks = np.array([p["K"] for p in run], dtype=float)
+        vs = np.array([np.nan if p["value"] is None else p["value"] for p in run], dtype=float)
+        vs[vs <= 0] = np.nan
+        twin = next((line for line in drawn.values() if np.array_equal(line.get_xdata(), ks)
+                     and np.allclose(line.get_ydata(), vs, rtol=1e-12, equal_nan=True)), None)
+        if twin is not None:  # e.g. rho and rho_M with M = 1: one curve, both names
+            twin.set_label(f"{twin.get_label()} = {r['lhs']}")
+            drawn[r["lhs"]] = twin
+            continue
+        drawn[r["lhs"]] = a1.plot(ks, vs, "-", color=colour, linewidth=2.2, alpha=0.8,
+                                  label=f"this run: {r['lhs']}" + ("" if colours else " (no bound matches the run)"))[0]
+        a1.plot(ks[-1:], vs[-1:], "x" if exceeded else "o", color=colour, markersize=8)
     a1.set_xscale("log")
     a1.set_yscale("log")
     a1.set_xlabel("iterations K")
     a1.set_ylabel("bound on its left-hand side")
-    a1.set_title("bounds (solid: match the run; markers: observed)")
-    a1.legend(fontsize=6)
+    a1.set_title("bounds: solid match the run, dotted do not" + ("; thick: the run so far" if drawn else ""))
     mt = doc["majority_table"]["rows"]
     M = [r["M"] for r in mt]
     a2.plot(M, [np.nan if r["ratio"] is None else r["ratio"] for r in mt], drawstyle="steps-post", marker=".",
-            label="||g||_rho_M / ||g||_1")
+            label="||g||_rho_M / ||g||_1 against M")
     a2.plot(M, [np.nan if r["lower_bound"] is None else r["lower_bound"] for r in mt], "--",
-            label="1 - exp(-(2 rho - 1)^2 l)")
+            label="lower bound 1 - exp(-(2 rho - 1)^2 l)")
     a2.set_xlabel("workers M")
     a2.set_ylabel("noise reduction")
     a2.set_ylim(0, 1.02)
     a2.set_title("majority vote: 2l - 1 and 2l workers are equal")
-    a2.legend()
+    fig.suptitle(f"{doc['problem']['name']} (d = {doc['problem']['dim']})" + ("" if not overlay else
+                 f", run of {doc['overlay']['iters_done']} iterations ({doc['overlay']['status']})"), fontsize=10)
+    legend_below(fig)
     return fig
 
 
