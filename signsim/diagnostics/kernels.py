@@ -120,3 +120,57 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
         out[0] += acc[c, 0]
         out[1] += acc[c, 1]
     return out
+
+
+@njit(cache=True)
+def group_sign_moments(code, x, pf, pi, A, b, rows):
+    """Over the training rows ``rows`` (one worker's group): per coordinate the number of per-sample gradients
+    that are > 0 and that are exactly 0, and their sum and sum of squares (docs/theory.md §1)."""
+    d = x.shape[0]
+    pos, zero, s1, s2 = np.zeros(d), np.zeros(d), np.zeros(d), np.zeros(d)
+    buf = np.empty(d)
+    for t in range(rows.shape[0]):
+        problem_sample_grad(code, x, pf, pi, A, b, rows[t], buf)
+        for i in range(d):
+            v = buf[i]
+            if v > 0.0:
+                pos[i] += 1.0
+            elif v == 0.0:
+                zero[i] += 1.0
+            s1[i] += v
+            s2[i] += v * v
+    return pos, zero, s1, s2
+
+
+@njit(cache=True, parallel=True)
+def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, gens, S):
+    """For each worker w < W, S independent minibatch gradients from worker w's own oracle (its shard, its
+    split-batch draw, its local objective), split into len(gens) fixed chunks with their own generators and
+    summed in chunk order (thread-count independent). Returns W x d arrays: the number of draws > 0 and
+    exactly 0, and the sum and sum of squares of the draws."""
+    d = x.shape[0]
+    C = len(gens)
+    pos, zero = np.zeros((C, W, d)), np.zeros((C, W, d))
+    s1, s2 = np.zeros((C, W, d)), np.zeros((C, W, d))
+    for c in prange(C):
+        gen = gens[np.int64(c)]
+        buf = np.empty(d)
+        for w in range(W):
+            for _ in range(c * S // C, (c + 1) * S // C):
+                problem_oracle(code, x, w, gen, tau, pf, pi, A, b, ptr, idx, buf)
+                add_noise(ncode, nparams, gen, tau, buf)
+                for i in range(d):
+                    v = buf[i]
+                    if v > 0.0:
+                        pos[c, w, i] += 1.0
+                    elif v == 0.0:
+                        zero[c, w, i] += 1.0
+                    s1[c, w, i] += v
+                    s2[c, w, i] += v * v
+    out = np.zeros((4, W, d))
+    for c in range(C):
+        out[0] += pos[c]
+        out[1] += zero[c]
+        out[2] += s1[c]
+        out[3] += s2[c]
+    return out[0], out[1], out[2], out[3]
