@@ -161,7 +161,10 @@ def finite_sum_laws(problem: ProblemInstance, x: np.ndarray, samp: Sampling, tau
         if samp.scheme == "shard" and split.groups != samp.worker_class.size:
             raise InputError(f"--workers {samp.worker_class.size}: the split has {split.groups} shards")
         mean, single, mini = mu, var, var / tau
-    law = Law(plus, zero, np.maximum(1.0 - plus - zero, 0.0))
+    minus = np.array([(n - p - z) / n for (p, z, _, _), n in zip(groups, sizes, strict=True)])
+    if samp.scheme == "split-batch":
+        minus = minus.mean(axis=0, keepdims=True)
+    law = Law(plus, zero, minus)
     return law, mean, np.sqrt(single + noise_var), np.sqrt(mini + noise_var / tau)
 
 
@@ -234,10 +237,15 @@ def summarize(laws: WorkerLaws, sign_zero: str, confidence: float, interval_kind
     p_agree, p_disagree = _average(w, a_raw), _average(w, d_raw)
     p_zero = np.where(nz, _average(w, laws.raw.zero), np.nan)
     agree, disagree = _average(w, a_msg), _average(w, d_msg)
+    # agree - disagree without the rounding of adding the same zero mass to both sides
+    margin = p_agree - p_disagree
+    if sign_zero == "plus":
+        margin = margin + np.where(g > 0, 1.0, -1.0) * _average(w, laws.raw.zero)
     sigma = np.sqrt(_average(w, laws.sigma**2))
     sigma_mini = np.sqrt(_average(w, laws.sigma_minibatch**2))
     common = dict(p_agree=p_agree, p_disagree=p_disagree, p_zero=p_zero, agree=agree, disagree=disagree,
-                  sign_zero=sign_zero, sigma_minibatch=sigma_mini, laws=laws)
+                  sign_zero=sign_zero, sigma_minibatch=sigma_mini, laws=laws,
+                  exact_margin=np.where(nz, margin, np.nan))
     if laws.method != "monte-carlo":
         return Estimate(laws.method, g, agree, agree.copy(), agree.copy(), sigma, laws.tau, **common)
     # pooled counts over the distinct oracles (each drawn S times): the average worker, stratified

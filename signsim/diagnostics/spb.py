@@ -47,10 +47,13 @@ class Estimate:
     #: Monte Carlo: bounds on agree - disagree per coordinate (from the two intervals)
     margin_low: np.ndarray | None = None
     margin_high: np.ndarray | None = None
+    exact_margin: np.ndarray | None = None
 
     @property
     def margin(self) -> np.ndarray:
         """P(message agrees) - P(message disagrees) per coordinate: E[sign g_i * message_i]."""
+        if self.exact_margin is not None:
+            return self.exact_margin
         if self.agree is None:
             return 2 * self.rho - 1
         return self.agree - self.disagree
