@@ -93,26 +93,26 @@ def diversity_sums(code, x, pf, pi, A, b, rows, lo, hi):
 
 @njit(cache=True, parallel=True)
 def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, workers, gens, R):
-    """R independent pairs: a minibatch of ``big`` samples whose first ``small`` form the small batch
-    (drawn as two minibatches of small and big - small samples). Returns the sums over the pairs of
-    |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent). Pair r uses worker r mod M."""
+    """R independent pairs: a minibatch of ``small`` and an independent minibatch of ``big`` samples, each one
+    call of the worker's own oracle (so a split-batch worker picks one label group per minibatch, as in a run).
+    Returns the sums over the pairs of |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent).
+    Pair r uses worker r mod M."""
     d = x.shape[0]
     C = len(gens)
     acc = np.zeros((C, 2))
     for c in prange(C):
         gen = gens[np.int64(c)]
-        gs, gr = np.empty(d), np.empty(d)
+        gs, gb = np.empty(d), np.empty(d)
         for r in range(c * R // C, (c + 1) * R // C):
             problem_oracle(code, x, r % workers, gen, small, pf, pi, A, b, ptr, idx, gs)
             add_noise(ncode, nparams, gen, small, gs)
-            problem_oracle(code, x, r % workers, gen, big - small, pf, pi, A, b, ptr, idx, gr)
-            add_noise(ncode, nparams, gen, big - small, gr)
+            problem_oracle(code, x, r % workers, gen, big, pf, pi, A, b, ptr, idx, gb)
+            add_noise(ncode, nparams, gen, big, gb)
             s_small = 0.0
             s_big = 0.0
             for i in range(d):
-                gb = (small * gs[i] + (big - small) * gr[i]) / big
                 s_small += gs[i] * gs[i]
-                s_big += gb * gb
+                s_big += gb[i] * gb[i]
             acc[c, 0] += s_small
             acc[c, 1] += s_big
     out = np.zeros(2)
