@@ -349,3 +349,27 @@ def test_track_spb_follows_the_workers(cli):
                 "0.5", "--json").json()["tracks"]["spb"]
     assert track[0]["rho_M_norm"] == pytest.approx(-8 / 3) and track[0]["sampling"] == "local"
     assert math.isfinite(track[-1]["rho_norm"])
+
+
+@pytest.mark.parametrize("options", [
+    dict(problem="logistic", split="split-batch", noise="gaussian:0.3", batch_size=3),
+    dict(problem="logistic", split="sorted", workers=3, noise="laplace:0.2", batch_size=2),
+    dict(problem="vote-trap", noise="uniform:1", workers=3),
+    dict(problem="rosenbrock", dim=4, oracle="term", noise="none", batch_size=2),
+])
+def test_monte_carlo_kernel_equals_its_numpy_reference(options):
+    from signsim.diagnostics.estimators import monte_carlo_worker_counts_ref, sampling
+    from signsim.diagnostics.kernels import monte_carlo_worker_counts
+    from signsim.seeding import diagnostic_streams
+
+    cfg, p, model, params = setup(**options)
+    x = np.ascontiguousarray(p.x0 + 0.05, dtype=np.float64)
+    W = sampling(p, cfg.workers).distinct
+    from numba.typed import List
+
+    got = monte_carlo_worker_counts(p.code, x, p.pf, p.pi, p.A, p.b, p.ptr, p.idx, model.code,
+                                    np.asarray(params, dtype=np.float64), cfg.batch_size, W,
+                                    List(diagnostic_streams(5, 4)), 37)
+    ref = monte_carlo_worker_counts_ref(p, model, params, x, cfg.batch_size, W, diagnostic_streams(5, 4), 37)
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

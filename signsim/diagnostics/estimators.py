@@ -301,3 +301,26 @@ def per_worker(laws: WorkerLaws, sign_zero: str, byzantine: int = 0) -> list[dic
                      "rho_norm": float(np.sum(margin[nz] * np.abs(g[nz]))),
                      "bias": bias, "relative_bias": bias / gn if gn > 0 else None})
     return rows
+
+
+def monte_carlo_worker_counts_ref(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, x: np.ndarray,
+                                  tau: int, W: int, gens: list, S: int):
+    """NumPy reference of ``kernels.monte_carlo_worker_counts``: the same draws from the same generators, in the
+    same order (chunk, worker, sample), through the problem's and the noise model's NumPy references."""
+    d = x.shape[0]
+    C = len(gens)
+    pos, zero, s1, s2 = (np.zeros((W, d)) for _ in range(4))
+    for c in range(C):
+        gen = gens[c]
+        for w in range(W):
+            for _ in range(c * S // C, (c + 1) * S // C):
+                v = np.array(problem.oracle_ref(x, w, gen, tau), dtype=np.float64)
+                if noise.name == "gaussian":
+                    v = v + float(nparams[0]) / np.sqrt(tau) * gen.standard_normal(d)
+                elif noise.name != "none":
+                    v = v + noise.sample(gen, (d, tau), nparams).mean(axis=1)
+                pos[w] += v > 0
+                zero[w] += v == 0
+                s1[w] += v
+                s2[w] += v * v
+    return pos, zero, s1, s2
