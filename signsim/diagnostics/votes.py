@@ -87,18 +87,17 @@ def sum_law_kernel(plus, zero, minus):
         for m in range(M):
             p, z, q = plus[m, i], zero[m, i], minus[m, i]
             lo, hi = M - m, M + m  # the support so far
-            for s in range(lo - 1, hi + 2):
-                nxt[s] = 0.0
-            for s in range(lo, hi + 1):
-                c = cur[s]
-                if c != 0.0:
-                    nxt[s + 1] += p * c
-                    nxt[s] += z * c
-                    nxt[s - 1] += q * c
-            for s in range(lo - 1, hi + 2):
-                cur[s] = nxt[s]
-        for s in range(2 * M + 1):
-            out[i, s] = cur[s]
+            nxt[lo - 1] = q * cur[lo]
+            nxt[hi + 1] = p * cur[hi]
+            if m > 0:
+                nxt[lo] = z * cur[lo] + q * cur[lo + 1]
+                nxt[hi] = z * cur[hi] + p * cur[hi - 1]
+            else:
+                nxt[lo] = z * cur[lo]
+            for s in range(lo + 1, hi):
+                nxt[s] = p * cur[s - 1] + z * cur[s] + q * cur[s + 1]
+            cur, nxt = nxt, cur
+        out[i, :] = cur
     return out
 
 
