@@ -351,7 +351,9 @@ def test_track_spb_follows_the_workers(cli):
     track = cli("run", "--problem", "vote-trap", "--method", "signsgd", "--iters", "4", "--track-spb", "2", "--x0",
                 "0.5", "--json").json()["tracks"]["spb"]
     assert track[0]["rho_M_norm"] == pytest.approx(-8 / 3) and track[0]["sampling"] == "local"
-    assert math.isfinite(track[-1]["rho_norm"])
+    assert track[0]["workers_rho_norm"] == pytest.approx([-8 / 3, -8 / 3, 8 / 3])  # signs (-, -, +), g = 8/3
+    assert track[0]["workers_rho_min"] == [0.0, 0.0, 1.0]
+    assert all(math.isfinite(t["rho_norm"]) for t in track)
 
 
 @pytest.mark.parametrize("options", [

@@ -46,10 +46,21 @@ def spb_tracker(problem, model, params, cfg: RunConfig, sink: list):
                      "rho_norm": spb.inner_product(est.grad, est.margin),
                      "rho_M_norm": vote_quantities(est, cfg)["rho_M_norm"],
                      "sampling": est.laws.sampling.scheme,
+                     **per_worker_track(est, cfg),
                      "l1_norm": float(np.abs(est.grad).sum()),
                      "l2_norm": float(np.linalg.norm(est.grad)), "verdict": ver.verdict})
 
     return track
+
+
+def per_worker_track(est, cfg: RunConfig) -> dict:
+    """Workers that differ: each worker's min rho_i and E<g, sign g_hat_m> at the tracked point."""
+    if est.laws.sampling.distinct == 1:
+        return {}
+    from signsim.diagnostics.estimators import per_worker
+
+    rows = per_worker(est.laws, cfg.sign_zero, cfg.byzantine)
+    return {"workers_rho_min": [r["rho_min"] for r in rows], "workers_rho_norm": [r["rho_norm"] for r in rows]}
 
 
 #: batch pairs per tracked point for the two-batch estimator

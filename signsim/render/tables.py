@@ -119,6 +119,8 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
         summary.add_row(label, value)
     summary.add_row("verdict", f"[bold {colour}]{doc['verdict']}[/]")
     out: list[Any] = [summary]
+    if doc.get("vote_note"):
+        out.append(f"E<g, vote>: not computed: {doc['vote_note']}")
     if not doc.get("l12_is_bound", True):
         out.append(f"l^{{1,2}}: not a bound on ||g||_rho here: {doc['l12_note']}")
     if "per_worker" in doc:
