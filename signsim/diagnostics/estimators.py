@@ -12,8 +12,10 @@ worker actually uses (docs/theory.md §1; docs/theory-heterogeneous.md), chosen 
 
 The sampling scheme decides how many distinct laws there are: one when every worker draws from the same
 distribution (``shared``, ``split-batch``, homogeneous synthetic problems), one per worker otherwise (shards,
-partitioned objectives). For finite sums the single-sample standard deviation sigma and the minibatch's are
-always computed exactly from the data (each worker's group, the split-batch mixture), plus the noise's.
+partitioned objectives). sigma is the single-sample standard deviation of a worker's oracle: exact for the
+``exact`` estimator and, under split-batch sampling, for every estimator (one pass over the data: a minibatch
+shares one group, so its variance is not sigma^2 / tau); otherwise tau times the Monte Carlo variance of the
+minibatch gradient, whose samples are independent.
 """
 
 from __future__ import annotations
@@ -189,7 +191,9 @@ def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray
     samp = sampling(problem, workers)
     nvar = noise_variance(noise, nparams)
     exact_moments = None
-    if problem.finite_sum is not None:
+    if method == "exact" or (problem.finite_sum is not None and samp.scheme == "split-batch"):
+        # split-batch: Monte Carlo minibatches cannot give the single-sample sigma (the group is shared by the
+        # whole minibatch), so the moments come from one pass over the data
         exact_moments = finite_sum_laws(problem, x, samp, tau, nvar)
     if method == "exact":
         law, mean, sigma, mini = exact_moments
@@ -215,7 +219,7 @@ def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray
     law = Law(pos / samples, zero / samples, (samples - pos - zero) / samples)
     if exact_moments is not None:
         _, mean, sigma, mini = exact_moments
-    else:  # synthetic oracles draw the tau samples of a minibatch independently
+    else:  # shared, shard and synthetic oracles draw the tau samples of a minibatch independently
         mean = s1 / samples
         var = np.maximum(s2 / samples - mean**2, 0.0) * samples / max(samples - 1, 1)
         sigma, mini = np.sqrt(var * tau), np.sqrt(var)

@@ -60,24 +60,35 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
     return out
 
 
-@njit(cache=True)
+#: fixed number of row chunks in ``group_sign_moments`` (sums in chunk order: thread-count independent)
+ROW_CHUNKS = 16
+
+
+@njit(cache=True, parallel=True)
 def group_sign_moments(code, x, pf, pi, A, b, rows):
     """Over the training rows ``rows`` (one worker's group): per coordinate the number of per-sample gradients
-    that are > 0 and that are exactly 0, and their sum and sum of squares (docs/theory.md §1)."""
+    that are > 0 and that are exactly 0, and their sum and sum of squares (docs/theory.md §1). Rows are
+    split into ROW_CHUNKS fixed chunks, summed in chunk order."""
     d = x.shape[0]
-    pos, zero, s1, s2 = np.zeros(d), np.zeros(d), np.zeros(d), np.zeros(d)
-    buf = np.empty(d)
-    for t in range(rows.shape[0]):
-        problem_sample_grad(code, x, pf, pi, A, b, rows[t], buf)
-        for i in range(d):
-            v = buf[i]
-            if v > 0.0:
-                pos[i] += 1.0
-            elif v == 0.0:
-                zero[i] += 1.0
-            s1[i] += v
-            s2[i] += v * v
-    return pos, zero, s1, s2
+    n = rows.shape[0]
+    acc = np.zeros((ROW_CHUNKS, 4, d))
+    for c in prange(ROW_CHUNKS):
+        buf = np.empty(d)
+        a = acc[c]
+        for t in range(c * n // ROW_CHUNKS, (c + 1) * n // ROW_CHUNKS):
+            problem_sample_grad(code, x, pf, pi, A, b, rows[t], buf)
+            for i in range(d):
+                v = buf[i]
+                a[0, i] += 1.0 if v > 0.0 else 0.0
+                a[1, i] += 1.0 if v == 0.0 else 0.0
+                a[2, i] += v
+                a[3, i] += v * v
+    out = np.zeros((4, d))
+    for c in range(ROW_CHUNKS):
+        for k in range(4):
+            for i in range(d):
+                out[k, i] += acc[c, k, i]
+    return out[0], out[1], out[2], out[3]
 
 
 @njit(cache=True, parallel=True)
@@ -105,10 +116,12 @@ def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, t
                         zero[c, w, i] += 1.0
                     s1[c, w, i] += v
                     s2[c, w, i] += v * v
-    out = np.zeros((4, W, d))
-    for c in range(C):
-        out[0] += pos[c]
-        out[1] += zero[c]
-        out[2] += s1[c]
-        out[3] += s2[c]
-    return out[0], out[1], out[2], out[3]
+    o_pos, o_zero, o_s1, o_s2 = np.zeros((W, d)), np.zeros((W, d)), np.zeros((W, d)), np.zeros((W, d))
+    for c in range(C):  # explicit loops: an array expression here would be one more parallel region
+        for w in range(W):
+            for i in range(d):
+                o_pos[w, i] += pos[c, w, i]
+                o_zero[w, i] += zero[c, w, i]
+                o_s1[w, i] += s1[c, w, i]
+                o_s2[w, i] += s2[c, w, i]
+    return o_pos, o_zero, o_s1, o_s2
