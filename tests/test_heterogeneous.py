@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy.special import betainc
 
 from signsim import config, noise, problems
@@ -378,3 +380,38 @@ def test_monte_carlo_kernel_equals_its_numpy_reference(options):
     ref = monte_carlo_worker_counts_ref(p, model, params, x, cfg.batch_size, W, diagnostic_streams(5, 4), 37)
     for a, b in zip(got, ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@given(st.integers(1, 40), st.integers(1, 6), st.integers(0, 2**32 - 1), st.booleans())
+def test_vote_kernel_equals_its_numpy_reference(M, d, seed, with_zeros):
+    rng = np.random.default_rng(seed)
+    raw = rng.dirichlet(np.ones(3), size=(M, d))
+    if not with_zeros:
+        raw[..., 1] = 0.0
+        raw /= raw.sum(axis=-1, keepdims=True)
+    law = Law(raw[..., 0].copy(), raw[..., 1].copy(), raw[..., 2].copy())
+    dist = votes.sum_law_kernel(law.plus, law.zero, law.minus)
+    np.testing.assert_allclose(dist, votes.sum_law_ref(law), atol=1e-13)
+    np.testing.assert_allclose(dist.sum(axis=1), 1.0, atol=1e-12)
+    # E[sum] = sum_m (p+ - p-): the law's first moment
+    np.testing.assert_allclose(dist @ np.arange(-M, M + 1), (law.plus - law.minus).sum(axis=0), atol=1e-10)
+
+
+def test_bound_majority_table_identical_and_differing_workers():
+    from signsim.commands.bound import BoundOptions, bound
+    from signsim.diagnostics import spb
+
+    cfg = config.resolve(dict(problem="quadratic", dim=6, kappa=5.0, noise="gaussian:2", method="signsgd"))
+    doc = bound(cfg, BoundOptions())
+    mt = doc["majority_table"]
+    assert not mt["workers_differ"] and len(mt["rows"]) == 64
+    from scipy.stats import norm
+
+    p = problems.build(cfg)
+    g = p.L * p.x0
+    rho = norm.cdf(np.abs(g) / 2)
+    for r in mt["rows"]:
+        assert r["ratio"] == pytest.approx(spb.rho_M_norm(g, rho, r["M"]) / np.abs(g).sum(), rel=1e-10)
+    trap = bound(config.resolve(dict(problem="vote-trap", x0=0.5, method="signsgd")), BoundOptions())
+    rows = trap["majority_table"]["rows"]
+    assert trap["majority_table"]["workers_differ"] and len(rows) == 1 and rows[0]["ratio"] == pytest.approx(-1.0)
