@@ -198,7 +198,8 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
             (f"largest B with B <= {doc['delta']:g} B_S + 1", fmt(doc["largest_batch"]))]
     if "between_workers" in doc:
         bw = doc["between_workers"]
-        rows.append((f"between the {bw['groups']} workers' mean gradients: B", fmt(bw["B"])))
+        who = "label groups'" if doc.get("sampling", {}).get("scheme") == "split-batch" else "workers'"
+        rows.append((f"between the {bw['groups']} {who} mean gradients: B", fmt(bw["B"])))
     h = doc.get("heterogeneity")
     if h is not None:
         rows.append(("sampling", doc["sampling"]["scheme"]))
@@ -220,8 +221,11 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
     out = [t, sp]
     if "workers" in doc:
         w = Table(title="per worker", header_style="bold", title_justify="left")
-        bias = (doc.get("heterogeneity") or {}).get("bias")
-        for col in ("worker", "n", "Delta_S", "B_S") + (("||E g_hat_m - g||",) if bias is not None else ()):
+        groups = doc.get("sampling", {}).get("scheme") == "split-batch"  # the rows are label groups, not workers
+        w.title = "per label group (split-batch)" if groups else w.title
+        bias = None if groups else (doc.get("heterogeneity") or {}).get("bias")
+        for col in ("group" if groups else "worker", "n", "Delta_S", "B_S") + \
+                (("||E g_hat_m - g||",) if bias is not None else ()):
             w.add_column(col, justify="right")
         for r in doc["workers"]:
             extra = (fmt(float(bias[r["worker"]])),) if bias is not None else ()
