@@ -95,33 +95,38 @@ def group_sign_moments(code, x, pf, pi, A, b, rows):
 def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, gens, S):
     """For each worker w < W, S independent minibatch gradients from worker w's own oracle (its shard, its
     split-batch draw, its local objective), split into len(gens) fixed chunks with their own generators and
-    summed in chunk order (thread-count independent). Returns W x d arrays: the number of draws > 0 and
-    exactly 0, and the sum and sum of squares of the draws."""
+    summed in chunk order (thread-count independent); chunk c draws worker 0's samples, then worker 1's, ...
+    from generator c. Returns W x d arrays: the number of draws > 0 and exactly 0, and the sum and sum of
+    squares of the draws. Memory: O(len(gens) d) besides the result, whatever W."""
     d = x.shape[0]
     C = len(gens)
-    pos, zero = np.zeros((C, W, d)), np.zeros((C, W, d))
-    s1, s2 = np.zeros((C, W, d)), np.zeros((C, W, d))
-    for c in prange(C):
-        gen = gens[np.int64(c)]
-        buf = np.empty(d)
-        for w in range(W):
+    o_pos, o_zero, o_s1, o_s2 = np.zeros((W, d)), np.zeros((W, d)), np.zeros((W, d)), np.zeros((W, d))
+    pos, zero = np.empty((C, d)), np.empty((C, d))
+    s1, s2 = np.empty((C, d)), np.empty((C, d))
+    for w in range(W):
+        for c in prange(C):
+            gen = gens[np.int64(c)]
+            buf = np.empty(d)
+            for i in range(d):
+                pos[c, i] = 0.0
+                zero[c, i] = 0.0
+                s1[c, i] = 0.0
+                s2[c, i] = 0.0
             for _ in range(c * S // C, (c + 1) * S // C):
                 problem_oracle(code, x, w, gen, tau, pf, pi, A, b, ptr, idx, buf)
                 add_noise(ncode, nparams, gen, tau, buf)
                 for i in range(d):
                     v = buf[i]
                     if v > 0.0:
-                        pos[c, w, i] += 1.0
+                        pos[c, i] += 1.0
                     elif v == 0.0:
-                        zero[c, w, i] += 1.0
-                    s1[c, w, i] += v
-                    s2[c, w, i] += v * v
-    o_pos, o_zero, o_s1, o_s2 = np.zeros((W, d)), np.zeros((W, d)), np.zeros((W, d)), np.zeros((W, d))
-    for c in range(C):  # explicit loops: an array expression here would be one more parallel region
-        for w in range(W):
+                        zero[c, i] += 1.0
+                    s1[c, i] += v
+                    s2[c, i] += v * v
+        for c in range(C):  # explicit loops: an array expression here would be one more parallel region
             for i in range(d):
-                o_pos[w, i] += pos[c, w, i]
-                o_zero[w, i] += zero[c, w, i]
-                o_s1[w, i] += s1[c, w, i]
-                o_s2[w, i] += s2[c, w, i]
+                o_pos[w, i] += pos[c, i]
+                o_zero[w, i] += zero[c, i]
+                o_s1[w, i] += s1[c, i]
+                o_s2[w, i] += s2[c, i]
     return o_pos, o_zero, o_s1, o_s2
