@@ -105,6 +105,8 @@ def observation(spec: BoundSpec, doc: dict[str, Any]) -> tuple[float | None, str
         if not track:
             return None, "run it with --track-spb 1 to observe rho-norms"
         key = "rho_norm" if spec.observe == "rho" else "rho_M_norm"
+        if any(t.get(key) is None for t in track):
+            return None, f"{key} was not computed along the run"
         vals = np.array([t[key] for t in track], dtype=float)
         every = track[1]["iter"] - track[0]["iter"] if len(track) > 1 else 1
         where = f"over {len(vals)} tracked iterations" + ("" if every == 1 else f" (every {every}: approximate)")
@@ -151,22 +153,39 @@ def running(spec: BoundSpec, doc: dict[str, Any]) -> list[dict[str, float]]:
 
 
 def majority_table(problem, model, params, x, cfg: RunConfig) -> dict[str, Any]:
-    from signsim.diagnostics import spb
-    from signsim.diagnostics.estimators import choose, estimate
+    """||g||_rho_M / ||g||_1 = E<g, vote> / ||g||_1 from the law of the vote (docs/theory-heterogeneous.md).
+
+    Identical workers: the vote of M copies of the one message law, M = 1..MAJORITY_TABLE_M (the incomplete-
+    beta formula when no message is 0). Workers that differ (shards, local objectives, Byzantine workers): one
+    row, the configured M, from each worker's own law (another M would be another split)."""
+    from signsim.diagnostics.estimators import choose, estimate, vote
+    from signsim.diagnostics.votes import Law, message_law, vote_inner_product, vote_law
 
     method = choose(problem, model, cfg.batch_size, "auto")
     est = estimate(problem, model, params, x, cfg.batch_size, method, 2000, 0.95, "wilson", cfg.sign_zero,
                    cfg.seed, cfg.workers)
-    g, rho = est.grad, est.rho
+    laws, g, rho = est.laws, est.grad, est.rho
     l1 = float(np.abs(g).sum())
     nz = g != 0
     rmin = float(np.min(rho[nz])) if nz.any() else None
+    differ = laws.sampling.distinct > 1 or cfg.byzantine > 0
+    msg = message_law(laws.raw, cfg.sign_zero)
+    zeros = bool(np.any(msg.zero[:, nz] > 0))
     rows = []
-    for M in range(1, MAJORITY_TABLE_M + 1):
-        l = (M + 1) // 2
-        lower = 1 - math.exp(-((2 * rmin - 1) ** 2) * l) if rmin is not None and rmin > 0.5 else None
-        rows.append({"M": M, "ratio": spb.rho_M_norm(g, rho, M) / l1 if l1 > 0 else None, "lower_bound": lower})
-    return {"method_of_estimate": method, "rho_min": rmin, "rows": rows}
+    if differ:
+        v = vote(laws, cfg.sign_zero, cfg.tie, cfg.byzantine, cfg.attack)
+        ratio = vote_inner_product(g, v) / l1 if v is not None and l1 > 0 else None
+        rows.append({"M": cfg.workers, "ratio": ratio, "lower_bound": None})
+    else:
+        for M in range(1, MAJORITY_TABLE_M + 1):
+            copies = Law(*(np.repeat(a, M, axis=0) for a in (msg.plus, msg.zero, msg.minus)))
+            ratio = vote_inner_product(g, vote_law(copies, cfg.tie)) / l1 if l1 > 0 else None
+            l = (M + 1) // 2
+            lower = 1 - math.exp(-((2 * rmin - 1) ** 2) * l) if rmin is not None and rmin > 0.5 and not zeros \
+                else None
+            rows.append({"M": M, "ratio": ratio, "lower_bound": lower})
+    return {"method_of_estimate": method, "sampling": laws.sampling.scheme, "workers_differ": differ,
+            "rho_min": rmin, "rows": rows}
 
 
 def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -53,12 +53,43 @@ def spb_quantities(problem, model, params, x, cfg: RunConfig, o: SpbOptions, met
     return est, ver
 
 
+def l12_assumptions(problem, model) -> str | None:
+    """Why the l^{1,2} quantity is not a lower bound on ||g||_rho here, or None when its assumptions hold
+    (an unbiased oracle whose noise is unimodal and symmetric: an exact gradient plus such noise)."""
+    if not problem.exact_oracle or problem.heterogeneous:
+        return "the oracle's noise is not known to be unimodal and symmetric (and unbiased for every worker)"
+    if not model.unimodal_symmetric:
+        return f"{model.name} noise is not unimodal and symmetric"
+    return None
+
+
+def vote_quantities(est, cfg: RunConfig) -> dict[str, Any]:
+    """E<g, vote> of the configured M workers from each worker's own law (Poisson-binomial), ties by --tie."""
+    from signsim.diagnostics import spb
+    from signsim.diagnostics.estimators import vote
+
+    v = vote(est.laws, cfg.sign_zero, cfg.tie, cfg.byzantine, cfg.attack)
+    if v is None:
+        return {"rho_M_norm": None, "vote_note": f"the vote's law under --attack {cfg.attack} is not modelled"}
+    g = est.grad
+    s = np.sign(g)
+    agree = np.where(s > 0, v.plus, np.where(s < 0, v.minus, np.nan))
+    disagree = np.where(s > 0, v.minus, np.where(s < 0, v.plus, np.nan))
+    return {"rho_M_norm": spb.inner_product(g, agree - disagree), "vote_agree": agree,
+            "vote_disagree": disagree, "vote_tie": np.where(g != 0, v.tie, np.nan)}
+
+
+#: the per-worker success probabilities go into the JSON when M x d is at most this
+MAX_WORKER_MATRIX = 200_000
+
+
 def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
     from signsim import noise, problems
     from signsim.commands.run import problem_info
     from signsim.diagnostics import spb
-    from signsim.diagnostics.estimators import choose
+    from signsim.diagnostics.estimators import choose, per_worker
     from signsim.diagnostics.point import resolve_point
+    from signsim.diagnostics.votes import agree_disagree, message_law
 
     problem = problems.build(cfg)
     model, params = noise.parse(cfg.noise or "none")
@@ -68,9 +99,12 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
     g, rho = est.grad, est.rho
     nz = g != 0
     tested = ver.status[nz]
-    cond = spb.sufficient_conditions(g, est.sigma, cfg.batch_size, model.unimodal_symmetric
-                                     if problem.exact_oracle else None)
-    worst = np.argsort(np.where(nz, rho, np.inf), kind="stable")[: min(o.top, int(nz.sum()))]
+    not_bound = l12_assumptions(problem, model)
+    cond = spb.sufficient_conditions(g, est.sigma, cfg.batch_size, not_bound is None)
+    worst = np.argsort(np.where(nz, est.margin, np.inf), kind="stable")[: min(o.top, int(nz.sum()))]
+    laws = est.laws
+    margin_low = est.margin_low if est.margin_low is not None else np.where(nz, 2 * est.rho_low - 1, 0.0)
+    margin_high = est.margin_high if est.margin_high is not None else np.where(nz, 2 * est.rho_high - 1, 0.0)
     doc: dict[str, Any] = {
         "signsim_version": __version__,
         "command": "check-spb",
@@ -79,8 +113,12 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
         "problem": problem_info(problem),
         "point": where,
         "method_of_estimate": method,
+        "sampling": {"scheme": laws.sampling.scheme, "description": laws.sampling.description,
+                     "distinct_oracles": laws.sampling.distinct},
+        "sign_zero": cfg.sign_zero,
         "tau": cfg.batch_size,
         "samples": est.samples,
+        "samples_per_oracle": laws.samples,
         "dim": problem.dim,
         "zero_coordinates": int((~nz).sum()),
         "n_holds": int(np.sum(tested == "holds")),
@@ -89,22 +127,36 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
         "verdict": ver.verdict,
         "rho_min": float(np.min(rho[nz])) if nz.any() else None,
         "rho": rho, "rho_low": est.rho_low, "rho_high": est.rho_high, "grad": g, "sigma": est.sigma,
+        "sigma_minibatch": est.sigma_minibatch,
+        "p_agree": est.p_agree, "p_disagree": est.p_disagree, "p_zero": est.p_zero,
+        "message_disagree": est.disagree,
+        "n_with_zeros": int(np.sum(np.nan_to_num(est.p_zero[nz]) > 0)),
         "status": ver.status.tolist(),
-        "rho_norm": spb.rho_norm(g, rho),
-        "rho_norm_low": spb.rho_norm(g, np.where(nz, est.rho_low, 0.5)),
-        "rho_norm_high": spb.rho_norm(g, np.where(nz, est.rho_high, 0.5)),
+        "rho_norm": spb.inner_product(g, est.margin),
+        "rho_norm_low": spb.inner_product(g, np.where(nz, margin_low, 0.0)),
+        "rho_norm_high": spb.inner_product(g, np.where(nz, margin_high, 0.0)),
         "l1_norm": float(np.abs(g).sum()),
         "l2_norm": float(np.linalg.norm(g)),
         "l12_norm": spb.l12_norm(g, est.sigma / np.sqrt(cfg.batch_size)),
+        "l12_is_bound": not_bound is None,
+        "l12_note": not_bound or "a lower bound on ||g||_rho (unbiased, unimodal symmetric noise)",
         "sufficient": {k: (v if v is None else np.asarray(v).tolist()) for k, v in cond.items()},
         "worst": [int(i) for i in worst],
     }
     if ver.p_holds is not None:
         doc["p_holds_corrected"], doc["p_violated_corrected"] = ver.p_holds, ver.p_violated
-    if o.workers_given:
+    differ = laws.sampling.distinct > 1 or cfg.byzantine > 0
+    if o.workers_given or differ:
         M = cfg.workers
         doc["workers"] = M
-        doc["rho_M_norm"] = spb.rho_M_norm(g, rho, M)
-        doc["rho_M_lower_bound"] = spb.majority_lower_bound(g, rho, M) if doc["rho_min"] and doc["rho_min"] > 0.5 \
-            else None
+        doc["workers_differ"] = differ
+        doc.update(vote_quantities(est, cfg))
+        identical = not differ and not np.any(message_law(laws.raw, cfg.sign_zero).zero[:, nz] > 0)
+        doc["rho_M_lower_bound"] = spb.majority_lower_bound(g, rho, M) if identical and doc["rho_min"] \
+            and doc["rho_min"] > 0.5 else None
+    if differ:
+        doc["per_worker"] = per_worker(laws, cfg.sign_zero, cfg.byzantine)
+        if cfg.workers * problem.dim <= MAX_WORKER_MATRIX:
+            a, _ = agree_disagree(message_law(laws.raw, cfg.sign_zero), g[None, :])
+            doc["rho_workers"] = a[laws.sampling.worker_class]
     return doc

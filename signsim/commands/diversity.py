@@ -107,6 +107,12 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
     }
     if info:
         doc["two_batch"] = info
+    from signsim.diagnostics.estimators import sampling
+    from signsim.diagnostics.heterogeneity import measure as heterogeneity
+
+    samp = sampling(problem, cfg.workers)
+    doc["sampling"] = {"scheme": samp.scheme, "description": samp.description}
+    doc["heterogeneity"] = heterogeneity(problem, x, cfg.workers)
     fs = problem.finite_sum
     if method == "exact" and fs is not None and fs.split.mode != 0:
         workers, means = [], []

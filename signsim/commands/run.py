@@ -26,9 +26,11 @@ TRACK_SAMPLES = 200
 
 
 def spb_tracker(problem, model, params, cfg: RunConfig, sink: list):
-    """A hook for the driver: at x_k, the fraction of coordinates (with g_i != 0) where SPB holds, min rho and
-    the rho-norm (exact or closed form where they apply, else Monte Carlo with TRACK_SAMPLES samples)."""
-    from signsim.commands.check_spb import SpbOptions, spb_quantities
+    """A hook for the driver: at x_k, the fraction of coordinates (with g_i != 0) where SPB holds, min rho,
+    the rho-norm E<g, sign g_hat> under --sign-zero and the rho_M-norm E<g, vote> from each worker's own law
+    (docs/theory-heterogeneous.md); exact or closed form where they apply, else Monte Carlo with TRACK_SAMPLES
+    samples per distinct worker oracle."""
+    from signsim.commands.check_spb import SpbOptions, spb_quantities, vote_quantities
     from signsim.diagnostics import spb
     from signsim.diagnostics.estimators import choose
 
@@ -41,12 +43,24 @@ def spb_tracker(problem, model, params, cfg: RunConfig, sink: list):
         sink.append({"iter": k, "method_of_estimate": method,
                      "spb_fraction": float(np.mean(ver.status[nz] == "holds")) if nz.any() else None,
                      "rho_min": float(np.min(est.rho[nz])) if nz.any() else None,
-                     "rho_norm": spb.rho_norm(est.grad, est.rho),
-                     "rho_M_norm": spb.rho_M_norm(est.grad, est.rho, cfg.workers),
+                     "rho_norm": spb.inner_product(est.grad, est.margin),
+                     "rho_M_norm": vote_quantities(est, cfg)["rho_M_norm"],
+                     "sampling": est.laws.sampling.scheme,
+                     **per_worker_track(est, cfg),
                      "l1_norm": float(np.abs(est.grad).sum()),
                      "l2_norm": float(np.linalg.norm(est.grad)), "verdict": ver.verdict})
 
     return track
+
+
+def per_worker_track(est, cfg: RunConfig) -> dict:
+    """Workers that differ: each worker's min rho_i and E<g, sign g_hat_m> at the tracked point."""
+    if est.laws.sampling.distinct == 1:
+        return {}
+    from signsim.diagnostics.estimators import per_worker
+
+    rows = per_worker(est.laws, cfg.sign_zero, cfg.byzantine)
+    return {"workers_rho_min": [r["rho_min"] for r in rows], "workers_rho_norm": [r["rho_norm"] for r in rows]}
 
 
 #: batch pairs per tracked point for the two-batch estimator
@@ -93,7 +107,14 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
     model, params = noise.parse(cfg.noise or "none")
     settings = Settings.from_config(cfg, method)
     warnings = []
-    if method.needs_homogeneous and problem.heterogeneous:
+    heterogeneity = None
+    if (problem.finite_sum is not None and problem.finite_sum.split.name != "shared") or problem.heterogeneous:
+        from signsim.diagnostics.heterogeneity import measure, ssdm_warning
+
+        heterogeneity = measure(problem, problem.x0, cfg.workers)
+        if method.needs_homogeneous and (warning := ssdm_warning(heterogeneity, problem.name)):
+            warnings.append(warning)
+    elif method.needs_homogeneous and problem.heterogeneous:
         warnings.append(SSDM_HETEROGENEOUS.format(problem=problem.name))
     if settings.byzantine and 2 * settings.byzantine >= cfg.workers:
         warnings.append(f"{cfg.byzantine} of {cfg.workers} workers are Byzantine: the majority-vote guarantee "
@@ -141,6 +162,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
         "final": final,
         "platform": {"python": platform.python_version(), "numpy": np.__version__},
     }
+    if heterogeneity is not None:
+        doc["heterogeneity"] = heterogeneity  # at x_0
     if problem.dim <= MAX_STORED_DIM:
         doc["x_final"] = out.x
     return doc

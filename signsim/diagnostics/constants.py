@@ -85,8 +85,17 @@ def derive(problem, model, params, cfg, x0: np.ndarray, box: float, sigma_sample
         size = f"n = {problem.finite_sum.n}" if method == "exact" else f"S = {sigma_samples}"
         src = f"estimated at x_0 ({method}, {size}); a bound along the run is assumed"
     out["sigma1"] = Constant("sigma1", float(np.sum(s)), src)
-    out["sigma_total"] = Constant("sigma_total", float(np.sqrt(np.sum(s**2) / tau)),
-                                  f"||sigma||_2 / sqrt(tau), tau = {tau}; {src}")
+    if problem.finite_sum is not None and problem.finite_sum.split.name == "split-batch":
+        # the group is drawn once per minibatch: its std is not sigma / sqrt(tau) (docs/theory-heterogeneous.md)
+        from signsim.diagnostics.estimators import finite_sum_laws, noise_variance, sampling
+
+        mini = finite_sum_laws(problem, np.ascontiguousarray(x0, dtype=np.float64), sampling(problem, cfg.workers),
+                               tau, noise_variance(model, params))[3]
+        out["sigma_total"] = Constant("sigma_total", float(np.sqrt(np.sum(mini**2))),
+                                      f"||std of the split-batch minibatch gradient||_2, tau = {tau}, exact at x_0")
+    else:
+        out["sigma_total"] = Constant("sigma_total", float(np.sqrt(np.sum(s**2) / tau)),
+                                      f"||sigma||_2 / sqrt(tau), tau = {tau}; {src}")
     out["gamma"] = Constant("gamma", cfg.lr, "--lr")
     out["M"] = Constant("M", cfg.workers, "--workers")
     out["alpha"] = Constant("alpha", cfg.byzantine / cfg.workers, "--byzantine / --workers")

@@ -1,31 +1,92 @@
-"""The three estimators of per-coordinate success probabilities (math.md §1), chosen automatically:
+"""Estimators of each worker's sign law: P(g_hat_i > 0), P(g_hat_i = 0), P(g_hat_i < 0) for the oracle the
+worker actually uses (docs/theory.md §1; docs/theory-heterogeneous.md), chosen automatically:
 
-* ``exact``: finite sum, tau = 1, uniform sampling: rho_i = (1/n) #{j : sign d_i f_j = sign g_i};
-* ``closed-form``: an exact-gradient oracle plus a synthetic noise model: Gaussian at any tau,
-  rho_i = Phi(sqrt(tau) |g_i| / sigma); any other model at tau = 1 from its CDF;
-* ``monte-carlo``: otherwise, S independent minibatch gradients (with replacement), Wilson or
-  Clopper-Pearson intervals.
+* ``exact``: a finite sum at tau = 1 without added noise, by enumerating the rows each worker samples:
+  ``shared`` all rows; a shard split (``iid``, ``sorted``, ``label-skew``) worker m's own rows;
+  ``split-batch`` the mixture (1/2) law(first group) + (1/2) law(second group);
+* ``closed-form``: an exact-gradient oracle plus a synthetic noise model (Gaussian at any tau, another model
+  at tau = 1 from its CDF, no noise at any tau), one law for all workers; or workers with exact *local*
+  gradients (vote-trap), one law per worker from its local gradient;
+* ``monte-carlo``: otherwise, S independent minibatch gradients from each distinct worker's oracle, with
+  Wilson or Clopper-Pearson intervals.
+
+The sampling scheme decides how many distinct laws there are: one when every worker draws from the same
+distribution (``shared``, ``split-batch``, homogeneous synthetic problems), one per worker otherwise (shards,
+partitioned objectives). sigma is the single-sample standard deviation of a worker's oracle: exact for the
+``exact`` estimator and, under split-batch sampling, for every estimator (one pass over the data: a minibatch
+shares one group, so its variance is not sigma^2 / tau); otherwise tau times the Monte Carlo variance of the
+minibatch gradient, whose samples are independent.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from signsim.codes import SignZero, choice
 from signsim.diagnostics.spb import Estimate, interval
+from signsim.diagnostics.votes import Law, agree_disagree, message_law
 from signsim.errors import InputError
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
 
 METHODS = ("auto", "exact", "closed-form", "monte-carlo")
 MC_CHUNKS = 16  # fixed, so that the estimate does not depend on the number of threads
+#: problems whose workers compute exact gradients of their own local objectives (no sampling)
+LOCAL_EXACT = frozenset({"vote-trap"})
+
+
+@dataclass
+class Sampling:
+    """How the workers draw their stochastic gradients."""
+
+    scheme: str  # shared | shard | split-batch | local | identical
+    description: str
+    #: per worker m, the row of the sign laws it follows (all 0 when every worker draws alike)
+    worker_class: np.ndarray
+
+    @property
+    def distinct(self) -> int:
+        return int(self.worker_class.max()) + 1
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Weight of each law in the average over workers."""
+        return np.bincount(self.worker_class, minlength=self.distinct) / self.worker_class.size
+
+
+def sampling(problem: ProblemInstance, workers: int) -> Sampling:
+    from signsim.data.splits import SHARD, SHARED, SPLIT_BATCH
+
+    same = np.zeros(workers, dtype=np.int64)
+    each = np.arange(workers, dtype=np.int64)
+    fs = problem.finite_sum
+    if fs is not None:
+        split = fs.split
+        sizes = np.diff(split.ptr)
+        if split.mode == SHARED:
+            return Sampling("shared", f"every worker samples all {fs.n} rows uniformly", same)
+        if split.mode == SPLIT_BATCH:
+            return Sampling("split-batch", f"each minibatch from the first ({sizes[0]} rows) or the second "
+                            f"({sizes[1]} rows) label group, probability 1/2 each, the same for every worker",
+                            same)
+        if split.mode == SHARD:
+            return Sampling("shard", f"{split.name}: worker m samples its own shard "
+                            f"({sizes.min()} to {sizes.max()} rows)", each[: split.groups] if
+                            split.groups == workers else each % split.groups)
+    if problem.name in LOCAL_EXACT:
+        return Sampling("local", "each worker computes the exact gradient of its own local objective", each)
+    if problem.heterogeneous:
+        return Sampling("local", "each worker samples its own local objective", each)
+    return Sampling("identical", "every worker draws from the same oracle", same)
 
 
 def applicable(problem: ProblemInstance, noise: NoiseModel, tau: int) -> list[str]:
     out = []
     if problem.finite_sum is not None and tau == 1 and noise.name == "none":
         out.append("exact")
-    if problem.exact_oracle and not problem.heterogeneous and (noise.name == "gaussian" or tau == 1):
+    exact_oracle = (problem.exact_oracle and not problem.heterogeneous) or problem.name in LOCAL_EXACT
+    if exact_oracle and (noise.name in ("gaussian", "none") or tau == 1):
         out.append("closed-form")
     out.append("monte-carlo")
     return out
@@ -53,43 +114,217 @@ def true_gradient(problem: ProblemInstance, x: np.ndarray) -> np.ndarray:
     return g
 
 
+@dataclass
+class WorkerLaws:
+    """Each distinct worker oracle's sign law and moments at x (rows: ``sampling.distinct`` laws)."""
+
+    method: str
+    sampling: Sampling
+    grad: np.ndarray
+    raw: Law  # law of sign g_hat_i of the minibatch gradient (tau samples)
+    mean: np.ndarray  # E g_hat of each law
+    sigma: np.ndarray  # single-sample standard deviation of each worker's oracle
+    sigma_minibatch: np.ndarray  # standard deviation of each worker's minibatch gradient
+    tau: int
+    samples: int | None = None  # Monte Carlo draws per distinct oracle
+    pos: np.ndarray | None = None  # Monte Carlo counts of g_hat_i > 0 and = 0
+    zero: np.ndarray | None = None
+
+
+def noise_variance(noise: NoiseModel, nparams: np.ndarray) -> float:
+    """Per-coordinate variance of one noise draw (the models are scaled to standard deviation sigma)."""
+    return 0.0 if noise.name == "none" else float(nparams[0]) ** 2
+
+
+def group_moments(problem: ProblemInstance, x: np.ndarray, rows: np.ndarray):
+    """(count > 0, count = 0, sum, sum of squares) of the per-sample gradients of ``rows``."""
+    from signsim.diagnostics.kernels import group_sign_moments
+
+    return group_sign_moments(problem.code, x, problem.pf, problem.pi, problem.A, problem.b,
+                              np.ascontiguousarray(rows, dtype=np.int64))
+
+
+def finite_sum_laws(problem: ProblemInstance, x: np.ndarray, samp: Sampling, tau: int, noise_var: float):
+    """Exact tau = 1 sign laws and exact moments of each worker's oracle over the data it samples."""
+    split = problem.finite_sum.split
+    groups = [group_moments(problem, x, split.group(k)) for k in range(split.groups)]
+    sizes = np.diff(split.ptr).astype(float)
+    plus = np.array([p / n for (p, _, _, _), n in zip(groups, sizes, strict=True)])
+    zero = np.array([z / n for (_, z, _, _), n in zip(groups, sizes, strict=True)])
+    mu = np.array([s1 / n for (_, _, s1, _), n in zip(groups, sizes, strict=True)])
+    m2 = np.array([s2 / n for (_, _, _, s2), n in zip(groups, sizes, strict=True)])
+    var = np.maximum(m2 - mu**2, 0.0)
+    if samp.scheme == "split-batch":  # the oracle: a group with probability 1/2, then tau rows from it
+        plus, zero = plus.mean(axis=0, keepdims=True), zero.mean(axis=0, keepdims=True)
+        mean = mu.mean(axis=0, keepdims=True)
+        single = np.maximum(m2.mean(axis=0, keepdims=True) - mean**2, 0.0)
+        mini = np.maximum((var / tau + mu**2).mean(axis=0, keepdims=True) - mean**2, 0.0)
+    else:
+        if samp.scheme == "shard" and split.groups != samp.worker_class.size:
+            raise InputError(f"--workers {samp.worker_class.size}: the split has {split.groups} shards")
+        mean, single, mini = mu, var, var / tau
+    minus = np.array([(n - p - z) / n for (p, z, _, _), n in zip(groups, sizes, strict=True)])
+    if samp.scheme == "split-batch":
+        minus = minus.mean(axis=0, keepdims=True)
+    law = Law(plus, zero, minus)
+    return law, mean, np.sqrt(single + noise_var), np.sqrt(mini + noise_var / tau)
+
+
+def _closed_form(noise: NoiseModel, nparams: np.ndarray, h: np.ndarray, tau: int) -> Law:
+    """Law of sign(h + mean of tau noise draws), h exact (rows: workers)."""
+    s = float(nparams[0]) if noise.name != "none" else 0.0
+    if s == 0.0:
+        return Law((h > 0).astype(float), (h == 0).astype(float), (h < 0).astype(float))
+    if noise.name == "gaussian":
+        from scipy.stats import norm
+
+        up = norm.cdf(np.sqrt(tau) * h / s)
+    else:
+        up = 1.0 - noise.cdf(-h, nparams)  # tau = 1: P(h + xi > 0)
+    return Law(up, np.zeros_like(up), 1.0 - up)
+
+
+def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, x: np.ndarray, tau: int,
+                method: str, samples: int, seed: int, workers: int, salt: int = 0) -> WorkerLaws:
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    g = true_gradient(problem, x)
+    samp = sampling(problem, workers)
+    nvar = noise_variance(noise, nparams)
+    exact_moments = None
+    if method == "exact" or (problem.finite_sum is not None and samp.scheme == "split-batch"):
+        # split-batch: Monte Carlo minibatches cannot give the single-sample sigma (the group is shared by the
+        # whole minibatch), so the moments come from one pass over the data
+        exact_moments = finite_sum_laws(problem, x, samp, tau, nvar)
+    if method == "exact":
+        law, mean, sigma, mini = exact_moments
+        return WorkerLaws("exact", samp, g, law, mean, sigma, mini, tau)
+    if method == "closed-form":
+        if samp.scheme == "local":
+            h = np.array([problem.oracle_ref(x, m, None, tau) for m in range(workers)])
+        else:
+            h = g[None, :]
+        s = np.sqrt(nvar)
+        return WorkerLaws("closed-form", samp, g, _closed_form(noise, nparams, h, tau), h,
+                          np.full(h.shape, s), np.full(h.shape, s / np.sqrt(tau)), tau)
+    from numba.typed import List
+
+    from signsim.diagnostics.kernels import monte_carlo_worker_counts
+    from signsim.seeding import diagnostic_streams
+
+    W = samp.distinct
+    gens = List(diagnostic_streams(seed, MC_CHUNKS, salt))
+    pos, zero, s1, s2 = monte_carlo_worker_counts(
+        problem.code, x, problem.pf, problem.pi, problem.A, problem.b, problem.ptr, problem.idx, noise.code,
+        np.asarray(nparams, dtype=np.float64), tau, W, gens, samples)
+    law = Law(pos / samples, zero / samples, (samples - pos - zero) / samples)
+    if exact_moments is not None:
+        _, mean, sigma, mini = exact_moments
+    else:  # shared, shard and synthetic oracles draw the tau samples of a minibatch independently
+        mean = s1 / samples
+        var = np.maximum(s2 / samples - mean**2, 0.0) * samples / max(samples - 1, 1)
+        sigma, mini = np.sqrt(var * tau), np.sqrt(var)
+    return WorkerLaws("monte-carlo", samp, g, law, mean, sigma, mini, tau, samples, pos, zero)
+
+
+def _average(weights: np.ndarray, a: np.ndarray) -> np.ndarray:
+    return np.tensordot(weights, a, axes=1)
+
+
+def summarize(laws: WorkerLaws, sign_zero: str, confidence: float, interval_kind: str) -> Estimate:
+    """The average worker's success probabilities (a worker picked uniformly at random): raw P(agree),
+    P(zero), P(disagree), and those of its message under the sign(0) policy, with intervals (Monte Carlo)."""
+    g, nz = laws.grad, laws.grad != 0
+    w = laws.sampling.weights
+    msg = message_law(laws.raw, sign_zero)
+    a_raw, d_raw = agree_disagree(laws.raw, g[None, :])
+    a_msg, d_msg = agree_disagree(msg, g[None, :])
+    p_agree, p_disagree = _average(w, a_raw), _average(w, d_raw)
+    p_zero = np.where(nz, _average(w, laws.raw.zero), np.nan)
+    agree, disagree = _average(w, a_msg), _average(w, d_msg)
+    # agree - disagree without the rounding of adding the same zero mass to both sides
+    margin = p_agree - p_disagree
+    if sign_zero == "plus":
+        margin = margin + np.where(g > 0, 1.0, -1.0) * _average(w, laws.raw.zero)
+    sigma = np.sqrt(_average(w, laws.sigma**2))
+    sigma_mini = np.sqrt(_average(w, laws.sigma_minibatch**2))
+    common = dict(p_agree=p_agree, p_disagree=p_disagree, p_zero=p_zero, agree=agree, disagree=disagree,
+                  sign_zero=sign_zero, sigma_minibatch=sigma_mini, laws=laws,
+                  exact_margin=np.where(nz, margin, np.nan))
+    if laws.method != "monte-carlo":
+        return Estimate(laws.method, g, agree, agree.copy(), agree.copy(), sigma, laws.tau, **common)
+    # pooled counts over the distinct oracles (each drawn S times): the average worker, stratified
+    S, W = laws.samples, laws.sampling.distinct
+    n = S * W
+    pos, zero = laws.pos.sum(axis=0), laws.zero.sum(axis=0)
+    neg = n - pos - zero
+    k_agree = np.where(g > 0, pos, neg)
+    k_disagree = np.where(g > 0, neg, pos)
+    if sign_zero == "plus":
+        k_agree, k_disagree = k_agree + np.where(g > 0, zero, 0), k_disagree + np.where(g < 0, zero, 0)
+    # the tests of agree > disagree: the policy 'random' adds zeros to both sides equally, so they drop out
+    succ = k_agree + (zero / 2 if sign_zero == "random" else 0.0)
+    lo, hi = interval(succ, n, confidence, interval_kind)
+    dlo, dhi = interval(k_disagree + (zero / 2 if sign_zero == "random" else 0.0), n, confidence, interval_kind)
+    est = Estimate("monte-carlo", g, np.where(nz, succ / n, np.nan), np.where(nz, lo, np.nan),
+                   np.where(nz, hi, np.nan), sigma, laws.tau, n, succ, **common)
+    est.test_counts = (np.where(nz, k_agree, 0), np.where(nz, k_disagree, 0))
+    est.margin_low, est.margin_high = np.where(nz, lo - dhi, np.nan), np.where(nz, hi - dlo, np.nan)
+    return est
+
+
 def estimate(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, x: np.ndarray, tau: int,
              method: str, samples: int, confidence: float, interval_kind: str, sign_zero: str, seed: int,
              workers: int, salt: int = 0) -> Estimate:
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    g = true_gradient(problem, x)
-    nz = g != 0
-    if method == "exact":
-        from signsim.diagnostics.kernels import exact_counts
+    laws = worker_laws(problem, noise, nparams, x, tau, method, samples, seed, workers, salt)
+    return summarize(laws, sign_zero, confidence, interval_kind)
 
-        n = problem.finite_sum.n
-        succ, s1, s2 = exact_counts(problem.code, x, g, problem.pf, problem.pi, problem.A, problem.b, n,
-                                    choice(SignZero, sign_zero), np.random.default_rng(0))
-        rho = np.where(nz, succ / n, np.nan)
-        sigma = np.sqrt(np.maximum(s2 / n - (s1 / n) ** 2, 0.0))
-        return Estimate("exact", g, rho, rho.copy(), rho.copy(), sigma, tau)
-    if method == "closed-form":
-        sigma_noise = float(nparams[0])
-        if noise.name == "gaussian":
-            from scipy.stats import norm
 
-            with np.errstate(divide="ignore"):
-                rho = norm.cdf(np.sqrt(tau) * np.abs(g) / sigma_noise) if sigma_noise > 0 else np.ones_like(g)
-        else:
-            rho = noise.success_probability(g, nparams)
-        rho = np.where(nz, rho, np.nan)
-        return Estimate("closed-form", g, rho, rho.copy(), rho.copy(), np.full(g.shape, sigma_noise), tau)
-    from numba.typed import List
+def vote(laws: WorkerLaws, sign_zero: str, tie: str, byzantine: int = 0, attack: str = "invert"):
+    """The law of the majority vote of the M workers (each following its own oracle, the first ``byzantine``
+    attacked), or None for an attack whose law is not modelled here."""
+    from signsim.diagnostics.votes import ATTACKS, vote_law, worker_messages
 
-    from signsim.diagnostics.kernels import monte_carlo_counts
-    from signsim.seeding import diagnostic_streams
+    if byzantine and attack not in ATTACKS:
+        return None
+    msgs = worker_messages(laws.raw, laws.sampling.worker_class, sign_zero, byzantine, attack)
+    return vote_law(msgs, tie)
 
-    gens = List(diagnostic_streams(seed, MC_CHUNKS, salt))
-    succ, s1, s2 = monte_carlo_counts(problem.code, x, g, problem.pf, problem.pi, problem.A, problem.b,
-                                      problem.ptr, problem.idx, noise.code, np.asarray(nparams, dtype=np.float64),
-                                      tau, workers, gens, samples, choice(SignZero, sign_zero))
-    lo, hi = interval(succ, samples, confidence, interval_kind)
-    rho = np.where(nz, succ / samples, np.nan)
-    var = np.maximum(s2 / samples - (s1 / samples) ** 2, 0.0) * samples / max(samples - 1, 1)
-    return Estimate("monte-carlo", g, rho, np.where(nz, lo, np.nan), np.where(nz, hi, np.nan),
-                    np.sqrt(var * tau), tau, samples, succ)
+
+def per_worker(laws: WorkerLaws, sign_zero: str, byzantine: int = 0) -> list[dict]:
+    """One row per worker: its own success probabilities, E<g, sign g_hat_m> and the bias of its oracle."""
+    g, nz = laws.grad, laws.grad != 0
+    a, d = agree_disagree(message_law(laws.raw, sign_zero), g[None, :])
+    rows = []
+    gn = float(np.linalg.norm(g))
+    for m, c in enumerate(laws.sampling.worker_class):
+        margin = a[c] - d[c]
+        bias = float(np.linalg.norm(laws.mean[c] - g))
+        rows.append({"worker": m, "byzantine": m < byzantine,
+                     "rho_min": float(np.min(a[c][nz])) if nz.any() else None,
+                     "n_violated": int(np.sum(margin[nz] <= 0)),
+                     "rho_norm": float(np.sum(margin[nz] * np.abs(g[nz]))),
+                     "bias": bias, "relative_bias": bias / gn if gn > 0 else None})
+    return rows
+
+
+def monte_carlo_worker_counts_ref(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, x: np.ndarray,
+                                  tau: int, W: int, gens: list, S: int):
+    """NumPy reference of ``kernels.monte_carlo_worker_counts``: the same draws from the same generators, in the
+    same order (chunk, worker, sample), through the problem's and the noise model's NumPy references."""
+    d = x.shape[0]
+    C = len(gens)
+    pos, zero, s1, s2 = (np.zeros((W, d)) for _ in range(4))
+    for c in range(C):
+        gen = gens[c]
+        for w in range(W):
+            for _ in range(c * S // C, (c + 1) * S // C):
+                v = np.array(problem.oracle_ref(x, w, gen, tau), dtype=np.float64)
+                if noise.name == "gaussian":
+                    v = v + float(nparams[0]) / np.sqrt(tau) * gen.standard_normal(d)
+                elif noise.name != "none":
+                    v = v + noise.sample(gen, (d, tau), nparams).mean(axis=1)
+                pos[w] += v > 0
+                zero[w] += v == 0
+                s1[w] += v
+                s2[w] += v * v
+    return pos, zero, s1, s2

@@ -1,76 +1,14 @@
 """Numba kernels for the success-probability estimators (math.md §1).
 
-Both count, per coordinate, how often the sign of a stochastic gradient agrees with the sign of the true
-gradient g, and accumulate the first two moments of the stochastic gradient. A zero stochastic coordinate
-counts by the sign(0) policy: ``plus`` as +1, ``zero`` as a failure, ``random`` as a fair coin (drawn in the
-Monte Carlo kernel, counted as 1/2 in the exact one, which is its expectation).
+The sign kernels count, per coordinate, how often a per-sample or minibatch gradient is > 0 and exactly 0
+(the sign(0) policy is applied afterwards, in expectation: ``signsim.diagnostics.votes``), and accumulate the
+first two moments; the diversity kernels accumulate squared norms (docs/theory.md §1, §6).
 """
 
 import numpy as np
 from numba import njit, prange
 
-from signsim.codes import SignZero
 from signsim.engine.dispatch import add_noise, problem_oracle, problem_sample_grad
-
-
-@njit(cache=True, inline="always")
-def _agree(v, gi, sign_zero, gen, draw):
-    if v > 0.0:
-        return 1.0 if gi > 0.0 else 0.0
-    if v < 0.0:
-        return 1.0 if gi < 0.0 else 0.0
-    if sign_zero == SignZero.PLUS:
-        return 1.0 if gi > 0.0 else 0.0
-    if sign_zero == SignZero.ZERO:
-        return 0.0
-    if draw:
-        return 1.0 if gen.random() < 0.5 else 0.0
-    return 0.5
-
-
-@njit(cache=True)
-def exact_counts(code, x, g, pf, pi, A, b, n, sign_zero, gen):
-    """Over the n training rows (tau = 1, uniform sampling): successes (sum of agreements), and the sums of
-    the per-sample gradients and of their squares, coordinate by coordinate."""
-    d = x.shape[0]
-    succ, s1, s2 = np.zeros(d), np.zeros(d), np.zeros(d)
-    buf = np.empty(d)
-    for j in range(n):
-        problem_sample_grad(code, x, pf, pi, A, b, j, buf)
-        for i in range(d):
-            v = buf[i]
-            succ[i] += _agree(v, g[i], sign_zero, gen, False)
-            s1[i] += v
-            s2[i] += v * v
-    return succ, s1, s2
-
-
-@njit(cache=True, parallel=True)
-def monte_carlo_counts(code, x, g, pf, pi, A, b, ptr, idx, ncode, nparams, tau, workers, gens, S, sign_zero):
-    """S independent minibatch gradients (tau samples each; sample s uses worker s mod M's oracle), split
-    into len(gens) fixed chunks, each with its own generator, summed in chunk order: the result does not
-    depend on the number of threads. Returns successes, sum and sum of squares per coordinate."""
-    d = x.shape[0]
-    C = len(gens)
-    succ, s1, s2 = np.zeros((C, d)), np.zeros((C, d)), np.zeros((C, d))
-    for c in prange(C):
-        gen = gens[np.int64(c)]
-        buf = np.empty(d)
-        for s in range(c * S // C, (c + 1) * S // C):
-            problem_oracle(code, x, s % workers, gen, tau, pf, pi, A, b, ptr, idx, buf)
-            add_noise(ncode, nparams, gen, tau, buf)
-            for i in range(d):
-                v = buf[i]
-                succ[c, i] += _agree(v, g[i], sign_zero, gen, True)
-                s1[c, i] += v
-                s2[c, i] += v * v
-    out_succ, out1, out2 = np.zeros(d), np.zeros(d), np.zeros(d)
-    for c in range(C):
-        for i in range(d):
-            out_succ[i] += succ[c, i]
-            out1[i] += s1[c, i]
-            out2[i] += s2[c, i]
-    return out_succ, out1, out2
 
 
 @njit(cache=True)
@@ -93,26 +31,26 @@ def diversity_sums(code, x, pf, pi, A, b, rows, lo, hi):
 
 @njit(cache=True, parallel=True)
 def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, workers, gens, R):
-    """R independent pairs: a minibatch of ``big`` samples whose first ``small`` form the small batch
-    (drawn as two minibatches of small and big - small samples). Returns the sums over the pairs of
-    |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent). Pair r uses worker r mod M."""
+    """R independent pairs: a minibatch of ``small`` and an independent minibatch of ``big`` samples, each one
+    call of the worker's own oracle (so a split-batch worker picks one label group per minibatch, as in a run).
+    Returns the sums over the pairs of |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent).
+    Pair r uses worker r mod M."""
     d = x.shape[0]
     C = len(gens)
     acc = np.zeros((C, 2))
     for c in prange(C):
         gen = gens[np.int64(c)]
-        gs, gr = np.empty(d), np.empty(d)
+        gs, gb = np.empty(d), np.empty(d)
         for r in range(c * R // C, (c + 1) * R // C):
             problem_oracle(code, x, r % workers, gen, small, pf, pi, A, b, ptr, idx, gs)
             add_noise(ncode, nparams, gen, small, gs)
-            problem_oracle(code, x, r % workers, gen, big - small, pf, pi, A, b, ptr, idx, gr)
-            add_noise(ncode, nparams, gen, big - small, gr)
+            problem_oracle(code, x, r % workers, gen, big, pf, pi, A, b, ptr, idx, gb)
+            add_noise(ncode, nparams, gen, big, gb)
             s_small = 0.0
             s_big = 0.0
             for i in range(d):
-                gb = (small * gs[i] + (big - small) * gr[i]) / big
                 s_small += gs[i] * gs[i]
-                s_big += gb * gb
+                s_big += gb[i] * gb[i]
             acc[c, 0] += s_small
             acc[c, 1] += s_big
     out = np.zeros(2)
@@ -120,3 +58,75 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
         out[0] += acc[c, 0]
         out[1] += acc[c, 1]
     return out
+
+
+#: fixed number of row chunks in ``group_sign_moments`` (sums in chunk order: thread-count independent)
+ROW_CHUNKS = 16
+
+
+@njit(cache=True, parallel=True)
+def group_sign_moments(code, x, pf, pi, A, b, rows):
+    """Over the training rows ``rows`` (one worker's group): per coordinate the number of per-sample gradients
+    that are > 0 and that are exactly 0, and their sum and sum of squares (docs/theory.md §1). Rows are
+    split into ROW_CHUNKS fixed chunks, summed in chunk order."""
+    d = x.shape[0]
+    n = rows.shape[0]
+    acc = np.zeros((ROW_CHUNKS, 4, d))
+    for c in prange(ROW_CHUNKS):
+        buf = np.empty(d)
+        a = acc[c]
+        for t in range(c * n // ROW_CHUNKS, (c + 1) * n // ROW_CHUNKS):
+            problem_sample_grad(code, x, pf, pi, A, b, rows[t], buf)
+            for i in range(d):
+                v = buf[i]
+                a[0, i] += 1.0 if v > 0.0 else 0.0
+                a[1, i] += 1.0 if v == 0.0 else 0.0
+                a[2, i] += v
+                a[3, i] += v * v
+    out = np.zeros((4, d))
+    for c in range(ROW_CHUNKS):
+        for k in range(4):
+            for i in range(d):
+                out[k, i] += acc[c, k, i]
+    return out[0], out[1], out[2], out[3]
+
+
+@njit(cache=True, parallel=True)
+def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, gens, S):
+    """For each worker w < W, S independent minibatch gradients from worker w's own oracle (its shard, its
+    split-batch draw, its local objective), split into len(gens) fixed chunks with their own generators and
+    summed in chunk order (thread-count independent); chunk c draws worker 0's samples, then worker 1's, ...
+    from generator c. Returns W x d arrays: the number of draws > 0 and exactly 0, and the sum and sum of
+    squares of the draws. Memory: O(len(gens) d) besides the result, whatever W."""
+    d = x.shape[0]
+    C = len(gens)
+    o_pos, o_zero, o_s1, o_s2 = np.zeros((W, d)), np.zeros((W, d)), np.zeros((W, d)), np.zeros((W, d))
+    pos, zero = np.empty((C, d)), np.empty((C, d))
+    s1, s2 = np.empty((C, d)), np.empty((C, d))
+    for w in range(W):
+        for c in prange(C):
+            gen = gens[np.int64(c)]
+            buf = np.empty(d)
+            for i in range(d):
+                pos[c, i] = 0.0
+                zero[c, i] = 0.0
+                s1[c, i] = 0.0
+                s2[c, i] = 0.0
+            for _ in range(c * S // C, (c + 1) * S // C):
+                problem_oracle(code, x, w, gen, tau, pf, pi, A, b, ptr, idx, buf)
+                add_noise(ncode, nparams, gen, tau, buf)
+                for i in range(d):
+                    v = buf[i]
+                    if v > 0.0:
+                        pos[c, i] += 1.0
+                    elif v == 0.0:
+                        zero[c, i] += 1.0
+                    s1[c, i] += v
+                    s2[c, i] += v * v
+        for c in range(C):  # explicit loops: an array expression here would be one more parallel region
+            for i in range(d):
+                o_pos[w, i] += pos[c, i]
+                o_zero[w, i] += zero[c, i]
+                o_s1[w, i] += s1[c, i]
+                o_s2[w, i] += s2[c, i]
+    return o_pos, o_zero, o_s1, o_s2

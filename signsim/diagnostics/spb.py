@@ -4,11 +4,18 @@ rho_i = P(sign g_hat_i = sign g_i) for g_i != 0. SPB: rho_i > 1/2 for every such
 ||g||_rho = sum_i (2 rho_i - 1)|g_i|; with M workers and l = floor((M + 1)/2),
 ||g||_{rho_M} = sum_i (2 I_{rho_i}(l, l) - 1)|g_i| (regularized incomplete beta), and
 (1 - exp(-(2 rho - 1)^2 l)) ||g||_1 <= ||g||_{rho_M} <= ||g||_1 with rho = min_i rho_i > 1/2.
+
+Those formulas assume identical workers and no zero messages. The reported quantities are the general ones
+(docs/theory.md §1, docs/theory-heterogeneous.md): ``rho_norm`` = E<g, message> =
+sum_i (P(agree_i) - P(disagree_i))|g_i| under the sign(0) policy (``inner_product``), the verdict compares
+P(agree_i) with P(disagree_i), and ``rho_M_norm`` = E<g, vote> comes from each worker's own law
+(``signsim.diagnostics.votes``); ``rho_M_norm`` below is the identical-worker special case.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,8 +36,33 @@ class Estimate:
     #: per-sample standard deviation sigma_i of the stochastic gradient (tau = 1); the minibatch's is sigma/sqrt(tau)
     sigma: np.ndarray
     tau: int
-    samples: int | None = None  # Monte Carlo sample count S
+    samples: int | None = None  # Monte Carlo sample count S (pooled over the distinct worker oracles)
     successes: np.ndarray | None = None  # Monte Carlo counts
+    #: raw sign of g_hat_i: P(= sign g_i), P(= -sign g_i), P(g_hat_i = 0), averaged over the workers
+    p_agree: np.ndarray | None = None
+    p_disagree: np.ndarray | None = None
+    p_zero: np.ndarray | None = None
+    #: the message under the sign(0) policy: P(= sign g_i) (= rho) and P(= -sign g_i)
+    agree: np.ndarray | None = None
+    disagree: np.ndarray | None = None
+    sign_zero: str = "random"
+    sigma_minibatch: np.ndarray | None = None  # standard deviation of the minibatch gradient
+    laws: Any = None  # the per-worker laws (signsim.diagnostics.estimators.WorkerLaws)
+    #: Monte Carlo: counts of messages that agree and disagree (zeros dropped under the 'random' policy)
+    test_counts: tuple[np.ndarray, np.ndarray] | None = None
+    #: Monte Carlo: bounds on agree - disagree per coordinate (from the two intervals)
+    margin_low: np.ndarray | None = None
+    margin_high: np.ndarray | None = None
+    exact_margin: np.ndarray | None = None
+
+    @property
+    def margin(self) -> np.ndarray:
+        """P(message agrees) - P(message disagrees) per coordinate: E[sign g_i * message_i]."""
+        if self.exact_margin is not None:
+            return self.exact_margin
+        if self.agree is None:
+            return 2 * self.rho - 1
+        return self.agree - self.disagree
 
 
 @dataclass
@@ -46,16 +78,24 @@ def interval(successes: np.ndarray, S: int, confidence: float, kind: str) -> tup
 
 
 def decide(est: Estimate, confidence: float, correction: str) -> Verdict:
-    """Per coordinate and overall (math.md §1). Exact and closed-form rho: holds where rho_i > 1/2, violated
-    where rho_i <= 1/2. Monte Carlo: one-sided binomial tests of rho_i <= 1/2 and of rho_i >= 1/2, each family
-    corrected over the tested coordinates (Holm by default) at level 1 - confidence. Overall: holds when every
-    tested coordinate holds, violated when any is violated, otherwise inconclusive."""
+    """Per coordinate and overall (docs/theory.md §1): SPB holds on coordinate i when the message's sign
+    agrees with sign g_i more often than it disagrees, P(agree) > P(disagree) under the sign(0) policy (with
+    no zero messages: rho_i > 1/2). Exact and closed form: decided from the probabilities. Monte Carlo:
+    one-sided sign tests of P(agree) <= P(disagree) and of P(agree) >= P(disagree) on the messages that are
+    not 0 (under the 'random' policy a zero adds 1/2 to both sides, so zeros drop out), each family corrected
+    over the tested coordinates (Holm by default) at level 1 - confidence. Overall: holds when every tested
+    coordinate holds, violated when any is violated, otherwise inconclusive."""
     nz = est.grad != 0
     status = np.full(est.grad.shape, "zero", dtype=object)
     p_h = p_v = None
     if est.method == "monte-carlo":
         alpha = 1 - confidence
-        ph, pv = one_sided_pvalues(np.rint(est.successes[nz]).astype(int), est.samples)
+        if est.test_counts is not None:
+            k, k_dis = (np.rint(c[nz]).astype(int) for c in est.test_counts)
+            n = k + k_dis
+        else:
+            k, n = np.rint(est.successes[nz]).astype(int), est.samples
+        ph, pv = one_sided_pvalues(k, n)
         fix = CORRECTIONS[correction]
         ph, pv = fix(ph), fix(pv)
         s = np.where(ph <= alpha, "holds", np.where(pv <= alpha, "violated", "inconclusive"))
@@ -63,7 +103,7 @@ def decide(est: Estimate, confidence: float, correction: str) -> Verdict:
         p_h, p_v = np.full(est.grad.shape, np.nan), np.full(est.grad.shape, np.nan)
         p_h[nz], p_v[nz] = ph, pv
     else:
-        status[nz] = np.where(est.rho[nz] > 0.5, "holds", "violated")
+        status[nz] = np.where(est.margin[nz] > 0, "holds", "violated")
     tested = status[nz]
     if np.any(tested == "violated"):
         verdict = "violated"
@@ -75,9 +115,15 @@ def decide(est: Estimate, confidence: float, correction: str) -> Verdict:
 
 
 def rho_norm(g: np.ndarray, rho: np.ndarray) -> float:
-    """||g||_rho = sum (2 rho_i - 1) |g_i| over g_i != 0."""
+    """||g||_rho = sum (2 rho_i - 1) |g_i| over g_i != 0 (= E<g, sign g_hat> when no message is 0)."""
     nz = g != 0
     return float(np.sum((2 * rho[nz] - 1) * np.abs(g[nz])))
+
+
+def inner_product(g: np.ndarray, margin: np.ndarray) -> float:
+    """E<g, message> = sum_i (P(agree_i) - P(disagree_i)) |g_i| over g_i != 0, for margin = agree - disagree."""
+    nz = g != 0
+    return float(np.sum(margin[nz] * np.abs(g[nz])))
 
 
 def majority_success(rho: np.ndarray, M: int) -> np.ndarray:

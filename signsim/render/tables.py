@@ -84,8 +84,12 @@ def _pct(v) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
+#: at most this many workers are listed one by one; more are summarized
+MAX_WORKER_ROWS = 12
+
+
 def spb_report(doc: dict[str, Any]) -> list[Any]:
-    """Summary table and the table of worst coordinates for check-spb."""
+    """Summary table, the per-worker table (workers that differ) and the table of worst coordinates."""
     p = doc["problem"]
     summary = Table(title=f"SPB at {doc['point']}: {p['name']} (d = {doc['dim']}), tau = {doc['tau']}, "
                     f"estimator {doc['method_of_estimate']}" + (f", S = {doc['samples']}" if doc["samples"] else ""),
@@ -93,22 +97,40 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
     summary.add_column("quantity")
     summary.add_column("value", justify="right")
     colour = {"holds": "green", "violated": "red", "inconclusive": "yellow"}[doc["verdict"]]
+    samp = doc.get("sampling", {})
+    l12_label = "l^{1,2} lower bound" if doc.get("l12_is_bound", True) else "l^{1,2} (not a bound here)"
     rows = [
+        ("sampling", f"{samp.get('scheme', '-')}: {samp.get('description', '')}"),
+        ("sign(0) in messages", doc.get("sign_zero", "-")),
         ("coordinates with g_i = 0", fmt(doc["zero_coordinates"])),
+        ("coordinates where g_hat_i can be 0", fmt(doc.get("n_with_zeros"))),
         ("SPB holds / violated / inconclusive", f"{doc['n_holds']} / {doc['n_violated']} / {doc['n_inconclusive']}"),
-        ("min rho_i", fmt(doc["rho_min"])),
-        ("||g||_rho", f"{fmt(doc['rho_norm'])}  [{fmt(doc['rho_norm_low'])}, {fmt(doc['rho_norm_high'])}]"),
+        ("min rho_i (message agrees)", fmt(doc["rho_min"])),
+        ("E<g, sign g_hat> (rho-norm)",
+         f"{fmt(doc['rho_norm'])}  [{fmt(doc['rho_norm_low'])}, {fmt(doc['rho_norm_high'])}]"),
         ("||g||_1", fmt(doc["l1_norm"])),
         ("||g||_2", fmt(doc["l2_norm"])),
-        ("l^{1,2} lower bound", fmt(doc["l12_norm"])),
+        (l12_label, fmt(doc["l12_norm"])),
     ]
     if "rho_M_norm" in doc:
-        rows.append((f"||g||_rho_M (M = {doc['workers']})", fmt(doc["rho_M_norm"])))
+        how = "each worker's own law" if doc.get("workers_differ") else "identical workers"
+        rows.append((f"E<g, vote> (rho_M-norm, M = {doc['workers']}, {how})", fmt(doc["rho_M_norm"])))
     for label, value in rows:
         summary.add_row(label, value)
     summary.add_row("verdict", f"[bold {colour}]{doc['verdict']}[/]")
+    out: list[Any] = [summary]
+    if doc.get("vote_note"):
+        out.append(f"E<g, vote>: not computed: {doc['vote_note']}")
+    if not doc.get("l12_is_bound", True):
+        out.append(f"l^{{1,2}}: not a bound on ||g||_rho here: {doc['l12_note']}")
+    if "per_worker" in doc:
+        out.append(worker_table(doc["per_worker"]))
     worst = Table(title=f"worst {len(doc['worst'])} coordinates", header_style="bold", title_justify="left")
-    for col in ("i", "g_i", "sigma_i", "rho_i", "interval", "status", "sufficient"):
+    zeros = bool(doc.get("n_with_zeros"))
+    mc = doc["method_of_estimate"] == "monte-carlo"
+    cols = ["i", "g_i", "sigma_i", "P(agree)"] + (["P(0)", "P(disagree)", "rho_i"] if zeros else []) + \
+        (["interval"] if mc else []) + ["status", "sufficient"]
+    for col in cols:
         worst.add_column(col, justify="right" if col not in ("status", "sufficient") else "left")
     suff = doc["sufficient"]
     for i in doc["worst"]:
@@ -119,10 +141,48 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
             holds.append("tau>2c")
         if suff["cantelli"][i]:
             holds.append("cantelli")
-        worst.add_row(str(i), fmt(doc["grad"][i]), fmt(doc["sigma"][i]), fmt(doc["rho"][i]),
-                      f"[{fmt(doc['rho_low'][i])}, {fmt(doc['rho_high'][i])}]", doc["status"][i],
-                      ", ".join(holds) or "none")
-    return [summary, worst]
+        row = [str(i), fmt(doc["grad"][i]), fmt(doc["sigma"][i]), fmt(_at(doc, "p_agree", i))]
+        if zeros:
+            row += [fmt(_at(doc, "p_zero", i)), fmt(_at(doc, "p_disagree", i)), fmt(doc["rho"][i])]
+        if mc:
+            row.append(f"[{fmt(doc['rho_low'][i])}, {fmt(doc['rho_high'][i])}]")
+        worst.add_row(*row, doc["status"][i], ", ".join(holds) or "none")
+    out.append(worst)
+    out.append("SPB on a coordinate: the message's sign agrees with sign g_i more often than it disagrees, "
+               f"under --sign-zero {doc.get('sign_zero', 'random')} (P columns: the raw g_hat_i; rho_i: the "
+               "message agrees).")
+    return out
+
+
+def _at(doc: dict[str, Any], key: str, i: int) -> Any:
+    v = doc.get(key)
+    return None if v is None else float(v[i])
+
+
+def worker_table(rows: list[dict[str, Any]]) -> Table:
+    """One row per worker, or (many workers) the first, the worst and a min / median / max summary."""
+    t = Table(title=f"per worker ({len(rows)} workers)", header_style="bold", title_justify="left")
+    for col in ("worker", "min rho_i", "violated", "E<g, sign g_hat_m>", "||E g_hat_m - g||"):
+        t.add_column(col, justify="right")
+
+    def add(r: dict[str, Any], label: str | None = None) -> None:
+        name = label or (str(r["worker"]) + (" (byzantine)" if r["byzantine"] else ""))
+        t.add_row(name, fmt(r["rho_min"]), fmt(r["n_violated"]), fmt(r["rho_norm"]), fmt(r["bias"]))
+
+    if len(rows) <= MAX_WORKER_ROWS:
+        for r in rows:
+            add(r)
+        return t
+    import numpy as np
+
+    for r in sorted(rows, key=lambda r: r["rho_norm"])[:3]:
+        add(r)
+    for name, q in (("min", 0.0), ("median", 0.5), ("max", 1.0)):
+        vals = {k: float(np.quantile([r[k] for r in rows if r[k] is not None] or [np.nan], q))
+                for k in ("rho_min", "rho_norm", "bias")}
+        t.add_row(name, fmt(vals["rho_min"]), fmt(int(np.quantile([r["n_violated"] for r in rows], q))),
+                  fmt(vals["rho_norm"]), fmt(vals["bias"]))
+    return t
 
 
 def diversity_report(doc: dict[str, Any]) -> list[Any]:
@@ -138,7 +198,18 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
             (f"largest B with B <= {doc['delta']:g} B_S + 1", fmt(doc["largest_batch"]))]
     if "between_workers" in doc:
         bw = doc["between_workers"]
-        rows.append((f"between the {bw['groups']} workers' mean gradients: B", fmt(bw["B"])))
+        who = "label groups'" if doc.get("sampling", {}).get("scheme") == "split-batch" else "workers'"
+        rows.append((f"between the {bw['groups']} {who} mean gradients: B", fmt(bw["B"])))
+    h = doc.get("heterogeneity")
+    if h is not None:
+        rows.append(("sampling", doc["sampling"]["scheme"]))
+        if h.get("max_bias") is not None:
+            rel = f" ({fmt(h['relative_max_bias'])} of ||g||)" if h.get("relative_max_bias") is not None else ""
+            rows.append(("max_m ||E g_hat_m - grad f||", fmt(h["max_bias"]) + rel))
+            rows.append(("zeta^2 = (1/M) sum_m ||E g_hat_m - grad f||^2", fmt(h["zeta_sq"])))
+        if "oracle_bias" in h:
+            rows.append(("split-batch ||E g_hat - grad f||", fmt(h["oracle_bias"])))
+        rows.append(("every worker unbiased for grad f", "yes" if h["unbiased"] else "[bold red]no[/]"))
     for label, value in rows:
         t.add_row(label, value)
     sp = Table(title="predicted speedup B B_S / (B + B_S - 1)", header_style="bold", title_justify="left")
@@ -150,10 +221,15 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
     out = [t, sp]
     if "workers" in doc:
         w = Table(title="per worker", header_style="bold", title_justify="left")
-        for col in ("worker", "n", "Delta_S", "B_S"):
+        groups = doc.get("sampling", {}).get("scheme") == "split-batch"  # the rows are label groups, not workers
+        w.title = "per label group (split-batch)" if groups else w.title
+        bias = None if groups else (doc.get("heterogeneity") or {}).get("bias")
+        for col in ("group" if groups else "worker", "n", "Delta_S", "B_S") + \
+                (("||E g_hat_m - g||",) if bias is not None else ()):
             w.add_column(col, justify="right")
         for r in doc["workers"]:
-            w.add_row(str(r["worker"]), fmt(r["n"]), fmt(r["delta_S"]), fmt(r["B_S"]))
+            extra = (fmt(float(bias[r["worker"]])),) if bias is not None else ()
+            w.add_row(str(r["worker"]), fmt(r["n"]), fmt(r["delta_S"]), fmt(r["B_S"]), *extra)
         out.append(w)
     return out
 
@@ -192,8 +268,10 @@ def bound_report(doc: dict[str, Any]) -> list[Any]:
             row.append(fmt(r["at_K"]))
         b.add_row(*row)
     mt = doc["majority_table"]
-    m = Table(title=f"majority vote: ||g||_rho_M / ||g||_1 at {mt['point']} ({mt['method_of_estimate']}, "
-              f"min rho = {fmt(mt['rho_min'])})", header_style="bold", title_justify="left")
+    per_worker = ", each worker's own law" if mt.get("workers_differ") else ""
+    m = Table(title=f"majority vote: E<g, vote> / ||g||_1 at {mt['point']} ({mt['method_of_estimate']}, "
+              f"sampling {mt.get('sampling', '-')}{per_worker}, min rho = {fmt(mt['rho_min'])})", header_style="bold",
+              title_justify="left")
     for col in ("M", "ratio", "1 - exp(-(2 rho - 1)^2 l)"):
         m.add_column(col, justify="right")
     for r in mt["rows"]:
