@@ -105,8 +105,10 @@ def estimate_fields(est, ver, top: int, not_bound: str | None) -> dict[str, Any]
     cond = spb.sufficient_conditions(g, est.sigma, tau, not_bound is None)
     worst = np.argsort(np.where(nz, est.margin, np.inf), kind="stable")[: min(top, int(nz.sum()))]
     laws = est.laws
-    margin_low = est.margin_low if est.margin_low is not None else np.where(nz, 2 * est.rho_low - 1, 0.0)
-    margin_high = est.margin_high if est.margin_high is not None else np.where(nz, 2 * est.rho_high - 1, 0.0)
+    # exact and closed form: no interval, the bounds are the margin itself (2 rho - 1 would be wrong where a
+    # message can be 0 under --sign-zero zero)
+    margin_low = est.margin_low if est.margin_low is not None else est.margin
+    margin_high = est.margin_high if est.margin_high is not None else est.margin
     doc: dict[str, Any] = {
         "method_of_estimate": est.method,
         "sampling": {"scheme": laws.sampling.scheme, "description": laws.sampling.description,
