@@ -388,3 +388,15 @@ def test_sparse_and_float32_inputs():
     G32 = G.astype(np.float32)
     assert signsim.diversity_from_samples(G32)["B_S"] == pytest.approx(
         signsim.diversity_from_samples(G32.astype(np.float64))["B_S"])
+
+
+def test_grads_file_takes_sign_zero_and_tie(cli, tmp_path):
+    np.save(tmp_path / "g.npy", SMALL)
+    r = cli("check-spb", "--grads", tmp_path / "g.npy", "--workers", "4", "--sign-zero", "zero", "--tie", "zero",
+            "--json")
+    assert r.code == 1, r.err  # coordinate 2: P(agree) = P(disagree)
+    doc = r.json()
+    ref = brute_force(SMALL, "zero", 4, "zero")
+    assert doc["options"]["tie"] == "zero" and doc["sign_zero"] == "zero" and doc["status"] == ref["status"]
+    assert doc["rho_M_norm"] == pytest.approx(ref["rho_M_norm"], abs=1e-12)
+    assert np.allclose(as_float(doc["vote_tie"]), as_float(ref["vote_tie"]), atol=1e-12, equal_nan=True)
