@@ -607,23 +607,28 @@ def _csv_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def spb_from_samples(G: Any, *, workers: int | None = None, batch_size: int = 1, sign_zero: str = "random",
-                     confidence: float = 0.95, interval: str = "wilson", correction: str = "holm",
+                     tie: str = "random", confidence: float = 0.95, interval: str = "wilson", correction: str = "holm",
                      samples: int = 2000, seed: int = 0, top: int = 10) -> Result:
-    """Success probabilities of the user's own per-sample gradients (docs/theory.md §1).
+    """Success probabilities of the user's own per-sample gradients (docs/theory.md §1,
+    docs/theory-heterogeneous.md §1-3).
 
     ``G`` is an n x d array (a NumPy array or a memory map) or an iterable of row blocks (each k x d), so
-    that the whole n x d matrix never has to be in memory; the true gradient is their mean. With
-    ``batch_size = 1`` (uniform sampling of one sample) ρ_i is exact: the fraction of samples whose
-    coordinate i has the sign of g_i, zeros counted by ``sign_zero`` (random: one half, plus, zero). With
-    ``batch_size > 1`` (an array G only) ρ is estimated from ``samples`` minibatches drawn with replacement,
-    with ``interval`` intervals and ``correction`` over coordinates. ``workers=M`` adds the ρ_M-norm of a
-    majority vote of M such workers. The document has the same fields as ``check-spb --json`` for a finite
-    sum: ``rho``, ``verdict``, ``rho_norm``, ``rho_M_norm``, ``sigma``, ``sufficient``, ..."""
+    that the whole n x d matrix never has to be in memory; the true gradient is their mean and every worker
+    samples the rows uniformly. With ``batch_size = 1`` the sign law is exact: P(agree), P(zero),
+    P(disagree) are the fractions of samples whose coordinate i has the sign of g_i, is 0, has the other
+    sign; ``sign_zero`` (random: a fair ±1, plus: +1, zero: 0) makes it the message's law, ρ_i = P(message
+    agrees), and SPB holds on i when the message agrees more often than it disagrees. With ``batch_size > 1``
+    (an array G only) the law is estimated from ``samples`` minibatches drawn with replacement, with
+    ``interval`` intervals and ``correction`` over coordinates. ``rho_norm`` is E⟨g, sign ĝ⟩;
+    ``workers=M`` adds E⟨g, vote⟩ (``rho_M_norm``) from the law of the vote of M such workers, ties broken
+    by ``tie`` (random | zero). The document has the same fields and numbers as ``check-spb --json`` for a
+    finite sum with these per-sample gradients: ``rho``, ``p_agree``, ``p_zero``, ``p_disagree``,
+    ``verdict``, ``rho_norm``, ``rho_M_norm``, ``vote_agree``, ``sigma``, ``sufficient``, ..."""
     from signsim.diagnostics.samples import spb_document
 
-    kinds = {"workers": "int", "batch_size": "int", "sign_zero": "str", "confidence": "float", "interval": "str",
-             "correction": "str", "samples": "int", "seed": "int", "top": "int"}
-    given = dict(workers=workers, batch_size=batch_size, sign_zero=sign_zero, confidence=confidence,
+    kinds = {"workers": "int", "batch_size": "int", "sign_zero": "str", "tie": "str", "confidence": "float",
+             "interval": "str", "correction": "str", "samples": "int", "seed": "int", "top": "int"}
+    given = dict(workers=workers, batch_size=batch_size, sign_zero=sign_zero, tie=tie, confidence=confidence,
                  interval=interval, correction=correction, samples=samples, seed=seed, top=top)
     o = {k: coerce(k, v, kinds[k]) for k, v in given.items()}
     return Result(spb_document(G, **o))

@@ -197,7 +197,7 @@ def run(**opts: Any) -> None:
     _option("correction", str | None, "multiple testing over coordinates: holm | bonferroni | none", P_SPB),
     _option("top", int | None, "rows in the table of worst coordinates (default 10)", P_SPB),
     _option("grads", Path | None, "your own per-sample gradients: FILE.npy, an n x d array (memory-mapped); "
-            "uses --workers, --batch-size, --sign-zero, --seed", P_SPB),
+            "uses --workers, --batch-size, --sign-zero, --tie, --seed", P_SPB),
 ], help="Estimate per-coordinate success probabilities at a point, decide SPB, report rho-norms. "
         "Exit 0 when SPB holds, 1 when it is violated or inconclusive.")
 def check_spb(**opts: Any) -> None:

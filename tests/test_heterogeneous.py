@@ -266,6 +266,7 @@ def test_zero_messages_by_enumeration(sparse, policy):
     assert np.mean(G == 0) > 0.4
     margin = np.array([[message_mean(G[j, i], policy, g[i]) for i in range(p.dim)] for j in range(len(G))]).mean(0)
     assert doc["rho_norm"] == pytest.approx(margin @ np.abs(g), abs=1e-12)
+    assert doc["rho_norm_low"] == doc["rho_norm_high"] == doc["rho_norm"]  # exact: no interval
     np.testing.assert_allclose(doc["p_zero"], np.mean(G == 0, axis=0), atol=1e-12)
     np.testing.assert_allclose(doc["p_agree"], np.mean(np.sign(G) == np.sign(g), axis=0), atol=1e-12)
     np.testing.assert_allclose(doc["p_disagree"], np.mean(np.sign(G) == -np.sign(g), axis=0), atol=1e-12)

@@ -3,6 +3,7 @@ brute force, block-wise input equal to whole-array input, the same numbers as ch
 built-in finite sum, and ``--grads`` on a memory-mapped file."""
 
 import json
+from fractions import Fraction
 from itertools import product
 
 import numpy as np
@@ -24,66 +25,155 @@ def random_grads(n=301, d=7, seed=0):
     return G
 
 
-def brute_rho(G, sign_zero):
+#: a small G with exact zeros (rows: samples). Columns: g > 0 with zeros; g < 0 with zeros (violated under
+#: plus only); g > 0 with P(agree) = P(disagree) (violated unless plus); g = 0; g < 0 mostly zeros; no zeros.
+SMALL = np.array([
+    [1.0, -2.0, 5.0, 1.0, 0.0, 1.0],
+    [2.0, 1.0, -1.0, -1.0, 0.0, 1.0],
+    [-1.0, 0.0, 0.0, 0.0, 0.0, -0.5],
+    [0.0, -1.0, 1.0, 2.0, 0.0, 2.0],
+    [0.0, 0.0, -1.0, -2.0, 0.0, -1.0],
+    [3.0, 0.0, 0.0, 0.0, -3.0, 1.0],
+])
+
+
+def message_outcomes(batches, sign_zero, i):
+    """One worker's message on coordinate i, enumerated: (probability, message) for every equally likely
+    minibatch (a list of rows) and, for a zero under the 'random' policy, each face of the fair coin."""
+    out = []
+    p = Fraction(1, len(batches))
+    for rows in batches:
+        v = float(np.mean([row[i] for row in rows]))
+        if v != 0:
+            out.append((p, int(np.sign(v))))
+        elif sign_zero == "random":
+            out += [(p / 2, 1), (p / 2, -1)]
+        else:
+            out.append((p, {"plus": 1, "zero": 0}[sign_zero]))
+    return out
+
+
+def brute_force(G, sign_zero, M, tie, tau=1):
+    """Everything by enumeration over the n^tau minibatches one worker can draw (uniformly, with replacement)
+    and over the M-tuples of workers' messages, in exact arithmetic."""
     n, d = G.shape
     g = G.mean(axis=0)
-    rho = np.full(d, np.nan)
+    batches = [[G[j] for j in js] for js in product(range(n), repeat=tau)]
+    r = {k: [None] * d for k in ("p_agree", "p_zero", "p_disagree", "rho", "message_disagree", "vote_agree",
+                                 "vote_disagree", "vote_tie")}
+    r["status"] = ["zero"] * d
+    rho_norm = rho_M_norm = 0.0
     for i in range(d):
         if g[i] == 0:
             continue
-        agree = 0.0
-        for j in range(n):
-            v = G[j, i]
-            if v != 0:
-                agree += float(np.sign(v) == np.sign(g[i]))
-            elif sign_zero == "plus":
-                agree += float(g[i] > 0)
-            elif sign_zero == "random":
-                agree += 0.5
-        rho[i] = agree / n
-    return g, rho
+        s = int(np.sign(g[i]))
+        raw = [int(np.sign(np.mean([row[i] for row in rows]))) for rows in batches]
+        r["p_agree"][i], r["p_zero"][i], r["p_disagree"][i] = (Fraction(raw.count(v), len(raw)) for v in (s, 0, -s))
+        msg = message_outcomes(batches, sign_zero, i)
+        agree = sum(p for p, m in msg if m == s)
+        disagree = sum(p for p, m in msg if m == -s)
+        r["rho"][i], r["message_disagree"][i] = agree, disagree
+        r["status"][i] = "holds" if agree > disagree else "violated"
+        rho_norm += float(agree - disagree) * abs(g[i])
+        v_agree = v_disagree = v_tie = Fraction(0)
+        for combo in product(msg, repeat=M):
+            p = Fraction(1)
+            for q, _ in combo:
+                p *= q
+            total = sum(m for _, m in combo) * s  # > 0: the vote agrees with sign g_i
+            if total > 0:
+                v_agree += p
+            elif total < 0:
+                v_disagree += p
+            else:
+                v_tie += p
+                if tie == "random":
+                    v_agree += p / 2
+                    v_disagree += p / 2
+        r["vote_agree"][i], r["vote_disagree"][i], r["vote_tie"][i] = v_agree, v_disagree, v_tie
+        rho_M_norm += float(v_agree - v_disagree) * abs(g[i])
+    r["grad"], r["rho_norm"], r["rho_M_norm"] = g, rho_norm, rho_M_norm
+    tested = [st for st in r["status"] if st != "zero"]
+    r["verdict"] = "holds" if all(st == "holds" for st in tested) else "violated"
+    return r
 
 
-def brute_majority(r, M):
-    """P(a majority of M independent signs is right), ties broken by a fair coin."""
-    from math import comb
-
-    p = sum(comb(M, k) * r**k * (1 - r) ** (M - k) for k in range(M // 2 + 1, M + 1))
-    if M % 2 == 0:
-        p += 0.5 * comb(M, M // 2) * (r * (1 - r)) ** (M // 2)
-    return p
+def as_float(values):
+    return np.array([np.nan if v is None else float(v) for v in values])
 
 
-@pytest.mark.parametrize(("sign_zero", "M"), list(product(["random", "plus", "zero"], [1, 4, 7])))
-def test_spb_against_brute_force(sign_zero, M):
-    G = random_grads()
-    doc = signsim.spb_from_samples(G, workers=M, sign_zero=sign_zero).to_dict()
-    g, rho = brute_rho(G, sign_zero)
-    nz = g != 0
-    assert doc["method_of_estimate"] == "exact" and doc["n"] == G.shape[0]
-    assert np.allclose(doc["grad"], g)
-    assert np.allclose(np.array(doc["rho"], dtype=float), rho, equal_nan=True)
-    assert np.allclose(doc["sigma"], G.std(axis=0))
+PER_COORDINATE = ("p_agree", "p_zero", "p_disagree", "rho", "message_disagree", "vote_agree", "vote_disagree",
+                  "vote_tie")
+
+
+@pytest.mark.parametrize(("sign_zero", "M", "tie"),
+                         [(z, M, t) for z in ("random", "plus", "zero") for M in (1, 2, 3, 4)
+                          for t in ("random", "zero")])
+def test_spb_against_brute_force(sign_zero, M, tie):
+    G = SMALL
+    doc = signsim.spb_from_samples(G, workers=M, sign_zero=sign_zero, tie=tie).to_dict()
+    ref = brute_force(G, sign_zero, M, tie)
+    assert doc["method_of_estimate"] == "exact" and doc["n"] == G.shape[0] and doc["sign_zero"] == sign_zero
+    assert doc["sampling"]["scheme"] == "shared" and doc["workers"] == M and not doc["workers_differ"]
+    assert np.allclose(doc["grad"], ref["grad"])
+    for k in PER_COORDINATE:
+        assert np.allclose(as_float(doc[k]), as_float(ref[k]), rtol=0, atol=1e-12, equal_nan=True), k
+    assert doc["status"] == ref["status"] and doc["verdict"] == ref["verdict"]
     assert doc["zero_coordinates"] == 1 and doc["status"][3] == "zero"
-    assert doc["rho_norm"] == pytest.approx(np.sum((2 * rho[nz] - 1) * np.abs(g[nz])))
-    assert doc["rho_M_norm"] == pytest.approx(sum((2 * brute_majority(r, M) - 1) * abs(gi)
-                                                  for r, gi in zip(rho[nz], g[nz], strict=True)))
-    verdict = "holds" if np.all(rho[nz] > 0.5) else "violated"
-    assert doc["verdict"] == verdict
-    assert doc["l1_norm"] == pytest.approx(np.abs(g).sum())
-    s = G.std(axis=0)
-    assert doc["sufficient"]["cantelli"] == (s < np.abs(g)).tolist()
-    assert doc["sufficient"]["unimodal_bound"] is None  # the noise of the user's gradients is unknown
+    assert doc["rho_norm"] == pytest.approx(ref["rho_norm"], abs=1e-12)
+    assert doc["rho_norm_low"] == doc["rho_norm_high"] == doc["rho_norm"]  # exact: no interval
+    assert doc["rho_M_norm"] == pytest.approx(ref["rho_M_norm"], abs=1e-12)
+    assert doc["n_with_zeros"] == 4
+    # the identical-worker bound needs rho_min > 1/2 and no zero messages: never here
+    assert doc["rho_M_lower_bound"] is None
+    assert np.allclose(doc["sigma"], G.std(axis=0)) and doc["l1_norm"] == pytest.approx(np.abs(ref["grad"]).sum())
+    assert doc["sufficient"]["unimodal_bound"] is None and not doc["l12_is_bound"]  # the noise is unknown
 
 
-def test_blocks_equal_whole_array():
+def test_the_policies_differ_where_expected():
+    docs = {z: signsim.spb_from_samples(SMALL, sign_zero=z).to_dict() for z in ("random", "plus", "zero")}
+    # coordinate 2: P(agree) = P(disagree), 'plus' breaks the tie in favour of g_2 > 0
+    assert [docs[z]["status"][2] for z in ("random", "plus", "zero")] == ["violated", "holds", "violated"]
+    # coordinates 1 and 4 (g < 0, zeros): 'plus' turns the zeros into disagreement
+    assert [docs[z]["status"][4] for z in ("random", "plus", "zero")] == ["holds", "violated", "holds"]
+    assert docs["random"]["rho_norm"] == pytest.approx(docs["zero"]["rho_norm"])  # zeros count nothing
+    assert "rho_M_norm" not in docs["random"] and "workers" not in docs["random"]
+
+
+def test_minibatch_monte_carlo_against_enumeration():
+    tau = 2
+    for sign_zero, tie in (("random", "random"), ("plus", "zero"), ("zero", "zero")):
+        doc = signsim.spb_from_samples(SMALL, batch_size=tau, samples=40000, seed=3, workers=3, sign_zero=sign_zero,
+                                       tie=tie).to_dict()
+        ref = brute_force(SMALL, sign_zero, 3, tie, tau=tau)
+        assert doc["method_of_estimate"] == "monte-carlo" and doc["tau"] == tau
+        assert doc["samples"] == doc["samples_per_oracle"] == 40000
+        for k in PER_COORDINATE:  # standard errors below 0.0025
+            assert np.allclose(as_float(doc[k]), as_float(ref[k]), rtol=0, atol=0.015, equal_nan=True), k
+        l1 = float(np.abs(ref["grad"]).sum())
+        assert doc["rho_norm"] == pytest.approx(ref["rho_norm"], abs=0.02 * l1)
+        assert doc["rho_M_norm"] == pytest.approx(ref["rho_M_norm"], abs=0.03 * l1)
+        assert doc["rho_norm_low"] <= doc["rho_norm"] <= doc["rho_norm_high"]
+        lo, hi = as_float(doc["rho_low"]), as_float(doc["rho_high"])
+        nz = ref["grad"] != 0
+        assert np.all(lo[nz] <= as_float(doc["rho"])[nz]) and np.all(as_float(doc["rho"])[nz] <= hi[nz])
+        # sigma: the per-sample standard deviation (tau times the minibatch variance)
+        assert np.allclose(doc["sigma"], SMALL.std(axis=0), rtol=0.05)
+        decided = [i for i, st in enumerate(doc["status"]) if st in ("holds", "violated")]
+        assert all(doc["status"][i] == ref["status"][i] for i in decided)
+
+
+@pytest.mark.parametrize(("sign_zero", "tie"), [("random", "random"), ("zero", "zero"), ("plus", "random")])
+def test_blocks_equal_whole_array(sign_zero, tie):
     G = random_grads(n=500, d=9, seed=4)
-    whole = signsim.spb_from_samples(G, workers=3).to_dict()
+    whole = signsim.spb_from_samples(G, workers=4, sign_zero=sign_zero, tie=tie).to_dict()
+    assert whole["n_with_zeros"] > 0 and whole["zero_coordinates"] == 0
     div = signsim.diversity_from_samples(G).to_dict()
     for given in ([G[:100], G[100:333], G[333:]], (G[i:i + 7] for i in range(0, 500, 7)), list(G),
                   iter([G[:1], G[1:]])):
         given = list(given)
-        assert_docs_equal(signsim.spb_from_samples(iter(given), workers=3).to_dict(), whole)
+        assert_docs_equal(signsim.spb_from_samples(iter(given), workers=4, sign_zero=sign_zero, tie=tie).to_dict(),
+                          whole)
         assert_docs_equal(signsim.diversity_from_samples(iter(given)).to_dict(), div)
 
 
@@ -131,7 +221,29 @@ def test_diversity_against_brute_force():
     assert stationary["stationary"] and stationary["B_S"] is None  # infinite: null in JSON
 
 
-def test_same_numbers_as_check_spb_for_a_finite_sum(tmp_path):
+#: the keys of check-spb's document that describe the problem and the run rather than the estimate
+NOT_COMPARED = {"config", "options", "problem", "point", "grads"}
+
+
+def assert_same_as_check_spb(mine, ref):
+    """Every field of check-spb's document (except the problem's description) with the same value."""
+    assert set(mine) - NOT_COMPARED == (set(ref) - NOT_COMPARED) | {"source", "n"}
+    for k in set(ref) - NOT_COMPARED:
+        if isinstance(ref[k], list) and ref[k] and isinstance(ref[k][0], float | None):
+            assert np.allclose(as_float(mine[k]), as_float(ref[k]), rtol=1e-9, atol=1e-12, equal_nan=True), k
+        elif isinstance(ref[k], float):
+            assert mine[k] == pytest.approx(ref[k], rel=1e-9, abs=1e-12), k
+        elif k == "sufficient":
+            assert set(mine[k]) == set(ref[k]) and mine[k]["unimodal_bound"] is ref[k]["unimodal_bound"] is None
+            for c in ("c", "variance_bound"):
+                assert np.allclose(as_float(mine[k][c]), as_float(ref[k][c]), rtol=1e-9, equal_nan=True), c
+            assert mine[k]["tau_condition"] == ref[k]["tau_condition"] and mine[k]["cantelli"] == ref[k]["cantelli"]
+        else:
+            assert mine[k] == ref[k], k
+
+
+@pytest.mark.parametrize("sign_zero", ["random", "zero"])
+def test_same_numbers_as_check_spb_for_a_finite_sum(cli, tmp_path, sign_zero):
     from signsim import config, problems
 
     cfg = config.resolve({"problem": "logistic", "workers": 5})
@@ -139,19 +251,47 @@ def test_same_numbers_as_check_spb_for_a_finite_sum(tmp_path):
     x = problem.x0 + 0.05
     np.save(tmp_path / "x.npy", x)
     G = problem.finite_sum.per_sample_grads(x, np.arange(problem.finite_sum.n))
-    ref = signsim.check_spb(problem="logistic", workers=5, at=str(tmp_path / "x.npy")).to_dict()
-    mine = signsim.spb_from_samples(G, workers=5).to_dict()
+    np.save(tmp_path / "g.npy", G)
+    r = cli("check-spb", "--problem", "logistic", "--workers", "5", "--at", tmp_path / "x.npy", "--sign-zero",
+            sign_zero, "--json")
+    assert r.code in (0, 1), r.err
+    ref = r.json()
+    r = cli("check-spb", "--grads", tmp_path / "g.npy", "--workers", "5", "--sign-zero", sign_zero, "--json")
+    assert r.code in (0, 1), r.err
+    mine = r.json()
     assert ref["method_of_estimate"] == mine["method_of_estimate"] == "exact"
-    for k in ("verdict", "n_holds", "n_violated", "zero_coordinates", "worst", "status"):
-        assert mine[k] == ref[k], k
-    for k in ("rho", "grad", "sigma"):
-        assert np.allclose(np.array(mine[k], dtype=float), np.array(ref[k], dtype=float), equal_nan=True), k
-    for k in ("rho_norm", "rho_M_norm", "l1_norm", "l2_norm", "l12_norm", "rho_min"):
-        assert mine[k] == pytest.approx(ref[k], rel=1e-9), k
+    assert ref["sign_zero"] == mine["sign_zero"] == sign_zero and "rho_M_norm" in mine
+    assert_same_as_check_spb(mine, ref)
+    api = signsim.spb_from_samples(G, workers=5, sign_zero=sign_zero).to_dict()
+    assert_same_as_check_spb(json.loads(json.dumps(api, default=float)), ref)
     ref = signsim.diversity(problem="logistic", at=str(tmp_path / "x.npy")).to_dict()
     mine = signsim.diversity_from_samples(G).to_dict()
     for k in ("n", "delta_S", "B_S", "B_simple", "largest_batch"):
         assert mine[k] == pytest.approx(ref[k], rel=1e-9), k
+
+
+@pytest.mark.parametrize(("sign_zero", "tie"), [("random", "random"), ("plus", "zero"), ("zero", "zero")])
+def test_same_numbers_as_check_spb_with_zero_gradients(tmp_path, sign_zero, tie):
+    """ReLU network at initialization: about half of the per-sample entries are exactly 0."""
+    from signsim import config, problems
+
+    problem = problems.build(config.resolve({"problem": "mlp", "workers": 4}))
+    np.save(tmp_path / "x.npy", problem.x0)
+    G = problem.finite_sum.per_sample_grads(problem.x0, np.arange(problem.finite_sum.n))
+    assert np.mean(G == 0) > 0.2
+    ref = signsim.check_spb(problem="mlp", workers=4, sign_zero=sign_zero, tie=tie,
+                            at=str(tmp_path / "x.npy")).to_dict()
+    mine = signsim.spb_from_samples(G, workers=4, sign_zero=sign_zero, tie=tie).to_dict()
+    assert ref["n_with_zeros"] > 0
+    assert_same_as_check_spb(mine, ref)
+
+
+def test_same_fields_as_check_spb_by_monte_carlo():
+    G = random_grads(n=200, d=31, seed=6)
+    ref = signsim.check_spb(problem="logistic", batch_size=4, samples=300, workers=3, sign_zero="zero").to_dict()
+    mine = signsim.spb_from_samples(G, batch_size=4, samples=300, workers=3, sign_zero="zero").to_dict()
+    assert set(mine) - {"source", "n"} == set(ref) - {"config"}
+    assert mine["samples"] == mine["samples_per_oracle"] == 300 and "p_holds_corrected" in mine
 
 
 def test_minibatch_monte_carlo():
@@ -191,6 +331,8 @@ def test_bad_options():
         signsim.spb_from_samples(G, sign_zero="minus")
     with pytest.raises(InputError, match="--workers"):
         signsim.spb_from_samples(G, workers="many")
+    with pytest.raises(InputError, match="--tie"):
+        signsim.spb_from_samples(G, workers=3, tie="plus")
     with pytest.raises(InputError, match="--delta"):
         signsim.diversity_from_samples(G, delta=-1)
 
@@ -246,3 +388,15 @@ def test_sparse_and_float32_inputs():
     G32 = G.astype(np.float32)
     assert signsim.diversity_from_samples(G32)["B_S"] == pytest.approx(
         signsim.diversity_from_samples(G32.astype(np.float64))["B_S"])
+
+
+def test_grads_file_takes_sign_zero_and_tie(cli, tmp_path):
+    np.save(tmp_path / "g.npy", SMALL)
+    r = cli("check-spb", "--grads", tmp_path / "g.npy", "--workers", "4", "--sign-zero", "zero", "--tie", "zero",
+            "--json")
+    assert r.code == 1, r.err  # coordinate 2: P(agree) = P(disagree)
+    doc = r.json()
+    ref = brute_force(SMALL, "zero", 4, "zero")
+    assert doc["options"]["tie"] == "zero" and doc["sign_zero"] == "zero" and doc["status"] == ref["status"]
+    assert doc["rho_M_norm"] == pytest.approx(ref["rho_M_norm"], abs=1e-12)
+    assert np.allclose(as_float(doc["vote_tie"]), as_float(ref["vote_tie"]), atol=1e-12, equal_nan=True)

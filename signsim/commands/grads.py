@@ -10,7 +10,7 @@ from typing import Any
 from signsim.errors import InputError
 
 #: run options that still mean something for given gradients (the rest describe a simulated problem)
-SPB_RUN_OPTIONS = {"workers", "batch_size", "sign_zero", "seed"}
+SPB_RUN_OPTIONS = {"workers", "batch_size", "sign_zero", "tie", "seed"}
 DIVERSITY_RUN_OPTIONS: set[str] = set()
 
 
@@ -50,7 +50,8 @@ def check_spb(path: Path, values: dict[str, Any], spb: dict[str, Any]) -> dict[s
     _reject(values, SPB_RUN_OPTIONS, {"at": spb.pop("at", None), "estimator": spb.pop("estimator", None)})
     o = {k: v for k, v in spb.items() if v is not None}
     doc = spb_document(load(path), workers=values.get("workers"), batch_size=values.get("batch_size", 1),
-                       sign_zero=values.get("sign_zero", "random"), seed=values.get("seed", 0),
+                       sign_zero=values.get("sign_zero", "random"), tie=values.get("tie", "random"),
+                       seed=values.get("seed", 0),
                        where=f"--grads {path}", **o)
     doc["grads"] = str(path)
     return doc

@@ -1,8 +1,8 @@
 """``signsim plot RESULTS...``: a figure chosen by what it is given (issue #8).
 
 * run results (one or more files, or a ``[[compare]]`` document): loss (or test accuracy) against
-  iterations and megabytes, plus SPB fraction and ||g||_rho/||g||_1 when the runs tracked SPB; with --y/--x
-  one panel of that quantity;
+  iterations and megabytes, plus SPB fraction and E<g, sign g_hat>/||g||_1 when the runs tracked SPB; with
+  --y/--x one panel of that quantity;
 * a sweep directory: --y against --x, one line per value of --group-by, mean and a one-sd band over the rest
   (named in the title); ``--where KEY=VALUE`` keeps matching runs first, ``--facet KEY`` one panel per value;
 * check-spb results: the sorted per-coordinate rho with intervals and the 1/2 line;

@@ -1,13 +1,17 @@
 """Diagnostics of per-sample gradients given by the user: an n x d array G whose row j is grad f_j at the
 user's point (from their own model), or an iterable of row blocks so that G never has to be in memory.
 
-A thin layer over the finite-sum estimators: the true gradient is g = (1/n) sum_j G_j; with minibatch 1 and
-uniform sampling rho_i is exact (docs/theory.md §1): the fraction of rows whose coordinate i has the sign of
-g_i, a zero counted by the sign(0) policy (random: one half, its expectation; plus: as +1; zero: a failure),
-as ``signsim.diagnostics.kernels.exact_counts`` counts for the built-in finite sums. The verdict, rho-norms,
-the majority-vote rho_M-norm and the sufficient conditions are those of ``signsim.diagnostics.spb``; the
-diversity quantities those of ``signsim.diagnostics.diversity.from_sums`` (docs/theory.md §6). One pass
-over G for the exact quantities, O(d) memory beyond one block.
+A thin layer over check-spb's estimators (docs/theory-heterogeneous.md §1-3): the true gradient is
+g = (1/n) sum_j G_j and every worker samples the rows uniformly (shared sampling, identical workers). With
+minibatch 1 the sign law of g_hat_i is exact: P(agree), P(zero), P(disagree) are the fractions of rows whose
+coordinate i has the sign of g_i, is 0, has the other sign; with minibatch tau > 1 (G an array) they are counted
+over Monte Carlo minibatches. ``estimators.summarize`` turns the law into the message's under the sign(0)
+policy (random: a fair +-1; plus: +1; zero: 0), ``spb.decide`` decides P(agree) > P(disagree) per coordinate,
+and check-spb's ``estimate_fields`` / ``workers_fields`` report rho_norm = E<g, sign g_hat> and
+rho_M_norm = E<g, vote> from the law of the vote of M workers (``diagnostics.votes``): the same fields and
+numbers as ``check-spb --json`` for a finite sum with these per-sample gradients. The diversity quantities
+are those of ``signsim.diagnostics.diversity.from_sums`` (docs/theory.md §6). One pass over G for the exact
+quantities, O(d) memory beyond one block.
 """
 
 from __future__ import annotations
@@ -115,34 +119,37 @@ def sums(G: Any, where: str = "G") -> SampleSums:
     return SampleSums(n, *acc)
 
 
-def exact_successes(S: SampleSums, g: np.ndarray, sign_zero: str) -> np.ndarray:
-    """Per coordinate, the number of rows whose sign agrees with sign g_i (zeros by the sign(0) policy)."""
-    zero_credit = {"random": 0.5 * S.zero, "plus": np.where(g > 0, S.zero, 0.0), "zero": 0.0}[sign_zero]
-    return np.where(g > 0, S.pos, np.where(g < 0, S.neg, 0.0)) + np.where(g != 0, zero_credit, 0.0)
+def _sampling(n: int, workers: int):
+    """Every worker samples all n rows uniformly (check-spb's ``shared`` scheme): one law for everybody."""
+    from signsim.diagnostics.estimators import Sampling
+
+    return Sampling("shared", f"every worker samples all {n} rows uniformly", np.zeros(workers, dtype=np.int64))
 
 
-def exact_estimate(S: SampleSums, sign_zero: str):
-    from signsim.diagnostics.spb import Estimate
+def exact_laws(S: SampleSums, workers: int):
+    """tau = 1: the exact sign law of one uniformly drawn row and its moments, as check-spb's exact estimator
+    computes them for a finite sum (``estimators.finite_sum_laws`` under shared sampling)."""
+    from signsim.diagnostics.estimators import WorkerLaws
+    from signsim.diagnostics.votes import Law
 
-    g = S.grad
-    nz = g != 0
-    rho = np.where(nz, exact_successes(S, g, sign_zero) / S.n, np.nan)
-    sigma = np.sqrt(np.maximum(S.s2 / S.n - g**2, 0.0))
-    return Estimate("exact", g, rho, rho.copy(), rho.copy(), sigma, 1)
+    n = S.n
+    law = Law((S.pos / n)[None, :], (S.zero / n)[None, :], ((n - S.pos - S.zero) / n)[None, :])
+    mu = S.s1 / n
+    sigma = np.sqrt(np.maximum(S.s2 / n - mu**2, 0.0))[None, :]
+    return WorkerLaws("exact", _sampling(n, workers), S.grad, law, mu[None, :], sigma, sigma.copy(), 1)
 
 
-def monte_carlo_estimate(G: np.ndarray, S: SampleSums, tau: int, samples: int, confidence: float,
-                         interval_kind: str, sign_zero: str, seed: int):
-    """S minibatches of tau rows drawn uniformly with replacement from an array G (as check-spb's Monte Carlo
-    estimator draws from a finite sum): successes with Wilson or Clopper-Pearson intervals; sigma_i is the
-    per-sample standard deviation (the minibatch's times sqrt(tau))."""
-    from signsim.diagnostics.spb import Estimate, interval
+def monte_carlo_laws(G: np.ndarray, S: SampleSums, tau: int, samples: int, seed: int, workers: int):
+    """tau > 1: counts of g_hat_i > 0 and = 0 over ``samples`` minibatches of tau rows drawn uniformly with
+    replacement from an array G (as check-spb's Monte Carlo estimator draws from a finite sum under shared
+    sampling); sigma is tau times the sample variance of the minibatch gradient, square-rooted."""
+    from signsim.diagnostics.estimators import WorkerLaws
+    from signsim.diagnostics.votes import Law
 
-    g = S.grad
-    nz = g != 0
+    d = S.s1.size
     rng = np.random.default_rng(seed)
-    succ, m1, m2 = np.zeros(g.size), np.zeros(g.size), np.zeros(g.size)
-    chunk = max(1, min(MC_CHUNK, BLOCK_BYTES // (8 * tau * g.size)))
+    pos, zero, m1, m2 = np.zeros(d), np.zeros(d), np.zeros(d), np.zeros(d)
+    chunk = max(1, min(MC_CHUNK, BLOCK_BYTES // (8 * tau * d)))
     for lo in range(0, samples, chunk):
         k = min(chunk, samples - lo)
         idx = rng.integers(S.n, size=(k, tau))
@@ -151,20 +158,16 @@ def monte_carlo_estimate(G: np.ndarray, S: SampleSums, tau: int, samples: int, c
         back = np.empty_like(order)
         back[order] = np.arange(order.size)
         batch = rows[back].reshape(k, tau, -1).mean(axis=1)
-        agree = np.where(batch > 0, g > 0, np.where(batch < 0, g < 0, False)).astype(float)
-        zero = batch == 0
-        if sign_zero == "plus":
-            agree += zero * (g > 0)
-        elif sign_zero == "random":
-            agree += zero * (rng.random(batch.shape) < 0.5)
-        succ += agree.sum(axis=0)
+        pos += (batch > 0).sum(axis=0)
+        zero += (batch == 0).sum(axis=0)
         m1 += batch.sum(axis=0)
         m2 += (batch * batch).sum(axis=0)
-    lo_, hi_ = interval(succ, samples, confidence, interval_kind)
-    rho = np.where(nz, succ / samples, np.nan)
-    var = np.maximum(m2 / samples - (m1 / samples) ** 2, 0.0) * samples / max(samples - 1, 1)
-    return Estimate("monte-carlo", g, rho, np.where(nz, lo_, np.nan), np.where(nz, hi_, np.nan),
-                    np.sqrt(var * tau), tau, samples, succ)
+    law = Law((pos / samples)[None, :], (zero / samples)[None, :], ((samples - pos - zero) / samples)[None, :])
+    mean = m1 / samples
+    var = np.maximum(m2 / samples - mean**2, 0.0) * samples / max(samples - 1, 1)
+    return WorkerLaws("monte-carlo", _sampling(S.n, workers), S.grad, law, mean[None, :],
+                      np.sqrt(var * tau)[None, :], np.sqrt(var)[None, :], tau, samples, pos[None, :],
+                      zero[None, :])
 
 
 def _source(G: Any, n: int, d: int) -> dict[str, Any]:
@@ -173,15 +176,24 @@ def _source(G: Any, n: int, d: int) -> dict[str, Any]:
 
 
 def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_zero: str = "random",
-                 confidence: float = 0.95, interval: str = "wilson", correction: str = "holm",
-                 samples: int = 2000, seed: int = 0, top: int = 10, where: str = "G") -> dict[str, Any]:
-    """The fields of ``check-spb --json`` for the finite sum whose per-sample gradients are the rows of G."""
+                 tie: str = "random", confidence: float = 0.95, interval: str = "wilson",
+                 correction: str = "holm", samples: int = 2000, seed: int = 0, top: int = 10,
+                 where: str = "G") -> dict[str, Any]:
+    """The fields of ``check-spb --json`` for the finite sum whose per-sample gradients are the rows of G
+    (shared sampling: every worker draws its tau rows uniformly from all n), computed by the same code: the
+    sign laws go through ``estimators.summarize``, ``spb.decide`` and check-spb's ``estimate_fields`` and,
+    with ``workers``, ``workers_fields`` (E<g, vote> from the law of the vote, ties by ``tie``)."""
     from signsim import __version__
+    from signsim.commands.check_spb import UNKNOWN_NOISE, estimate_fields, workers_fields
     from signsim.diagnostics import spb
+    from signsim.diagnostics.estimators import summarize
     from signsim.diagnostics.intervals import CORRECTIONS, INTERVALS
+    from signsim.diagnostics.votes import SIGN_ZERO, TIES
 
-    if sign_zero not in ("random", "plus", "zero"):
-        raise InputError(f"--sign-zero {sign_zero}: unknown value; choose from random, plus, zero")
+    if sign_zero not in SIGN_ZERO:
+        raise InputError(f"--sign-zero {sign_zero}: unknown value; choose from {', '.join(SIGN_ZERO)}")
+    if tie not in TIES:
+        raise InputError(f"--tie {tie}: unknown value; choose from {', '.join(TIES)}")
     if not 0 < confidence < 1:
         raise InputError(f"--confidence {confidence}: must lie in (0, 1)")
     if interval not in INTERVALS:
@@ -202,55 +214,28 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
         raise InputError(f"--batch-size {batch_size}: minibatches are drawn at random from G, which needs G as "
                          "an array (or a memory map), not an iterable of blocks")
     S = sums(G, where)
-    d = S.s1.size
+    M = 1 if workers is None else workers
     if batch_size == 1:
-        est = exact_estimate(S, sign_zero)
+        laws = exact_laws(S, M)
     else:
-        est = monte_carlo_estimate(G, S, batch_size, samples, confidence, interval, sign_zero, seed)
+        laws = monte_carlo_laws(G, S, batch_size, samples, seed, M)
+    est = summarize(laws, sign_zero, confidence, interval)
     ver = spb.decide(est, confidence, correction)
-    g, rho = est.grad, est.rho
-    nz = g != 0
-    tested = ver.status[nz]
-    cond = spb.sufficient_conditions(g, est.sigma, batch_size, None)
-    worst = np.argsort(np.where(nz, rho, np.inf), kind="stable")[: min(top, int(nz.sum()))]
     doc: dict[str, Any] = {
         "signsim_version": __version__,
         "command": "check-spb",
         "source": "samples",
         "options": {"estimator": est.method, "samples": samples if est.method == "monte-carlo" else None,
                     "confidence": confidence, "interval": interval, "correction": correction, "top": top,
-                    "sign_zero": sign_zero, "seed": seed},
-        "problem": _source(G, S.n, d),
+                    "sign_zero": sign_zero, "tie": tie, "seed": seed},
+        "problem": _source(G, S.n, S.s1.size),
         "point": f"{S.n} given samples",
-        "method_of_estimate": est.method,
         "n": S.n,
-        "tau": batch_size,
-        "samples": est.samples,
-        "dim": d,
-        "zero_coordinates": int((~nz).sum()),
-        "n_holds": int(np.sum(tested == "holds")),
-        "n_violated": int(np.sum(tested == "violated")),
-        "n_inconclusive": int(np.sum(tested == "inconclusive")),
-        "verdict": ver.verdict,
-        "rho_min": float(np.min(rho[nz])) if nz.any() else None,
-        "rho": rho, "rho_low": est.rho_low, "rho_high": est.rho_high, "grad": g, "sigma": est.sigma,
-        "status": ver.status.tolist(),
-        "rho_norm": spb.rho_norm(g, rho),
-        "rho_norm_low": spb.rho_norm(g, np.where(nz, est.rho_low, 0.5)),
-        "rho_norm_high": spb.rho_norm(g, np.where(nz, est.rho_high, 0.5)),
-        "l1_norm": float(np.abs(g).sum()),
-        "l2_norm": float(np.linalg.norm(g)),
-        "l12_norm": spb.l12_norm(g, est.sigma / np.sqrt(batch_size)),
-        "sufficient": {k: (v if v is None else np.asarray(v).tolist()) for k, v in cond.items()},
-        "worst": [int(i) for i in worst],
+        # the user's gradients are data: nothing says their noise is unimodal and symmetric
+        **estimate_fields(est, ver, top, UNKNOWN_NOISE),
     }
-    if ver.p_holds is not None:
-        doc["p_holds_corrected"], doc["p_violated_corrected"] = ver.p_holds, ver.p_violated
     if workers is not None:
-        doc["workers"] = workers
-        doc["rho_M_norm"] = spb.rho_M_norm(g, rho, workers)
-        doc["rho_M_lower_bound"] = spb.majority_lower_bound(g, rho, workers) if doc["rho_min"] and \
-            doc["rho_min"] > 0.5 else None
+        doc.update(workers_fields(est, sign_zero, tie))
     return doc
 
 

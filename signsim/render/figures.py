@@ -28,7 +28,7 @@ Y_AXES = {
     "train-accuracy": ("history", "train_acc", "training accuracy", False),
     "spb-fraction": ("spb", "spb_fraction", "fraction of coordinates with SPB", False),
     "rho-min": ("spb", "rho_min", "min_i rho_i", False),
-    "rho-norm": ("spb", "rho_norm", "||g||_rho", True),
+    "rho-norm": ("spb", "rho_norm", "E<g, sign g_hat> (rho-norm)", True),
     "B_S": ("diversity", "B_S", "batch-size bound B_S", True),
 }
 
@@ -215,7 +215,7 @@ def convergence(docs: list[dict[str, Any]], x: str, y: str, ax=None):
 
 
 def runs_overview(docs: list[dict[str, Any]]):
-    """Loss against iterations and against megabytes; with SPB tracks, also SPB fraction and rho-norm/l1."""
+    """Loss against iterations and against megabytes; with SPB tracks, also SPB fraction and E<g, sign g_hat>/l1."""
     plt = pyplot()
     tracked = any(d.get("tracks", {}).get("spb") for d in docs)
     acc = all(d["history"] and "test_acc" in d["history"][0] for d in docs)
@@ -237,7 +237,7 @@ def runs_overview(docs: list[dict[str, Any]]):
             low = min(low, np.nanmin(ratio) if np.isfinite(ratio).any() else 0.0)
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.set_xlabel(X_AXES["iter"])
-        ax.set_ylabel("||g||_rho / ||g||_1 (< 0: SPB violated on average)")
+        ax.set_ylabel("E<g, sign g_hat> / ||g||_1 (< 0: SPB violated on average)")
         ax.set_ylim(low - 0.02, 1.02)
     names = problems_of(docs)
     fig.suptitle(", ".join(names) + ("  [different problems: values not comparable]" if len(names) > 1 else ""))
@@ -392,7 +392,7 @@ def rho_sorted(doc: dict[str, Any]):
     ranks = np.arange(r.size)
     ax.fill_between(ranks, l_, h, alpha=0.3, step="mid", label="interval")
     ax.plot(ranks, r, drawstyle="steps-mid", label=f"rho_i ({doc['method_of_estimate']})")
-    ax.axhline(0.5, color="red", linestyle="--", linewidth=1, label="1/2 (SPB needs rho_i > 1/2)")
+    ax.axhline(0.5, color="red", linestyle="--", linewidth=1, label="1/2 (SPB needs rho_i > 1/2 when no message is 0)")
     ax.set_xlabel("coordinates, sorted by rho_i")
     ax.set_ylabel("success probability rho_i")
     ax.set_ylim(min(0.0, np.nanmin(l_) if l_.size else 0) - 0.02, 1.02)
@@ -444,7 +444,7 @@ def bound_overview(doc: dict[str, Any]):
     """Left: each bound against K (bounds whose theorem matches the run solid, the others dotted); with an
     overlay, the run's left-hand sides as it went (running mean, min or squared mean up to K), once per
     distinct quantity, in the colour of a bound it is compared with (a cross at the end: a matching bound
-    exceeded). Right: ||g||_rho_M / ||g||_1 against M beside the exponential lower bound. One legend below."""
+    exceeded). Right: E<g, vote> / ||g||_1 against M beside the exponential lower bound. One legend below."""
     plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.6), constrained_layout=True)
     drawn: dict[str, Any] = {}
@@ -496,7 +496,7 @@ def bound_overview(doc: dict[str, Any]):
     mt = doc["majority_table"]["rows"]
     M = [r["M"] for r in mt]
     a2.plot(M, [np.nan if r["ratio"] is None else r["ratio"] for r in mt], drawstyle="steps-post", marker=".",
-            label="||g||_rho_M / ||g||_1 against M")
+            label="E<g, vote> / ||g||_1 against M")
     a2.plot(M, [np.nan if r["lower_bound"] is None else r["lower_bound"] for r in mt], "--",
             label="lower bound 1 - exp(-(2 rho - 1)^2 l)")
     a2.set_xlabel("workers M")
