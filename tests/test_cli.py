@@ -104,7 +104,7 @@ def test_list_names_everything(cli):
     (("--problem", "sign-trap", "--dim", "5"), ("--dim", "sign-trap")),
     (("--problem", "vote-trap", "--workers", "4"), ("--workers", "vote-trap")),
     (("--method", "ef-signsgd", "--aggregate", "majority"), ("--aggregate", "ef-signsgd")),
-    (("--aggregate", "median"), ("--aggregate",)),
+    (("--aggregate", "mode"), ("--aggregate",)),
     (("--sign-zero", "minus"), ("--sign-zero",)),
     (("--tie", "left"), ("--tie",)),
     (("--attack", "collude"), ("--attack",)),
