@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from signsim import accounting
 from signsim.codes import Aggregate, Attack, Compressor, ErrorFeedback, Momentum, Schedule, SignZero, Tie
 from signsim.engine.driver import Settings
 from signsim.noise.base import NoiseModel
@@ -136,6 +137,8 @@ class ReferenceRun:
         self.err = np.zeros((workers, problem.dim))  # EF: e_m; EF21: g_m
         self.g_server = np.zeros(problem.dim)  # EF21: the server's g = mean of the g_m
         self.k = 0
+        self.bits_up = 0  # by the formulas of signsim.accounting
+        self.bits_down = 0
 
     def stochastic_gradient(self, m: int) -> np.ndarray:
         gen, tau, d = self.gens[m], self.s.batch_size, self.p.dim
@@ -174,6 +177,8 @@ class ReferenceRun:
             else:
                 u = v
             msg = compress(s.compressor, u, s.sign_zero, gen, s.compressor_param)
+            self.bits_up += accounting.uplink_bits(s.compressor, msg.size, s.sign_zero, s.compressor_param,
+                                                   int(np.count_nonzero(msg)))
             if s.error_feedback == ErrorFeedback.EF:
                 self.err[m] = u - msg
             elif s.error_feedback == ErrorFeedback.EF21:
@@ -185,6 +190,12 @@ class ReferenceRun:
         if s.byzantine and s.attack in (Attack.ALIE, Attack.IPM):
             msgs = omniscient(s.attack, s.attack_param, msgs, s.byzantine)
         broadcast = aggregate(s.aggregate, s.aggregate_param, msgs, s.tie, self.server)
+        d = broadcast.size
+        if accounting.broadcast_is_sparse(s.compressor, s.aggregate):
+            self.bits_down += self.M * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
+        else:
+            self.bits_down += self.M * accounting.downlink_bits(s.compressor, s.aggregate, self.M, d, s.sign_zero,
+                                                                s.tie)
         if s.error_feedback == ErrorFeedback.EF21:
             self.g_server = self.g_server + broadcast
             broadcast = self.g_server
