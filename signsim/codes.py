@@ -1,4 +1,4 @@
-"""Integer codes that select branches inside the compiled loop.
+"""Integer codes that select branches inside the compiled loop: the one place where every code is assigned.
 
 Numba caches a kernel only when it dispatches on plain integers (not on function objects), so every choice a
 run makes (compressor, server rule, sign conventions, schedule, attack) reaches the engine as one of these.
@@ -6,6 +6,30 @@ This module imports nothing heavy: the CLI and the registries can use it freely.
 """
 
 from enum import IntEnum
+
+
+class Problem(IntEnum):
+    """Problem codes (one module each in ``signsim.problems``, kernels in ``signsim.engine.dispatch``)."""
+
+    ROSENBROCK = 1
+    QUADRATIC = 2
+    SIGN_TRAP = 3
+    VOTE_TRAP = 4
+    LOGISTIC = 5
+    LEAST_SQUARES = 6
+    MLP = 7
+
+
+class Noise(IntEnum):
+    """Noise-model codes (one module each in ``signsim.noise``, draws in ``signsim.engine.dispatch``)."""
+
+    NONE = 0
+    GAUSSIAN = 1
+    LAPLACE = 2
+    UNIFORM = 3
+    STUDENT_T = 4
+    BIMODAL = 5
+    SKEWED = 6
 
 
 class Momentum(IntEnum):

@@ -1,13 +1,14 @@
 """Integer-code dispatch from the compiled loop to each problem's and each noise model's kernels.
 
 Numba caches a kernel across processes only when it selects behaviour by plain integers, so this file is
-the one place that lists every kernel: a new problem or noise model adds one branch here.
+the one place that lists every kernel: a new problem or noise model adds one branch here. Every dispatch
+ends in an error for a code it does not know (no silent fall-through).
 """
 
 import numpy as np
 from numba import njit
 
-from signsim.noise import bimodal, gaussian, laplace, skewed, student_t, uniform
+from signsim.noise import bimodal, gaussian, laplace, none, skewed, student_t, uniform
 from signsim.problems import glm, least_squares, logistic, mlp, quadratic, rosenbrock, sign_trap, vote_trap
 
 
@@ -25,7 +26,7 @@ def problem_loss(code, x, pf, pi, A, b):
         return glm.loss(x, pf, pi, A, b)
     if code == mlp.CODE:
         return mlp.loss(x, pf, pi, A, b)
-    return np.nan
+    raise ValueError("unknown problem code")
 
 
 @njit(cache=True)
@@ -42,6 +43,8 @@ def problem_grad(code, x, pf, pi, A, b, out):
         glm.grad(x, pf, pi, A, b, out)
     elif code == mlp.CODE:
         mlp.grad(x, pf, pi, A, b, out)
+    else:
+        raise ValueError("unknown problem code")
 
 
 @njit(cache=True)
@@ -67,6 +70,8 @@ def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
         glm.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
     elif code == mlp.CODE:
         mlp.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
+    else:
+        raise ValueError("unknown problem code")
 
 
 @njit(cache=True)
@@ -76,6 +81,8 @@ def problem_sample_grad(code, x, pf, pi, A, b, j, out):
         glm.sample_grad(x, pf, pi, A, b, j, out)
     elif code == mlp.CODE:
         mlp.sample_grad(x, pf, pi, A, b, j, out)
+    else:
+        raise ValueError("per-sample gradients: not a finite-sum problem code")
 
 
 @njit(cache=True)
@@ -85,7 +92,9 @@ def problem_accuracy(code, x, pf, pi, A, b, test):
         return glm.accuracy(x, pf, pi, A, b, test)
     if code == mlp.CODE:
         return mlp.accuracy(x, pf, pi, A, b, test)
-    return np.nan
+    if code == rosenbrock.CODE or code == quadratic.CODE or code == sign_trap.CODE or code == vote_trap.CODE:
+        return np.nan
+    raise ValueError("unknown problem code")
 
 
 @njit(cache=True, inline="always")
@@ -103,7 +112,7 @@ def noise_draw(code, gen, p):
         return bimodal.draw(gen, p)
     if code == skewed.CODE:
         return skewed.draw(gen, p)
-    return 0.0
+    raise ValueError("unknown noise code")
 
 
 @njit(cache=True, inline="always")
@@ -112,7 +121,7 @@ def add_noise(code, p, gen, tau, out):
 
     Gaussian noise uses its exact shortcut: the mean of tau draws is sigma / sqrt(tau) N(0, 1), one draw.
     """
-    if code == 0:
+    if code == none.CODE:
         return
     d = out.shape[0]
     if code == gaussian.CODE:
