@@ -183,11 +183,11 @@ def run_chunk(k0, k1, K, x, mom, err, srv, G, msg, agg, wbits, tally, gbuf, gens
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         if icfg[I_PARALLEL]:
             for m in prange(M):
-                worker_step(m, k, lr, x, mom, err, G, msg, wbits, gens.getitem_unchecked(m), pf, pi, A, b, ptr,
+                worker_step(m, k, lr, x, mom, err, G, msg, wbits, gens[m], pf, pi, A, b, ptr,
                             idx, nparams, icfg, fcfg)
         else:
             for m in range(M):
-                worker_step(m, k, lr, x, mom, err, G, msg, wbits, gens.getitem_unchecked(m), pf, pi, A, b, ptr,
+                worker_step(m, k, lr, x, mom, err, G, msg, wbits, gens[m], pf, pi, A, b, ptr,
                             idx, nparams, icfg, fcfg)
         if omniscient:
             omniscient_attack(icfg[I_ATTACK], fcfg[F_ATTACK_PARAM], B, msg)
