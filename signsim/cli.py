@@ -168,6 +168,7 @@ def run(**opts: Any) -> None:
         _run_comparison(values, given, out, json_, show, plot)
         return
     cfg = cfgmod.resolve({**values, **given})
+    _compile_notice(opts["quiet"])
     doc = _with_progress(lambda progress: run_command(cfg, progress), show, f"{cfg.method} on {cfg.problem}")
     _emit(doc, out, json_)
     if plot is not None:
@@ -453,6 +454,26 @@ def list_() -> None:
     for t in listing(sections):
         console.print(t)
         console.print()
+
+
+def _compile_notice(quiet: bool) -> None:
+    """One line on stderr, terminal or not, when the run loop is not in the kernel cache yet."""
+    from signsim.commands.compile import COMPILE_NOTICE, loop_is_cached
+
+    if not quiet and not loop_is_cached():
+        print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+
+
+@app.command("compile", help="Compile every kernel ahead of time (e.g. in a Docker image or a CI cache step); "
+             "--clear empties signsim's kernel cache instead.")
+def compile_(clear: Annotated[bool, Opt("--clear", help="remove the cached kernels and exit")] = False) -> None:
+    from signsim.commands import compile as compiling
+
+    if clear:
+        print(f"removed {compiling.clear()} cached kernel files", file=sys.stderr)
+        return
+    n = compiling.compile_all(lambda line: print(line, file=sys.stderr, flush=True))
+    print(f"compiled: {n} warm-up commands ran", file=sys.stderr)
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
