@@ -18,7 +18,7 @@ import signsim
 PACKAGE = Path(signsim.__file__).resolve().parent
 SUFFIXES = (".nbi", ".nbc")
 #: the kernel whose cache entry says "the run loop is compiled"
-LOOP_INDEX = "loop.run_chunk-*.nbi"
+LOOP_INDEX = "loop.run_chunk*-*.nbi"
 
 COMPILE_NOTICE = ("signsim: compiling the simulation kernels (the first run after an install or an upgrade "
                   "takes about a minute on 2 cores; 'signsim compile' does it ahead of time)")

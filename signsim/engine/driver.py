@@ -149,7 +149,8 @@ class Engine:
         k1 = min(self.K, self.k + n)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Numba's type-safety notes on prange indices
-            self.status = Status(loop.run_chunk(
+            kernel = loop.run_chunk if self.icfg[loop.I_PARALLEL] else loop.run_chunk_serial
+            self.status = Status(kernel(
                 self.k, k1, self.K, self.x, self.mom, self.err, self.srv, self.G, self.msg, self.agg,
                 self.wbits, self.tally, self.gbuf, self.gens, self.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx,
                 self.nparams, self.icfg, self.fcfg, self.x_star, self.hist, self.counters))

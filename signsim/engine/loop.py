@@ -18,9 +18,12 @@ with ``monotone`` the step is taken only if it does not increase f (signSGD's "o
 message and broadcast are counted as they are produced (docs/theory.md §7, §8).
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
-whatever the number of Numba threads. The driver calls ``run_chunk`` for consecutive ranges of iterations
-(the state lives in the arrays it passes), which lets a progress bar and Ctrl-C act between chunks.
+whatever the number of Numba threads. The loop is compiled twice from one source: ``run_chunk`` with threads,
+``run_chunk_serial`` without (a small run loads only that one). The driver calls it for consecutive ranges of
+iterations (the state lives in the arrays it passes), which lets a progress bar and Ctrl-C act between chunks.
 """
+
+import types
 
 import numpy as np
 from numba import njit, prange
@@ -96,25 +99,25 @@ def worker_step(m, k, lr, x, mom, err, G, msg, wbits, gen, pf, pi, A, b, ptr, id
         raise ValueError("unknown momentum code")
     out = msg[m]
     ef = icfg[I_EF]
-    cparam = fcfg[F_COMPRESSOR_PARAM]
-    if ef == ErrorFeedback.NONE:
-        wbits[m] = compress_msg(icfg[I_COMPRESSOR], cparam, v, out, icfg[I_SIGN_ZERO], gen)
-    elif ef == ErrorFeedback.EF:
-        e = err[m]
+    e = err[min(m, err.shape[0] - 1)]  # err is a 1 x 1 placeholder without error feedback
+    u = v
+    if ef == ErrorFeedback.EF:  # u = p = gamma_k v + e
         for i in range(e.shape[0]):
             e[i] += lr * v[i]
-        wbits[m] = compress_msg(icfg[I_COMPRESSOR], cparam, e, out, icfg[I_SIGN_ZERO], gen)
-        for i in range(e.shape[0]):
-            e[i] -= out[i]
-    elif ef == ErrorFeedback.EF21:
-        e = err[m]
+        u = e
+    elif ef == ErrorFeedback.EF21:  # u = v - g_m, written over g (no longer needed)
         for i in range(e.shape[0]):
             g[i] = v[i] - e[i]
-        wbits[m] = compress_msg(icfg[I_COMPRESSOR], cparam, g, out, icfg[I_SIGN_ZERO], gen)
+        u = g
+    elif ef != ErrorFeedback.NONE:
+        raise ValueError("unknown error-feedback code")
+    wbits[m] = compress_msg(icfg[I_COMPRESSOR], fcfg[F_COMPRESSOR_PARAM], u, out, icfg[I_SIGN_ZERO], gen)
+    if ef == ErrorFeedback.EF:  # e <- p - msg
+        for i in range(e.shape[0]):
+            e[i] -= out[i]
+    elif ef == ErrorFeedback.EF21:  # g_m <- g_m + msg
         for i in range(e.shape[0]):
             e[i] += out[i]
-    else:
-        raise ValueError("unknown error-feedback code")
     if m < icfg[I_BYZANTINE]:
         attack_row(icfg[I_ATTACK], out, gen)
 
@@ -160,8 +163,7 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     return Status.OK
 
 
-@njit(cache=True, parallel=True)
-def run_chunk(k0, k1, K, x, mom, err, srv, G, msg, agg, wbits, tally, gbuf, gens, server_gen,
+def _run_chunk(k0, k1, K, x, mom, err, srv, G, msg, agg, wbits, tally, gbuf, gens, server_gen,
               pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, x_star, hist, counters):
     """Run iterations k0 <= k < k1 of a K-iteration run; record history every ``eval_every`` iterations
     and at k = K. Returns a Status; ``counters`` holds the rows written and the iterations completed,
@@ -181,29 +183,16 @@ def run_chunk(k0, k1, K, x, mom, err, srv, G, msg, agg, wbits, tally, gbuf, gens
             if status != Status.OK:
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
-        if icfg[I_PARALLEL]:
-            for m in prange(M):
-                worker_step(m, k, lr, x, mom, err, G, msg, wbits, gens[m], pf, pi, A, b, ptr,
-                            idx, nparams, icfg, fcfg)
-        else:
-            for m in range(M):
-                worker_step(m, k, lr, x, mom, err, G, msg, wbits, gens[m], pf, pi, A, b, ptr,
-                            idx, nparams, icfg, fcfg)
+        for m in prange(M):
+            worker_step(m, k, lr, x, mom, err, G, msg, wbits, gens[m], pf, pi, A, b, ptr, idx, nparams, icfg, fcfg)
         if omniscient:
             omniscient_attack(icfg[I_ATTACK], fcfg[F_ATTACK_PARAM], B, msg)
         if summed:
-            if icfg[I_PARALLEL]:
-                for i in prange(d):
-                    s = 0.0
-                    for m in range(M):
-                        s += msg[m, i]
-                    agg[i] = s
-            else:
-                for i in range(d):
-                    s = 0.0
-                    for m in range(M):
-                        s += msg[m, i]
-                    agg[i] = s
+            for i in prange(d):
+                s = 0.0
+                for m in range(M):
+                    s += msg[m, i]
+                agg[i] = s
             finish_aggregate(rule, M, agg, icfg[I_TIE], server_gen)
         else:
             robust_aggregate(rule, fcfg[F_AGGREGATE_PARAM], msg, agg)
@@ -242,3 +231,17 @@ def run_chunk(k0, k1, K, x, mom, err, srv, G, msg, agg, wbits, tally, gbuf, gens
     if k1 == K:
         return record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
     return Status.OK
+
+
+def _named(fn, name):
+    """A copy of ``fn`` under another name: Numba keys its cache files by the function's qualified name."""
+    copy = types.FunctionType(fn.__code__.replace(co_name=name, co_qualname=name), fn.__globals__, name)
+    copy.__qualname__ = name
+    copy.__doc__ = fn.__doc__
+    return copy
+
+
+#: the loop with the workers (and the server's sum) spread over threads, for runs with enough work per step
+run_chunk = njit(cache=True, parallel=True)(_named(_run_chunk, "run_chunk"))
+#: the same loop compiled without threads: small runs use it, and it compiles in a fraction of the time
+run_chunk_serial = njit(cache=True)(_named(_run_chunk, "run_chunk_serial"))
