@@ -264,6 +264,10 @@ def test_unknown_codes_are_errors_not_fallthrough():
         compress.attack_row(99, out, np.random.default_rng(0))
     with pytest.raises(ValueError):
         compress.finish_aggregate(99, 2, out, 0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="tie"):
+        compress.finish_aggregate(int(Aggregate.MAJORITY), 2, np.zeros(3), 9, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="sign-zero"):
+        compress.compress_msg(int(Compressor.SIGN), 0.0, np.zeros(3), out, 9, np.random.default_rng(0))
 
 
 def test_parse_stage_specs():

@@ -50,7 +50,9 @@ def sign_value(v, sign_zero, gen):
         return 1.0
     if sign_zero == SignZero.ZERO:
         return 0.0
-    return 1.0 if gen.random() < 0.5 else -1.0
+    if sign_zero == SignZero.RANDOM:
+        return 1.0 if gen.random() < 0.5 else -1.0
+    raise ValueError("unknown sign-zero code")
 
 
 @njit(cache=True, inline="always")
@@ -268,8 +270,10 @@ def finish_aggregate(rule, M, agg, tie, gen):
                 agg[i] = -1.0
             elif tie == Tie.ZERO:
                 agg[i] = 0.0
-            else:
+            elif tie == Tie.RANDOM:
                 agg[i] = 1.0 if gen.random() < 0.5 else -1.0
+            else:
+                raise ValueError("unknown tie code")
     else:
         raise ValueError("finish_aggregate: not a sum-based aggregate code")
 
