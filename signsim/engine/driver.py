@@ -123,9 +123,9 @@ class Engine:
         self.wbits = np.zeros(M)
         self.tally = np.zeros(2)
         gens, self.server_gen = run_streams(seed, M)
-        self.gens = worker_generators(gens)
         if parallel is None:
             parallel = M * d * max(1, s.batch_size if problem.A.size else 1) >= PARALLEL_WORK
+        self.gens = worker_generators(gens, parallel)
         sparse_down = accounting.broadcast_is_sparse(s.compressor, s.aggregate)
         down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, M, d, s.sign_zero, s.tie)
         ints = dict(compressor=s.compressor, aggregate=s.aggregate, sign_zero=s.sign_zero, tie=s.tie,
@@ -174,12 +174,18 @@ class Engine:
         return self.hist[: self.counters[loop.C_ROWS]].copy()
 
 
-def worker_generators(gens: list[np.random.Generator]) -> list[np.random.Generator]:
-    """The workers' generators as the compiled loop takes them: a plain list (Numba's reflected list). A
-    ``numba.typed.List`` would compile its own methods again in every process (about a second on 2 cores);
-    the reflected list is unboxed at each chunk call in microseconds and shares the generators' states, so the
-    draws are those of the NumPy replay."""
-    return list(gens)
+def worker_generators(gens: list[np.random.Generator], parallel: bool):
+    """The workers' generators as the compiled loop takes them. The serial loop (small runs, where start-up
+    time matters) takes a plain list (Numba's reflected list): a ``numba.typed.List`` compiles its own methods
+    again in every process (about a second on 2 cores), while the reflected list is unboxed at each chunk call in
+    microseconds. The threaded loop (runs with enough work per step that a second is small) takes the typed list,
+    which its threads read without touching the list's reference counts. Both share the generators' states,
+    so the draws are those of the NumPy replay."""
+    if not parallel:
+        return list(gens)
+    from numba.typed import List
+
+    return List(gens)
 
 
 Hook = tuple[int, Callable[[int, np.ndarray], None]]
