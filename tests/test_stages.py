@@ -276,3 +276,16 @@ def test_parse_stage_specs():
     assert stages.parse_attack("alie:2") == (Attack.ALIE, 2.0)
     with pytest.raises(InputError, match="--compressor"):
         stages.parse_compressor("sign:3")
+
+
+def test_written_out_sorts_against_python_sorted():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        d = int(rng.integers(1, 30))
+        k = int(rng.integers(1, d + 1))
+        v = rng.integers(-3, 4, size=d).astype(float)  # many ties in |v|
+        assert list(compress.top_k_order(v, k)) == sorted(range(d), key=lambda i: (-abs(v[i]), i))[:k]
+        a = rng.standard_normal(int(rng.integers(0, 20)))
+        b = a.copy()
+        compress.sort_in_place(b)
+        assert b.tolist() == sorted(a.tolist())

@@ -64,6 +64,97 @@ def index_bits(d):
     return b
 
 
+@njit(cache=True)
+def _before(v, i, j):
+    """Top-k order: larger |v_i| first, the lower index first among equal |v_i|."""
+    a = abs(v[i])
+    b = abs(v[j])
+    return a > b or (a == b and i < j)
+
+
+@njit(cache=True)
+def top_k_order(v, k):
+    """The indices of the k entries of largest |v_i| (ties: the lower index), in that order: a heap of the
+    first k indices by the reverse order, then a heapsort of it. Written out (not np.argsort) because NumPy's
+    sorts cost Numba seconds of compile time."""
+    d = v.shape[0]
+    heap = np.empty(k, dtype=np.int64)  # heap[0] is the entry that would leave first (the "last" one kept)
+    n = 0
+    for i in range(d):
+        if n < k:
+            heap[n] = i
+            c = n
+            n += 1
+            while c > 0:  # sift up: a parent is never kept ahead of its children
+                p = (c - 1) // 2
+                if _before(v, heap[p], heap[c]):
+                    t = heap[p]
+                    heap[p] = heap[c]
+                    heap[c] = t
+                    c = p
+                else:
+                    break
+        elif _before(v, i, heap[0]):
+            heap[0] = i
+            _sift_down(v, heap, 0, n)
+    for end in range(n - 1, 0, -1):  # heapsort: move the last kept entry to the end
+        t = heap[0]
+        heap[0] = heap[end]
+        heap[end] = t
+        _sift_down(v, heap, 0, end)
+    return heap
+
+
+@njit(cache=True)
+def _sift_down(v, heap, c, n):
+    while True:
+        left = 2 * c + 1
+        if left >= n:
+            return
+        worst = left
+        right = left + 1
+        if right < n and _before(v, heap[left], heap[right]):
+            worst = right
+        if _before(v, heap[c], heap[worst]):
+            t = heap[c]
+            heap[c] = heap[worst]
+            heap[worst] = t
+            c = worst
+        else:
+            return
+
+
+@njit(cache=True)
+def sort_in_place(a):
+    """Heapsort of a small float array (written out: NumPy's sorts cost Numba seconds of compile time)."""
+    n = a.shape[0]
+    for start in range(n // 2 - 1, -1, -1):
+        _sift_max(a, start, n)
+    for end in range(n - 1, 0, -1):
+        t = a[0]
+        a[0] = a[end]
+        a[end] = t
+        _sift_max(a, 0, end)
+
+
+@njit(cache=True)
+def _sift_max(a, c, n):
+    while True:
+        left = 2 * c + 1
+        if left >= n:
+            return
+        big = left
+        if left + 1 < n and a[left + 1] > a[left]:
+            big = left + 1
+        if a[big] > a[c]:
+            t = a[c]
+            a[c] = a[big]
+            a[big] = t
+            c = big
+        else:
+            return
+
+
 @njit(cache=True, inline="always")
 def compress_msg(kind, param, v, out, sign_zero, gen):
     """out <- C(v) for one worker (``param``: s for qsgd, k for top-k and rand-k); returns the message's bits.
@@ -132,7 +223,7 @@ def compress_msg(kind, param, v, out, sign_zero, gen):
         return FLOAT_BITS + 2.0 * d
     if kind == Compressor.TOP_K:
         k = int(param)
-        order = np.argsort(-np.abs(v), kind="mergesort")  # stable: ties keep the lower index first
+        order = top_k_order(v, k)  # ties: the lower index first
         for i in range(d):
             out[i] = 0.0
         for j in range(k):
@@ -238,7 +329,7 @@ def robust_aggregate(rule, param, msg, agg):
     for i in range(d):
         for m in range(M):
             col[m] = msg[m, i]
-        col.sort()
+        sort_in_place(col)
         if rule == Aggregate.MEDIAN:
             if M % 2 == 1:
                 agg[i] = col[M // 2]

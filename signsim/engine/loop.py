@@ -83,7 +83,8 @@ def worker_step(m, k, lr, x, mom, err, G, msg, wbits, gen, pf, pi, A, b, ptr, id
         beta = fcfg[F_BETA]
         v = mom[m]
         if k == 0 and kind == Momentum.EMA_FIRST:
-            v[:] = g
+            for i in range(v.shape[0]):  # a loop, not v[:] = g: no shape-mismatch error to compile
+                v[i] = g[i]
         else:
             for i in range(v.shape[0]):
                 v[i] = beta * v[i] + (1.0 - beta) * g[i]
