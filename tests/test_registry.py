@@ -75,8 +75,15 @@ def test_unknown_codes_raise_in_every_dispatch():
     empty = np.zeros(0)
     with pytest.raises(ValueError, match="problem"):
         dispatch.problem_loss(99, x, empty, np.zeros(0, dtype=np.int64), np.zeros((0, 0)), empty)
+    assert np.isnan(dispatch.noise_draw(99, np.random.default_rng(0), empty))  # inside parallel loops: NaN
     with pytest.raises(ValueError, match="noise"):
-        dispatch.noise_draw(99, np.random.default_rng(0), empty)
+        dispatch.check_noise(99)
+    with pytest.raises(ValueError, match="problem"):
+        dispatch.check_problem(99)
+    for code in Problem:
+        dispatch.check_problem(int(code))
+    for code in Noise:
+        dispatch.check_noise(int(code))
 
 
 def test_list_and_help_name_every_registry_entry(cli):

@@ -257,17 +257,34 @@ def test_alie_and_ipm_move_the_aggregate_as_defined():
 
 
 def test_unknown_codes_are_errors_not_fallthrough():
+    """Kernels outside the parallel worker loop raise; the ones inside it write NaN (a raise would make Numba run
+    the loop serially), and check_codes raises before the loop."""
     out = np.zeros(3)
-    with pytest.raises(ValueError, match="compressor"):
-        compress.compress_msg(99, 0.0, np.ones(3), out, 0, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="attack"):
-        compress.attack_row(99, out, np.random.default_rng(0))
+    gen = np.random.default_rng(0)
+    assert np.isnan(compress.compress_msg(99, 0.0, np.ones(3), out, 0, gen)) and np.isnan(out).all()
+    out[:] = 1.0
+    compress.attack_row(99, out, gen)
+    assert np.isnan(out).all()
+    compress.compress_msg(int(Compressor.SIGN), 0.0, np.zeros(3), out, 9, gen)
+    assert np.isnan(out).all()
     with pytest.raises(ValueError):
-        compress.finish_aggregate(99, 2, out, 0, np.random.default_rng(0))
+        compress.finish_aggregate(99, 2, out, 0, gen)
     with pytest.raises(ValueError, match="tie"):
-        compress.finish_aggregate(int(Aggregate.MAJORITY), 2, np.zeros(3), 9, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="sign-zero"):
-        compress.compress_msg(int(Compressor.SIGN), 0.0, np.zeros(3), out, 9, np.random.default_rng(0))
+        compress.finish_aggregate(int(Aggregate.MAJORITY), 2, np.zeros(3), 9, gen)
+    good = dict(compressor=0, sign_zero=0, attack=0, aggregate=0, tie=0)
+    compress.check_codes(**good)
+    for name, word in [("compressor", "compressor"), ("sign_zero", "sign-zero"), ("attack", "attack"),
+                       ("aggregate", "aggregate"), ("tie", "tie")]:
+        with pytest.raises(ValueError, match=word):
+            compress.check_codes(**{**good, name: 99})
+
+
+def test_an_unknown_code_stops_the_run_before_the_loop():
+    for index in (loop.I_COMPRESSOR, loop.I_MOMENTUM, loop.I_EF, loop.I_NOISE, loop.I_PROBLEM, loop.I_ATTACK):
+        engine, *_ = make_engine(problem="quadratic", dim=3, iters=2)
+        engine.icfg[index] = 99
+        with pytest.raises(ValueError, match="unknown"):
+            engine.advance(1)
 
 
 def test_parse_stage_specs():

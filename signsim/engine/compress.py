@@ -26,7 +26,9 @@ onebit        mean of {v_j >= 0} where v_i >= 0, mean of {v_j < 0} elsewhere  d 
 Random draws, when a compressor needs them, come from the generator it is given, in coordinate order (one
 uniform per coordinate for sto-sign, qsgd, terngrad and natural; k uniforms for rand-k, a partial
 Fisher-Yates shuffle); ``signsim.engine.reference`` does the same in NumPy and the tests compare the two.
-Every dispatch ends in an error for an unknown code.
+No dispatch falls through silently for an unknown code: the kernels that run inside the parallel worker loop
+cannot raise (a raise makes Numba run the loop serially), so they write NaN, and ``check_codes`` raises for any
+unknown code before the loop starts; the others raise.
 """
 
 import math
@@ -52,7 +54,7 @@ def sign_value(v, sign_zero, gen):
         return 0.0
     if sign_zero == SignZero.RANDOM:
         return 1.0 if gen.random() < 0.5 else -1.0
-    raise ValueError("unknown sign-zero code")
+    return np.nan  # unknown code (checked before the loop by ``check_codes``)
 
 
 @njit(cache=True, inline="always")
@@ -270,7 +272,9 @@ def compress_msg(kind, param, v, out, sign_zero, gen):
         for i in range(d):
             out[i] = mp if v[i] >= 0.0 else mn
         return d + 2.0 * FLOAT_BITS
-    raise ValueError("unknown compressor code")
+    for i in range(d):  # unknown code (checked before the loop by ``check_codes``): poison, do not raise
+        out[i] = np.nan
+    return np.nan
 
 
 @njit(cache=True, inline="always")
@@ -290,8 +294,9 @@ def attack_row(attack, out, gen):
     elif attack == Attack.RANDOM:
         for i in range(out.shape[0]):
             out[i] = abs(out[i]) if gen.random() < 0.5 else -abs(out[i])
-    elif attack != Attack.ALIE and attack != Attack.IPM:
-        raise ValueError("unknown attack code")
+    elif attack != Attack.ALIE and attack != Attack.IPM:  # unknown (checked before the loop): poison
+        for i in range(out.shape[0]):
+            out[i] = np.nan
 
 
 @njit(cache=True)
@@ -379,3 +384,18 @@ def sparse_broadcast_bits(agg):
         if agg[i] != 0.0:
             n += 1
     return 1.0 + min(FLOAT_BITS * d, n * (FLOAT_BITS + index_bits(d)))
+
+
+@njit(cache=True)
+def check_codes(compressor, sign_zero, attack, aggregate, tie):
+    """Raise for an unknown stage code (the loop calls this before its parallel part)."""
+    if not (Compressor.IDENTITY <= compressor <= Compressor.ONEBIT):
+        raise ValueError("unknown compressor code")
+    if not (sign_zero == SignZero.RANDOM or sign_zero == SignZero.PLUS or sign_zero == SignZero.ZERO):
+        raise ValueError("unknown sign-zero code")
+    if not (Attack.INVERT <= attack <= Attack.IPM):
+        raise ValueError("unknown attack code")
+    if not (Aggregate.MEAN <= aggregate <= Aggregate.TRIMMED):
+        raise ValueError("unknown aggregate code")
+    if not (tie == Tie.RANDOM or tie == Tie.ZERO):
+        raise ValueError("unknown tie code")

@@ -1,8 +1,10 @@
 """Integer-code dispatch from the compiled loop to each problem's and each noise model's kernels.
 
 Numba caches a kernel across processes only when it selects behaviour by plain integers, so this file is
-the one place that lists every kernel: a new problem or noise model adds one branch here. Every dispatch
-ends in an error for a code it does not know (no silent fall-through).
+the one place that lists every kernel: a new problem or noise model adds one branch here. No dispatch falls
+through silently: the ones outside parallel loops raise for a code they do not know; the ones that run inside
+parallel loops (oracles, per-sample gradients, noise draws) cannot raise without making the loop serial, so they
+write NaN (and callers check their codes before the loop with ``check_problem`` and ``check_noise``).
 """
 
 import numpy as np
@@ -70,8 +72,9 @@ def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
         glm.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
     elif code == mlp.CODE:
         mlp.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
-    else:
-        raise ValueError("unknown problem code")
+    else:  # no raise inside a parallel loop (it would run serially): poison the gradient
+        for i in range(out.shape[0]):
+            out[i] = np.nan
 
 
 @njit(cache=True)
@@ -81,8 +84,9 @@ def problem_sample_grad(code, x, pf, pi, A, b, j, out):
         glm.sample_grad(x, pf, pi, A, b, j, out)
     elif code == mlp.CODE:
         mlp.sample_grad(x, pf, pi, A, b, j, out)
-    else:
-        raise ValueError("per-sample gradients: not a finite-sum problem code")
+    else:  # not a finite-sum problem code; no raise inside a parallel loop: poison the gradient
+        for i in range(out.shape[0]):
+            out[i] = np.nan
 
 
 @njit(cache=True)
@@ -112,7 +116,7 @@ def noise_draw(code, gen, p):
         return bimodal.draw(gen, p)
     if code == skewed.CODE:
         return skewed.draw(gen, p)
-    raise ValueError("unknown noise code")
+    return np.nan  # no raise inside a parallel loop: an unknown code poisons the gradient
 
 
 @njit(cache=True, inline="always")
@@ -134,3 +138,19 @@ def add_noise(code, p, gen, tau, out):
         for _ in range(tau):
             acc += noise_draw(code, gen, p)
         out[i] += acc / tau
+
+
+@njit(cache=True)
+def check_problem(code):
+    """Raise for a problem code with no kernels here (call before a parallel loop)."""
+    if not (code == rosenbrock.CODE or code == quadratic.CODE or code == sign_trap.CODE or code == vote_trap.CODE
+            or code == logistic.CODE or code == least_squares.CODE or code == mlp.CODE):
+        raise ValueError("unknown problem code")
+
+
+@njit(cache=True)
+def check_noise(code):
+    """Raise for a noise code with no draw here (call before a parallel loop)."""
+    if not (code == none.CODE or code == gaussian.CODE or code == laplace.CODE or code == uniform.CODE
+            or code == student_t.CODE or code == bimodal.CODE or code == skewed.CODE):
+        raise ValueError("unknown noise code")

@@ -27,17 +27,28 @@ import types
 
 import numpy as np
 from numba import njit, prange
+from numba.core import types as nbtypes
+from numba.extending import overload
 
 from signsim.codes import Aggregate, Attack, ErrorFeedback, Momentum, Schedule, Status
 from signsim.engine.compress import (
     attack_row,
+    check_codes,
     compress_msg,
     finish_aggregate,
     omniscient_attack,
     robust_aggregate,
     sparse_broadcast_bits,
 )
-from signsim.engine.dispatch import add_noise, problem_accuracy, problem_loss, problem_loss_grad, problem_oracle
+from signsim.engine.dispatch import (
+    add_noise,
+    check_noise,
+    check_problem,
+    problem_accuracy,
+    problem_loss,
+    problem_loss_grad,
+    problem_oracle,
+)
 
 #: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names)
 ICFG = ("compressor", "aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every",
@@ -60,6 +71,19 @@ HIST = ("iter", "loss", "grad_l2", "grad_l1", "distance", "extra", "train_acc", 
         "bits_down")
 H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, H_BITS_UP, H_BITS_DOWN = range(10)
 N_HIST = len(HIST)
+
+
+def worker_gen(gens, m):
+    """Worker m's generator: unchecked access in a typed list (a bounds check could raise, and a raise makes
+    the parallel loop run serially), plain indexing in the serial loop's reflected list."""
+    return gens[m]
+
+
+@overload(worker_gen, inline="always")
+def _worker_gen(gens, m):
+    if isinstance(gens, nbtypes.ListType):
+        return lambda gens, m: gens.getitem_unchecked(m)
+    return lambda gens, m: gens[m]
 
 
 @njit(cache=True)
@@ -96,11 +120,12 @@ def worker_step(m, k, lr, x, mom, err, G, msg, wbits, gen, pf, pi, A, b, ptr, id
             c = b1 * mm[i] + (1.0 - b1) * g[i]
             mm[i] = b2 * mm[i] + (1.0 - b2) * g[i]
             g[i] = c
-    elif kind != Momentum.NONE:
-        raise ValueError("unknown momentum code")
+    elif kind != Momentum.NONE:  # unknown (checked before the loop): poison, a raise would serialize it
+        for i in range(g.shape[0]):
+            g[i] = np.nan
     out = msg[m]
     ef = icfg[I_EF]
-    e = err[min(m, err.shape[0] - 1)]  # err is a 1 x 1 placeholder without error feedback
+    e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
     u = v
     if ef == ErrorFeedback.EF:  # u = p = gamma_k v + e
         for i in range(e.shape[0]):
@@ -110,8 +135,10 @@ def worker_step(m, k, lr, x, mom, err, G, msg, wbits, gen, pf, pi, A, b, ptr, id
         for i in range(e.shape[0]):
             g[i] = v[i] - e[i]
         u = g
-    elif ef != ErrorFeedback.NONE:
-        raise ValueError("unknown error-feedback code")
+    elif ef != ErrorFeedback.NONE:  # unknown (checked before the loop): poison
+        u = g
+        for i in range(g.shape[0]):
+            g[i] = np.nan
     wbits[m] = compress_msg(icfg[I_COMPRESSOR], fcfg[F_COMPRESSOR_PARAM], u, out, icfg[I_SIGN_ZERO], gen)
     if ef == ErrorFeedback.EF:  # e <- p - msg
         for i in range(e.shape[0]):
@@ -178,6 +205,13 @@ def _run_chunk(k0, k1, K, x, mom, err, srv, G, msg, agg, wbits, tally, gbuf, gen
     B = icfg[I_BYZANTINE]
     omniscient = B > 0 and (icfg[I_ATTACK] == Attack.ALIE or icfg[I_ATTACK] == Attack.IPM)
     summed = rule == Aggregate.MEAN or rule == Aggregate.MAJORITY
+    check_codes(icfg[I_COMPRESSOR], icfg[I_SIGN_ZERO], icfg[I_ATTACK], rule, icfg[I_TIE])
+    check_problem(icfg[I_PROBLEM])
+    check_noise(icfg[I_NOISE])
+    if not (Momentum.NONE <= icfg[I_MOMENTUM] <= Momentum.LION):
+        raise ValueError("unknown momentum code")
+    if not (ErrorFeedback.NONE <= ef <= ErrorFeedback.EF21):
+        raise ValueError("unknown error-feedback code")
     for k in range(k0, k1):
         if k % every == 0:
             status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
@@ -185,7 +219,8 @@ def _run_chunk(k0, k1, K, x, mom, err, srv, G, msg, agg, wbits, tally, gbuf, gen
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         for m in prange(M):
-            worker_step(m, k, lr, x, mom, err, G, msg, wbits, gens[m], pf, pi, A, b, ptr, idx, nparams, icfg, fcfg)
+            worker_step(m, k, lr, x, mom, err, G, msg, wbits, worker_gen(gens, m), pf, pi, A, b, ptr, idx, nparams,
+                        icfg, fcfg)
         if omniscient:
             omniscient_attack(icfg[I_ATTACK], fcfg[F_ATTACK_PARAM], B, msg)
         if summed:
