@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from signsim.codes import SignZero
-from signsim.engine.dispatch import add_noise, problem_oracle, problem_sample_grad
+from signsim.engine.dispatch import add_noise, check_noise, check_problem, problem_oracle, problem_sample_grad
 
 
 @njit(cache=True, inline="always")
@@ -50,6 +50,8 @@ def monte_carlo_counts(code, x, g, pf, pi, A, b, ptr, idx, ncode, nparams, tau, 
     """S independent minibatch gradients (tau samples each; sample s uses worker s mod M's oracle), split
     into len(gens) fixed chunks, each with its own generator, summed in chunk order: the result does not
     depend on the number of threads. Returns successes, sum and sum of squares per coordinate."""
+    check_problem(code)  # the oracle and noise kernels cannot raise inside the parallel loop
+    check_noise(ncode)
     d = x.shape[0]
     C = len(gens)
     succ, s1, s2 = np.zeros((C, d)), np.zeros((C, d)), np.zeros((C, d))
@@ -96,6 +98,8 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
     """R independent pairs: a minibatch of ``big`` samples whose first ``small`` form the small batch
     (drawn as two minibatches of small and big - small samples). Returns the sums over the pairs of
     |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent). Pair r uses worker r mod M."""
+    check_problem(code)  # the oracle and noise kernels cannot raise inside the parallel loop
+    check_noise(ncode)
     d = x.shape[0]
     C = len(gens)
     acc = np.zeros((C, 2))
