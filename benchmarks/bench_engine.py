@@ -10,6 +10,7 @@ engine's time (one warm-up run first), and reported separately as the CLI's seco
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -90,6 +91,22 @@ def main() -> None:
     cli_time("run", "--iters", "2000", "--quiet", repeat=1)  # make sure the cache is warm
     print(f"(c) second `signsim run --iters 2000` wall time: {cli_time('run', '--iters', '2000', '--quiet'):.3f} s")
     print(f"(d) `signsim --help` wall time: {cli_time('--help'):.3f} s")
+    end_to_end(10_000 if a.quick else 100_000)
+
+
+def end_to_end(K: int) -> None:
+    """(e) Whole processes, start-up included: `signsim run` of SSDM on Rosenbrock (d = 10, M = 32) against a
+    fresh Python running ``numpy_ssdm`` for the same K."""
+    args = ["run", "--problem", "rosenbrock", "--workers", "32", "--method", "ssdm", "--iters", str(K), "--quiet"]
+    te = cli_time(*args, repeat=1)
+    code = (f"import sys, numpy as np; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+            f"from bench_engine import numpy_ssdm, rosen_grad; numpy_ssdm(rosen_grad, np.zeros(10), 32, {K}, 0.01, "
+            "0.9, 1.0, 0)")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    tn = time.perf_counter() - t
+    print(f"(e) end to end, SSDM rosenbrock d=10, M=32, K={K}: signsim {te:.2f} s, numpy {tn:.2f} s, "
+          f"ratio {tn / te:.1f}x")
 
 
 if __name__ == "__main__":

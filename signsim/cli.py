@@ -71,16 +71,24 @@ RUN_OPTIONS = [
     _option("l2", float | None, "L2 regularization lambda", P_DATA),
     _option("hidden", int | None, "mlp: hidden units (32)", P_DATA),
     _option("activation", str | None, "mlp: relu | tanh", P_DATA),
-    _option("method", str | None, "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign", P_RUN),
+    _option("method", str | None, "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | "
+            "topk-ef | randk | ef21 | natural | onebit-sgd (signsim list)", P_RUN),
+    _option("compressor", str | None, "identity | sign | sto-sign | scaled-sign | qsgd:S | terngrad | top-k:K | "
+            "rand-k:K | natural | onebit (default: the method's)", P_RUN),
+    _option("error_feedback", str | None, "none | ef | ef21 (default: the method's)", P_RUN),
     _option("workers", int | None, "number of workers M", P_RUN),
-    _option("aggregate", str | None, "server rule: majority | mean (default: the method's)", P_RUN),
+    _option("aggregate", str | None, "server rule: majority | mean | median | trimmed:BETA (default: the "
+            "method's)", P_RUN),
     _option("batch_size", int | None, "minibatch size tau per worker", P_RUN),
     _option("iters", int | None, "iterations K", P_RUN),
     _option("lr", float | None, "step size gamma_0", P_RUN),
     _option("lr_schedule", str | None, "constant | sqrt (gamma_0 / sqrt(k+1))", P_RUN),
-    _option("momentum", float | None, "momentum beta in [0, 1) (default: the method's)", P_RUN),
+    _option("momentum", float | None, "momentum beta in [0, 1) (Lion's beta1; default: the method's)", P_RUN),
+    _option("momentum2", float | None, "Lion's beta2 in [0, 1) (default 0.99)", P_RUN),
+    _option("weight_decay", float | None, "lambda >= 0: the step adds gamma lambda x (default 0)", P_RUN),
     _option("byzantine", int | None, "number of blind Byzantine workers", P_RUN),
-    _option("attack", str | None, "invert | random", P_RUN),
+    _option("attack", str | None, "invert | random | alie:Z | ipm:EPS (omniscient: from the honest messages)",
+            P_RUN),
     _option("sign_zero", str | None, "sign(0) in messages: random | plus | zero", P_RUN),
     _option("tie", str | None, "tied majority vote: random | zero", P_RUN),
     _option("eval_every", int | None, "record history every N iterations (default K/100)", P_RUN),
@@ -168,6 +176,7 @@ def run(**opts: Any) -> None:
         _run_comparison(values, given, out, json_, show, plot)
         return
     cfg = cfgmod.resolve({**values, **given})
+    _compile_notice(opts["quiet"])
     doc = _with_progress(lambda progress: run_command(cfg, progress), show, f"{cfg.method} on {cfg.problem}")
     _emit(doc, out, json_)
     if plot is not None:
@@ -451,18 +460,21 @@ def _emit(doc: dict[str, Any], out: Path | None, as_json: bool) -> None:
         sys.stdout.write(text + "\n")
 
 
-@app.command("list", help="Name every problem, method, noise model, data source and data split, one line each.")
+@app.command("list", help="Name every problem, method, compressor, noise model, data source and data split, one "
+             "line each.")
 def list_() -> None:
-    """Name every problem, method, noise model, data source and data split, one line each."""
+    """Name every problem, method, compressor, noise model, data source and data split, one line each."""
     from rich.console import Console
 
     from signsim import data, methods, noise, problems
     from signsim.data.splits import SUMMARIES
     from signsim.render.tables import listing
+    from signsim.stages import COMPRESSORS
 
     sections = {
         "problems": [(s.name, s.summary) for s in problems.registry().values()],
-        "methods": [(s.name, s.summary) for s in methods.registry().values()],
+        "methods": [(s.name, f"{s.summary}; defaults: {s.defaults()}") for s in methods.registry().values()],
+        "compressors": [(c.form, f"{c.summary}; {c.kind}") for c in COMPRESSORS.values()],
         "noise models": [(m.name, m.summary) for m in noise.registry().values()],
         "data sources": [(d.name, d.summary) for d in data.registry().values()],
         "data splits": list(SUMMARIES.items()),
@@ -471,6 +483,26 @@ def list_() -> None:
     for t in listing(sections):
         console.print(t)
         console.print()
+
+
+def _compile_notice(quiet: bool) -> None:
+    """One line on stderr, terminal or not, when the run loop is not in the kernel cache yet."""
+    from signsim.commands.compile import COMPILE_NOTICE, loop_is_cached
+
+    if not quiet and not loop_is_cached():
+        print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+
+
+@app.command("compile", help="Compile every kernel ahead of time (e.g. in a Docker image or a CI cache step); "
+             "--clear empties signsim's kernel cache instead.")
+def compile_(clear: Annotated[bool, Opt("--clear", help="remove the cached kernels and exit")] = False) -> None:
+    from signsim.commands import compile as compiling
+
+    if clear:
+        print(f"removed {compiling.clear()} cached kernel files", file=sys.stderr)
+        return
+    n = compiling.compile_all(lambda line: print(line, file=sys.stderr, flush=True))
+    print(f"compiled: {n} warm-up commands ran", file=sys.stderr)
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:

@@ -21,7 +21,7 @@ from signsim.errors import InputError
 COMMON = frozenset({
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum",
     "byzantine", "attack", "sign_zero", "tie", "eval_every", "seed", "stop_loss", "track_spb", "track_diversity",
-    "monotone",
+    "monotone", "compressor", "error_feedback", "momentum2", "weight_decay",
 })
 
 
@@ -48,6 +48,10 @@ class RunConfig:
     track_spb: int | None = None  # every N iterations: SPB fraction, min rho, rho-norms (tracks.spb)
     track_diversity: int | None = None  # every N iterations: B_S (tracks.diversity)
     seed: int = 0
+    compressor: str | None = None  # the method's compressor spec
+    error_feedback: str | None = None  # the method's: none | ef | ef21
+    momentum2: float | None = None  # Lion's beta2 (the method's default)
+    weight_decay: float = 0.0  # lambda: the step adds gamma_k lambda x
     # problem-specific
     noise: str | None = None  # the problem's default
     dim: int | None = None
@@ -76,7 +80,7 @@ _FIELDS = {f.name: f for f in fields(RunConfig)}
 _INT = {"workers", "batch_size", "iters", "byzantine", "eval_every", "seed", "dim", "replicate", "hidden",
         "track_spb", "track_diversity"}
 _FLOAT = {"stop_loss", "lr", "momentum", "kappa", "trap_eps", "trap_lambda", "x0", "test_fraction",
-          "positive_class", "l2"}
+          "positive_class", "l2", "momentum2", "weight_decay"}
 _BOOL = {"standardize", "intercept", "monotone"}
 
 
@@ -168,6 +172,10 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     values = {**spec.defaults, **explicit}
     values.setdefault("aggregate", method.default_aggregate.name.lower())
     values.setdefault("momentum", method.default_momentum)
+    values.setdefault("compressor", method.compressor)
+    values.setdefault("error_feedback", method.error_feedback)
+    if method.default_momentum2 is not None:
+        values.setdefault("momentum2", method.default_momentum2)
     if method.default_lr is not None:
         values.setdefault("lr", method.default_lr)
     cfg = RunConfig(**values)
@@ -194,8 +202,8 @@ MAX_SIZE = 2**31 - 1
 
 
 def validate(cfg: RunConfig) -> None:
-    from signsim import methods
-    from signsim.codes import Aggregate, Attack, Schedule, SignZero, Tie, names
+    from signsim import methods, stages
+    from signsim.codes import Schedule, SignZero, Tie, names
 
     for field in sorted(_INT):
         value = getattr(cfg, field)
@@ -203,8 +211,7 @@ def validate(cfg: RunConfig) -> None:
         if value is not None:
             _check(value <= limit, field, value, f"too large (at most {limit})")
 
-    for field, enum in (("aggregate", Aggregate), ("lr_schedule", Schedule), ("attack", Attack),
-                        ("sign_zero", SignZero), ("tie", Tie)):
+    for field, enum in (("lr_schedule", Schedule), ("sign_zero", SignZero), ("tie", Tie)):
         value = getattr(cfg, field)
         _check(value in names(enum), field, value, f"unknown value; choose from {', '.join(names(enum))}")
     _check(cfg.workers >= 1, "workers", cfg.workers, "must be at least 1")
@@ -227,7 +234,13 @@ def validate(cfg: RunConfig) -> None:
     if cfg.l2 is not None:
         _check(math.isfinite(cfg.l2) and cfg.l2 >= 0, "l2", cfg.l2, "must be a finite number >= 0")
     method = methods.get(cfg.method)
-    agg = Aggregate[cfg.aggregate.upper()]
-    if agg not in method.allowed_aggregates:
-        allowed = ", ".join(sorted(a.name.lower() for a in method.allowed_aggregates))
-        raise InputError(f"--aggregate {cfg.aggregate} does not apply to method '{cfg.method}' (allowed: {allowed})")
+    stages.parse_aggregate(cfg.aggregate)
+    stages.parse_attack(cfg.attack)
+    stages.parse_compressor(cfg.compressor)
+    stages.parse_error_feedback(cfg.error_feedback)
+    if cfg.momentum2 is not None:
+        _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
+        _check(0 <= cfg.momentum2 < 1, "momentum2", cfg.momentum2, "must lie in [0, 1)")
+    _check(math.isfinite(cfg.weight_decay) and cfg.weight_decay >= 0, "weight_decay", cfg.weight_decay,
+           "must be a finite number >= 0")
+    stages.check_composition(cfg, cfg.method)

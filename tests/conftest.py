@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from signsim import config, methods, noise, problems
+from signsim import config
+from signsim.build import build
 from signsim.cli import main
-from signsim.engine.driver import Engine, Settings, simulate
+from signsim.engine.driver import simulate
 
 # Hypothesis profiles: "quick" (default, CI) and "long" (HYPOTHESIS_PROFILE=long python -m pytest ...)
 settings.register_profile("quick", max_examples=40, deadline=None,
@@ -57,12 +58,8 @@ def run_subprocess(*args: str, env: dict | None = None, timeout: float = 120) ->
 
 def make_engine(**options):
     """Resolve options as the CLI would and build the engine, problem and settings."""
-    cfg = config.resolve(options)
-    problem = problems.build(cfg)
-    model, params = noise.parse(cfg.noise or "none")
-    settings = Settings.from_config(cfg, methods.get(cfg.method))
-    engine = Engine(problem, model, params, settings, cfg.workers, cfg.iters, cfg.eval_every, cfg.seed)
-    return engine, problem, model, params, settings, cfg
+    b = build(config.resolve(options))
+    return b.engine, b.problem, b.model, b.params, b.settings, b.cfg
 
 
 def run_engine(**options):

@@ -81,10 +81,10 @@ def test_ssdm_on_heterogeneous_problem_warns(cli):
 def test_list_names_everything(cli):
     r = cli("list")
     assert r.code == 0
-    for name in ("rosenbrock", "quadratic", "sign-trap", "vote-trap", "sgd", "signsgd", "signum", "ssdm",
-                 "ef-signsgd", "sto-sign", "gaussian", "laplace", "uniform", "student-t", "bimodal", "skewed",
-                 "logistic", "least-squares", "mlp", "builtin", "libsvm", "csv", "npz", "idx", "shared", "iid",
-                 "label-skew", "sorted", "split-batch"):
+    from signsim import data, methods, noise, problems
+    from signsim.data.splits import SUMMARIES
+
+    for name in (*problems.registry(), *methods.registry(), *noise.registry(), *data.registry(), *SUMMARIES):
         assert name in r.out
 
 
@@ -104,7 +104,7 @@ def test_list_names_everything(cli):
     (("--problem", "sign-trap", "--dim", "5"), ("--dim", "sign-trap")),
     (("--problem", "vote-trap", "--workers", "4"), ("--workers", "vote-trap")),
     (("--method", "ef-signsgd", "--aggregate", "majority"), ("--aggregate", "ef-signsgd")),
-    (("--aggregate", "median"), ("--aggregate",)),
+    (("--aggregate", "mode"), ("--aggregate",)),
     (("--sign-zero", "minus"), ("--sign-zero",)),
     (("--tie", "left"), ("--tie",)),
     (("--attack", "collude"), ("--attack",)),

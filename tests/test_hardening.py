@@ -13,6 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from signsim import methods, problems, stages
+
 from .conftest import run_engine, run_subprocess
 
 GARBAGE = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=0, max_size=12)
@@ -26,16 +28,20 @@ def choice(*valid):
 
 
 RUN_OPTIONS = {
-    "--problem": choice("rosenbrock", "quadratic", "sign-trap", "vote-trap", "logistic", "least-squares", "mlp"),
-    "--method": choice("sgd", "signsgd", "signum", "ssdm", "ef-signsgd", "sto-sign"),
+    "--problem": choice(*problems.registry()),
+    "--method": choice(*methods.registry()),
+    "--compressor": choice(*stages.COMPRESSORS, "qsgd:3", "top-k:2", "rand-k:2", "top-k:0"),
+    "--error-feedback": choice(*stages.ERROR_FEEDBACK),
     "--workers": INT, "--batch-size": INT, "--iters": INT, "--dim": INT, "--byzantine": INT,
     "--eval-every": INT, "--seed": INT, "--hidden": INT, "--replicate": INT, "--track-spb": INT,
     "--lr": FLOAT, "--momentum": FLOAT, "--kappa": FLOAT, "--x0": FLOAT, "--l2": FLOAT, "--test-fraction": FLOAT,
     "--trap-eps": FLOAT, "--trap-lambda": FLOAT, "--stop-loss": FLOAT, "--positive-class": FLOAT,
     "--noise": choice("none", "gaussian:1", "laplace:0.5", "uniform:2", "student-t:3:1", "bimodal:1", "skewed:1",
                       "gaussian:-1", "student-t:1:1", "gaussian"),
-    "--aggregate": choice("mean", "majority"), "--lr-schedule": choice("constant", "sqrt"),
-    "--attack": choice("invert", "random"), "--sign-zero": choice("random", "plus", "zero"),
+    "--aggregate": choice(*stages.AGGREGATES, "trimmed:0.2", "trimmed:0.7"),
+    "--lr-schedule": choice("constant", "sqrt"),
+    "--attack": choice(*stages.ATTACKS, "alie:2", "ipm:-1"), "--momentum2": FLOAT, "--weight-decay": FLOAT,
+    "--sign-zero": choice("random", "plus", "zero"),
     "--tie": choice("random", "zero"), "--oracle": choice("full", "term"),
     "--data": choice("builtin:digits", "builtin:breast-cancer", "builtin:mnist", "/nonexistent.csv"),
     "--split": choice("shared", "iid", "sorted", "label-skew:0.5", "split-batch", "label-skew:-1"),

@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
+from signsim import methods
 from signsim.codes import Compressor, SignZero
 from signsim.engine import compress
 from signsim.engine.driver import simulate
@@ -13,7 +14,7 @@ from signsim.engine.reference import compress as ref_compress
 
 from .conftest import make_engine
 
-METHODS = ["sgd", "signsgd", "signum", "ssdm", "ef-signsgd", "sto-sign"]
+METHODS = list(methods.registry())
 
 
 def replay(iters, **options):

@@ -17,6 +17,11 @@ from .conftest import run_subprocess
     ("--problem", "quadratic", "--dim", "2000", "--workers", "32", "--method", "signsgd", "--iters", "30",
      "--byzantine", "5", "--attack", "random", "--noise", "student-t:3:1"),
     ("--method", "signum", "--workers", "8", "--iters", "300"),
+    ("--problem", "quadratic", "--dim", "2000", "--workers", "32", "--method", "ef21", "--iters", "20"),
+    ("--problem", "quadratic", "--dim", "2000", "--workers", "32", "--method", "qsgd", "--iters", "20",
+     "--aggregate", "trimmed:0.2", "--byzantine", "4", "--attack", "alie:1"),
+    ("--problem", "quadratic", "--dim", "2000", "--workers", "32", "--method", "randk", "--iters", "20",
+     "--aggregate", "median", "--byzantine", "3", "--attack", "random"),
 ])
 def test_identical_results_with_1_and_2_threads(args):
     docs = []

@@ -98,14 +98,13 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
     """Simulate ``cfg``; with ``cfg.track_spb = N`` also estimate SPB every N iterations (``tracks.spb``), with
     ``cfg.track_diversity = N`` the gradient diversity (``tracks.diversity``)."""
     track_spb, track_diversity = cfg.track_spb, cfg.track_diversity
-    from signsim import accounting, methods, noise, problems
+    from signsim import accounting, stages
+    from signsim.build import build
     from signsim.engine import loop
-    from signsim.engine.driver import Engine, Settings, simulate
+    from signsim.engine.driver import simulate
 
-    method = methods.get(cfg.method)
-    problem = problems.build(cfg)
-    model, params = noise.parse(cfg.noise or "none")
-    settings = Settings.from_config(cfg, method)
+    built = build(cfg)
+    method, problem, model, params, settings = built.method, built.problem, built.model, built.params, built.settings
     warnings = []
     heterogeneity = None
     if (problem.finite_sum is not None and problem.finite_sum.split.name != "shared") or problem.heterogeneous:
@@ -119,7 +118,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
     if settings.byzantine and 2 * settings.byzantine >= cfg.workers:
         warnings.append(f"{cfg.byzantine} of {cfg.workers} workers are Byzantine: the majority-vote guarantee "
                         "needs fewer than half")
-    engine = Engine(problem, model, params, settings, cfg.workers, cfg.iters, cfg.eval_every, cfg.seed)
+    engine = built.engine
     tracks: dict[str, list[dict[str, Any]]] = {}
     hooks = []
     if track_spb:
@@ -131,29 +130,30 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
     out = simulate(engine, progress, hooks)
 
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, cfg.workers, problem.dim,
-                                         settings.sign_zero, settings.tie)
+                                         settings.sign_zero, settings.tie, settings.compressor_param)
     h = out.history
     history = []
     for row in h:
         k = int(row[loop.H_ITER])
         entry = {"iter": k, "loss": row[loop.H_LOSS], "grad_norm": row[loop.H_GRAD_L2],
                  "grad_norm_l1": row[loop.H_GRAD_L1], "distance": row[loop.H_DIST],
-                 "bits_up": k * bits.up, "bits_down": k * bits.down}
-        if cfg.method == "ef-signsgd":
+                 "bits_up": int(row[loop.H_BITS_UP]), "bits_down": int(row[loop.H_BITS_DOWN])}
+        if cfg.error_feedback == "ef":
             entry["ef_error_norm"] = row[loop.H_EXTRA]
         if problem.classifier:
             entry["train_acc"] = row[loop.H_TRAIN_ACC]
             entry["test_acc"] = row[loop.H_TEST_ACC]
         history.append(entry)
     last = history[-1] if history else {}
-    final = {**last, "iters_done": out.iters_done, "bits_up": out.iters_done * bits.up,
-             "bits_down": out.iters_done * bits.down, "wall_time": out.wall_time,
+    final = {**last, "iters_done": out.iters_done, "bits_up": int(engine.tally[loop.T_UP]),
+             "bits_down": int(engine.tally[loop.T_DOWN]), "wall_time": out.wall_time,
              "reached_stop_loss": out.reached_target}
     doc: dict[str, Any] = {
         "signsim_version": __version__,
         "command": "run",
         "status": out.status,
         "config": cfg.to_dict(),
+        "stages": stages.describe(settings, cfg, problem.dim),
         "problem": problem_info(problem),
         "bits_per_iter": {"up": bits.up, "down": bits.down},
         "warnings": warnings,

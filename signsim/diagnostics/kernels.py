@@ -8,7 +8,7 @@ first two moments; the diversity kernels accumulate squared norms (docs/theory.m
 import numpy as np
 from numba import njit, prange
 
-from signsim.engine.dispatch import add_noise, problem_oracle, problem_sample_grad
+from signsim.engine.dispatch import add_noise, check_noise, check_problem, problem_oracle, problem_sample_grad
 
 
 @njit(cache=True)
@@ -35,6 +35,8 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
     call of the worker's own oracle (so a split-batch worker picks one label group per minibatch, as in a run).
     Returns the sums over the pairs of |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent).
     Pair r uses worker r mod M."""
+    check_problem(code)  # the oracle and noise kernels cannot raise inside the parallel loop
+    check_noise(ncode)
     d = x.shape[0]
     C = len(gens)
     acc = np.zeros((C, 2))
@@ -69,6 +71,7 @@ def group_sign_moments(code, x, pf, pi, A, b, rows):
     """Over the training rows ``rows`` (one worker's group): per coordinate the number of per-sample gradients
     that are > 0 and that are exactly 0, and their sum and sum of squares (docs/theory.md §1). Rows are
     split into ROW_CHUNKS fixed chunks, summed in chunk order."""
+    check_problem(code)  # the per-sample kernels cannot raise inside the parallel loop
     d = x.shape[0]
     n = rows.shape[0]
     acc = np.zeros((ROW_CHUNKS, 4, d))
@@ -98,6 +101,8 @@ def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, t
     summed in chunk order (thread-count independent); chunk c draws worker 0's samples, then worker 1's, ...
     from generator c. Returns W x d arrays: the number of draws > 0 and exactly 0, and the sum and sum of
     squares of the draws. Memory: O(len(gens) d) besides the result, whatever W."""
+    check_problem(code)  # the oracle and noise kernels cannot raise inside the parallel loop
+    check_noise(ncode)
     d = x.shape[0]
     C = len(gens)
     o_pos, o_zero, o_s1, o_s2 = np.zeros((W, d)), np.zeros((W, d)), np.zeros((W, d)), np.zeros((W, d))

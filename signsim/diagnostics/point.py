@@ -27,14 +27,11 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
             raise InputError(f"--at {at}: expected run:K with an integer K >= 0")
         from dataclasses import replace
 
-        from signsim import methods, noise
-        from signsim.engine.driver import Engine, Settings, simulate
+        from signsim.build import build
+        from signsim.engine.driver import simulate
 
         run_cfg = replace(cfg, iters=K, eval_every=max(K, 1))
-        model, params = noise.parse(run_cfg.noise or "none")
-        engine = Engine(problem, model, params, Settings.from_config(run_cfg, methods.get(run_cfg.method)),
-                        run_cfg.workers, K, run_cfg.eval_every, run_cfg.seed)
-        out = simulate(engine)
+        out = simulate(build(run_cfg, problem).engine)
         if out.status != "ok":
             raise InputError(f"--at {at}: the run ended {out.status} after {out.iters_done} iterations")
         return out.x, f"after {K} iterations of {cfg.method}"

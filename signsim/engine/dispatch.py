@@ -1,13 +1,16 @@
 """Integer-code dispatch from the compiled loop to each problem's and each noise model's kernels.
 
 Numba caches a kernel across processes only when it selects behaviour by plain integers, so this file is
-the one place that lists every kernel: a new problem or noise model adds one branch here.
+the one place that lists every kernel: a new problem or noise model adds one branch here. No dispatch falls
+through silently: the ones outside parallel loops raise for a code they do not know; the ones that run inside
+parallel loops (oracles, per-sample gradients, noise draws) cannot raise without making the loop serial, so they
+write NaN (and callers check their codes before the loop with ``check_problem`` and ``check_noise``).
 """
 
 import numpy as np
 from numba import njit
 
-from signsim.noise import bimodal, gaussian, laplace, skewed, student_t, uniform
+from signsim.noise import bimodal, gaussian, laplace, none, skewed, student_t, uniform
 from signsim.problems import glm, least_squares, logistic, mlp, quadratic, rosenbrock, sign_trap, vote_trap
 
 
@@ -25,7 +28,7 @@ def problem_loss(code, x, pf, pi, A, b):
         return glm.loss(x, pf, pi, A, b)
     if code == mlp.CODE:
         return mlp.loss(x, pf, pi, A, b)
-    return np.nan
+    raise ValueError("unknown problem code")
 
 
 @njit(cache=True)
@@ -42,6 +45,8 @@ def problem_grad(code, x, pf, pi, A, b, out):
         glm.grad(x, pf, pi, A, b, out)
     elif code == mlp.CODE:
         mlp.grad(x, pf, pi, A, b, out)
+    else:
+        raise ValueError("unknown problem code")
 
 
 @njit(cache=True)
@@ -67,6 +72,9 @@ def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
         glm.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
     elif code == mlp.CODE:
         mlp.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
+    else:  # no raise inside a parallel loop (it would run serially): poison the gradient
+        for i in range(out.shape[0]):
+            out[i] = np.nan
 
 
 @njit(cache=True)
@@ -76,6 +84,9 @@ def problem_sample_grad(code, x, pf, pi, A, b, j, out):
         glm.sample_grad(x, pf, pi, A, b, j, out)
     elif code == mlp.CODE:
         mlp.sample_grad(x, pf, pi, A, b, j, out)
+    else:  # not a finite-sum problem code; no raise inside a parallel loop: poison the gradient
+        for i in range(out.shape[0]):
+            out[i] = np.nan
 
 
 @njit(cache=True)
@@ -85,7 +96,9 @@ def problem_accuracy(code, x, pf, pi, A, b, test):
         return glm.accuracy(x, pf, pi, A, b, test)
     if code == mlp.CODE:
         return mlp.accuracy(x, pf, pi, A, b, test)
-    return np.nan
+    if code == rosenbrock.CODE or code == quadratic.CODE or code == sign_trap.CODE or code == vote_trap.CODE:
+        return np.nan
+    raise ValueError("unknown problem code")
 
 
 @njit(cache=True, inline="always")
@@ -103,7 +116,7 @@ def noise_draw(code, gen, p):
         return bimodal.draw(gen, p)
     if code == skewed.CODE:
         return skewed.draw(gen, p)
-    return 0.0
+    return np.nan  # no raise inside a parallel loop: an unknown code poisons the gradient
 
 
 @njit(cache=True, inline="always")
@@ -112,7 +125,7 @@ def add_noise(code, p, gen, tau, out):
 
     Gaussian noise uses its exact shortcut: the mean of tau draws is sigma / sqrt(tau) N(0, 1), one draw.
     """
-    if code == 0:
+    if code == none.CODE:
         return
     d = out.shape[0]
     if code == gaussian.CODE:
@@ -125,3 +138,19 @@ def add_noise(code, p, gen, tau, out):
         for _ in range(tau):
             acc += noise_draw(code, gen, p)
         out[i] += acc / tau
+
+
+@njit(cache=True)
+def check_problem(code):
+    """Raise for a problem code with no kernels here (call before a parallel loop)."""
+    if not (code == rosenbrock.CODE or code == quadratic.CODE or code == sign_trap.CODE or code == vote_trap.CODE
+            or code == logistic.CODE or code == least_squares.CODE or code == mlp.CODE):
+        raise ValueError("unknown problem code")
+
+
+@njit(cache=True)
+def check_noise(code):
+    """Raise for a noise code with no draw here (call before a parallel loop)."""
+    if not (code == none.CODE or code == gaussian.CODE or code == laplace.CODE or code == uniform.CODE
+            or code == student_t.CODE or code == bimodal.CODE or code == skewed.CODE):
+        raise ValueError("unknown noise code")

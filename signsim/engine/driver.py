@@ -12,8 +12,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from signsim.codes import Aggregate, Attack, Compressor, Schedule, SignZero, Status, Tie, choice
+from signsim.codes import (
+    Aggregate,
+    Attack,
+    Compressor,
+    ErrorFeedback,
+    Momentum,
+    Schedule,
+    SignZero,
+    Status,
+    Tie,
+    choice,
+)
 from signsim.engine import loop
+from signsim.errors import InputError
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -27,7 +39,7 @@ CHUNK_SECONDS = 0.1
 
 @dataclass
 class Settings:
-    """A method's resolved settings, as the engine sees them."""
+    """A method's resolved stages and settings, as the engine sees them (docs/theory.md §2, §8)."""
 
     compressor: Compressor
     aggregate: Aggregate
@@ -42,22 +54,45 @@ class Settings:
     byzantine: int
     batch_size: int
     monotone: bool = False
+    momentum_kind: Momentum = Momentum.NONE
+    momentum2: float = 0.0
+    weight_decay: float = 0.0
+    compressor_param: float = 0.0
+    error_feedback: ErrorFeedback = ErrorFeedback.NONE
+    aggregate_param: float = 0.0
+    attack_param: float = 0.0
 
     @classmethod
-    def from_config(cls, cfg, method: MethodSpec) -> Settings:
+    def from_config(cls, cfg, method: MethodSpec, dim: int | None = None) -> Settings:
+        """The stages of ``cfg``; ``dim`` resolves a sparsifier's default k (needed by top-k and rand-k
+        without one)."""
+        from signsim import stages
+
+        compressor, cparam = stages.parse_compressor(cfg.compressor or method.compressor, dim)
+        aggregate, aparam = stages.parse_aggregate(cfg.aggregate)
+        attack, tparam = stages.parse_attack(cfg.attack)
+        if method.momentum_kind == "lion":
+            kind = Momentum.LION
+        elif cfg.momentum > 0:
+            kind = Momentum.EMA_FIRST if method.momentum_from_first else Momentum.EMA
+        else:
+            kind = Momentum.NONE
         return cls(
-            compressor=method.compressor, aggregate=choice(Aggregate, cfg.aggregate),
-            sign_zero=choice(SignZero, cfg.sign_zero), tie=choice(Tie, cfg.tie),
-            schedule=choice(Schedule, cfg.lr_schedule), attack=choice(Attack, cfg.attack), lr=cfg.lr,
+            compressor=compressor, aggregate=aggregate, sign_zero=choice(SignZero, cfg.sign_zero),
+            tie=choice(Tie, cfg.tie), schedule=choice(Schedule, cfg.lr_schedule), attack=attack, lr=cfg.lr,
             stop_loss=cfg.stop_loss if cfg.stop_loss is not None else -np.inf,
             momentum=cfg.momentum, momentum_from_first=method.momentum_from_first, byzantine=cfg.byzantine,
-            batch_size=cfg.batch_size, monotone=bool(cfg.monotone),
+            batch_size=cfg.batch_size, monotone=bool(cfg.monotone), momentum_kind=kind,
+            momentum2=cfg.momentum2 if cfg.momentum2 is not None else 0.0,
+            weight_decay=getattr(cfg, "weight_decay", 0.0) or 0.0, compressor_param=cparam,
+            error_feedback=stages.parse_error_feedback(cfg.error_feedback or method.error_feedback),
+            aggregate_param=aparam, attack_param=tparam,
         )
 
 
 @dataclass
 class EngineOutput:
-    history: np.ndarray  # rows of (iter, loss, grad_l2, grad_l1, distance, extra)
+    history: np.ndarray  # rows of loop.HIST
     status: str  # ok | diverged | interrupted
     iters_done: int
     wall_time: float
@@ -70,30 +105,38 @@ class Engine:
 
     def __init__(self, problem: ProblemInstance, noise: NoiseModel, noise_params: np.ndarray, s: Settings,
                  workers: int, iters: int, eval_every: int, seed: int, parallel: bool | None = None):
-        from numba.typed import List
+        from signsim import accounting
 
         d, M = problem.dim, workers
         self.K, self.k = iters, 0
         self.x = problem.x0.astype(np.float64).copy()
-        uses_momentum = s.momentum > 0
-        ef = s.compressor == Compressor.SCALED_SIGN_EF
+        if s.compressor in (Compressor.TOP_K, Compressor.RAND_K) and not 1 <= s.compressor_param <= d:
+            raise InputError(f"--compressor: k = {s.compressor_param:g} must lie between 1 and the dimension {d}")
+        uses_momentum = s.momentum_kind != Momentum.NONE
         self.mom = np.zeros((M, d) if uses_momentum else (1, 1))
-        self.err = np.zeros((M, d) if ef else (1, 1))
+        self.err = np.zeros((M, d) if s.error_feedback != ErrorFeedback.NONE else (1, 1))
+        self.srv = np.zeros(d)
         self.G = np.zeros((M, d))
         self.msg = np.zeros((M, d))
         self.agg = np.zeros(d)
         self.gbuf = np.zeros(d)
+        self.wbits = np.zeros(M)
+        self.tally = np.zeros(2)
         gens, self.server_gen = run_streams(seed, M)
-        self.gens = List(gens)
         if parallel is None:
             parallel = M * d * max(1, s.batch_size if problem.A.size else 1) >= PARALLEL_WORK
-        self.icfg = np.zeros(loop.N_ICFG, dtype=np.int64)
-        self.icfg[[loop.I_COMPRESSOR, loop.I_AGGREGATE, loop.I_SIGN_ZERO, loop.I_TIE, loop.I_SCHEDULE,
-                   loop.I_BYZANTINE, loop.I_ATTACK, loop.I_EVAL_EVERY, loop.I_MOMENTUM, loop.I_MOMENTUM_FIRST,
-                   loop.I_PARALLEL, loop.I_TAU, loop.I_PROBLEM, loop.I_NOISE, loop.I_MONOTONE]] = [
-            s.compressor, s.aggregate, s.sign_zero, s.tie, s.schedule, s.byzantine, s.attack, eval_every,
-            uses_momentum, s.momentum_from_first, parallel, s.batch_size, problem.code, noise.code, s.monotone]
-        self.fcfg = np.array([s.lr, s.momentum, s.stop_loss], dtype=np.float64)
+        self.gens = worker_generators(gens, parallel)
+        sparse_down = accounting.broadcast_is_sparse(s.compressor, s.aggregate)
+        down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, M, d, s.sign_zero, s.tie)
+        ints = dict(compressor=s.compressor, aggregate=s.aggregate, sign_zero=s.sign_zero, tie=s.tie,
+                    schedule=s.schedule, byzantine=s.byzantine, attack=s.attack, eval_every=eval_every,
+                    momentum=s.momentum_kind, parallel=parallel, tau=s.batch_size, problem=problem.code,
+                    noise=noise.code, monotone=s.monotone, error_feedback=s.error_feedback, sparse_down=sparse_down)
+        floats = dict(lr=s.lr, beta=s.momentum, stop_loss=s.stop_loss, beta2=s.momentum2,
+                      weight_decay=s.weight_decay, compressor_param=s.compressor_param,
+                      aggregate_param=s.aggregate_param, attack_param=s.attack_param, down_bits=down)
+        self.icfg = np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64)
+        self.fcfg = np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64)
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.problem = problem
         self.x_star = problem.x_star.astype(np.float64) if problem.x_star is not None else np.zeros(0)
@@ -106,10 +149,11 @@ class Engine:
         k1 = min(self.K, self.k + n)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Numba's type-safety notes on prange indices
-            self.status = Status(loop.run_chunk(
-                self.k, k1, self.K, self.x, self.mom, self.err, self.G, self.msg, self.agg, self.gbuf,
-                self.gens, self.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx, self.nparams, self.icfg,
-                self.fcfg, self.x_star, self.hist, self.counters))
+            kernel = loop.run_chunk if self.icfg[loop.I_PARALLEL] else loop.run_chunk_serial
+            self.status = Status(kernel(
+                self.k, k1, self.K, self.x, self.mom, self.err, self.srv, self.G, self.msg, self.agg,
+                self.wbits, self.tally, self.gbuf, self.gens, self.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx,
+                self.nparams, self.icfg, self.fcfg, self.x_star, self.hist, self.counters))
         self.k = int(self.counters[loop.C_DONE])
         return self.status
 
@@ -124,10 +168,24 @@ class Engine:
             return
         p = self.problem
         loop.record(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg, self.x_star,
-                    self.hist, self.counters)
+                    self.hist, self.counters, self.tally)
 
     def history(self) -> np.ndarray:
         return self.hist[: self.counters[loop.C_ROWS]].copy()
+
+
+def worker_generators(gens: list[np.random.Generator], parallel: bool):
+    """The workers' generators as the compiled loop takes them. The serial loop (small runs, where start-up
+    time matters) takes a plain list (Numba's reflected list): a ``numba.typed.List`` compiles its own methods
+    again in every process (about a second on 2 cores), while the reflected list is unboxed at each chunk call in
+    microseconds. The threaded loop (runs with enough work per step that a second is small) takes the typed list,
+    which its threads read without touching the list's reference counts. Both share the generators' states,
+    so the draws are those of the NumPy replay."""
+    if not parallel:
+        return list(gens)
+    from numba.typed import List
+
+    return List(gens)
 
 
 Hook = tuple[int, Callable[[int, np.ndarray], None]]

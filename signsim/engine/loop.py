@@ -3,39 +3,87 @@
 One iteration k, for each worker m (in parallel over workers when ``parallel`` is set):
 
     g   = oracle_m(x) + mean of tau noise draws          (problem kernel, then noise kernel)
-    v   = g, or m_m <- beta m_m + (1 - beta) g  (m_0 = g for SSDM)
-    msg = C(v), or for error feedback p = gamma_k v + e_m, msg = (||p||_1/d) sign p, e_m <- p - msg
+    v   = momentum stage: g; EMA m_m <- beta m_m + (1 - beta) g (m_0 = g for SSDM); or Lion
+          v = beta1 m_m + (1 - beta1) g, then m_m <- beta2 m_m + (1 - beta2) g
+    msg = compressor and error-feedback stages: C(v); EF p = gamma_k v + e_m, msg = C(p), e_m <- p - msg;
+          EF21 msg = C(v - g_m), g_m <- g_m + msg
     msg = attack(msg)                                    (the first ``n_byzantine`` workers only)
 
-then the server sums the messages coordinate by coordinate in worker order (so the result does not depend
-on the thread count), turns the sum into the broadcast (mean, or majority vote with its tie rule), and
-x <- x - gamma_k * broadcast (x <- x - broadcast for error feedback, whose gamma sits inside the message);
-with ``monotone`` the step is taken only if it does not increase f (signSGD's "option 2").
+then the omniscient attacks (ALIE, IPM) replace the Byzantine rows from the honest ones, the server sums
+the messages coordinate by coordinate in worker order (so the result does not depend on the thread count)
+and turns the sum into the broadcast (mean, or majority vote with its tie rule), or takes the coordinate-wise
+median or trimmed mean; EF21's server adds the broadcast to its running g. Then x <- x - gamma_k * direction
+(x <- x - broadcast for EF, whose gamma sits inside the message), plus gamma_k lambda x with weight decay;
+with ``monotone`` the step is taken only if it does not increase f (signSGD's "option 2"). The bits of every
+message and broadcast are counted as they are produced (docs/theory.md §7, §8).
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
-whatever the number of Numba threads. The driver calls ``run_chunk`` for consecutive ranges of iterations
-(the state lives in the arrays it passes), which lets a progress bar and Ctrl-C act between chunks.
+whatever the number of Numba threads. The loop is compiled twice from one source: ``run_chunk`` with threads,
+``run_chunk_serial`` without (a small run loads only that one). The driver calls it for consecutive ranges of
+iterations (the state lives in the arrays it passes), which lets a progress bar and Ctrl-C act between chunks.
 """
+
+import types
 
 import numpy as np
 from numba import njit, prange
+from numba.core import types as nbtypes
+from numba.extending import overload
 
-from signsim.codes import Compressor, Schedule, Status
-from signsim.engine.compress import attack_row, compress_row, finish_aggregate
-from signsim.engine.dispatch import add_noise, problem_accuracy, problem_loss, problem_loss_grad, problem_oracle
+from signsim.codes import Aggregate, Attack, ErrorFeedback, Momentum, Schedule, Status
+from signsim.engine.compress import (
+    attack_row,
+    check_codes,
+    compress_msg,
+    finish_aggregate,
+    omniscient_attack,
+    robust_aggregate,
+    sparse_broadcast_bits,
+)
+from signsim.engine.dispatch import (
+    add_noise,
+    check_noise,
+    check_problem,
+    problem_accuracy,
+    problem_loss,
+    problem_loss_grad,
+    problem_oracle,
+)
 
-# integer settings, in this order, in the ``icfg`` array
-I_COMPRESSOR, I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY = range(8)
-I_MOMENTUM, I_MOMENTUM_FIRST, I_PARALLEL, I_TAU, I_PROBLEM, I_NOISE, I_MONOTONE = range(8, 15)
-N_ICFG = 15
-# float settings in ``fcfg``
-F_LR, F_BETA, F_STOP_LOSS = 0, 1, 2
-N_FCFG = 3
+#: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names)
+ICFG = ("compressor", "aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every",
+        "momentum", "parallel", "tau", "problem", "noise", "monotone", "error_feedback", "sparse_down")
+#: float settings, by name, in the order of ``fcfg``
+FCFG = ("lr", "beta", "stop_loss", "beta2", "weight_decay", "compressor_param", "aggregate_param",
+        "attack_param", "down_bits")
+(I_COMPRESSOR, I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_MOMENTUM,
+ I_PARALLEL, I_TAU, I_PROBLEM, I_NOISE, I_MONOTONE, I_EF, I_SPARSE_DOWN) = range(len(ICFG))
+N_ICFG = len(ICFG)
+(F_LR, F_BETA, F_STOP_LOSS, F_BETA2, F_WEIGHT_DECAY, F_COMPRESSOR_PARAM, F_AGGREGATE_PARAM, F_ATTACK_PARAM,
+ F_DOWN_BITS) = range(len(FCFG))
+N_FCFG = len(FCFG)
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
-# history columns
-H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC = range(8)
-N_HIST = 8
+# ``tally``: bits sent so far, up (all messages) and down (every broadcast times M)
+T_UP, T_DOWN = 0, 1
+#: history columns, in order
+HIST = ("iter", "loss", "grad_l2", "grad_l1", "distance", "extra", "train_acc", "test_acc", "bits_up",
+        "bits_down")
+H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, H_BITS_UP, H_BITS_DOWN = range(10)
+N_HIST = len(HIST)
+
+
+def worker_gen(gens, m):
+    """Worker m's generator: unchecked access in a typed list (a bounds check could raise, and a raise makes
+    the parallel loop run serially), plain indexing in the serial loop's reflected list."""
+    return gens[m]
+
+
+@overload(worker_gen, inline="always")
+def _worker_gen(gens, m):
+    if isinstance(gens, nbtypes.ListType):
+        return lambda gens, m: gens.getitem_unchecked(m)
+    return lambda gens, m: gens[m]
 
 
 @njit(cache=True)
@@ -43,38 +91,67 @@ def step_size(schedule, lr0, k):
     """gamma_k = gamma_0 (constant) or gamma_0 / sqrt(k + 1) (sqrt), math.md §2."""
     if schedule == Schedule.SQRT:
         return lr0 / np.sqrt(k + 1.0)
-    return lr0
+    if schedule == Schedule.CONSTANT:
+        return lr0
+    raise ValueError("unknown schedule code")
 
 
 @njit(cache=True, inline="always")
-def worker_step(m, k, lr, x, mom, err, G, msg, gen, pf, pi, A, b, ptr, idx, nparams, icfg, beta):
+def worker_step(m, k, lr, x, mom, err, G, msg, wbits, gen, pf, pi, A, b, ptr, idx, nparams, icfg, fcfg):
     g = G[m]
     problem_oracle(icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], pf, pi, A, b, ptr, idx, g)
     add_noise(icfg[I_NOISE], nparams, gen, icfg[I_TAU], g)
     v = g
-    if icfg[I_MOMENTUM]:
+    kind = icfg[I_MOMENTUM]
+    if kind == Momentum.EMA or kind == Momentum.EMA_FIRST:
+        beta = fcfg[F_BETA]
         v = mom[m]
-        if k == 0 and icfg[I_MOMENTUM_FIRST]:
-            v[:] = g
+        if k == 0 and kind == Momentum.EMA_FIRST:
+            for i in range(v.shape[0]):  # a loop, not v[:] = g: no shape-mismatch error to compile
+                v[i] = g[i]
         else:
             for i in range(v.shape[0]):
                 v[i] = beta * v[i] + (1.0 - beta) * g[i]
+    elif kind == Momentum.LION:
+        b1 = fcfg[F_BETA]
+        b2 = fcfg[F_BETA2]
+        mm = mom[m]
+        for i in range(g.shape[0]):
+            c = b1 * mm[i] + (1.0 - b1) * g[i]
+            mm[i] = b2 * mm[i] + (1.0 - b2) * g[i]
+            g[i] = c
+    elif kind != Momentum.NONE:  # unknown (checked before the loop): poison, a raise would serialize it
+        for i in range(g.shape[0]):
+            g[i] = np.nan
     out = msg[m]
-    if icfg[I_COMPRESSOR] == Compressor.SCALED_SIGN_EF:
-        e = err[m]
+    ef = icfg[I_EF]
+    e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
+    u = v
+    if ef == ErrorFeedback.EF:  # u = p = gamma_k v + e
         for i in range(e.shape[0]):
             e[i] += lr * v[i]
-        compress_row(Compressor.SCALED_SIGN_EF, e, out, icfg[I_SIGN_ZERO], gen)
+        u = e
+    elif ef == ErrorFeedback.EF21:  # u = v - g_m, written over g (no longer needed)
+        for i in range(e.shape[0]):
+            g[i] = v[i] - e[i]
+        u = g
+    elif ef != ErrorFeedback.NONE:  # unknown (checked before the loop): poison
+        u = g
+        for i in range(g.shape[0]):
+            g[i] = np.nan
+    wbits[m] = compress_msg(icfg[I_COMPRESSOR], fcfg[F_COMPRESSOR_PARAM], u, out, icfg[I_SIGN_ZERO], gen)
+    if ef == ErrorFeedback.EF:  # e <- p - msg
         for i in range(e.shape[0]):
             e[i] -= out[i]
-    else:
-        compress_row(icfg[I_COMPRESSOR], v, out, icfg[I_SIGN_ZERO], gen)
+    elif ef == ErrorFeedback.EF21:  # g_m <- g_m + msg
+        for i in range(e.shape[0]):
+            e[i] += out[i]
     if m < icfg[I_BYZANTINE]:
         attack_row(icfg[I_ATTACK], out, gen)
 
 
 @njit(cache=True)
-def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters):
+def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally):
     """Append one history row at iterate x_k; return Status.DIVERGED when the loss or the iterate is not
     finite, Status.TARGET when the loss is at or below the stop-loss target, else Status.OK."""
     loss = problem_loss_grad(icfg[I_PROBLEM], x, pf, pi, A, b, gbuf)
@@ -90,7 +167,7 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters):
             dist += (x[i] - x_star[i]) ** 2
         dist = np.sqrt(dist)
     extra = np.nan
-    if icfg[I_COMPRESSOR] == Compressor.SCALED_SIGN_EF:  # mean over workers of ||e_m||_2
+    if icfg[I_EF] == ErrorFeedback.EF:  # mean over workers of ||e_m||_2
         extra = 0.0
         for m in range(err.shape[0]):
             extra += np.sqrt(np.sum(err[m] ** 2))
@@ -104,6 +181,8 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters):
     hist[r, H_EXTRA] = extra
     hist[r, H_TRAIN_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, False)
     hist[r, H_TEST_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, True)
+    hist[r, H_BITS_UP] = tally[T_UP]
+    hist[r, H_BITS_DOWN] = tally[T_DOWN]
     counters[C_ROWS] = r + 1
     if not (np.isfinite(loss) and np.isfinite(l2) and np.all(np.isfinite(x))):
         return Status.DIVERGED
@@ -112,54 +191,93 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters):
     return Status.OK
 
 
-@njit(cache=True, parallel=True)
-def run_chunk(k0, k1, K, x, mom, err, G, msg, agg, gbuf, gens, server_gen,
+def _run_chunk(k0, k1, K, x, mom, err, srv, G, msg, agg, wbits, tally, gbuf, gens, server_gen,
               pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, x_star, hist, counters):
     """Run iterations k0 <= k < k1 of a K-iteration run; record history every ``eval_every`` iterations
-    and at k = K. Returns a Status; ``counters`` holds the rows written and the iterations completed."""
+    and at k = K. Returns a Status; ``counters`` holds the rows written and the iterations completed,
+    ``tally`` the bits sent."""
     M, d = G.shape
     lr0 = fcfg[F_LR]
-    beta = fcfg[F_BETA]
+    wd = fcfg[F_WEIGHT_DECAY]
     every = icfg[I_EVAL_EVERY]
-    ef = icfg[I_COMPRESSOR] == Compressor.SCALED_SIGN_EF
+    ef = icfg[I_EF]
+    rule = icfg[I_AGGREGATE]
+    B = icfg[I_BYZANTINE]
+    omniscient = B > 0 and (icfg[I_ATTACK] == Attack.ALIE or icfg[I_ATTACK] == Attack.IPM)
+    summed = rule == Aggregate.MEAN or rule == Aggregate.MAJORITY
+    check_codes(icfg[I_COMPRESSOR], icfg[I_SIGN_ZERO], icfg[I_ATTACK], rule, icfg[I_TIE])
+    check_problem(icfg[I_PROBLEM])
+    check_noise(icfg[I_NOISE])
+    if not (Momentum.NONE <= icfg[I_MOMENTUM] <= Momentum.LION):
+        raise ValueError("unknown momentum code")
+    if not (ErrorFeedback.NONE <= ef <= ErrorFeedback.EF21):
+        raise ValueError("unknown error-feedback code")
     for k in range(k0, k1):
         if k % every == 0:
-            status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters)
+            status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
             if status != Status.OK:
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
-        if icfg[I_PARALLEL]:
-            for m in prange(M):
-                worker_step(m, k, lr, x, mom, err, G, msg, gens.getitem_unchecked(m), pf, pi, A, b, ptr, idx,
-                            nparams, icfg, beta)
+        for m in prange(M):
+            worker_step(m, k, lr, x, mom, err, G, msg, wbits, worker_gen(gens, m), pf, pi, A, b, ptr, idx, nparams,
+                        icfg, fcfg)
+        if omniscient:
+            omniscient_attack(icfg[I_ATTACK], fcfg[F_ATTACK_PARAM], B, msg)
+        if summed:
             for i in prange(d):
                 s = 0.0
                 for m in range(M):
                     s += msg[m, i]
                 agg[i] = s
+            finish_aggregate(rule, M, agg, icfg[I_TIE], server_gen)
         else:
-            for m in range(M):
-                worker_step(m, k, lr, x, mom, err, G, msg, gens.getitem_unchecked(m), pf, pi, A, b, ptr, idx,
-                            nparams, icfg, beta)
+            robust_aggregate(rule, fcfg[F_AGGREGATE_PARAM], msg, agg)
+        up = 0.0
+        for m in range(M):
+            up += wbits[m]
+        tally[T_UP] += up
+        if icfg[I_SPARSE_DOWN]:
+            tally[T_DOWN] += M * sparse_broadcast_bits(agg)
+        else:
+            tally[T_DOWN] += M * fcfg[F_DOWN_BITS]
+        direction = agg
+        if ef == ErrorFeedback.EF21:
             for i in range(d):
-                s = 0.0
-                for m in range(M):
-                    s += msg[m, i]
-                agg[i] = s
-        finish_aggregate(icfg[I_AGGREGATE], M, agg, icfg[I_TIE], server_gen)
-        scale = 1.0 if ef else lr
+                srv[i] += agg[i]
+            direction = srv
+        scale = 1.0 if ef == ErrorFeedback.EF else lr
         if icfg[I_MONOTONE]:
             # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration
             trial = G[0]
             for i in range(d):
-                trial[i] = x[i] - scale * agg[i]
+                if wd != 0.0:
+                    trial[i] = x[i] - (scale * direction[i] + lr * wd * x[i])
+                else:
+                    trial[i] = x[i] - scale * direction[i]
             if problem_loss(icfg[I_PROBLEM], trial, pf, pi, A, b) <= problem_loss(icfg[I_PROBLEM], x, pf, pi, A, b):
                 for i in range(d):
                     x[i] = trial[i]
+        elif wd != 0.0:
+            for i in range(d):
+                x[i] -= scale * direction[i] + lr * wd * x[i]
         else:
             for i in range(d):
-                x[i] -= scale * agg[i]
+                x[i] -= scale * direction[i]
         counters[C_DONE] = k + 1
     if k1 == K:
-        return record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters)
+        return record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
     return Status.OK
+
+
+def _named(fn, name):
+    """A copy of ``fn`` under another name: Numba keys its cache files by the function's qualified name."""
+    copy = types.FunctionType(fn.__code__.replace(co_name=name, co_qualname=name), fn.__globals__, name)
+    copy.__qualname__ = name
+    copy.__doc__ = fn.__doc__
+    return copy
+
+
+#: the loop with the workers (and the server's sum) spread over threads, for runs with enough work per step
+run_chunk = njit(cache=True, parallel=True)(_named(_run_chunk, "run_chunk"))
+#: the same loop compiled without threads: small runs use it, and it compiles in a fraction of the time
+run_chunk_serial = njit(cache=True)(_named(_run_chunk, "run_chunk_serial"))

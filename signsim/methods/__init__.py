@@ -1,20 +1,54 @@
-"""Registry of methods (math.md §2). One module per method, each exporting ``SPEC``."""
+"""Registry of methods (docs/theory.md §2, §8): each method is a one-line alias for a composition of stages
+(``signsim.methods.base``, ``signsim.stages``)."""
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
 
+from signsim.codes import Aggregate
 from signsim.errors import InputError
 from signsim.methods.base import MethodSpec
 
-_MODULES = ("sgd", "signsgd", "signum", "ssdm", "ef_signsgd", "sto_sign")
+MEAN, MAJ = Aggregate.MEAN, Aggregate.MAJORITY
+
+ALIASES = (
+    MethodSpec("sgd", "SGD: workers send g_hat, the server averages (32-bit floats both ways)", "identity", MEAN,
+               default_lr=1e-3),
+    MethodSpec("signsgd", "signSGD: workers send sign g_hat, the server returns the majority vote (1 bit each way)",
+               "sign", MAJ),
+    MethodSpec("signum", "Signum: sign of the worker's momentum m = beta m + (1-beta) g_hat, majority vote "
+               "(beta 0.9)", "sign", MAJ, default_momentum=0.9),
+    MethodSpec("ssdm", "SSDM: stochastic sign of the worker's momentum, server averages the signs (reconstructed)",
+               "sto-sign", MEAN, default_momentum=0.9, momentum_from_first=True, needs_homogeneous=True),
+    MethodSpec("ef-signsgd", "EF-signSGD: scaled sign of gamma g_hat + error, error kept locally, server averages",
+               "scaled-sign", MEAN, error_feedback="ef", default_lr=1e-3),
+    MethodSpec("sto-sign", "stochastic sign descent: +1 w.p. 1/2 + g_i/(2 ||g||_2) else -1, the server averages "
+               "the signs", "sto-sign", MEAN),
+    MethodSpec("lion", "distributed Lion: sign of beta1 m + (1-beta1) g_hat per worker, m <- beta2 m + "
+               "(1-beta2) g_hat, majority vote", "sign", MAJ, momentum_kind="lion", default_momentum=0.9,
+               default_momentum2=0.99, default_lr=1e-3),
+    MethodSpec("qsgd", "QSGD: unbiased stochastic quantization to s = 4 levels of |g_i|/||g||_2, server averages",
+               "qsgd:4", MEAN, default_lr=1e-3),
+    MethodSpec("terngrad", "TernGrad: max|g| sign(g_i) Bernoulli(|g_i|/max|g|), server averages", "terngrad", MEAN,
+               default_lr=1e-3),
+    MethodSpec("topk-ef", "top-k with error feedback: the k largest entries of gamma g_hat + error",
+               "top-k", MEAN, error_feedback="ef", default_lr=1e-3),
+    MethodSpec("randk", "rand-k: (d/k) g_hat on k random coordinates (unbiased), server averages", "rand-k", MEAN,
+               default_lr=1e-3),
+    MethodSpec("ef21", "EF21: workers send C(g_hat - g_m) (top-k), g_m <- g_m + C(...), step along mean g_m",
+               "top-k", MEAN, error_feedback="ef21", default_lr=1e-3),
+    MethodSpec("natural", "natural compression: unbiased rounding of each g_i to a power of two, server averages",
+               "natural", MEAN, default_lr=1e-3),
+    MethodSpec("onebit-sgd", "1-bit SGD with error feedback: sign mask decoded with the mean of the positive "
+               "and of the negative entries", "onebit", MEAN, error_feedback="ef", default_lr=1e-3),
+)
 
 
 @cache
 def registry() -> dict[str, MethodSpec]:
-    specs = [importlib.import_module(f"signsim.methods.{m}").SPEC for m in _MODULES]
-    return {s.name: s for s in specs}
+    names = [s.name for s in ALIASES]
+    assert len(set(names)) == len(names), "method names must be unique"
+    return {s.name: s for s in ALIASES}
 
 
 def get(name: str) -> MethodSpec:

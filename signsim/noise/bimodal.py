@@ -8,9 +8,10 @@ independent of the sign), so the Numba kernel and the NumPy sampler consume the 
 import numpy as np
 from numba import njit
 
+from signsim.codes import Noise
 from signsim.noise.base import NoiseModel
 
-CODE = 5
+CODE = int(Noise.BIMODAL)  # assigned in signsim.codes
 JITTER = 0.2  # c / sigma
 
 

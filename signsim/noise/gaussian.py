@@ -3,9 +3,10 @@
 import numpy as np
 from numba import njit
 
+from signsim.codes import Noise
 from signsim.noise.base import NoiseModel
 
-CODE = 1
+CODE = int(Noise.GAUSSIAN)  # assigned in signsim.codes
 
 
 @njit(cache=True)

@@ -7,9 +7,10 @@ below 1/2 when g_i < sigma (1 - ln 2): SPB fails at tau = 1 though the variance 
 import numpy as np
 from numba import njit
 
+from signsim.codes import Noise
 from signsim.noise.base import NoiseModel
 
-CODE = 6
+CODE = int(Noise.SKEWED)  # assigned in signsim.codes
 
 
 @njit(cache=True)

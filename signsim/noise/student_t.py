@@ -6,10 +6,11 @@ xi = sigma * sqrt((nu - 2) / nu) * T_nu. Unimodal and symmetric.
 import numpy as np
 from numba import njit
 
+from signsim.codes import Noise
 from signsim.errors import InputError
 from signsim.noise.base import NoiseModel
 
-CODE = 4
+CODE = int(Noise.STUDENT_T)  # assigned in signsim.codes
 
 
 @njit(cache=True)

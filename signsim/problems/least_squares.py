@@ -1,12 +1,13 @@
 """Least squares, f_j(w) = (a_j^T w - y_j)^2 / 2 + (lam/2)||w||^2 with the labels as targets (math.md §5).
 Kernels in ``signsim.problems.glm``."""
 
+from signsim.codes import Problem
 from signsim.problems import glm
 from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, load_prepared, pack
 from signsim.problems.logistic import glm_instance
 
-CODE = 6
+CODE = int(Problem.LEAST_SQUARES)  # assigned in signsim.codes
 
 
 def build(cfg) -> ProblemInstance:

@@ -6,12 +6,13 @@ need ``--positive-class`` (one class against the rest). Kernels in ``signsim.pro
 
 import numpy as np
 
+from signsim.codes import Problem
 from signsim.errors import InputError
 from signsim.problems import glm
 from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
 
-CODE = 5
+CODE = int(Problem.LOGISTIC)  # assigned in signsim.codes
 
 
 def signed_labels(y_train, y_test, positive, spec):

@@ -15,12 +15,13 @@ part g_j, and the regularizer adds 2 lam <g_j, w> + lam^2 ||w||^2 with <g_j, w> 
 import numpy as np
 from numba import njit
 
+from signsim.codes import Problem
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
 from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
 
-CODE = 7
+CODE = int(Problem.MLP)  # assigned in signsim.codes
 P_HIDDEN, P_CLASSES, P_ACT = 4, 5, 6
 RELU, TANH = 0, 1
 ACTIVATIONS = {"relu": RELU, "tanh": TANH}

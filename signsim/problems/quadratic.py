@@ -7,10 +7,11 @@ stochastic part.
 import numpy as np
 from numba import njit
 
+from signsim.codes import Problem
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
-CODE = 2
+CODE = int(Problem.QUADRATIC)  # assigned in signsim.codes
 
 
 @njit(cache=True)

@@ -8,10 +8,11 @@ scipy.optimize.rosen / rosen_der are the independent references in the tests.
 import numpy as np
 from numba import njit
 
+from signsim.codes import Problem
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
-CODE = 1
+CODE = int(Problem.ROSENBROCK)  # assigned in signsim.codes
 FULL, TERM = 0, 1
 
 

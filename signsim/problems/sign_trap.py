@@ -12,10 +12,11 @@ dominant, hence positive semidefinite), which gives L = (4, 4) for every eps.
 import numpy as np
 from numba import njit
 
+from signsim.codes import Problem
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
-CODE = 3
+CODE = int(Problem.SIGN_TRAP)  # assigned in signsim.codes
 
 
 @njit(cache=True)

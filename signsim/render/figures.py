@@ -169,8 +169,11 @@ def _x_values(rows: list[dict[str, Any]], doc: dict[str, Any], x: str) -> np.nda
     if x == "time":
         done = max(doc["final"].get("iters_done") or 1, 1)
         return it / done * doc["final"].get("wall_time", 0.0)
-    per = doc.get("bits_per_iter") or {"up": 0, "down": 0}
-    bits = it * (per["up"] + per["down"])
+    if rows and all(r.get("bits_up") is not None and r.get("bits_down") is not None for r in rows):
+        bits = np.array([r["bits_up"] + r["bits_down"] for r in rows], dtype=float)  # counted message by message
+    else:
+        per = doc.get("bits_per_iter") or {"up": 0, "down": 0}
+        bits = it * (per["up"] + per["down"])
     return bits if x == "bits" else bits / 8e6
 
 

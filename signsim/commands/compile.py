@@ -1,0 +1,87 @@
+"""``signsim compile``: compile every kernel ahead of time (for a Docker image or a CI cache step), and
+``signsim compile --clear``: empty signsim's part of the Numba cache.
+
+Numba writes its cache beside each source file (``__pycache__``), or under ``NUMBA_CACHE_DIR`` when that is
+set, in one folder per source folder named ``<folder>_<sha1 of its absolute path>``. This module finds those
+places without importing Numba, so the CLI can tell before a run whether it will compile first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import signsim
+
+PACKAGE = Path(signsim.__file__).resolve().parent
+SUFFIXES = (".nbi", ".nbc")
+#: the kernel whose cache entry says "the run loop is compiled"
+LOOP_INDEX = "loop.run_chunk*-*.nbi"
+
+COMPILE_NOTICE = ("signsim: compiling the simulation kernels (the first run after an install or an upgrade "
+                  "takes about a minute on 2 cores; 'signsim compile' does it ahead of time)")
+
+
+def source_dirs() -> list[Path]:
+    return sorted({p.parent for p in PACKAGE.rglob("*.py")})
+
+
+def cache_dirs() -> list[Path]:
+    """Where Numba keeps (or would keep) the cache of each signsim source folder."""
+    user = os.environ.get("NUMBA_CACHE_DIR")
+    if user:
+        return [Path(user) / f"{d.name}_{hashlib.sha1(str(d).encode()).hexdigest()}" for d in source_dirs()]
+    return [d / "__pycache__" for d in source_dirs()]
+
+
+def loop_is_cached() -> bool:
+    engine = PACKAGE / "engine"
+    return any(any(d.glob(LOOP_INDEX)) for d in cache_dirs() if d.name.startswith("engine") or
+               d.parent == engine)
+
+
+def clear() -> int:
+    """Remove every cached kernel of signsim; return the number of files removed."""
+    removed = 0
+    for d in cache_dirs():
+        if not d.is_dir():
+            continue
+        for f in d.iterdir():
+            if f.suffix in SUFFIXES:
+                f.unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
+#: command lines that together load every kernel signsim has: one run per problem and per noise model (the run
+#: loop, every problem's and noise model's kernels), every method alias, and the diagnostics' estimators
+def warm_commands() -> list[list[str]]:
+    from signsim import methods, noise, problems
+
+    fast = ["--iters", "2", "--quiet"]
+    cmds = [["run", "--problem", p, "--workers", "2", "--batch-size", "2", *fast] for p in problems.registry()]
+    for name, model in noise.registry().items():
+        spec = name if model.arity == 0 else ":".join([name] + ["3"] * (model.arity - 1) + ["1"])
+        cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--noise", spec, *fast])
+    cmds += [["run", "--method", m, "--dim", "3", *fast] for m in methods.registry()]
+    for p in ("logistic", "mlp", "quadratic", "rosenbrock"):
+        cmds.append(["check-spb", "--problem", p, "--samples", "64", "--quiet"])
+        cmds.append(["diversity", "--problem", p, "--pairs", "8", "--quiet"])
+    return cmds
+
+
+def compile_all(report: Callable[[str], None] = lambda s: None) -> int:
+    """Run every warm-up command in this process; return how many ran."""
+    from signsim.cli import main
+
+    cmds = warm_commands()
+    for i, args in enumerate(cmds, 1):
+        report(f"[{i}/{len(cmds)}] signsim {' '.join(args)}")
+        try:
+            main(args)
+        except SystemExit as e:
+            if e.code not in (0, 1, None):
+                raise RuntimeError(f"signsim {' '.join(args)} exited {e.code}") from None
+    return len(cmds)

@@ -1,0 +1,40 @@
+"""``signsim compile --clear``, the first-run notice and the warm-up list (the compile itself is exercised by
+benchmarks/bench_startup.py: it takes a minute or more on 2 cores)."""
+
+import hashlib
+
+from signsim import methods, noise, problems
+from signsim.commands import compile as compiling
+
+
+def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    engine = compiling.PACKAGE / "engine"
+    where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
+    where.mkdir()
+    for name in ("loop.run_chunk_serial-1.py311.nbi", "loop.run_chunk_serial-1.py311.1.nbc"):
+        (where / name).write_bytes(b"x")
+    (where / "keep.txt").write_text("not a kernel")
+    assert compiling.loop_is_cached()
+    r = cli("compile", "--clear")
+    assert r.code == 0 and "removed 2" in r.err
+    assert [p.name for p in where.iterdir()] == ["keep.txt"]
+    assert not compiling.loop_is_cached()
+
+
+def test_the_compile_notice_reaches_stderr_when_kernels_are_missing(cli, monkeypatch):
+    monkeypatch.setattr(compiling, "loop_is_cached", lambda: False)
+    r = cli("run", "--iters", "3", "--json")
+    assert r.code == 0 and "compiling" in r.err and "signsim compile" in r.err
+    assert "compiling" not in cli("run", "--iters", "3", "--quiet").err
+
+
+def test_warm_up_covers_every_problem_noise_model_and_method():
+    cmds = [" ".join(c) for c in compiling.warm_commands()]
+    for name in problems.registry():
+        assert any(f"--problem {name} " in c and c.startswith("run") for c in cmds), name
+    for name in noise.registry():
+        assert any(f"--noise {name}" in c for c in cmds), name
+    for name in methods.registry():
+        assert any(f"--method {name} " in c for c in cmds), name
+    assert any(c.startswith("check-spb") for c in cmds) and any(c.startswith("diversity") for c in cmds)
