@@ -86,7 +86,7 @@ RUN_OPTIONS = [
     _option("momentum", float | None, "momentum beta in [0, 1) (Lion's beta1; default: the method's)", P_RUN),
     _option("momentum2", float | None, "Lion's beta2 in [0, 1) (default 0.99)", P_RUN),
     _option("weight_decay", float | None, "lambda >= 0: the step adds gamma lambda x (default 0)", P_RUN),
-    _option("byzantine", int | None, "number of blind Byzantine workers", P_RUN),
+    _option("byzantine", int | None, "number of Byzantine workers (the first ones; see --attack)", P_RUN),
     _option("attack", str | None, "invert | random | alie:Z | ipm:EPS (omniscient: from the honest messages)",
             P_RUN),
     _option("sign_zero", str | None, "sign(0) in messages: random | plus | zero", P_RUN),

@@ -38,3 +38,9 @@ def test_warm_up_covers_every_problem_noise_model_and_method():
     for name in methods.registry():
         assert any(f"--method {name} " in c for c in cmds), name
     assert any(c.startswith("check-spb") for c in cmds) and any(c.startswith("diversity") for c in cmds)
+
+
+def test_compile_runs_every_warm_up_command(cli):
+    r = cli("compile")
+    assert r.code == 0, r.err
+    assert f"compiled: {len(compiling.warm_commands())} warm-up commands ran" in r.err

@@ -61,7 +61,7 @@ def warm_commands() -> list[list[str]]:
     from signsim import methods, noise, problems
 
     fast = ["--iters", "2", "--quiet"]
-    cmds = [["run", "--problem", p, "--workers", "2", "--batch-size", "2", *fast] for p in problems.registry()]
+    cmds = [["run", "--problem", p, *fast] for p in problems.registry()]
     for name, model in noise.registry().items():
         spec = name if model.arity == 0 else ":".join([name] + ["3"] * (model.arity - 1) + ["1"])
         cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--noise", spec, *fast])
