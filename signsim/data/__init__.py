@@ -8,7 +8,7 @@ from functools import cache
 
 from signsim.data.base import Dataset, DataSource
 
-_MODULES = ("builtin", "idx", "npz", "csvfile", "svmlight")
+_MODULES = ("builtin", "synthetic", "idx", "npz", "csvfile", "svmlight")
 
 
 @cache
