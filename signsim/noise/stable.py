@@ -2,7 +2,8 @@
 P(|xi| > t) ~ t^-alpha, a mean of 0 and, for alpha < 2, an infinite variance. alpha = 2 is Gaussian with
 standard deviation c sqrt(2); alpha = 1 would be Cauchy.
 
-Sampler (Chambers, Mallows & Stuck 1976, symmetric case): V ~ U(-pi/2, pi/2), W ~ Exp(1) (as -log(1 - U'), two uniforms per draw),
+Sampler (Chambers, Mallows & Stuck 1976, symmetric case), two uniforms per draw: V ~ U(-pi/2, pi/2),
+W = -log(1 - U') ~ Exp(1),
 xi = c sin(alpha V) / cos(V)^(1/alpha) * (cos((1 - alpha) V) / W)^((1 - alpha)/alpha).
 Its characteristic function is exp(-|c t|^alpha), which is scipy.stats.levy_stable(alpha, 0, scale=c); the
 diagnostics take the CDF from there. The mean of tau draws is S(alpha, 0, c tau^(1/alpha - 1)).

@@ -40,6 +40,6 @@ def _parse(args):
 
 
 MODEL = NoiseModel(
-    "student-t", CODE, "Student-t with NU > 1 degrees: S is the std for NU > 2, the scale for NU <= 2; student-t:NU:S", 2, True,
-    _parse, _sample, _cdf,
+    "student-t", CODE, "Student-t with NU > 1 degrees: S is the std for NU > 2, the scale for NU <= 2; student-t:NU:S",
+    2, True, _parse, _sample, _cdf,
 )
