@@ -30,6 +30,8 @@ class Noise(IntEnum):
     STUDENT_T = 4
     BIMODAL = 5
     SKEWED = 6
+    CAUCHY = 7
+    STABLE = 8
 
 
 class Momentum(IntEnum):

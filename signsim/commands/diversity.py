@@ -70,7 +70,7 @@ def measure(problem, model, params, x, cfg: RunConfig, o: DiversityOptions, meth
     if method == "exact":
         return est.exact(problem, x)[0], {}
     if method == "population":
-        return est.population(problem, params, x), {}
+        return est.population(problem, model, params, x), {}
     small, big = batches(cfg, o)
     return est.two_batch_estimate(problem, model.code, params, x, small, big, o.pairs, cfg.workers, cfg.seed, salt)
 

@@ -67,27 +67,37 @@ def first_hit(history: list[dict[str, Any]], target: float) -> int | None:
     return None
 
 
+def iterations_to_target(base: dict[str, Any], e, progress=None, prefix: str = "") -> dict[int, list[int | None]]:
+    """For each batch size B of ``e.batch_sizes``: the first recorded iteration at which mini-batch SGD (the
+    configured run, step size scaled with B by ``e.lr_scaling``) reaches ``e.target_loss``, one per seed (None
+    where a run does not reach it within ``e.max_iters``)."""
+    from signsim.commands.run import run
+    from signsim.config import resolve
+
+    lr1 = resolve(base).lr
+    iters: dict[int, list[int | None]] = {}
+    for B in e.batch_sizes:
+        lr = min(B * lr1, e.lr_max) if e.lr_scaling == "linear" else lr1
+        label = f"{prefix}, B = {B}" if prefix else f"B = {B}"
+        hits = []
+        for s in range(e.seeds):
+            cfg = resolve({**base, "batch_size": B, "lr": lr, "iters": e.max_iters, "eval_every": e.eval_every,
+                           "seed": int(base.get("seed", 0)) + s, "stop_loss": e.target_loss})
+            hits.append(first_hit(run(cfg, progress(label) if progress else None)["history"], e.target_loss))
+        iters[B] = hits
+    return iters
+
+
 def replication(base: dict[str, Any], e: Experiment,
                 progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> dict[str, Any]:
     from signsim.commands.diversity import DiversityOptions, diversity
-    from signsim.commands.run import run
     from signsim.config import resolve
     from signsim.diagnostics.diversity import predicted_speedup
 
     lr1 = resolve(base).lr
     rows = []
     for r in e.replicate:
-        iters: dict[int, list[int | None]] = {}
-        for B in e.batch_sizes:
-            lr = min(B * lr1, e.lr_max) if e.lr_scaling == "linear" else lr1
-            label = f"replicate {r}, B = {B}"
-            hits = []
-            for s in range(e.seeds):
-                cfg = resolve({**base, "replicate": r, "batch_size": B, "lr": lr, "iters": e.max_iters,
-                               "eval_every": e.eval_every, "seed": int(base.get("seed", 0)) + s,
-                               "stop_loss": e.target_loss})
-                hits.append(first_hit(run(cfg, progress(label) if progress else None)["history"], e.target_loss))
-            iters[B] = hits
+        iters = iterations_to_target({**base, "replicate": r}, e, progress, f"replicate {r}")
         t1 = iters[1]
         reached = [h for h in t1 if h is not None]
         B_S = delta_S = None

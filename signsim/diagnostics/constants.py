@@ -75,8 +75,10 @@ def derive(problem, model, params, cfg, x0: np.ndarray, box: float, sigma_sample
         out["L2"] = Constant("L2", float(np.max(L)), "max_i L_i (l2-smoothness, since diag(L) >= Hessian)")
     tau = cfg.batch_size
     if problem.exact_oracle and not problem.heterogeneous:
-        s = np.full(problem.dim, float(params[0]))
-        src = f"noise model {model.name}"
+        from signsim.noise.base import sigma_vector
+
+        s = sigma_vector(model, params, problem.dim)
+        src = f"noise model {model.name}" + (" with per-coordinate scales" if len(params) > 3 else "")
     else:
         method = choose(problem, model, 1, "auto")
         est = estimate(problem, model, params, x0, 1, method, sigma_samples, 0.95, "wilson", cfg.sign_zero,

@@ -27,12 +27,14 @@ def exact(problem, x: np.ndarray, rows: np.ndarray | None = None) -> Diversity:
     return from_sums(fs.n if rows is None else len(rows), A, total), total
 
 
-def population(problem, noise_params: np.ndarray, x: np.ndarray) -> Diversity:
-    """Exact-gradient oracle plus additive noise of std sigma per coordinate: tr Sigma = d sigma^2."""
+def population(problem, model, noise_params: np.ndarray, x: np.ndarray) -> Diversity:
+    """Exact-gradient oracle plus additive noise of std sigma_i on coordinate i: tr Sigma = sum_i sigma_i^2
+    (infinite for heavy-tailed noise without a variance)."""
     from signsim.diagnostics.estimators import true_gradient
+    from signsim.noise.base import sigma_vector
 
     g = true_gradient(problem, x)
-    return Diversity(None, None, float(g @ g), problem.dim * float(noise_params[0]) ** 2)
+    return Diversity(None, None, float(g @ g), float(np.sum(sigma_vector(model, noise_params, problem.dim) ** 2)))
 
 
 def two_batch_estimate(problem, noise_code: int, noise_params: np.ndarray, x: np.ndarray, small: int, big: int,

@@ -86,7 +86,7 @@ def applicable(problem: ProblemInstance, noise: NoiseModel, tau: int) -> list[st
     if problem.finite_sum is not None and tau == 1 and noise.name == "none":
         out.append("exact")
     exact_oracle = (problem.exact_oracle and not problem.heterogeneous) or problem.name in LOCAL_EXACT
-    if exact_oracle and (noise.name in ("gaussian", "none") or tau == 1):
+    if exact_oracle and (noise.name == "none" or tau == 1 or noise.mean_of is not None):
         out.append("closed-form")
     out.append("monte-carlo")
     return out
@@ -100,8 +100,8 @@ def choose(problem: ProblemInstance, noise: NoiseModel, tau: int, requested: str
         raise InputError(f"--estimator {requested}: choose from {', '.join(METHODS)}")
     if requested not in options:
         why = {"exact": "needs a finite-sum problem with --batch-size 1 and no added noise",
-               "closed-form": "needs an exact-gradient oracle with synthetic noise (Gaussian at any batch size, "
-                              "other models at batch size 1)"}[requested]
+               "closed-form": "needs an exact-gradient oracle with synthetic noise (Gaussian, Cauchy and "
+                              "alpha-stable at any batch size, other models at batch size 1)"}[requested]
         raise InputError(f"--estimator {requested} does not apply to {problem.name} here: it {why}")
     return requested
 
@@ -131,9 +131,11 @@ class WorkerLaws:
     zero: np.ndarray | None = None
 
 
-def noise_variance(noise: NoiseModel, nparams: np.ndarray) -> float:
-    """Per-coordinate variance of one noise draw (the models are scaled to standard deviation sigma)."""
-    return 0.0 if noise.name == "none" else float(nparams[0]) ** 2
+def noise_variance(noise: NoiseModel, nparams: np.ndarray, d: int) -> np.ndarray:
+    """Per-coordinate variance sigma_i^2 = (s_i sigma)^2 of one noise draw (inf where it is infinite)."""
+    from signsim.noise.base import sigma_vector
+
+    return sigma_vector(noise, nparams, d) ** 2
 
 
 def group_moments(problem: ProblemInstance, x: np.ndarray, rows: np.ndarray):
@@ -171,17 +173,23 @@ def finite_sum_laws(problem: ProblemInstance, x: np.ndarray, samp: Sampling, tau
 
 
 def _closed_form(noise: NoiseModel, nparams: np.ndarray, h: np.ndarray, tau: int) -> Law:
-    """Law of sign(h + mean of tau noise draws), h exact (rows: workers)."""
-    s = float(nparams[0]) if noise.name != "none" else 0.0
-    if s == 0.0:
-        return Law((h > 0).astype(float), (h == 0).astype(float), (h < 0).astype(float))
-    if noise.name == "gaussian":
-        from scipy.stats import norm
+    """Law of sign(h_i + s_i * mean of tau noise draws), h exact (rows: workers), from the CDF of the mean of
+    tau draws (docs/theory.md §1, §10): P(h_i + s_i xi > 0) = F(h_i / s_i) for symmetric noise,
+    1 - F(-h_i / s_i) otherwise; deterministic where s_i = 0 or there is no noise."""
+    from signsim.noise.base import degenerate, scales
 
-        up = norm.cdf(np.sqrt(tau) * h / s)
-    else:
-        up = 1.0 - noise.cdf(-h, nparams)  # tau = 1: P(h + xi > 0)
-    return Law(up, np.zeros_like(up), 1.0 - up)
+    sc = scales(nparams, h.shape[-1])
+    fixed = np.broadcast_to(degenerate(noise, nparams) | (sc == 0), h.shape)
+    det = Law((h > 0).astype(float), (h == 0).astype(float), (h < 0).astype(float))
+    if fixed.all():
+        return det
+    mp = noise.mean_params(nparams, tau)
+    z = np.divide(h, sc, out=np.zeros_like(h, dtype=float), where=sc > 0)
+    symmetric = noise.unimodal_symmetric or noise.name == "bimodal"
+    up = noise.cdf(z, mp) if symmetric else 1.0 - noise.cdf(-z, mp)
+    up = np.where(fixed, det.plus, up)
+    zero = np.where(fixed, det.zero, 0.0)
+    return Law(up, zero, np.where(fixed, det.minus, 1.0 - up))
 
 
 def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, x: np.ndarray, tau: int,
@@ -189,7 +197,7 @@ def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray
     x = np.ascontiguousarray(x, dtype=np.float64)
     g = true_gradient(problem, x)
     samp = sampling(problem, workers)
-    nvar = noise_variance(noise, nparams)
+    nvar = noise_variance(noise, nparams, problem.dim)
     exact_moments = None
     if method == "exact" or (problem.finite_sum is not None and samp.scheme == "split-batch"):
         # split-batch: Monte Carlo minibatches cannot give the single-sample sigma (the group is shared by the
@@ -205,7 +213,8 @@ def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray
             h = g[None, :]
         s = np.sqrt(nvar)
         return WorkerLaws("closed-form", samp, g, _closed_form(noise, nparams, h, tau), h,
-                          np.full(h.shape, s), np.full(h.shape, s / np.sqrt(tau)), tau)
+                          np.broadcast_to(s, h.shape).astype(float), np.broadcast_to(s / np.sqrt(tau), h.shape)
+                          .astype(float), tau)
     from numba.typed import List
 
     from signsim.diagnostics.kernels import monte_carlo_worker_counts
@@ -311,7 +320,10 @@ def monte_carlo_worker_counts_ref(problem: ProblemInstance, noise: NoiseModel, n
                                   tau: int, W: int, gens: list, S: int):
     """NumPy reference of ``kernels.monte_carlo_worker_counts``: the same draws from the same generators, in the
     same order (chunk, worker, sample), through the problem's and the noise model's NumPy references."""
+    from signsim.noise.base import scales
+
     d = x.shape[0]
+    sc = scales(nparams, d)
     C = len(gens)
     pos, zero, s1, s2 = (np.zeros((W, d)) for _ in range(4))
     for c in range(C):
@@ -320,9 +332,9 @@ def monte_carlo_worker_counts_ref(problem: ProblemInstance, noise: NoiseModel, n
             for _ in range(c * S // C, (c + 1) * S // C):
                 v = np.array(problem.oracle_ref(x, w, gen, tau), dtype=np.float64)
                 if noise.name == "gaussian":
-                    v = v + float(nparams[0]) / np.sqrt(tau) * gen.standard_normal(d)
+                    v = v + sc * (float(nparams[0]) / np.sqrt(tau) * gen.standard_normal(d))
                 elif noise.name != "none":
-                    v = v + noise.sample(gen, (d, tau), nparams).mean(axis=1)
+                    v = v + sc * noise.sample(gen, (d, tau), nparams).mean(axis=1)
                 pos[w] += v > 0
                 zero[w] += v == 0
                 s1[w] += v

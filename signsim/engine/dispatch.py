@@ -10,7 +10,8 @@ write NaN (and callers check their codes before the loop with ``check_problem`` 
 import numpy as np
 from numba import njit
 
-from signsim.noise import bimodal, gaussian, laplace, none, skewed, student_t, uniform
+from signsim.noise import bimodal, cauchy, gaussian, laplace, none, skewed, stable, student_t, uniform
+from signsim.noise.base import N_NOISE_PARAMS
 from signsim.problems import glm, least_squares, logistic, mlp, quadratic, rosenbrock, sign_trap, vote_trap
 
 
@@ -116,28 +117,38 @@ def noise_draw(code, gen, p):
         return bimodal.draw(gen, p)
     if code == skewed.CODE:
         return skewed.draw(gen, p)
+    if code == cauchy.CODE:
+        return cauchy.draw(gen, p)
+    if code == stable.CODE:
+        return stable.draw(gen, p)
     return np.nan  # no raise inside a parallel loop: an unknown code poisons the gradient
 
 
 @njit(cache=True, inline="always")
 def add_noise(code, p, gen, tau, out):
-    """out_i += mean of tau noise draws, coordinate by coordinate (tau draws for coordinate 0 first).
+    """out_i += s_i * (mean of tau noise draws), coordinate by coordinate (tau draws for coordinate 0 first).
 
-    Gaussian noise uses its exact shortcut: the mean of tau draws is sigma / sqrt(tau) N(0, 1), one draw.
+    ``p`` holds the model's three parameters, then optionally one scale s_i per coordinate
+    (``--noise-scales``, docs/theory.md §10.2; s_i = 1 when absent). Every coordinate draws its variates
+    whatever its scale, so the stream does not depend on the scales. Gaussian noise uses its exact shortcut:
+    the mean of tau draws is sigma / sqrt(tau) N(0, 1), one draw.
     """
     if code == none.CODE:
         return
     d = out.shape[0]
+    scaled = p.shape[0] > N_NOISE_PARAMS
     if code == gaussian.CODE:
         s = p[0] / np.sqrt(tau)
         for i in range(d):
-            out[i] += s * gen.standard_normal()
+            z = s * gen.standard_normal()
+            out[i] += p[N_NOISE_PARAMS + i] * z if scaled else z
         return
     for i in range(d):
         acc = 0.0
         for _ in range(tau):
             acc += noise_draw(code, gen, p)
-        out[i] += acc / tau
+        z = acc / tau
+        out[i] += p[N_NOISE_PARAMS + i] * z if scaled else z
 
 
 @njit(cache=True)
@@ -152,5 +163,6 @@ def check_problem(code):
 def check_noise(code):
     """Raise for a noise code with no draw here (call before a parallel loop)."""
     if not (code == none.CODE or code == gaussian.CODE or code == laplace.CODE or code == uniform.CODE
-            or code == student_t.CODE or code == bimodal.CODE or code == skewed.CODE):
+            or code == student_t.CODE or code == bimodal.CODE or code == skewed.CODE or code == cauchy.CODE
+            or code == stable.CODE):
         raise ValueError("unknown noise code")

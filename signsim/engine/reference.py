@@ -14,6 +14,7 @@ from signsim import accounting
 from signsim.codes import Aggregate, Attack, Compressor, ErrorFeedback, Momentum, Schedule, SignZero, Tie
 from signsim.engine.driver import Settings
 from signsim.noise.base import NoiseModel
+from signsim.noise.base import scales as noise_scales
 from signsim.problems.base import ProblemInstance
 from signsim.seeding import run_streams
 
@@ -143,10 +144,11 @@ class ReferenceRun:
     def stochastic_gradient(self, m: int) -> np.ndarray:
         gen, tau, d = self.gens[m], self.s.batch_size, self.p.dim
         g = self.p.oracle_ref(self.x, m, gen, tau)
+        sc = noise_scales(self.nparams, d)  # per-coordinate noise scales (docs/theory.md §10.2)
         if self.noise.name == "gaussian":
-            g = g + self.nparams[0] / np.sqrt(tau) * gen.standard_normal(d)
+            g = g + sc * (self.nparams[0] / np.sqrt(tau) * gen.standard_normal(d))
         elif self.noise.name != "none":
-            g = g + self.noise.sample(gen, (d, tau), self.nparams).mean(axis=1)
+            g = g + sc * self.noise.sample(gen, (d, tau), self.nparams).mean(axis=1)
         return g
 
     def momentum(self, m: int, g: np.ndarray) -> np.ndarray:

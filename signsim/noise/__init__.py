@@ -11,7 +11,7 @@ import numpy as np
 from signsim.errors import InputError
 from signsim.noise.base import NoiseModel, sigma_param
 
-_MODULES = ("none", "gaussian", "laplace", "uniform", "student_t", "bimodal", "skewed")
+_MODULES = ("none", "gaussian", "laplace", "uniform", "student_t", "bimodal", "skewed", "cauchy", "stable")
 
 
 @cache

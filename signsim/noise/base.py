@@ -34,6 +34,18 @@ class NoiseModel:
     parse_params: Callable[[list[float]], np.ndarray]
     sample: Callable[[np.random.Generator, tuple[int, ...] | int, np.ndarray], np.ndarray]
     cdf: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    #: params of the distribution of the mean of tau draws, where that distribution is again this model
+    #: (Gaussian, Cauchy, alpha-stable); None: known in closed form at tau = 1 only
+    mean_of: Callable[[np.ndarray, int], np.ndarray] | None = None
+
+    def mean_params(self, params: np.ndarray, tau: int) -> np.ndarray | None:
+        """Params whose ``cdf`` is the CDF of the mean of tau draws, or None where there is no closed form."""
+        params = np.asarray(params, dtype=np.float64)
+        if tau == 1 or self.name == "none":
+            return params
+        if self.mean_of is None:
+            return None
+        return np.concatenate([self.mean_of(params[:N_NOISE_PARAMS], tau), params[N_NOISE_PARAMS:]])
 
     def success_probability(self, g: np.ndarray, params: np.ndarray) -> np.ndarray:
         """rho_i = P(sign(g_i + xi) = sign g_i) for one draw (tau = 1), from the exact CDF (math.md §1).
@@ -45,6 +57,40 @@ class NoiseModel:
         F = self.cdf(-g, params)
         rho = np.where(g > 0, 1.0 - F, F)
         return np.where(g == 0, np.nan, rho)
+
+
+#: the first entries of a params array belong to the model; per-coordinate scales may follow
+N_NOISE_PARAMS = 3
+
+
+def scales(params: np.ndarray, d: int) -> np.ndarray:
+    """The per-coordinate noise scales s_i carried after the model's parameters (ones when there are none)."""
+    params = np.asarray(params, dtype=np.float64)
+    return params[N_NOISE_PARAMS:] if params.shape[0] > N_NOISE_PARAMS else np.ones(d)
+
+
+def with_scales(params: np.ndarray, s: np.ndarray | None) -> np.ndarray:
+    """The model's parameters followed by the scales s_i (docs/theory.md §10.2); unchanged for s = None."""
+    head = np.asarray(params, dtype=np.float64)[:N_NOISE_PARAMS]
+    return head.copy() if s is None else np.concatenate([head, np.asarray(s, dtype=np.float64)])
+
+
+def degenerate(model: NoiseModel, params: np.ndarray) -> bool:
+    """No randomness at all: no model, sigma = 0, or a zero scale for a model without a variance."""
+    sigma = float(params[0])
+    return model.name == "none" or sigma == 0 or (not np.isfinite(sigma) and float(params[2]) == 0)
+
+
+def sigma_vector(model: NoiseModel, params: np.ndarray, d: int) -> np.ndarray:
+    """sigma_i = s_i sigma: the standard deviation of coordinate i's noise (inf where the variance is infinite,
+    0 without noise)."""
+    if model.name == "none":
+        return np.zeros(d)
+    s = scales(params, d)
+    sigma = float(params[0])
+    if not np.isfinite(sigma):
+        return np.where(s > 0, np.inf, 0.0)
+    return sigma * s
 
 
 def sigma_param(value: float, spec: str) -> float:

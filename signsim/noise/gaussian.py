@@ -28,4 +28,10 @@ def _parse(args):
     return np.array([args[0], 0.0, 0.0])
 
 
-MODEL = NoiseModel("gaussian", CODE, "N(0, sigma^2) per coordinate; gaussian:SIGMA", 1, True, _parse, _sample, _cdf)
+def _mean_of(p, tau):
+    """The mean of tau draws is N(0, sigma^2 / tau)."""
+    return np.array([p[0] / np.sqrt(tau), 0.0, 0.0])
+
+
+MODEL = NoiseModel("gaussian", CODE, "N(0, sigma^2) per coordinate; gaussian:SIGMA", 1, True, _parse, _sample, _cdf,
+                   _mean_of)

@@ -1,6 +1,9 @@
-"""Student-t noise with nu > 2 degrees of freedom, rescaled to standard deviation sigma (heavy tails).
+"""Student-t noise with nu > 1 degrees of freedom (heavy tails; docs/theory.md §5).
 
-xi = sigma * sqrt((nu - 2) / nu) * T_nu. Unimodal and symmetric.
+``student-t:NU:S``: for nu > 2 the variance is finite and S is the standard deviation sigma,
+xi = sigma sqrt((nu - 2) / nu) T_nu; for 1 < nu <= 2 the variance is infinite and S is the scale c,
+xi = c T_nu (the mean exists, the variance does not; bounds that need sigma do not apply). Unimodal and
+symmetric. ``params`` = [sigma (inf when nu <= 2), nu, scale].
 """
 
 import numpy as np
@@ -29,13 +32,15 @@ def _cdf(z, p):
 
 
 def _parse(args):
-    nu, sigma = args
-    if not nu > 2 or not np.isfinite(nu):
-        raise InputError(f"--noise student-t:{nu:g}:{sigma:g}: nu must be > 2 for a finite variance")
-    return np.array([sigma, nu, sigma * np.sqrt((nu - 2.0) / nu)])
+    nu, s = args
+    if not nu > 1 or not np.isfinite(nu):
+        raise InputError(f"--noise student-t:{nu:g}:{s:g}: nu must be a finite number > 1 (a mean must exist)")
+    if nu <= 2:  # infinite variance: s is the scale
+        return np.array([np.inf, nu, s])
+    return np.array([s, nu, s * np.sqrt((nu - 2.0) / nu)])
 
 
 MODEL = NoiseModel(
-    "student-t", CODE, "Student-t, nu > 2 degrees, scaled to std sigma; student-t:NU:SIGMA", 2, True,
-    _parse, _sample, _cdf,
+    "student-t", CODE, "Student-t with NU > 1 degrees: S is the std for NU > 2, the scale for NU <= 2; student-t:NU:S",
+    2, True, _parse, _sample, _cdf,
 )
