@@ -610,7 +610,7 @@ def spb_from_samples(G: Any, *, workers: int | None = None, batch_size: int = 1,
                      tie: str = "random", confidence: float = 0.95, interval: str = "wilson", correction: str = "holm",
                      samples: int = 2000, seed: int = 0, top: int = 10) -> Result:
     """Success probabilities of the user's own per-sample gradients (docs/theory.md §1,
-    docs/theory-heterogeneous.md §1-3).
+    docs/theory.md §9.1-§9.3).
 
     ``G`` is an n x d array (a NumPy array or a memory map) or an iterable of row blocks (each k x d), so
     that the whole n x d matrix never has to be in memory; the true gradient is their mean and every worker

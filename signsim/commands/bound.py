@@ -153,7 +153,7 @@ def running(spec: BoundSpec, doc: dict[str, Any]) -> list[dict[str, float]]:
 
 
 def majority_table(problem, model, params, x, cfg: RunConfig) -> dict[str, Any]:
-    """||g||_rho_M / ||g||_1 = E<g, vote> / ||g||_1 from the law of the vote (docs/theory-heterogeneous.md).
+    """||g||_rho_M / ||g||_1 = E<g, vote> / ||g||_1 from the law of the vote (docs/theory.md §9).
 
     Identical workers: the vote of M copies of the one message law, M = 1..MAJORITY_TABLE_M (the incomplete-
     beta formula when no message is 0). Workers that differ (shards, local objectives, Byzantine workers): one

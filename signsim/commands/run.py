@@ -28,7 +28,7 @@ TRACK_SAMPLES = 200
 def spb_tracker(problem, model, params, cfg: RunConfig, sink: list):
     """A hook for the driver: at x_k, the fraction of coordinates (with g_i != 0) where SPB holds, min rho,
     the rho-norm E<g, sign g_hat> under --sign-zero and the rho_M-norm E<g, vote> from each worker's own law
-    (docs/theory-heterogeneous.md); exact or closed form where they apply, else Monte Carlo with TRACK_SAMPLES
+    (docs/theory.md §9); exact or closed form where they apply, else Monte Carlo with TRACK_SAMPLES
     samples per distinct worker oracle."""
     from signsim.commands.check_spb import SpbOptions, spb_quantities, vote_quantities
     from signsim.diagnostics import spb

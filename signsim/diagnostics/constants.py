@@ -88,7 +88,7 @@ def derive(problem, model, params, cfg, x0: np.ndarray, box: float, sigma_sample
         src = f"estimated at x_0 ({method}, {size}); a bound along the run is assumed"
     out["sigma1"] = Constant("sigma1", float(np.sum(s)), src)
     if problem.finite_sum is not None and problem.finite_sum.split.name == "split-batch":
-        # the group is drawn once per minibatch: its std is not sigma / sqrt(tau) (docs/theory-heterogeneous.md)
+        # the group is drawn once per minibatch: its std is not sigma / sqrt(tau) (docs/theory.md §9)
         from signsim.diagnostics.estimators import finite_sum_laws, noise_variance, sampling
 
         mini = finite_sum_laws(problem, np.ascontiguousarray(x0, dtype=np.float64), sampling(problem, cfg.workers),

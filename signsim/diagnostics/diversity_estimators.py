@@ -5,7 +5,7 @@ and McCandlish's two-batch estimator for anything (required where neither applie
 The two-batch estimator draws each batch as one call of the worker's own oracle. Under shared and shard
 sampling E|G_b|^2 = |E g_hat|^2 + tr Sigma / b and it estimates |E g_hat|^2 and tr Sigma; under split-batch
 sampling the group is drawn once per minibatch, Var G_b = V_between + V_within / b, and the estimates are
-|E g_hat|^2 + tr V_between and tr V_within (docs/theory-heterogeneous.md)."""
+|E g_hat|^2 + tr V_between and tr V_within (docs/theory.md §9)."""
 
 from __future__ import annotations
 

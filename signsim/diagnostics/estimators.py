@@ -1,5 +1,5 @@
 """Estimators of each worker's sign law: P(g_hat_i > 0), P(g_hat_i = 0), P(g_hat_i < 0) for the oracle the
-worker actually uses (docs/theory.md §1; docs/theory-heterogeneous.md), chosen automatically:
+worker actually uses (docs/theory.md §1; docs/theory.md §9), chosen automatically:
 
 * ``exact``: a finite sum at tau = 1 without added noise, by enumerating the rows each worker samples:
   ``shared`` all rows; a shard split (``iid``, ``sorted``, ``label-skew``) worker m's own rows;

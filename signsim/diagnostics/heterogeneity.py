@@ -1,4 +1,4 @@
-"""How far each worker's oracle is from being unbiased for the global gradient (docs/theory-heterogeneous.md).
+"""How far each worker's oracle is from being unbiased for the global gradient (docs/theory.md §9).
 
 For worker m, grad f_m(x) = E g_hat_m(x) is the expectation of the stochastic gradient it actually draws: the
 mean gradient of its shard (shard splits), the split-batch mixture (1/2)(mean of the first group + mean of the

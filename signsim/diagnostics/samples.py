@@ -1,7 +1,7 @@
 """Diagnostics of per-sample gradients given by the user: an n x d array G whose row j is grad f_j at the
 user's point (from their own model), or an iterable of row blocks so that G never has to be in memory.
 
-A thin layer over check-spb's estimators (docs/theory-heterogeneous.md §1-3): the true gradient is
+A thin layer over check-spb's estimators (docs/theory.md §9.1-§9.3): the true gradient is
 g = (1/n) sum_j G_j and every worker samples the rows uniformly (shared sampling, identical workers). With
 minibatch 1 the sign law of g_hat_i is exact: P(agree), P(zero), P(disagree) are the fractions of rows whose
 coordinate i has the sign of g_i, is 0, has the other sign; with minibatch tau > 1 (G an array) they are counted

@@ -6,7 +6,7 @@ rho_i = P(sign g_hat_i = sign g_i) for g_i != 0. SPB: rho_i > 1/2 for every such
 (1 - exp(-(2 rho - 1)^2 l)) ||g||_1 <= ||g||_{rho_M} <= ||g||_1 with rho = min_i rho_i > 1/2.
 
 Those formulas assume identical workers and no zero messages. The reported quantities are the general ones
-(docs/theory.md §1, docs/theory-heterogeneous.md): ``rho_norm`` = E<g, message> =
+(docs/theory.md §1, docs/theory.md §9): ``rho_norm`` = E<g, message> =
 sum_i (P(agree_i) - P(disagree_i))|g_i| under the sign(0) policy (``inner_product``), the verdict compares
 P(agree_i) with P(disagree_i), and ``rho_M_norm`` = E<g, vote> comes from each worker's own law
 (``signsim.diagnostics.votes``); ``rho_M_norm`` below is the identical-worker special case.

@@ -1,5 +1,5 @@
 """What each worker sends and what the vote of M workers returns, coordinate by coordinate
-(docs/theory.md §1; derivations in docs/theory-heterogeneous.md).
+(docs/theory.md §1; derivations in docs/theory.md §9).
 
 The law of one worker's raw sign on coordinate i is three probabilities, P(g_hat_i > 0), P(g_hat_i = 0) and
 P(g_hat_i < 0). The ``--sign-zero`` policy turns it into the law of the message (``random``: a zero becomes
