@@ -11,6 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from signsim.errors import InputError
+
+
+#: from this many workers on, a run that qualifies is told about ``--votes binomial``
+BINOMIAL_HINT_WORKERS = 1000
+
 
 @dataclass
 class Built:
@@ -20,7 +26,9 @@ class Built:
     model: Any  # NoiseModel
     params: np.ndarray
     settings: Any  # engine.driver.Settings
-    engine: Any  # engine.driver.Engine
+    engine: Any  # engine.driver.Engine (or engine.binomial.BinomialEngine)
+    #: a note for runs with many workers that ``--votes binomial`` would simulate exactly, much faster
+    votes_hint: str | None = None
 
 
 def build(cfg, problem=None) -> Built:
@@ -31,7 +39,23 @@ def build(cfg, problem=None) -> Built:
     method = methods.get(cfg.method)
     if problem is None:
         problem = problems.build(cfg)
-    model, params = noise.parse(cfg.noise or "none")
+    model, params = noise.for_config(cfg, problem.dim)
     settings = Settings.from_config(cfg, method, problem.dim)
+    if cfg.votes == "binomial":
+        from signsim.engine import binomial
+
+        reason = binomial.refusal(settings, problem, model, params, cfg.method)
+        if reason is not None:
+            raise InputError(reason)
+        engine = binomial.BinomialEngine(problem, model, params, settings, cfg.workers, cfg.iters, cfg.eval_every,
+                                         cfg.seed)
+        return Built(cfg, method, problem, model, params, settings, engine)
+    hint = None
+    if cfg.workers >= BINOMIAL_HINT_WORKERS:
+        from signsim.engine import binomial
+
+        if binomial.refusal(settings, problem, model, params, cfg.method) is None:
+            hint = (f"with {cfg.workers:,} workers, --votes binomial draws the same vote counts in distribution "
+                    "at O(d) cost per iteration (docs/theory.md §11)")
     engine = Engine(problem, model, params, settings, cfg.workers, cfg.iters, cfg.eval_every, cfg.seed)
-    return Built(cfg, method, problem, model, params, settings, engine)
+    return Built(cfg, method, problem, model, params, settings, engine, hint)

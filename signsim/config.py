@@ -21,7 +21,7 @@ from signsim.errors import InputError
 COMMON = frozenset({
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum",
     "byzantine", "attack", "sign_zero", "tie", "eval_every", "seed", "stop_loss", "track_spb", "track_diversity",
-    "monotone", "compressor", "error_feedback", "momentum2", "weight_decay",
+    "monotone", "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales",
 })
 
 
@@ -52,6 +52,8 @@ class RunConfig:
     error_feedback: str | None = None  # the method's: none | ef | ef21
     momentum2: float | None = None  # Lion's beta2 (the method's default)
     weight_decay: float = 0.0  # lambda: the step adds gamma_k lambda x
+    votes: str = "per-worker"  # per-worker | binomial (exact vote counts, docs/theory.md §11)
+    noise_scales: str | None = None  # first:K | power:A | FILE.npy: per-coordinate noise scales
     # problem-specific
     noise: str | None = None  # the problem's default
     dim: int | None = None
@@ -244,3 +246,9 @@ def validate(cfg: RunConfig) -> None:
     _check(math.isfinite(cfg.weight_decay) and cfg.weight_decay >= 0, "weight_decay", cfg.weight_decay,
            "must be a finite number >= 0")
     stages.check_composition(cfg, cfg.method)
+    _check(cfg.votes in ("per-worker", "binomial"), "votes", cfg.votes, "unknown value; choose from per-worker, "
+           "binomial")
+    if cfg.noise_scales is not None:
+        _check(isinstance(cfg.noise_scales, str) and cfg.noise_scales.strip() != "", "noise_scales",
+               cfg.noise_scales, "expected first:K, power:A or a FILE.npy")
+        _check((cfg.noise or "none") != "none", "noise_scales", cfg.noise_scales, "needs a --noise model to scale")

@@ -90,3 +90,71 @@ def test_every_registered_noise_model_is_either_supported_or_refused():
         if name in binomial.CLOSED_FORM_TAU:
             continue
         assert name in ("student-t", "stable")
+
+
+# ---- the whole run: --votes binomial against the per-worker engine, in distribution --------------------------
+
+RUNS = [  # (noise, M, byzantine, attack, aggregate)
+    ("gaussian:1", 5, 0, "invert", "majority"),
+    ("skewed:1", 6, 2, "invert", "majority"),
+    ("bimodal:1", 7, 1, "random", "majority"),
+    ("gaussian:2", 4, 0, "invert", "mean"),
+]
+
+
+def _runs(votes, noise_spec, M, byz, attack, aggregate, seeds, iters):
+    from signsim import config
+    from signsim.build import build
+    from signsim.engine.driver import simulate
+
+    x1, loss = [], []
+    for seed in range(seeds):
+        cfg = config.resolve({"problem": "quadratic", "dim": 4, "kappa": 4.0, "x0": 0.3, "noise": noise_spec,
+                              "method": "signsgd", "workers": M, "byzantine": byz, "attack": attack,
+                              "aggregate": aggregate, "lr": 0.05, "iters": iters, "eval_every": 1, "seed": seed,
+                              "votes": votes})
+        out = simulate(build(cfg).engine)
+        from signsim.engine import loop
+
+        x1.append(out.history[1, loop.H_DIST])
+        loss.append(out.history[-1, loop.H_LOSS])
+    return np.array(x1), np.array(loss)
+
+
+@pytest.mark.parametrize("noise_spec,M,byz,attack,aggregate", RUNS)
+def test_binomial_runs_have_the_per_worker_distribution(noise_spec, M, byz, attack, aggregate):
+    """Over 300 seeds each: the distance to x* after one step takes finitely many values, compared by a
+    chi-square test; the loss after 15 steps by a two-sample Kolmogorov-Smirnov test; both at level 1e-3."""
+    a1, aK = _runs("per-worker", noise_spec, M, byz, attack, aggregate, 300, 15)
+    b1, bK = _runs("binomial", noise_spec, M, byz, attack, aggregate, 300, 15)
+    values = np.union1d(np.round(a1, 12), np.round(b1, 12))
+    if len(values) > 1:
+        table = np.array([[np.sum(np.round(a1, 12) == v) for v in values],
+                          [np.sum(np.round(b1, 12) == v) for v in values]])
+        assert stats.chi2_contingency(table)[1] > 1e-3
+    assert stats.ks_2samp(aK, bK).pvalue > 1e-3
+
+
+def test_binomial_run_is_reproducible_and_counts_every_worker_bits():
+    from signsim import config
+    from signsim.commands.run import run
+
+    opts = {"problem": "quadratic", "dim": 50, "noise": "gaussian:1", "method": "signsgd", "workers": 100_001,
+            "iters": 30, "votes": "binomial", "seed": 4}
+    a, b = run(config.resolve(opts)), run(config.resolve(opts))
+    assert a["history"][-1]["loss"] == b["history"][-1]["loss"]
+    assert a["history"][-1]["bits_up"] == 30 * 100_001 * 50  # one bit per coordinate per worker, as if sent
+
+
+@pytest.mark.parametrize("args", [
+    ["--method", "signum"], ["--method", "ssdm"], ["--method", "ef-signsgd"], ["--method", "qsgd"],
+    ["--method", "signsgd", "--aggregate", "median"], ["--method", "signsgd", "--byzantine", "1", "--attack", "alie:1"],
+    ["--method", "signsgd", "--noise", "student-t:3:1"], ["--method", "signsgd", "--noise", "laplace:1",
+                                                          "--batch-size", "2"],
+    ["--method", "signsgd", "--problem", "logistic"], ["--method", "signsgd", "--problem", "vote-trap"],
+    ["--method", "signsgd", "--problem", "rosenbrock", "--oracle", "term"],
+])
+def test_every_refused_configuration_exits_2(cli, args):
+    r = cli("run", "--votes", "binomial", "--iters", "5", *args)
+    assert r.code == 2, r.err
+    assert "--votes binomial" in r.err and "Traceback" not in r.err

@@ -196,7 +196,7 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
     if not (o.box > 0 and math.isfinite(o.box)):
         raise InputError(f"--box {o.box}: must be a finite number > 0")
     problem = problems.build(cfg)
-    model, params = noise.parse(cfg.noise or "none")
+    model, params = noise.for_config(cfg, problem.dim)
     x0 = problem.x0.astype(np.float64)
     c = derive(problem, model, params, cfg, x0, o.box, o.sigma_samples)
     apply_overrides(c, o.constants)

@@ -173,7 +173,7 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
     from signsim.diagnostics.votes import agree_disagree, message_law
 
     problem = problems.build(cfg)
-    model, params = noise.parse(cfg.noise or "none")
+    model, params = noise.for_config(cfg, problem.dim)
     method = choose(problem, model, cfg.batch_size, o.estimator)
     x, where = resolve_point(o.at, problem, cfg)
     est, ver = spb_quantities(problem, model, params, x, cfg, o, method)

@@ -96,7 +96,7 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
     from signsim.diagnostics.point import resolve_point
 
     problem = problems.build(cfg)
-    model, params = noise.parse(cfg.noise or "none")
+    model, params = noise.for_config(cfg, problem.dim)
     method = choose(problem, model.name, o.estimator)
     x, where = resolve_point(o.at, problem, cfg)
     d, info = measure(problem, model, params, x, cfg, o, method)

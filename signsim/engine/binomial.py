@@ -23,7 +23,9 @@ import math
 import numpy as np
 from numba import njit
 
-from signsim.codes import Aggregate, Attack, SignZero, Tie
+from signsim.codes import Aggregate, Attack, SignZero, Status, Tie
+from signsim.engine import loop
+from signsim.engine.dispatch import problem_loss, problem_loss_grad
 from signsim.noise import bimodal, cauchy, gaussian, laplace, skewed, uniform
 from signsim.noise.base import N_NOISE_PARAMS
 
@@ -132,27 +134,30 @@ def broadcast(agg, M, aggregate, tie, gen):
             raise ValueError("binomial votes: only majority and mean aggregation")
 
 
-def refusal(*, method, noise_name: str, noise_sigma: float, tau: int, problem, aggregate: str, attack: str,
-            byzantine: int, monotone: bool = False) -> str | None:
-    """Why ``--votes binomial`` would not be exact for this configuration (None when it is)."""
-    if method.compressor_name != "sign" or method.error_feedback != "none":
-        return (f"--votes binomial needs workers that send sign(g_hat) (signsgd); {method.label} compresses "
-                "differently")
-    if method.momentum:
-        return "--votes binomial needs memoryless workers: --momentum must be 0"
-    if aggregate not in ("majority", "mean"):
-        return f"--votes binomial needs --aggregate majority or mean, not {aggregate}"
-    if byzantine and attack not in ("invert", "random"):
-        return f"--votes binomial supports the blind attacks invert and random, not --attack {attack}"
+def refusal(s, problem, model, params, method: str) -> str | None:
+    """Why ``--votes binomial`` would not be exact for the settings ``s`` (a ``driver.Settings``) on this
+    problem and noise model (None when it is); docs/theory.md §11."""
+    from signsim.codes import Compressor, ErrorFeedback, Momentum
+
+    if s.compressor != Compressor.SIGN or s.error_feedback != ErrorFeedback.NONE:
+        return (f"--votes binomial needs workers that send sign(g_hat) without error feedback (signsgd); "
+                f"--method {method} composes another compressor or error feedback")
+    if s.momentum_kind != Momentum.NONE:
+        return f"--votes binomial needs memoryless workers; --method {method} keeps a momentum (set --momentum 0)"
+    if s.aggregate not in (Aggregate.MAJORITY, Aggregate.MEAN):
+        return f"--votes binomial needs --aggregate majority or mean, not {s.aggregate.name.lower()}"
+    if s.byzantine and s.attack not in (Attack.INVERT, Attack.RANDOM):
+        return (f"--votes binomial supports the blind attacks invert and random, not --attack "
+                f"{s.attack.name.lower()} (it reads the honest messages)")
     if not problem.exact_oracle or problem.heterogeneous or problem.finite_sum is not None:
-        return (f"--votes binomial needs a shared exact-gradient oracle with synthetic noise; --problem "
-                f"{problem.name} here samples data or differs between workers")
-    taus = CLOSED_FORM_TAU.get(noise_name)
+        return (f"--votes binomial needs one exact-gradient oracle shared by all workers, with synthetic noise; "
+                f"--problem {problem.name} here samples data or differs between workers")
+    taus = CLOSED_FORM_TAU.get(model.name)
     if taus is None:
-        return f"--votes binomial needs a noise CDF in closed form; --noise {noise_name} has none in the kernel"
-    if taus != "any" and tau != 1 and noise_sigma > 0:
-        return (f"--votes binomial with --noise {noise_name} needs --batch-size 1 (the mean of {tau} draws has no "
-                "closed-form CDF)")
+        return f"--votes binomial needs a noise CDF in closed form in the kernel; --noise {model.name} has none"
+    if taus != "any" and s.batch_size != 1 and not is_deterministic(model, params):
+        return (f"--votes binomial with --noise {model.name} needs --batch-size 1 (the mean of {s.batch_size} "
+                "draws has no closed-form CDF)")
     return None
 
 
@@ -161,3 +166,96 @@ def is_deterministic(model, params: np.ndarray) -> bool:
     from signsim.noise.base import degenerate
 
     return degenerate(model, params)
+
+
+
+@njit(cache=True)
+def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams, deterministic, M, icfg, fcfg,
+              x_star, hist, counters, up_bits):
+    """Iterations k0 <= k < k1 of a K-iteration signSGD run with drawn vote counts: the exact gradient g at x,
+    the vote sums from ``vote_sum``, the broadcast, then x <- x - gamma_k (broadcast + lambda x). History rows
+    as the per-worker loop records them (``loop.record``); bits counted as if every worker had sent."""
+    err = np.zeros((1, 1))
+    every = icfg[loop.I_EVAL_EVERY]
+    wd = fcfg[loop.F_WEIGHT_DECAY]
+    code = icfg[loop.I_PROBLEM]
+    for k in range(k0, k1):
+        if k % every == 0:
+            status = loop.record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            if status != Status.OK:
+                return status
+        lr = loop.step_size(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)
+        problem_loss_grad(code, x, pf, pi, A, b, gbuf)
+        vote_sum(gbuf, icfg[loop.I_NOISE], nparams, icfg[loop.I_TAU], deterministic, M, icfg[loop.I_BYZANTINE],
+                 icfg[loop.I_ATTACK], icfg[loop.I_SIGN_ZERO], gen, agg)
+        broadcast(agg, M, icfg[loop.I_AGGREGATE], icfg[loop.I_TIE], gen)
+        tally[loop.T_UP] += up_bits
+        tally[loop.T_DOWN] += M * fcfg[loop.F_DOWN_BITS]
+        d = x.shape[0]
+        if icfg[loop.I_MONOTONE]:
+            for i in range(d):
+                trial[i] = x[i] - lr * (agg[i] + wd * x[i])
+            if problem_loss(code, trial, pf, pi, A, b) <= problem_loss(code, x, pf, pi, A, b):
+                for i in range(d):
+                    x[i] = trial[i]
+        else:
+            for i in range(d):
+                x[i] -= lr * (agg[i] + wd * x[i])
+        counters[loop.C_DONE] = k + 1
+    if k1 == K:
+        return loop.record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+    return Status.OK
+
+
+class BinomialEngine:
+    """The state of a ``--votes binomial`` run between chunks, with the interface of ``driver.Engine``: O(d)
+    memory and work per iteration whatever the number of workers."""
+
+    def __init__(self, problem, noise, noise_params, s, workers: int, iters: int, eval_every: int, seed: int):
+        from signsim import accounting
+        from signsim.codes import Compressor
+        from signsim.engine.driver import Engine
+        from signsim.seeding import run_streams
+
+        d, M = problem.dim, workers
+        self.K, self.k = iters, 0
+        self.problem = problem
+        self.x = problem.x0.astype(np.float64).copy()
+        self.agg, self.gbuf, self.trial = np.zeros(d), np.zeros(d), np.zeros(d)
+        self.tally = np.zeros(2)
+        _, self.gen = run_streams(seed, 0)  # the server's stream draws every count
+        self.up_bits = float(M * accounting.uplink_bits(Compressor.SIGN, d, s.sign_zero))
+        down = accounting.downlink_bits(Compressor.SIGN, s.aggregate, M, d, s.sign_zero, s.tie)
+        self.icfg, self.fcfg = Engine.settings_arrays(problem, noise, s, eval_every, False, False, down)
+        self.nparams = np.asarray(noise_params, dtype=np.float64)
+        self.deterministic = is_deterministic(noise, self.nparams)
+        self.M = M
+        self.x_star = problem.x_star.astype(np.float64) if problem.x_star is not None else np.zeros(0)
+        self.hist = np.full((iters // eval_every + 2, loop.N_HIST), np.nan)
+        self.counters = np.zeros(2, dtype=np.int64)
+        self.status = Status.OK
+
+    def advance(self, n: int) -> Status:
+        p = self.problem
+        k1 = min(self.K, self.k + n)
+        self.status = Status(run_chunk(
+            self.k, k1, self.K, self.x, self.agg, self.gbuf, self.trial, self.tally, self.gen, p.pf, p.pi, p.A, p.b,
+            self.nparams, self.deterministic, self.M, self.icfg, self.fcfg, self.x_star, self.hist, self.counters,
+            self.up_bits))
+        self.k = int(self.counters[loop.C_DONE])
+        return self.status
+
+    @property
+    def finished(self) -> bool:
+        return self.status != Status.OK or (self.k >= self.K and self.counters[loop.C_ROWS] > 0)
+
+    def record_now(self) -> None:
+        rows = self.counters[loop.C_ROWS]
+        if rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]:
+            return
+        p = self.problem
+        loop.record(self.k, self.x, np.zeros((1, 1)), self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg,
+                    self.x_star, self.hist, self.counters, self.tally)
+
+    def history(self) -> np.ndarray:
+        return self.hist[: self.counters[loop.C_ROWS]].copy()

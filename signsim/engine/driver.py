@@ -128,21 +128,27 @@ class Engine:
         self.gens = worker_generators(gens, parallel)
         sparse_down = accounting.broadcast_is_sparse(s.compressor, s.aggregate)
         down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, M, d, s.sign_zero, s.tie)
-        ints = dict(compressor=s.compressor, aggregate=s.aggregate, sign_zero=s.sign_zero, tie=s.tie,
-                    schedule=s.schedule, byzantine=s.byzantine, attack=s.attack, eval_every=eval_every,
-                    momentum=s.momentum_kind, parallel=parallel, tau=s.batch_size, problem=problem.code,
-                    noise=noise.code, monotone=s.monotone, error_feedback=s.error_feedback, sparse_down=sparse_down)
-        floats = dict(lr=s.lr, beta=s.momentum, stop_loss=s.stop_loss, beta2=s.momentum2,
-                      weight_decay=s.weight_decay, compressor_param=s.compressor_param,
-                      aggregate_param=s.aggregate_param, attack_param=s.attack_param, down_bits=down)
-        self.icfg = np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64)
-        self.fcfg = np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64)
+        self.icfg, self.fcfg = self.settings_arrays(problem, noise, s, eval_every, parallel, sparse_down, down)
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.problem = problem
         self.x_star = problem.x_star.astype(np.float64) if problem.x_star is not None else np.zeros(0)
         self.hist = np.full((iters // eval_every + 2, loop.N_HIST), np.nan)
         self.counters = np.zeros(2, dtype=np.int64)
         self.status = Status.OK
+
+    @staticmethod
+    def settings_arrays(problem, noise, s: Settings, eval_every: int, parallel: bool, sparse_down: bool,
+                        down_bits: float) -> tuple[np.ndarray, np.ndarray]:
+        """The loop's ``icfg`` and ``fcfg`` arrays, filled by the names in ``loop.ICFG`` and ``loop.FCFG``."""
+        ints = dict(compressor=s.compressor, aggregate=s.aggregate, sign_zero=s.sign_zero, tie=s.tie,
+                    schedule=s.schedule, byzantine=s.byzantine, attack=s.attack, eval_every=eval_every,
+                    momentum=s.momentum_kind, parallel=parallel, tau=s.batch_size, problem=problem.code,
+                    noise=noise.code, monotone=s.monotone, error_feedback=s.error_feedback, sparse_down=sparse_down)
+        floats = dict(lr=s.lr, beta=s.momentum, stop_loss=s.stop_loss, beta2=s.momentum2,
+                      weight_decay=s.weight_decay, compressor_param=s.compressor_param,
+                      aggregate_param=s.aggregate_param, attack_param=s.attack_param, down_bits=down_bits)
+        return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
+                np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64))
 
     def advance(self, n: int) -> Status:
         p = self.problem

@@ -9,7 +9,7 @@ from functools import cache
 import numpy as np
 
 from signsim.errors import InputError
-from signsim.noise.base import NoiseModel, sigma_param
+from signsim.noise.base import NoiseModel, sigma_param, with_scales  # noqa: F401 (re-exported)
 
 _MODULES = ("none", "gaussian", "laplace", "uniform", "student_t", "bimodal", "skewed", "cauchy", "stable")
 
@@ -37,3 +37,58 @@ def parse(spec: str) -> tuple[NoiseModel, np.ndarray]:
     if args:
         sigma_param(args[-1], spec)
     return model, model.parse_params(args)
+
+
+def parse_scales(spec: str | None, d: int) -> np.ndarray | None:
+    """Per-coordinate noise scales s_1..s_d from ``--noise-scales`` (docs/theory.md §10.2): ``first:K`` (1 on
+    the first K coordinates, 0 after), ``power:A`` (s_i = i^-A, i from 1), or a ``.npy`` file holding d finite
+    numbers >= 0. None: every scale is 1."""
+    if spec is None:
+        return None
+    text = str(spec).strip()
+    where = f"--noise-scales {spec}"
+    kind, _, arg = text.partition(":")
+    if kind == "first" and arg:
+        try:
+            K = int(arg)
+        except ValueError:
+            raise InputError(f"{where}: K must be an integer") from None
+        if not 0 <= K <= d:
+            raise InputError(f"{where}: K must lie between 0 and the dimension {d}")
+        s = np.zeros(d)
+        s[:K] = 1.0
+        return s
+    if kind == "power" and arg:
+        try:
+            A = float(arg)
+        except ValueError:
+            raise InputError(f"{where}: A must be a number") from None
+        if not (np.isfinite(A) and A >= 0):
+            raise InputError(f"{where}: A must be a finite number >= 0")
+        return np.arange(1, d + 1, dtype=np.float64) ** -A
+    if text.lower().endswith(".npy"):
+        from pathlib import Path
+
+        path = Path(text)
+        if not path.is_file():
+            what = "a directory" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
+            raise InputError(f"{where}: {what}")
+        try:
+            s = np.load(path, allow_pickle=False, mmap_mode="r")
+        except (ValueError, OSError, EOFError) as e:
+            raise InputError(f"{where}: not a readable .npy array ({' '.join(str(e).split())})") from None
+        if s.shape != (d,) or not np.issubdtype(s.dtype, np.number) or np.iscomplexobj(s):
+            raise InputError(f"{where}: expected {d} real numbers (the dimension), got shape {s.shape} of {s.dtype}")
+        s = np.asarray(s, dtype=np.float64)
+        if not (np.all(np.isfinite(s)) and np.all(s >= 0)):
+            raise InputError(f"{where}: every scale must be a finite number >= 0")
+        return s
+    raise InputError(f"{where}: expected first:K, power:A or a FILE.npy")
+
+
+
+
+def for_config(cfg, d: int) -> tuple[NoiseModel, np.ndarray]:
+    """The run's noise model and its parameters, with the per-coordinate scales of ``--noise-scales``."""
+    model, params = parse(cfg.noise or "none")
+    return model, with_scales(params, parse_scales(getattr(cfg, "noise_scales", None), d))
