@@ -13,7 +13,6 @@ import numpy as np
 
 from signsim.errors import InputError
 
-
 #: from this many workers on, a run that qualifies is told about ``--votes binomial``
 BINOMIAL_HINT_WORKERS = 1000
 

@@ -84,8 +84,9 @@ def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None
 
 
 def _check_axes(x: str | None, y: str | None) -> None:
-    if x is not None and x not in figures.X_AXES and x != "workers":
-        raise InputError(f"--x {x}: choose from {', '.join(figures.X_AXES)}, workers (runs that differ by M)")
+    if x is not None and x not in figures.X_AXES and x not in figures.FINAL_AXES:
+        raise InputError(f"--x {x}: choose from {', '.join(figures.X_AXES)}, {', '.join(figures.FINAL_AXES)} "
+                         "(runs that differ by that option: their final values)")
     if y is not None and y not in figures.Y_AXES:
         raise InputError(f"--y {y}: choose from {', '.join(figures.Y_AXES)}")
 
@@ -116,14 +117,14 @@ def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None
             warn(mixed)
         if y is None and x is None:
             return figures.runs_overview(docs)
-        if x == "workers":
-            return figures.majority_from_docs(docs, y or "loss")
+        if x in figures.FINAL_AXES:
+            return figures.final_against(docs, x, y or "loss")
         return figures.convergence(docs, x or "iter", y or "loss")
     if len(loaded) > 1:
         raise InputError(f"{kind} results: give one file")
     _, data = loaded[0]
-    if x == "workers":
-        raise InputError("--x workers: applies to run results only")
+    if x in figures.FINAL_AXES:
+        raise InputError(f"--x {x}: applies to run results only")
     if kind == "sweep":
         rows, params = data
         return figures.sweep_lines(rows, params, group_by, x or "iter", y or "loss", where, facet,

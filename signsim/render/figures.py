@@ -512,13 +512,24 @@ def bound_overview(doc: dict[str, Any]):
     return fig
 
 
-def majority_from_docs(docs: list[dict[str, Any]], y: str):
-    """Final value of ``y`` against the number of workers (for runs that differ by M)."""
+#: run options that ``--x`` can put on the horizontal axis, one point per run at its final value
+FINAL_AXES = ("workers", "byzantine")
+
+
+def final_against(docs: list[dict[str, Any]], option: str, y: str):
+    """Final value of ``y`` against a run option: the number of workers M (log axis when it spans more than
+    two decades) or the fraction of Byzantine workers b / M."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
-    pts = sorted((d["config"]["workers"], series(d, "iter", y)[1][-1]) for d in docs)
+    if option == "byzantine":
+        pts = sorted((d["config"]["byzantine"] / d["config"]["workers"], series(d, "iter", y)[1][-1]) for d in docs)
+        ax.set_xlabel("fraction of Byzantine workers b / M")
+    else:
+        pts = sorted((d["config"]["workers"], series(d, "iter", y)[1][-1]) for d in docs)
+        ax.set_xlabel("workers M")
+        if pts and pts[0][0] > 0 and pts[-1][0] / pts[0][0] > 100:
+            ax.set_xscale("log")
     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o")
-    ax.set_xlabel("workers M")
     ax.set_ylabel("final " + Y_AXES[y][2])
     if all(p[1] > 0 for p in pts if math.isfinite(p[1])):
         ax.set_yscale("log")
