@@ -11,6 +11,7 @@ Rows 0..n_train-1 of A are the training set, the rest the held-out set; b holds 
 import numpy as np
 from numba import njit
 
+from signsim.problems.prefetch import LINE, prefetch2d, prefetch_row
 from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
 
 LOGISTIC, LEAST_SQUARES = 0, 1
@@ -23,6 +24,38 @@ def _margin(x, A, j):
     d = x.shape[0]
     s0 = s1 = s2 = s3 = 0.0
     i = 0
+    while i + 4 <= d:
+        s0 += A[j, i] * x[i]
+        s1 += A[j, i + 1] * x[i + 1]
+        s2 += A[j, i + 2] * x[i + 2]
+        s3 += A[j, i + 3] * x[i + 3]
+        i += 4
+    while i < d:
+        s0 += A[j, i] * x[i]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, inline="always")
+def _margin_prefetch(x, A, j, jn):
+    """``_margin(x, A, j)`` (the same partial sums in the same order) while prefetching row jn of A, one
+    cache line per eight products: the next sampled row arrives while this one is computed."""
+    d = x.shape[0]
+    s0 = s1 = s2 = s3 = 0.0
+    i = 0
+    while i + LINE <= d:
+        prefetch2d(A, jn, i)
+        s0 += A[j, i] * x[i]
+        s1 += A[j, i + 1] * x[i + 1]
+        s2 += A[j, i + 2] * x[i + 2]
+        s3 += A[j, i + 3] * x[i + 3]
+        s0 += A[j, i + 4] * x[i + 4]
+        s1 += A[j, i + 5] * x[i + 5]
+        s2 += A[j, i + 6] * x[i + 6]
+        s3 += A[j, i + 7] * x[i + 7]
+        i += LINE
+    if i < d:
+        prefetch2d(A, jn, i)
     while i + 4 <= d:
         s0 += A[j, i] * x[i]
         s1 += A[j, i + 1] * x[i + 1]
@@ -90,15 +123,24 @@ def grad(x, pf, pi, A, b, out):
 
 @njit(cache=True)
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
-    kind = pi[P_KIND]
-    for i in range(x.shape[0]):
+    """Mean of tau per-sample gradients, rows drawn with replacement from the worker's group (docs/theory.md
+    §5). Fused per row: the margin a_j^T w is computed while row j+1 (drawn one step ahead: the same draws in
+    the same order, as nothing else draws in between) is prefetched, then the axpy reads row j from L1, so
+    each sampled row comes from memory once and the wait for it overlaps the previous row's work."""
+    kind, d = pi[P_KIND], x.shape[0]
+    for i in range(d):
         out[i] = pf[0] * x[i]
     g = minibatch_group(pi[P_MODE], worker, gen)
-    for _ in range(tau):
-        j = draw_index(gen, ptr, idx, g)
-        c = _dphi(kind, _margin(x, A, j), b[j]) / tau
-        for i in range(x.shape[0]):
+    if tau <= 0:
+        return
+    j = draw_index(gen, ptr, idx, g)
+    prefetch_row(A, j)
+    for t in range(tau):
+        jn = draw_index(gen, ptr, idx, g) if t + 1 < tau else j
+        c = _dphi(kind, _margin_prefetch(x, A, j, jn), b[j]) / tau
+        for i in range(d):
             out[i] += c * A[j, i]
+        j = jn
 
 
 @njit(cache=True)
