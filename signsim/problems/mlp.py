@@ -18,6 +18,7 @@ from numba import njit
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
+from signsim.problems.prefetch import prefetch_row
 from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
 
 CODE = 7
@@ -31,13 +32,30 @@ def _forward(x, A, j, p, H, C, act, z, h, logits):
     """Fill z, h, logits for sample j; return log-sum-exp of the logits."""
     ob1, ow2 = H * p, H * p + H
     ob2 = ow2 + C * H
-    for k in range(H):
+    # four hidden units at a time: each A[j, i] is loaded once for four independent running sums (each unit's
+    # sum keeps its order, so z is exactly what one unit at a time gives, without waiting on one add chain)
+    k = 0
+    while k + 4 <= H:
+        s0, s1, s2, s3 = x[ob1 + k], x[ob1 + k + 1], x[ob1 + k + 2], x[ob1 + k + 3]
+        r0 = k * p
+        r1, r2, r3 = r0 + p, r0 + 2 * p, r0 + 3 * p
+        for i in range(p):
+            a = A[j, i]
+            s0 += x[r0 + i] * a
+            s1 += x[r1 + i] * a
+            s2 += x[r2 + i] * a
+            s3 += x[r3 + i] * a
+        z[k], z[k + 1], z[k + 2], z[k + 3] = s0, s1, s2, s3
+        k += 4
+    while k < H:
         s = x[ob1 + k]
         row = k * p
         for i in range(p):
             s += x[row + i] * A[j, i]
         z[k] = s
-        h[k] = max(s, 0.0) if act == RELU else np.tanh(s)
+        k += 1
+    for k in range(H):
+        h[k] = max(z[k], 0.0) if act == RELU else np.tanh(z[k])
     top = -np.inf
     for c in range(C):
         s = x[ob2 + c]
@@ -119,10 +137,17 @@ def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     for i in range(x.shape[0]):
         out[i] = pf[0] * x[i]
     g = minibatch_group(pi[P_MODE], worker, gen)
-    for _ in range(tau):
-        j = draw_index(gen, ptr, idx, g)
+    if tau <= 0:
+        return
+    # the next row is drawn one step ahead (the same draws in the same order: nothing else draws in between)
+    # and prefetched while this row's forward and backward passes run (docs/theory.md §5)
+    j = draw_index(gen, ptr, idx, g)
+    for t in range(tau):
+        jn = draw_index(gen, ptr, idx, g) if t + 1 < tau else j
+        prefetch_row(A, jn)
         _deltas(x, A, j, int(b[j]), p, H, C, act, z, h, logits, d1, d2)
         _accumulate(A, j, p, H, C, h, d1, d2, 1.0 / tau, out)
+        j = jn
 
 
 @njit(cache=True)
