@@ -152,7 +152,7 @@ def large_data(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("options", PROBLEMS[:2])
+@pytest.mark.parametrize("options", PROBLEMS[:3])
 def test_chunked_full_data_passes_equal_numpy_on_any_thread_count(large_data, options):
     import numba
 
