@@ -1,13 +1,19 @@
 """Logistic regression, generated n = 100,000, d = 1,000, M = 32, tau = 32, 200 iterations of signum with
-majority vote: the engine against a plain NumPy implementation written here (issue #3). Prints both times
-and the ratio; asserts nothing.
+majority vote: the engine against a plain NumPy implementation written here (issues #3, #17).
 
-    python benchmarks/bench_logistic.py [--quick]
+Engine and NumPy run back to back in the same process, ``--repeat`` times (3 by default); prints each pair,
+the median ratio NumPy / engine and the load average (the machine may be shared). Two ratios: the whole run
+(both evaluate the full loss and gradient over all n rows at k = 0 and k = K; the engine also the training
+accuracy), and the iterations alone (the engine's steps 1 .. K-2 of another run, which record nothing, scaled
+to K steps; NumPy without its evaluations). Asserts nothing.
+
+    python benchmarks/bench_logistic.py [--quick] [--repeat R]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 
@@ -15,15 +21,15 @@ import numpy as np
 from generated import RAW, logistic_data, write_npz
 
 
-def numpy_signum(X, y, M, tau, K, lr, beta, seed):
+def numpy_signum(X, y, M, tau, K, lr, beta, seed, evaluate_ends=True):
     """Signum (math.md §2) in NumPy: each worker samples tau rows with replacement, m <- beta m + (1-beta) g,
     sends sign m; the server returns the majority vote (ties have probability ~0). Like the engine, it
-    evaluates the full loss and gradient at k = 0 and k = K."""
+    evaluates the full loss and gradient at k = 0 and k = K (unless ``evaluate_ends`` is off)."""
     rng = np.random.default_rng(seed)
     n, d = X.shape
     w = np.zeros(d)
     m = np.zeros((M, d))
-    history = [evaluate(X, y, w)]
+    history = [evaluate(X, y, w)] if evaluate_ends else []
     for _ in range(K):
         rows = rng.integers(0, n, (M, tau))
         A = X[rows]  # M x tau x d
@@ -33,7 +39,8 @@ def numpy_signum(X, y, M, tau, K, lr, beta, seed):
         m = beta * m + (1 - beta) * g
         vote = np.sign(np.sign(m).sum(axis=0))
         w -= lr * vote
-    history.append(evaluate(X, y, w))
+    if evaluate_ends:
+        history.append(evaluate(X, y, w))
     return w, history
 
 
@@ -48,9 +55,11 @@ def evaluate(X, y, w):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     n, d, M, tau, K = (10_000, 200, 32, 32, 50) if a.quick else (100_000, 1_000, 32, 32, 200)
     X, y = logistic_data(n, d)
+    y_pm = np.where(y > 0, 1.0, -1.0)
     with tempfile.TemporaryDirectory() as tmp:
         path = write_npz(tmp, X, y)
         from signsim import methods, noise, problems
@@ -70,16 +79,32 @@ def main() -> None:
 
         e = engine()
         e.advance(1)  # compile or load from cache
-        e = engine()
-        t = time.perf_counter()
-        out = simulate(e)
-        te = time.perf_counter() - t
-    t = time.perf_counter()
-    numpy_signum(X, np.where(y > 0, 1.0, -1.0), M, tau, K, 1e-3, 0.9, 0)
-    tn = time.perf_counter() - t
-    print(f"logistic n={n}, d={d}, M={M}, tau={tau}, K={K} signum/majority: engine {te:.3f} s "
-          f"(incl. loss at k = 0 and K over all n), numpy {tn:.3f} s, ratio {tn / te:.1f}x; "
-          f"engine final loss {out.history[-1, 1]:.4f}; loading the data file took {t_build:.2f} s")
+        whole, iters = [], []
+        for r in range(a.repeat):
+            e = engine()
+            t = time.perf_counter()
+            out = simulate(e)
+            te = time.perf_counter() - t
+            e = engine()  # the iterations alone: steps 1 .. K-2 make no history record
+            e.advance(1)
+            t = time.perf_counter()
+            e.advance(K - 2)
+            te_iters = (time.perf_counter() - t) * K / (K - 2)
+            t = time.perf_counter()
+            numpy_signum(X, y_pm, M, tau, K, 1e-3, 0.9, r)
+            tn = time.perf_counter() - t
+            t = time.perf_counter()
+            numpy_signum(X, y_pm, M, tau, K, 1e-3, 0.9, r, evaluate_ends=False)
+            tn_iters = time.perf_counter() - t
+            whole.append(tn / te)
+            iters.append(tn_iters / te_iters)
+            print(f"  run {r + 1}: engine {te:.3f} s ({te_iters:.3f} s for K iterations without evaluations), numpy "
+                  f"{tn:.3f} s ({tn_iters:.3f} s without its evaluations); ratio {tn / te:.2f}x whole, "
+                  f"{tn_iters / te_iters:.2f}x iterations")
+    print(f"logistic n={n}, d={d}, M={M}, tau={tau}, K={K} signum/majority: median ratio numpy / engine "
+          f"{np.median(whole):.2f}x whole run, {np.median(iters):.2f}x iterations alone, over {a.repeat} runs "
+          f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores); engine final loss "
+          f"{out.history[-1, 1]:.4f}; loading the data file took {t_build:.2f} s")
 
 
 if __name__ == "__main__":

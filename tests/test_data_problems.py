@@ -139,3 +139,51 @@ def test_digits_comparison_config_runs_and_compares(cli):
     assert all(row["test_acc_at_budget"] > 0.9 for row in rows)
     human = cli("run", "--config", "configs/paper/digits-mlp.toml", "--iters", "20")
     assert "equal communication" in human.err and human.code == 0
+
+
+@pytest.fixture(scope="module")
+def large_data(tmp_path_factory):
+    """Large enough (n d >= glm.PARALLEL_WORK) for the full-data passes to run in row chunks on all threads."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(2000, 700))
+    y = (X @ rng.normal(size=700) + rng.normal(size=2000) > 0).astype(float)
+    path = tmp_path_factory.mktemp("data") / "large.npz"
+    np.savez(path, X=X, y=y)
+    return str(path)
+
+
+@pytest.mark.parametrize("options", PROBLEMS[:3])
+def test_chunked_full_data_passes_equal_numpy_on_any_thread_count(large_data, options):
+    import numba
+
+    p = build(large_data, test_fraction=0.2, **options)
+    n = p.finite_sum.n
+    assert glm._chunks(n, p.dim) > 1
+    x = np.random.default_rng(1).normal(size=p.dim) * 0.05
+    f, g = kernel_loss_grad(p, x)
+    assert f == pytest.approx(p.loss_ref(x), rel=1e-10)
+    np.testing.assert_allclose(g, p.grad_ref(x), rtol=1e-9, atol=1e-12)
+    both = np.zeros(p.dim)
+    assert dispatch.problem_loss_grad(p.code, x, p.pf, p.pi, p.A, p.b, both) == f
+    np.testing.assert_array_equal(both, g)
+    if p.name == "logistic":
+        for test, rows in ((False, slice(0, n)), (True, slice(n, None))):
+            expect = np.mean(np.where(p.A[rows] @ x >= 0, 1.0, -1.0) == p.b[rows])
+            assert dispatch.problem_accuracy(p.code, x, p.pf, p.pi, p.A, p.b, test) == pytest.approx(expect)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = np.zeros(p.dim)
+        f1 = dispatch.problem_loss_grad(p.code, x, p.pf, p.pi, p.A, p.b, one)
+    finally:
+        numba.set_num_threads(before)
+    assert f1 == f
+    np.testing.assert_array_equal(one, g)
+
+
+def test_large_data_run_replays_in_numpy(large_data):
+    """The engine's records call the chunked passes from inside its parallel loop (M d tau is large enough for
+    the parallel loop over workers)."""
+    engine, xs = replay(3, method="signum", data=large_data, workers=8, batch_size=16, split="iid",
+                        problem="logistic", test_fraction=0.2)
+    np.testing.assert_allclose(engine.x, xs[-1], rtol=1e-10, atol=1e-12)

@@ -120,12 +120,12 @@ def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, t
             for _ in range(c * S // C, (c + 1) * S // C):
                 problem_oracle(code, x, w, gen, tau, pf, pi, A, b, ptr, idx, buf)
                 add_noise(ncode, nparams, gen, tau, buf)
+                # one fused pass, branch-free: the signs of a minibatch gradient are coin flips near rho = 1/2,
+                # so a branch per coordinate would be mispredicted half the time (and would not vectorize)
                 for i in range(d):
                     v = buf[i]
-                    if v > 0.0:
-                        pos[c, i] += 1.0
-                    elif v == 0.0:
-                        zero[c, i] += 1.0
+                    pos[c, i] += 1.0 if v > 0.0 else 0.0
+                    zero[c, i] += 1.0 if v == 0.0 else 0.0
                     s1[c, i] += v
                     s2[c, i] += v * v
         for c in range(C):  # explicit loops: an array expression here would be one more parallel region

@@ -13,12 +13,14 @@ part g_j, and the regularizer adds 2 lam <g_j, w> + lam^2 ||w||^2 with <g_j, w> 
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from signsim.codes import Problem
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
+from signsim.problems.glm import _chunks
+from signsim.problems.prefetch import prefetch_row
 from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
 
 CODE = int(Problem.MLP)  # assigned in signsim.codes
@@ -32,13 +34,30 @@ def _forward(x, A, j, p, H, C, act, z, h, logits):
     """Fill z, h, logits for sample j; return log-sum-exp of the logits."""
     ob1, ow2 = H * p, H * p + H
     ob2 = ow2 + C * H
-    for k in range(H):
+    # four hidden units at a time: each A[j, i] is loaded once for four independent running sums (each unit's
+    # sum keeps its order, so z is exactly what one unit at a time gives, without waiting on one add chain)
+    k = 0
+    while k + 4 <= H:
+        s0, s1, s2, s3 = x[ob1 + k], x[ob1 + k + 1], x[ob1 + k + 2], x[ob1 + k + 3]
+        r0 = k * p
+        r1, r2, r3 = r0 + p, r0 + 2 * p, r0 + 3 * p
+        for i in range(p):
+            a = A[j, i]
+            s0 += x[r0 + i] * a
+            s1 += x[r1 + i] * a
+            s2 += x[r2 + i] * a
+            s3 += x[r3 + i] * a
+        z[k], z[k + 1], z[k + 2], z[k + 3] = s0, s1, s2, s3
+        k += 4
+    while k < H:
         s = x[ob1 + k]
         row = k * p
         for i in range(p):
             s += x[row + i] * A[j, i]
         z[k] = s
-        h[k] = max(s, 0.0) if act == RELU else np.tanh(s)
+        k += 1
+    for k in range(H):
+        h[k] = max(z[k], 0.0) if act == RELU else np.tanh(z[k])
     top = -np.inf
     for c in range(C):
         s = x[ob2 + c]
@@ -92,25 +111,72 @@ def _accumulate(A, j, p, H, C, h, d1, d2, weight, out):
         out[ob2 + c] += c2
 
 
-@njit(cache=True)
-def loss(x, pf, pi, A, b):
-    p, H, C, act, n = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT], pi[P_NTRAIN]
+@njit(cache=True, inline="always")
+def _loss_rows(x, A, b, lo, hi, p, H, C, act):
     z, h, logits = np.empty(H), np.empty(H), np.empty(C)
     s = 0.0
-    for j in range(n):
+    for j in range(lo, hi):
         s += _forward(x, A, j, p, H, C, act, z, h, logits) - logits[int(b[j])]
+    return s
+
+
+@njit(cache=True, inline="always")
+def _grad_rows(x, A, b, lo, hi, p, H, C, act, weight, out):
+    z, h, logits, d1, d2 = np.empty(H), np.empty(H), np.empty(C), np.empty(H), np.empty(C)
+    for j in range(lo, hi):
+        _deltas(x, A, j, int(b[j]), p, H, C, act, z, h, logits, d1, d2)
+        _accumulate(A, j, p, H, C, h, d1, d2, weight, out)
+
+
+@njit(cache=True, parallel=True)
+def _loss_parallel(x, A, b, n, p, H, C, act, sums):
+    K = sums.shape[0]
+    for c in prange(K):
+        sums[c] = _loss_rows(x, A, b, c * n // K, (c + 1) * n // K, p, H, C, act)
+
+
+@njit(cache=True, parallel=True)
+def _grad_parallel(x, A, b, n, p, H, C, act, part):
+    K = part.shape[0]
+    for c in prange(K):
+        _grad_rows(x, A, b, c * n // K, (c + 1) * n // K, p, H, C, act, 1.0 / n, part[c])
+
+
+@njit(cache=True)
+def loss(x, pf, pi, A, b):
+    """f(w); on all threads for a large data set, in fixed row chunks summed in order (glm._chunks: the same
+    result on any thread count)."""
+    p, H, C, act, n = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT], pi[P_NTRAIN]
+    K = _chunks(n, x.shape[0])
+    if K == 1:
+        s = _loss_rows(x, A, b, 0, n, p, H, C, act)
+    else:
+        sums = np.zeros(K)
+        _loss_parallel(x, A, b, n, p, H, C, act, sums)
+        s = 0.0
+        for c in range(K):
+            s += sums[c]
     return s / n + 0.5 * pf[0] * np.sum(x * x)
 
 
 @njit(cache=True)
 def grad(x, pf, pi, A, b, out):
+    """grad f(w) into ``out``; chunked on all threads for a large data set, like ``loss``."""
     p, H, C, act, n = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT], pi[P_NTRAIN]
-    z, h, logits, d1, d2 = np.empty(H), np.empty(H), np.empty(C), np.empty(H), np.empty(C)
-    for i in range(x.shape[0]):
+    dim = x.shape[0]
+    K = _chunks(n, dim)
+    if K == 1:
+        for i in range(dim):
+            out[i] = pf[0] * x[i]
+        _grad_rows(x, A, b, 0, n, p, H, C, act, 1.0 / n, out)
+        return
+    part = np.zeros((K, dim))
+    _grad_parallel(x, A, b, n, p, H, C, act, part)
+    for i in range(dim):
         out[i] = pf[0] * x[i]
-    for j in range(n):
-        _deltas(x, A, j, int(b[j]), p, H, C, act, z, h, logits, d1, d2)
-        _accumulate(A, j, p, H, C, h, d1, d2, 1.0 / n, out)
+    for c in range(K):
+        for i in range(dim):
+            out[i] += part[c, i]
 
 
 @njit(cache=True)
@@ -120,10 +186,17 @@ def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     for i in range(x.shape[0]):
         out[i] = pf[0] * x[i]
     g = minibatch_group(pi[P_MODE], worker, gen)
-    for _ in range(tau):
-        j = draw_index(gen, ptr, idx, g)
+    if tau <= 0:
+        return
+    # the next row is drawn one step ahead (the same draws in the same order: nothing else draws in between)
+    # and prefetched while this row's forward and backward passes run (docs/theory.md §5)
+    j = draw_index(gen, ptr, idx, g)
+    for t in range(tau):
+        jn = draw_index(gen, ptr, idx, g) if t + 1 < tau else j
+        prefetch_row(A, jn)
         _deltas(x, A, j, int(b[j]), p, H, C, act, z, h, logits, d1, d2)
         _accumulate(A, j, p, H, C, h, d1, d2, 1.0 / tau, out)
+        j = jn
 
 
 @njit(cache=True)
