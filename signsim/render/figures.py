@@ -530,6 +530,9 @@ def final_against(docs: list[dict[str, Any]], option: str, y: str):
         if pts and pts[0][0] > 0 and pts[-1][0] / pts[0][0] > 100:
             ax.set_xscale("log")
     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o")
+    c = docs[0]["config"]
+    ax.set_title(f"{c['method']} on {c['problem']}, noise {c.get('noise') or 'none'}, {c['iters']} iterations",
+                 fontsize=10)
     ax.set_ylabel("final " + Y_AXES[y][2])
     if all(p[1] > 0 for p in pts if math.isfinite(p[1])):
         ax.set_yscale("log")
