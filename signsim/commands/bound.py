@@ -89,6 +89,12 @@ def specs(c: dict[str, Constant], cfg: RunConfig, unimodal: bool | None) -> list
                              lambda K: B.ssdm(F, L2, gamma0, int(d), st, K), "l2", "mean",
                              f"gamma_0 = lr K^(3/4) = {gamma0:.4g}; theorem's settings: beta = 1 - 1/sqrt(K), "
                              "constant gamma = gamma_0 K^(-3/4), m_0 = g_hat(x_0)"))
+    infinite = [k for k in ("sigma1", "sigma_total") if k in c and not math.isfinite(c[k].value)]
+    if infinite:  # heavy tails: a bound in sigma says nothing (docs/theory.md §10.1)
+        for b in out:
+            if b.key.startswith("bernstein") or b.key == "ssdm":
+                b.value = lambda K: None
+                b.note = "does not apply: the noise has no finite variance (sigma is infinite)"
     return out
 
 
