@@ -199,3 +199,16 @@ def test_run_tracks_spb(cli):
     mc = cli("run", "--problem", "sign-trap", "--method", "ef-signsgd", "--iters", "20", "--track-spb", "10",
              "--json").json()["tracks"]["spb"]
     assert [t["method_of_estimate"] for t in mc] == ["monte-carlo"] * 3
+
+
+def test_gsnr_is_g_squared_over_sigma_squared(cli):
+    """Cockpit's per-coordinate GSNR g_i^2 / sigma_i^2 beside c_i = sigma_i^2 / g_i^2 (their product is 1)."""
+    r = cli("check-spb", "--problem", "quadratic", "--dim", "6", "--noise", "gaussian:2", "--noise-scales", "first:3",
+            "--json")
+    doc = r.json()
+    g, s = np.array(doc["grad"]), np.array(doc["sigma"])
+    np.testing.assert_allclose(s, [2, 2, 2, 0, 0, 0])
+    assert doc["sufficient"]["gsnr"][3:] == [None] * 3  # infinite (sigma_i = 0): JSON null
+    gsnr = np.array(doc["sufficient"]["gsnr"][:3], dtype=float)
+    np.testing.assert_allclose(gsnr, g[:3] ** 2 / 4)
+    np.testing.assert_allclose(gsnr[:3] * np.array(doc["sufficient"]["c"][:3], dtype=float), 1.0)

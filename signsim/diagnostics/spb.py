@@ -160,17 +160,22 @@ def sufficient_conditions(g: np.ndarray, sigma: np.ndarray, tau: int, unimodal_s
     * unimodal symmetric noise: rho_i >= 1/2 + |g_i| / (2(|g_i| + sqrt(3) sigma_i / sqrt(tau))) (None when the
       noise is not known to be unimodal and symmetric);
     * c_i = sigma_i^2 / g_i^2 and tau > 2 c_i: rho_i >= 1 - c_i / tau;
-    * Cantelli: the minibatch std sigma_i / sqrt(tau) < |g_i|.
+    * Cantelli: the minibatch std sigma_i / sqrt(tau) < |g_i|;
+
+    and the gradient signal-to-noise ratio GSNR_i = g_i^2 / sigma_i^2 = 1 / c_i of one sample (Cockpit's
+    per-coordinate GSNR; inf where sigma_i = 0 < |g_i|, 0 where g_i = 0).
     """
     a = np.abs(g)
     s_tau = sigma / np.sqrt(tau)
     with np.errstate(divide="ignore", invalid="ignore"):
         c = np.where(a > 0, sigma**2 / a**2, np.inf)
+        gsnr = np.where(a > 0, np.where(sigma > 0, a**2 / sigma**2, np.inf), 0.0)
         unimodal = 0.5 + 0.5 * a / (a + SQRT3 * s_tau) if unimodal_symmetric else None
         variance_bound = np.where(tau > 2 * c, 1 - c / tau, np.nan)
     return {
         "unimodal_bound": unimodal,
         "c": c,
+        "gsnr": gsnr,
         "tau_condition": tau > 2 * c,
         "variance_bound": variance_bound,
         "cantelli": s_tau < a,

@@ -128,7 +128,7 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
     worst = Table(title=f"worst {len(doc['worst'])} coordinates", header_style="bold", title_justify="left")
     zeros = bool(doc.get("n_with_zeros"))
     mc = doc["method_of_estimate"] == "monte-carlo"
-    cols = ["i", "g_i", "sigma_i", "P(agree)"] + (["P(0)", "P(disagree)", "rho_i"] if zeros else []) + \
+    cols = ["i", "g_i", "sigma_i", "GSNR", "P(agree)"] + (["P(0)", "P(disagree)", "rho_i"] if zeros else []) + \
         (["interval"] if mc else []) + ["status", "sufficient"]
     for col in cols:
         worst.add_column(col, justify="right" if col not in ("status", "sufficient") else "left")
@@ -141,7 +141,8 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
             holds.append("tau>2c")
         if suff["cantelli"][i]:
             holds.append("cantelli")
-        row = [str(i), fmt(doc["grad"][i]), fmt(doc["sigma"][i]), fmt(_at(doc, "p_agree", i))]
+        row = [str(i), fmt(doc["grad"][i]), fmt(doc["sigma"][i]), fmt(_at(suff, "gsnr", i)),
+               fmt(_at(doc, "p_agree", i))]
         if zeros:
             row += [fmt(_at(doc, "p_zero", i)), fmt(_at(doc, "p_disagree", i)), fmt(doc["rho"][i])]
         if mc:
