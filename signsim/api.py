@@ -274,7 +274,7 @@ def _coerced(merged: dict[str, Any]) -> dict[str, Any]:
             continue
         if name == "experiment":
             if isinstance(value, Mapping):
-                from signsim.commands.replication import parse_experiment
+                from signsim.commands.experiments import parse as parse_experiment
 
                 value = parse_experiment(dict(value), "config: [experiment]")
             out[name] = value
@@ -482,9 +482,9 @@ def diversity(config: Any = None, *, out: str | Path | None = None, **options: A
     experiment = values.pop("experiment", None)
     values.setdefault("problem", "logistic")
     if experiment is not None:
-        from signsim.commands.replication import replication
+        from signsim.commands.experiments import run as run_experiment
 
-        doc = replication(values, experiment, lambda label: None)
+        doc = run_experiment(values, experiment, lambda label: None)
     else:
         cfg = _resolve(values)
         with point as at:

@@ -257,12 +257,12 @@ def diversity(**opts: Any) -> None:
         return
     merged, experiment = _diagnostic_values(opts)
     if experiment is not None:
-        from signsim.commands.replication import replication
+        from signsim.commands.experiments import run as run_experiment
 
         with _progress_bar(not (opts["quiet"] or opts["json_"])) as new_task:
-            doc = replication(merged, experiment, new_task)
+            doc = run_experiment(merged, experiment, new_task)
         _emit(doc, opts["out"], opts["json_"])
-        _show(opts, lambda tables: [tables.replication_table(doc)])
+        _show(opts, lambda tables: tables.experiment_tables(doc))
         return
     cfg = cfgmod.resolve(merged)
     o = DiversityOptions.build(**{k: opts[k] for k in ("at", "delta", "estimator", "pairs", "small_batch",

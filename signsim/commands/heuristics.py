@@ -30,7 +30,7 @@ class HeuristicsExperiment:
     transforms: list[str] = field(default_factory=lambda: ["dropout:0.5", "langevin:1", "sto-sign", "qsgd:4",
                                                            "natural"])
     at: str = "init"
-    measure: str | None = "langevin:1"
+    measure: str | None = None  # a langevin:s transformation to measure iterations-to-target with, or none
     batch_sizes: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64])
     target_loss: float = 0.2
     max_iters: int = 20_000
@@ -56,10 +56,13 @@ def parse(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
             for v in value:
                 parse_transform(v)
         elif name == "measure":
-            if not (isinstance(value, str) and value.startswith("langevin:")):
+            if value == "none":
+                value = None
+            elif not (isinstance(value, str) and value.startswith("langevin:")):
                 raise InputError(f"{where}: 'measure' must be a langevin:s transformation (the one the engine "
                                  "reproduces exactly with --noise gaussian:s)")
-            parse_transform(value)
+            else:
+                parse_transform(value)
         elif name == "at":
             if not isinstance(value, str):
                 raise InputError(f"{where}: 'at' must be a string such as \"init\"")
@@ -87,7 +90,7 @@ def gradient_blocks(problem, x: np.ndarray) -> Iterator[np.ndarray]:
         yield fs.per_sample_grads(x, np.arange(start, min(start + BLOCK, fs.n)))
 
 
-def heuristics(base: dict[str, Any], e: HeuristicsExperiment, sign_zero: str = "random",
+def heuristics(base: dict[str, Any], e: HeuristicsExperiment,
                progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> dict[str, Any]:
     from signsim import problems
     from signsim.commands.replication import iterations_to_target
@@ -105,7 +108,7 @@ def heuristics(base: dict[str, Any], e: HeuristicsExperiment, sign_zero: str = "
     raw = tr.closed_form(tr.parse("langevin:0"), gradient_blocks(problem, x))  # s = 0: the raw gradients
     rows = [{"transform": "none", **_summary(raw, grid, predicted_speedup)}]
     for spec in e.transforms:
-        t = tr.closed_form(tr.parse(spec, sign_zero), gradient_blocks(problem, x))
+        t = tr.closed_form(tr.parse(spec, cfg.sign_zero), gradient_blocks(problem, x))
         rows.append({"transform": spec, **_summary(t, grid, predicted_speedup)})
     doc: dict[str, Any] = {"signsim_version": __version__, "command": "diversity-heuristics", "base": base,
                            "experiment": e.__dict__, "point": where, "n": raw.n, "rows": rows}

@@ -45,7 +45,8 @@ def classify(doc: Any, name: str) -> tuple[str, Any]:
         return "runs", doc["runs"]
     if kind == "run" and "history" in doc:
         return "runs", [doc]
-    if kind in ("check-spb", "diversity", "diversity-replication", "bound"):
+    if kind in ("check-spb", "diversity", "diversity-replication", "diversity-dimension", "diversity-heuristics",
+                "bound"):
         return kind, doc
     raise InputError(f"{name}: not signsim results (command {kind!r})")
 
@@ -138,6 +139,10 @@ def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None
         return figures.speedup_predicted(data)
     if kind == "diversity-replication":
         return figures.speedup_measured(data)
+    if kind == "diversity-dimension":
+        return figures.diversity_dimension(data)
+    if kind == "diversity-heuristics":
+        return figures.diversity_heuristics(data)
     return figures.bound_overview(data)
 
 

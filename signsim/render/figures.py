@@ -443,6 +443,65 @@ def speedup_measured(doc: dict[str, Any]):
     return fig
 
 
+def diversity_dimension(doc: dict[str, Any]):
+    """B_S against d on log-log axes, every seed a point, the fitted line and its slope (docs/theory.md §10.3)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    rows = [r for r in doc["rows"] if r["B_S"] is not None and math.isfinite(r["B_S"])]
+    d = np.array([r["d"] for r in rows], dtype=float)
+    b = np.array([r["B_S"] for r in rows], dtype=float)
+    ax.plot(d, b, "o", alpha=0.7, label="B_S (one point per seed)")
+    grid = np.geomspace(d.min(), d.max(), 50)
+    intercept = np.mean(np.log(b) - doc["slope"] * np.log(d))
+    ax.plot(grid, np.exp(intercept) * grid ** doc["slope"], "-", color="black",
+            label=f"fit: slope {doc['slope']:.2f} +- {doc['slope_se']:.2f}")
+    ax.plot(grid, b.min() * grid / d.min(), ":", color="grey", label="proportional to d (slope 1)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("features d")
+    ax.set_ylabel("batch-size bound B_S at the point")
+    e = doc["experiment"]
+    ax.set_title(f"synthetic:glm, n = {doc['rows'][0]['n']} training samples, {e['features']} features, "
+                 f"{e['labels']} labels", fontsize=10)
+    legend_below(fig)
+    return fig
+
+
+def diversity_heuristics(doc: dict[str, Any]):
+    """Left: B_S of the raw per-sample gradients and after each transformation (bars, log scale). Right, when
+    measured: the speedup of mini-batch SGD against B with and without the transformation, beside the speedups
+    predicted from each B_simple."""
+    plt = pyplot()
+    measured = doc.get("measured")
+    fig, axes = plt.subplots(1, 2 if measured else 1, figsize=(11 if measured else 6.4, 4.2),
+                             constrained_layout=True, squeeze=False)
+    ax = axes[0, 0]
+    names = [r["transform"] for r in doc["rows"]]
+    ax.bar(range(len(names)), [r["B_S"] for r in doc["rows"]], color=["grey"] + ["C0"] * (len(names) - 1))
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("B_S = n Delta (expected over the transformation)")
+    ax.set_title(f"diversity at {doc['point']} (n = {doc['n']})", fontsize=10)
+    if measured:
+        ax2 = axes[0, 1]
+        for label in dict.fromkeys(r["transform"] for r in measured):
+            rows = [r for r in measured if r["transform"] == label]
+            line = ax2.plot([r["B"] for r in rows], [np.nan if r["measured_speedup"] is None else r["measured_speedup"]
+                                                    for r in rows], marker="o", label=f"measured, {label}")[0]
+            pred = next((r for r in doc["rows"] if r["transform"] == label), None)
+            if pred is not None:
+                Bs = [s["B"] for s in pred["speedup"] if s["B"] <= max(r["B"] for r in rows)]
+                ax2.plot(Bs, [s["predicted"] for s in pred["speedup"] if s["B"] in Bs], "--",
+                         color=line.get_color(), label=f"predicted, {label}")
+        ax2.set_xscale("log", base=2)
+        ax2.set_yscale("log", base=2)
+        ax2.set_xlabel("batch size B")
+        ax2.set_ylabel("speedup T_1 / T_B (iterations to target)")
+        ax2.set_title(f"target loss {doc['experiment']['target_loss']:g}", fontsize=10)
+    legend_below(fig)
+    return fig
+
+
 def bound_overview(doc: dict[str, Any]):
     """Left: each bound against K (bounds whose theorem matches the run solid, the others dotted); with an
     overlay, the run's left-hand sides as it went (running mean, min or squared mean up to K), once per

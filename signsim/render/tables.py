@@ -247,6 +247,47 @@ def replication_table(doc: dict[str, Any]) -> Table:
     return t
 
 
+def dimension_table(doc: dict[str, Any]) -> Table:
+    e = doc["experiment"]
+    t = Table(title=f"B_S against the number of features d (synthetic:glm, {e['features']} features, "
+                    f"{e['labels']} labels; slope of log B_S on log d: {doc['slope']:.3f} +- {doc['slope_se']:.3f})",
+              header_style="bold", title_justify="left")
+    for col in ("d", "seed", "n", "B_S", "Delta_S"):
+        t.add_column(col, justify="right")
+    for r in doc["rows"]:
+        t.add_row(str(r["d"]), str(r["seed"]), fmt(r["n"]), fmt(r["B_S"]), fmt(r["delta_S"]))
+    return t
+
+
+def heuristics_table(doc: dict[str, Any]) -> list[Any]:
+    t = Table(title=f"diversity of transformed per-sample gradients at {doc['point']} (n = {doc['n']})",
+              header_style="bold", title_justify="left")
+    for col in ("transform", "B_S", "Delta_S", "B_simple", "speedup at B = 64"):
+        t.add_column(col, justify="right" if col != "transform" else "left")
+    for r in doc["rows"]:
+        at64 = next((s["predicted"] for s in r["speedup"] if s["B"] == 64), None)
+        t.add_row(r["transform"], fmt(r["B_S"]), fmt(r["delta_S"]), fmt(r["B_simple"]), fmt(at64))
+    out: list[Any] = [t]
+    if doc.get("measured"):
+        m = Table(title="mini-batch SGD: iterations to the target loss, with and without the transformation",
+                  header_style="bold", title_justify="left")
+        for col in ("transform", "B", "iters", "speedup"):
+            m.add_column(col, justify="right" if col != "transform" else "left")
+        for r in doc["measured"]:
+            m.add_row(r["transform"], str(r["B"]), fmt(r["iters_to_target"]), fmt(r["measured_speedup"]))
+        out.append(m)
+    return out
+
+
+def experiment_tables(doc: dict[str, Any]) -> list[Any]:
+    """The tables of an [experiment] document, by its ``command``."""
+    if doc["command"] == "diversity-dimension":
+        return [dimension_table(doc)]
+    if doc["command"] == "diversity-heuristics":
+        return heuristics_table(doc)
+    return [replication_table(doc)]
+
+
 def bound_report(doc: dict[str, Any]) -> list[Any]:
     c = Table(title="constants", header_style="bold", title_justify="left")
     for col in ("name", "value", "source"):
