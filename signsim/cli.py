@@ -240,6 +240,8 @@ def check_spb(**opts: Any) -> None:
     _option("small_batch", int | None, "two-batch estimator: small batch b (default: --batch-size)", P_DIV),
     _option("big_batch", int | None, "two-batch estimator: big batch B (default: max(2, M) b)", P_DIV),
     _option("grads", Path | None, "your own per-sample gradients: FILE.npy, an n x d array (memory-mapped)", P_DIV),
+    _option("transform", list[str] | None, "also the diversity of transformed per-sample gradients: dropout:P | "
+            "langevin:S | sign | sto-sign | qsgd:S | natural (repeatable)", P_DIV),
 ], help="Gradient diversity Delta_S, the batch-size bound B_S, the noise scale B_simple and the predicted "
         "speedup at a point; per worker and between workers when data are split.")
 def diversity(**opts: Any) -> None:
@@ -247,7 +249,7 @@ def diversity(**opts: Any) -> None:
     from signsim.commands.diversity import DiversityOptions
     from signsim.commands.diversity import diversity as diversity_command
 
-    names = ("at", "delta", "estimator", "pairs", "small_batch", "big_batch")
+    names = ("at", "delta", "estimator", "pairs", "small_batch", "big_batch", "transform")
     if opts["grads"] is not None:
         from signsim.commands import grads
 
@@ -265,8 +267,7 @@ def diversity(**opts: Any) -> None:
         _show(opts, lambda tables: tables.experiment_tables(doc))
         return
     cfg = cfgmod.resolve(merged)
-    o = DiversityOptions.build(**{k: opts[k] for k in ("at", "delta", "estimator", "pairs", "small_batch",
-                                                        "big_batch")})
+    o = DiversityOptions.build(**{k: opts[k] for k in names})
     doc = diversity_command(cfg, o)
     _emit(doc, opts["out"], opts["json_"])
     _show(opts, lambda tables: tables.diversity_report(doc))

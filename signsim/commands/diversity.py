@@ -23,6 +23,8 @@ class DiversityOptions:
     pairs: int = 2000
     small_batch: int | None = None  # default: the run's batch size
     big_batch: int | None = None  # default: max(2, M) times the small batch
+    #: transformations of the per-sample gradients (dropout:p, langevin:s, sign, sto-sign, qsgd:S, natural)
+    transform: list[str] | None = None
 
     @classmethod
     def build(cls, **given: Any) -> DiversityOptions:
@@ -37,6 +39,11 @@ class DiversityOptions:
             v = getattr(o, name)
             if v is not None and not 1 <= v <= 2**31 - 1:
                 raise InputError(f"--{name.replace('_', '-')} {v}: must lie between 1 and 2^31 - 1")
+        if o.transform:
+            from signsim.diagnostics.transforms import parse
+
+            for spec in o.transform:
+                parse(spec)
         return o
 
 
@@ -127,4 +134,29 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
         doc["workers"] = workers
         doc["between_workers"] = {"groups": len(means), "delta": between.delta_S, "B": between.B_S,
                                   "inv_B": between.inv_B_S}
+    if o.transform:
+        if fs is None:
+            raise InputError(f"--transform: needs per-sample gradients, which {problem.name} does not have "
+                             "(a data problem, or --grads)")
+        from signsim.commands.heuristics import gradient_blocks
+
+        doc["transforms"] = transformed(lambda: gradient_blocks(problem, x), o.transform, cfg.sign_zero, o.delta)
     return doc
+
+
+def transformed(blocks, specs: list[str], sign_zero: str, delta: float) -> list[dict[str, Any]]:
+    """For each transformation of the per-sample gradients (``blocks()`` yields them in row blocks): Delta_S,
+    B_S and B_simple in expectation over it (closed forms, docs/theory.md §10.4) and the predicted speedups,
+    beside the raw gradients' (the row "none")."""
+    from signsim.diagnostics import transforms as tr
+    from signsim.diagnostics.diversity import batch_grid, largest_batch, predicted_speedup
+
+    rows = []
+    for spec in ["none", *specs]:
+        t = tr.closed_form(tr.parse("langevin:0" if spec == "none" else spec, sign_zero), blocks())
+        grid = batch_grid(t.n)
+        rows.append({**t.to_dict(), "transform": spec,
+                     "largest_batch": largest_batch(t.B_simple + 1.0, delta, t.n),
+                     "speedup": [{"B": b, "predicted": float(v)} for b, v in
+                                 zip(grid, predicted_speedup(grid, t.B_simple + 1.0), strict=True)]})
+    return rows

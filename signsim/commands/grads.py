@@ -11,7 +11,7 @@ from signsim.errors import InputError
 
 #: run options that still mean something for given gradients (the rest describe a simulated problem)
 SPB_RUN_OPTIONS = {"workers", "batch_size", "sign_zero", "tie", "seed"}
-DIVERSITY_RUN_OPTIONS: set[str] = set()
+DIVERSITY_RUN_OPTIONS: set[str] = {"sign_zero"}  # sign_zero: the sign transformation's sign(0)
 
 
 def load(path: Path):
@@ -61,7 +61,22 @@ def diversity(path: Path, values: dict[str, Any], options: dict[str, Any]) -> di
     from signsim.diagnostics.samples import diversity_document
 
     delta = options.pop("delta", None)
+    specs = options.pop("transform", None)
     _reject(values, DIVERSITY_RUN_OPTIONS, options)
-    doc = diversity_document(load(path), 1.0 if delta is None else delta, where=f"--grads {path}")
+    G = load(path)
+    doc = diversity_document(G, 1.0 if delta is None else delta, where=f"--grads {path}")
     doc["grads"] = str(path)
+    if specs:
+        from signsim.commands.diversity import transformed
+
+        doc["transforms"] = transformed(lambda: blocks(G), specs, values.get("sign_zero", "random"),
+                                        1.0 if delta is None else delta)
     return doc
+
+
+def blocks(G, rows: int = 4096):
+    """Row blocks of a (memory-mapped) n x d array."""
+    import numpy as np
+
+    for start in range(0, G.shape[0], rows):
+        yield np.asarray(G[start:start + rows], dtype=np.float64)

@@ -571,28 +571,51 @@ def bound_overview(doc: dict[str, Any]):
     return fig
 
 
-#: run options that ``--x`` can put on the horizontal axis, one point per run at its final value
-FINAL_AXES = ("workers", "byzantine")
+#: run options that ``--x`` can put on the horizontal axis, one point per run
+FINAL_AXES = ("workers", "byzantine", "batch-size")
 
 
 def final_against(docs: list[dict[str, Any]], option: str, y: str):
-    """Final value of ``y`` against a run option: the number of workers M (log axis when it spans more than
-    two decades) or the fraction of Byzantine workers b / M."""
+    """One point per run against a run option: the number of workers M (log axis when it spans more than two
+    decades), the fraction of Byzantine workers b / M, or the batch size tau (log axis). The value is the run's
+    final one for history quantities and the average over the run for tracked ones (SPB fraction, rho-norm,
+    B_S), whose single values are noisy. Runs whose noise models differ get one line each."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
-    if option == "byzantine":
-        pts = sorted((d["config"]["byzantine"] / d["config"]["workers"], series(d, "iter", y)[1][-1]) for d in docs)
-        ax.set_xlabel("fraction of Byzantine workers b / M")
-    else:
-        pts = sorted((d["config"]["workers"], series(d, "iter", y)[1][-1]) for d in docs)
-        ax.set_xlabel("workers M")
-        if pts and pts[0][0] > 0 and pts[-1][0] / pts[0][0] > 100:
-            ax.set_xscale("log")
-    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o")
+    tracked = Y_AXES[y][0] != "history"
+
+    def value(d: dict[str, Any]) -> float:
+        ys = series(d, "iter", y)[1]
+        ys = ys[np.isfinite(ys)]
+        if ys.size == 0:
+            return float("nan")
+        return float(ys.mean()) if tracked else float(ys[-1])
+
+    def where(d: dict[str, Any]) -> float:
+        c = d["config"]
+        if option == "byzantine":
+            return c["byzantine"] / c["workers"]
+        return c["batch_size" if option == "batch-size" else option]
+
+    noises = list(dict.fromkeys(d["config"].get("noise") or "none" for d in docs))
+    for nz in noises:
+        pts = sorted((where(d), value(d)) for d in docs if (d["config"].get("noise") or "none") == nz)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                label=f"noise {nz}" if len(noises) > 1 else None)
+    xs = [where(d) for d in docs]
+    ax.set_xlabel({"byzantine": "fraction of Byzantine workers b / M", "workers": "workers M",
+                   "batch-size": "batch size tau"}[option])
+    if option != "byzantine" and min(xs) > 0 and max(xs) / min(xs) > (100 if option == "workers" else 4):
+        ax.set_xscale("log", base=10 if option == "workers" else 2)
     c = docs[0]["config"]
-    ax.set_title(f"{c['method']} on {c['problem']}, noise {c.get('noise') or 'none'}, {c['iters']} iterations",
-                 fontsize=10)
-    ax.set_ylabel("final " + Y_AXES[y][2])
-    if all(p[1] > 0 for p in pts if math.isfinite(p[1])):
+    ax.set_title(f"{c['method']} on {c['problem']}" + (f", noise {noises[0]}" if len(noises) == 1 else "")
+                 + f", {c['iters']} iterations", fontsize=10)
+    ax.set_ylabel(("mean over the run of " if tracked else "final ") + Y_AXES[y][2])
+    vals = [p for p in (value(d) for d in docs) if math.isfinite(p)]
+    if Y_AXES[y][3] and vals and all(v > 0 for v in vals) and max(vals) / min(vals) > 20:
         ax.set_yscale("log")
+    if y == "spb-fraction" or y.endswith("accuracy"):
+        ax.set_ylim(-0.02, 1.02)
+    if len(noises) > 1:
+        legend_below(fig)
     return fig

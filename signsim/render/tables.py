@@ -232,6 +232,15 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
             extra = (fmt(float(bias[r["worker"]])),) if bias is not None else ()
             w.add_row(str(r["worker"]), fmt(r["n"]), fmt(r["delta_S"]), fmt(r["B_S"]), *extra)
         out.append(w)
+    if doc.get("transforms"):
+        tt = Table(title="transformed per-sample gradients (expected over the transformation)", header_style="bold",
+                   title_justify="left")
+        for col in ("transform", "Delta_S", "B_S", "B_simple", "speedup at B = 64"):
+            tt.add_column(col, justify="left" if col == "transform" else "right")
+        for r in doc["transforms"]:
+            at64 = next((s["predicted"] for s in r["speedup"] if s["B"] == 64), None)
+            tt.add_row(r["transform"], fmt(r["delta_S"]), fmt(r["B_S"]), fmt(r["B_simple"]), fmt(at64))
+        out.append(tt)
     return out
 
 
