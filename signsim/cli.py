@@ -93,7 +93,7 @@ RUN_OPTIONS = [
     _option("track_diversity", int | None, "every N iterations, record the gradient diversity and B_S", P_OUT),
 ]
 OUTPUT_OPTIONS = [
-    _option("out", Path | None, "write the results JSON here (atomically)", P_OUT),
+    _option("out", str | None, "write the results JSON here (atomically)", P_OUT),
     _option("json_", bool, "print the results JSON on stdout, nothing else", P_OUT, "--json", default=False),
     _option("quiet", bool, "no progress bar or table", P_OUT, "--quiet", "-q", default=False),
 ]
@@ -104,12 +104,34 @@ def _command(name: str, extra: list[inspect.Parameter], help: str):
     """Register ``fn(**options)`` as a command whose options are RUN_OPTIONS + extra + OUTPUT_OPTIONS."""
 
     def register(fn):
-        fn.__signature__ = inspect.Signature(RUN_OPTIONS + extra + OUTPUT_OPTIONS)
-        fn.__doc__ = help
-        app.command(name, help=help)(fn)
-        return fn
+        def checked(**opts: Any) -> None:
+            _check_outputs(opts)
+            return fn(**opts)
+
+        checked.__signature__ = inspect.Signature(RUN_OPTIONS + extra + OUTPUT_OPTIONS)
+        checked.__doc__ = help
+        checked.__name__ = fn.__name__
+        app.command(name, help=help)(checked)
+        return checked
 
     return register
+
+
+FIGURE_SUFFIXES = {".png", ".pdf", ".svg"}
+
+
+def _check_outputs(opts: dict[str, Any]) -> None:
+    """Validate --out and --plot before any work (a bad path is exit 2, not a lost run); they become Paths."""
+    from signsim.paths import output_file
+
+    if opts.get("plot") is not None:
+        output_file(opts["plot"], "--plot")
+        if Path(opts["plot"]).suffix.lower() not in FIGURE_SUFFIXES:
+            raise InputError(f"--plot {opts['plot']}: use a .png, .pdf or .svg file name")
+        opts["plot"] = Path(opts["plot"])
+    if opts.get("out") is not None:
+        output_file(opts["out"], "--out")
+        opts["out"] = Path(opts["out"])
 
 
 def _run_values(opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -144,7 +166,7 @@ def _show(opts: dict[str, Any], items) -> None:
 
 
 @_command("run", [
-    _option("plot", Path | None, "save a figure: loss (or accuracy) against iterations and megabytes, SPB panels "
+    _option("plot", str | None, "save a figure: loss (or accuracy) against iterations and megabytes, SPB panels "
             "when tracked (PNG, PDF, SVG)", P_OUT),
 ], help="Simulate one optimization run of M workers, print a summary, write results.")
 def run(**opts: Any) -> None:
@@ -243,7 +265,7 @@ def diversity(**opts: Any) -> None:
             "sigma1, sigma_total, gamma, M, alpha, d, K)", P_BOUND),
     _option("box", float | None, "rosenbrock: smoothness bounded over [-R, R]^d (default 2)", P_BOUND),
     _option("at", str | None, "point of the majority-vote table: init | optimum | FILE.npy | run:K", P_BOUND),
-    _option("plot", Path | None, "figure of the bounds against K (with the run's running averages)", P_BOUND),
+    _option("plot", str | None, "figure of the bounds against K (with the run's running averages)", P_BOUND),
 ], help="Evaluate the theorems' convergence bounds for a problem's constants, the majority-vote noise "
         "reduction, or overlay a finished run.")
 def bound(**opts: Any) -> None:
@@ -285,7 +307,7 @@ def bound(**opts: Any) -> None:
              "resumable results: runs/<id>.json, results.csv, manifest.json. Exit 1 when some runs failed.")
 def sweep(
     file: Annotated[Path, typer.Argument(help="sweep file (TOML): run options plus [grid], [[zip]], repeats")],
-    out: Annotated[Path | None, Opt(help="output directory (default results/<file stem>)")] = None,
+    out: Annotated[str | None, Opt(help="output directory (default results/<file stem>)")] = None,
     executor: Annotated[str, Opt(help="local | dask")] = "local",
     jobs: Annotated[int | None, Opt(help="local processes or LocalCluster workers (default: core count / 2)")]
     = None,
@@ -296,10 +318,11 @@ def sweep(
 ) -> None:
     from signsim.commands.sweep import plan
     from signsim.commands.sweep import sweep as sweep_command
+    from signsim.paths import output_dir
     from signsim.sweep.executors import make
     from signsim.sweep.store import Store
 
-    out = out or Path("results") / file.stem
+    out = output_dir(out if out is not None else str(Path("results") / file.stem), "--out")
     show = not (quiet or json_)
     if dry_run:
         spec, tasks = plan(file)
@@ -338,15 +361,22 @@ def sweep(
              "check-spb, diversity or bound results.")
 def plot(
     results: Annotated[list[Path], typer.Argument(help="results files or a sweep directory")],
-    out: Annotated[Path | None, Opt(help="figure file: .png, .pdf or .svg (default <first input>.png)")] = None,
+    out: Annotated[str | None, Opt(help="figure file: .png, .pdf or .svg (default <first input>.png)")] = None,
     x: Annotated[str | None, Opt(help="iter | bits | megabytes | time")] = None,
     y: Annotated[str | None, Opt(help="loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
                                  "spb-fraction | rho-min | rho-norm | B_S")] = None,
     group_by: Annotated[str | None, Opt(help="sweeps: one line per value of this parameter")] = None,
 ) -> None:
     from signsim.commands.plot import plot as plot_command
+    from signsim.paths import output_file
 
-    target = out or results[0].with_suffix(".png") if not results[0].is_dir() else (out or results[0] / "figure.png")
+    if out is not None:
+        output_file(out, "--out")
+        if Path(out).suffix.lower() not in FIGURE_SUFFIXES:
+            raise InputError(f"--out {out}: use a .png, .pdf or .svg file name")
+        target = Path(out)
+    else:
+        target = results[0].with_suffix(".png") if not results[0].is_dir() else results[0] / "figure.png"
     written = plot_command(results, target, x, y, group_by)
     print(written)
 

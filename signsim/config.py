@@ -86,8 +86,9 @@ def option_name(field: str) -> str:
 
 def read_toml(path: Path, where: str) -> dict[str, Any]:
     """The parsed TOML file; a missing, non-UTF-8 or invalid file raises InputError prefixed by ``where``."""
-    if not path.is_file():
-        raise InputError(f"{where}: no such file")
+    from signsim.paths import input_file
+
+    input_file(path, where)
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:

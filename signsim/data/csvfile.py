@@ -13,7 +13,7 @@ from signsim.errors import InputError
 def load(spec: str) -> Dataset:
     path = existing(spec)
     try:
-        text = read_bytes(path, spec).decode("utf-8")
+        text = read_bytes(path, spec).decode("utf-8-sig")  # a leading byte-order mark is not part of the first field
     except UnicodeDecodeError:
         raise InputError(f"--data {spec}: not a UTF-8 text file") from None
     rows: list[list[float]] = []

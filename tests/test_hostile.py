@@ -1,0 +1,186 @@
+"""Issue #18: hostile files, output paths and values. Every case exits 2 with one stderr line that names
+what the user wrote, no traceback, and allocates nothing large (each file is tiny; memory-sized cases run
+with a small pretend memory limit)."""
+
+import gzip
+import io
+import os
+import stat
+import zipfile
+
+import numpy as np
+import pytest
+
+LS = ["run", "--problem", "least-squares", "--iters", "2", "--quiet"]
+
+
+def one_line(r, *tokens):
+    assert r.code == 2, (r.code, r.err)
+    assert "Traceback" not in r.err, r.err
+    lines = [line for line in r.err.splitlines() if line.strip()]
+    assert len(lines) == 1, r.err
+    assert lines[0].startswith("signsim: error: "), r.err
+    for t in tokens:
+        assert t in lines[0], (t, lines[0])
+    return lines[0]
+
+
+def npz_bytes(**arrays):
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def idx(arr, dims):
+    return bytes([0, 0, 8, dims]) + b"".join(int(s).to_bytes(4, "big") for s in arr.shape) + arr.tobytes()
+
+
+def _bad_deflate():
+    raw = bytearray(npz_bytes(X=np.ones((50, 3)), y=np.ones(50)))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("X.npy", bytes(raw[:2000]))
+        zf.writestr("y.npy", bytes(raw[:2000]))
+    out = bytearray(buf.getvalue())
+    for i in range(60, 120):  # inside the first member's deflate stream
+        out[i] ^= 0x5A
+    return bytes(out)
+
+
+def _not_array():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("X", b"just some bytes")
+        zf.writestr("y.npy", npz_bytes(y=np.ones(3))[:10])
+    return buf.getvalue()
+
+
+BAD_FILES = {
+    "libsvm-index-2^40.svm": (b"1 1099511627776:1\n", ("too large",)),
+    "libsvm-index-10^12.svm": (b"1 1000000000000:1\n", ("too large",)),
+    "libsvm-index-10^6.svm": (b"1 1:1\n-1 1000000:2\n" * 40, ("memory",)),
+    "truncated.csv.gz": (gzip.compress(b"1,2,3\n" * 100)[:-12], ("gzip",)),
+    "truncated.svm.gz": (gzip.compress(b"1 1:2\n" * 100)[:-12], ("truncated",)),
+    "array.npz": (b"\x93NUMPY" + b"\x01\x00" + b"v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }"
+                  .ljust(118) + b"\n" + b"\x00" * 24, (".npy",)),
+    "member.npz": (_not_array(), ("not a NumPy array",)),
+    "deflate.npz": (_bad_deflate(), ("npz",)),
+    "zero-images-idx3-ubyte": (idx(np.zeros((0, 2, 2), np.uint8), 3), ("zero items",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_malformed_data_files_exit_2_naming_the_file(cli, tmp_path, name, monkeypatch):
+    monkeypatch.setenv("SIGNSIM_MEMORY_LIMIT", str(200 * 2**20))
+    content, tokens = BAD_FILES[name]
+    path = tmp_path / name
+    path.write_bytes(content)
+    if name.startswith("zero-images"):
+        (tmp_path / name.replace("images-idx3", "labels-idx1")).write_bytes(idx(np.zeros(0, np.uint8), 1))
+    one_line(cli(*LS, "--data", str(path)), str(path), *tokens)
+
+
+def test_csv_with_a_byte_order_mark_and_no_header_keeps_its_first_row(tmp_path):
+    from signsim import data
+
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf1,2,3\n0,4,5\n1,6,7\n")
+    ds = data.load(str(path))
+    assert ds.X.shape == (3, 2) and ds.X[0, 0] == 2
+
+
+@pytest.mark.parametrize("what", ["directory", "fifo", "/dev/zero"])
+@pytest.mark.parametrize("option", ["--data", "--config"])
+def test_not_a_regular_file_is_named_for_what_it_is(cli, tmp_path, what, option):
+    if what == "directory":
+        path, word = tmp_path / "d.csv", "directory"
+        path.mkdir()
+    elif what == "fifo":
+        path, word = tmp_path / "f.csv", "FIFO"
+        os.mkfifo(path)
+    else:
+        path, word = "/dev/zero", "character device"
+    args = LS + ["--data", str(path)] if option == "--data" else ["run", "--config", str(path), "--quiet"]
+    msg = one_line(cli(*args), option, str(path), word)
+    assert "no such file" not in msg
+
+
+# --- output paths -------------------------------------------------------------------------------------
+
+
+def _outputs(tmp_path):
+    reg = tmp_path / "regular"
+    reg.write_text("x")
+    return {"directory": (str(tmp_path), "directory"), "empty": ("", "empty"),
+            "under-a-file": (str(reg / "out.json"), "not a directory"),
+            "proc": ("/proc/signsim-missing/out.json", "cannot write"),
+            "too-long": (str(tmp_path / ("n" * 300 + ".json")), "long")}
+
+
+@pytest.mark.parametrize("case", ["directory", "empty", "under-a-file", "proc", "too-long"])
+@pytest.mark.parametrize("command", ["run --out", "run --plot", "plot --out", "sweep --out"])
+def test_bad_output_paths_exit_2_before_any_work(cli, tmp_path, case, command, monkeypatch):
+    value, word = _outputs(tmp_path)[case]
+    name, option = command.split()
+    if case in ("directory", "under-a-file", "too-long") and option == "--plot":
+        value = value.replace(".json", ".png") if value.endswith(".json") else value
+    if command == "sweep --out":
+        if case in ("under-a-file", "proc", "too-long"):
+            value = value.removesuffix("/out.json").removesuffix(".json")
+        sweep = tmp_path / "s.toml"
+        sweep.write_text('problem = "quadratic"\niters = 3\n[grid]\nlr = [0.1]\n')
+        args = ["sweep", str(sweep), "--out", value, "--quiet"]
+        if case == "directory":
+            pytest.skip("a sweep's --out is a directory")
+        word = {"under-a-file": "not a directory", "proc": "cannot", "too-long": "long", "empty": "empty"}[case]
+    elif name == "plot":
+        doc = tmp_path / "r.json"
+        assert cli("run", "--problem", "quadratic", "--iters", "3", "--out", str(doc), "--quiet").code == 0
+        args = ["plot", str(doc), "--out", value]
+    else:
+        monkeypatch.setenv("SIGNSIM_MAX_ITERS", "10")
+        args = ["run", "--problem", "quadratic", "--iters", "100000000000", option, value, "--quiet"]
+    one_line(cli(*args), option, word)
+
+
+def test_a_symlink_is_written_through(cli, tmp_path):
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert cli("run", "--problem", "quadratic", "--iters", "3", "--out", str(link), "--quiet").code == 0
+    assert link.is_symlink() and target.read_text().startswith("{")
+
+
+def test_a_fifo_is_written_directly_never_replaced(tmp_path):
+    import threading
+
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
+    reader.start()
+    from signsim.paths import write_atomic
+
+    write_atomic(fifo, '{"a": 1}\n')
+    reader.join(10)
+    assert got == ['{"a": 1}\n'] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    write_atomic("/dev/null", "nothing\n")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+@pytest.mark.parametrize("mask,mode", [(0o022, 0o644), (0o077, 0o600)])
+def test_written_files_get_the_umask_mode(tmp_path, mask, mode):
+    from signsim.paths import write_atomic
+
+    old = os.umask(mask)
+    try:
+        write_atomic(tmp_path / "a" / "r.json", "{}\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "a" / "r.json").st_mode) == mode
+    existing = tmp_path / "kept.json"
+    existing.write_text("x")
+    os.chmod(existing, 0o640)
+    write_atomic(existing, "{}\n")
+    assert stat.S_IMODE(os.stat(existing).st_mode) == 0o640
