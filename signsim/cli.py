@@ -2,20 +2,28 @@
 the result; no mathematics here. Heavy modules (numpy, numba, matplotlib) are imported inside the commands so
 that ``signsim --help`` starts instantly.
 
-Exit codes (interface.md): 0 success, 1 check-spb verdict not "holds", 2 bad input (one line on stderr),
-130 interrupted (partial results kept).
+Exit codes: 0 success, 1 check-spb verdict not "holds", 2 bad input (one line on stderr), 130 interrupted
+by Ctrl-C, 143 by SIGTERM (partial results kept in both cases).
 """
 
 from __future__ import annotations
 
-import inspect
+import signal
 import sys
-from pathlib import Path
-from typing import Annotated, Any
 
-import typer
+#: signals that arrive while the command line starts (imports) are remembered and acted on by ``main``
+_EARLY: list[int] = []
+if __name__ == "__main__" or sys.argv and sys.argv[0].rsplit("/", 1)[-1] == "signsim":
+    for _sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_sig, lambda signum, frame: _EARLY.append(signum))
 
-from signsim.errors import InputError
+import inspect  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Annotated, Any  # noqa: E402
+
+import typer  # noqa: E402
+
+from signsim.errors import InputError  # noqa: E402
 
 app = typer.Typer(
     name="signsim",
@@ -199,7 +207,7 @@ def run(**opts: Any) -> None:
         for w in doc["warnings"]:
             print(f"warning: {w}", file=sys.stderr)
     if doc["status"] == "interrupted":
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(_interrupted_code())
 
 
 @_command("check-spb", [
@@ -313,6 +321,7 @@ def sweep(
     = None,
     scheduler: Annotated[str | None, Opt(help="dask: scheduler address, or 'local' for a LocalCluster")] = None,
     dry_run: Annotated[bool, Opt("--dry-run", help="list the expanded runs and exit")] = False,
+    force: Annotated[bool, Opt("--force", help="allow --jobs above the number of cores")] = False,
     json_: Annotated[bool, Opt("--json", help="print the summary JSON on stdout, nothing else")] = False,
     quiet: Annotated[bool, Opt("--quiet", "-q", help="no progress bar or table")] = False,
 ) -> None:
@@ -338,11 +347,16 @@ def sweep(
 
             stderr_console().print(sweep_plan(rows, spec.parameters))
         return
-    ex = make(executor, jobs, scheduler)
+    ex = make(executor, jobs, scheduler, force)
     log_lines: list[str] = []
     with _progress_bar(show) as new_task:
         progress = new_task(f"sweep {file.name}")
-        doc = sweep_command(file, out, ex, progress, log_lines.append)
+        try:
+            doc = sweep_command(file, out, ex, progress, log_lines.append)
+        finally:
+            for line in log_lines:
+                print(f"signsim: {line}", file=sys.stderr)
+            log_lines.clear()
     for line in log_lines:
         print(f"signsim: {line}", file=sys.stderr)
     _emit(doc, None, json_)
@@ -352,7 +366,7 @@ def sweep(
         for item in sweep_summary(doc):
             stderr_console().print(item)
     if doc["interrupted"]:
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(_interrupted_code())
     if doc["statuses"].get("failed"):
         raise typer.Exit(1)
 
@@ -400,7 +414,7 @@ def _run_comparison(values, given, out, json_, show, plot) -> None:
             console.print(f"[yellow]warning:[/] {w}")
         console.print(comparison_table(doc))
     if doc["status"] == "interrupted":
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(_interrupted_code())
 
 
 class _progress_bar:
@@ -474,6 +488,12 @@ def list_() -> None:
         console.print()
 
 
+def _interrupted_code() -> int:
+    from signsim import interrupts
+
+    return interrupts.exit_code()
+
+
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     print(f"signsim: error: {message}", file=sys.stderr)
     sys.exit(code)
@@ -490,23 +510,53 @@ def _usage_error_type() -> type[Exception]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: one line on stderr and exit 2 for bad input, exit 130 on Ctrl-C, never a traceback for
-    either."""
+    """Entry point: one line on stderr and exit 2 for bad input, exit 130 on Ctrl-C and 143 on SIGTERM, never
+    a traceback for any of them."""
+    from signsim import interrupts
+
+    previous = interrupts.install()
+    try:
+        if _EARLY:
+            interrupts.note(_EARLY[-1])
+            raise KeyboardInterrupt
+        code = _main(argv)
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    finally:
+        interrupts.restore(previous)
+    if code == EXIT_INTERRUPTED:
+        code = interrupts.exit_code()
+        print("signsim: interrupted", file=sys.stderr)
+    sys.exit(code)
+
+
+def _main(argv: list[str] | None) -> int:
     usage_error = _usage_error_type()
     try:
         code = app(args=argv, prog_name="signsim", standalone_mode=False)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except InputError as e:
         _fail(str(e))
     except usage_error as e:
         if type(e).__name__ == "NoArgsIsHelpError":
-            sys.exit(0)
+            return 0
         _fail(" ".join(e.format_message().split()))
     except KeyboardInterrupt:
-        print("signsim: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
     except MemoryError:
         _fail("not enough memory for this problem size (reduce --dim, --workers or the data)")
-    sys.exit(code if isinstance(code, int) else 0)
+    except RuntimeError as e:  # click's Abort: an unexpected end of input
+        if type(e).__name__ != "Abort":
+            raise
+        cause = e.__cause__ or e.__context__
+        if isinstance(cause, KeyboardInterrupt):
+            return EXIT_INTERRUPTED
+        _fail(f"unexpected end of input ({' '.join(str(cause).split()) or type(cause).__name__})")
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        _fail(f"{where}{e.strerror or e}")
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
