@@ -87,9 +87,12 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
     from signsim import accounting, methods, noise, problems
     from signsim.engine import loop
     from signsim.engine.driver import Engine, Settings, simulate
+    from signsim.resources import check_run
 
     method = methods.get(cfg.method)
+    check_run(cfg, cfg.dim or 1)  # before anything is allocated ...
     problem = problems.build(cfg)
+    check_run(cfg, problem.dim)  # ... and with the dimension the data gave
     model, params = noise.parse(cfg.noise or "none")
     settings = Settings.from_config(cfg, method)
     warnings = []
