@@ -457,13 +457,15 @@ def _with_progress(work, show: bool, label: str):
 
 
 def _emit(doc: dict[str, Any], out: Path | None, as_json: bool) -> None:
+    from signsim.interrupts import deferred
     from signsim.results import dumps, write_atomic
 
-    text = dumps(doc)
-    if out is not None:
-        write_atomic(out, text + "\n")
-    if as_json:
-        sys.stdout.write(text + "\n")
+    with deferred():  # a further Ctrl-C while the results are written acts once they are written
+        text = dumps(doc)
+        if out is not None:
+            write_atomic(out, text + "\n")
+        if as_json:
+            sys.stdout.write(text + "\n")
 
 
 @app.command("list", help="Name every problem, method, noise model, data source and data split, one line each.")

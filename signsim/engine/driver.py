@@ -14,6 +14,7 @@ import numpy as np
 
 from signsim.codes import Aggregate, Attack, Compressor, Schedule, SignZero, Status, Tie, choice
 from signsim.engine import loop
+from signsim.interrupts import deferred
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -152,7 +153,8 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             for every, _ in hooks:
                 step = min(step, every - engine.k % every)
             t = time.perf_counter()
-            engine.advance(step)
+            with deferred():  # a signal during the compiled chunk is raised once it has returned
+                engine.advance(step)
             per_iter = (time.perf_counter() - t) / step
             chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
             if engine.status == Status.OK:
