@@ -113,8 +113,9 @@ def _watch_parent(parent: int) -> None:
 
 
 def worker_init(parent: int) -> None:
-    """Initializer of a sweep's pool workers: the first SIGINT or SIGTERM interrupts the running run (which
-    reports its partial results), and the worker exits when its parent process dies."""
+    """Initializer of a sweep's pool workers: the first SIGINT interrupts the running run (which reports its
+    partial results; later ones are ignored), SIGTERM ends the worker, and the worker exits when its parent
+    process dies."""
     signal.signal(signal.SIGINT, _worker_handler)
-    signal.signal(signal.SIGTERM, _worker_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()

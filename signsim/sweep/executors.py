@@ -125,7 +125,10 @@ class LocalExecutor:
                 if not broken:
                     break
                 breaks += 1
-                exits = {pid: p.exitcode for pid, p in getattr(self.pool, "_processes", {}).items()}
+                procs = dict(getattr(self.pool, "_processes", None) or {})
+                self.pool.shutdown(wait=True, cancel_futures=True)  # joins the workers: their exit codes
+                self.pool = None
+                exits = {pid: p.exitcode for pid, p in procs.items()}
                 dead = {pid: code for pid, code in exits.items() if code not in (0, None, -signal.SIGTERM)}
                 for i, pid in self._in_flight().items():
                     if i not in pending:
@@ -135,7 +138,6 @@ class LocalExecutor:
                         cause = _cause(dead.get(pid, exits.get(pid)))
                         pending.pop(i)
                         yield i, failed(self.tasks[i], f"the run did not finish: {cause}")
-                self.close(kill=True)
         finally:
             if self.pool is not None and not pending:
                 self.close()
