@@ -182,3 +182,20 @@ def test_interrupting_a_sweep_keeps_results_and_tables(tmp_path, sig, code, twic
     assert (out / "results.csv").exists() and (out / "manifest.json").exists()
     manifest = json.loads((out / "manifest.json").read_text())
     assert {r["status"] for r in manifest["runs"]} <= {"interrupted", "missing", "ok"}
+
+
+def test_interrupting_a_dask_sweep_stores_the_runs_in_flight_as_interrupted(tmp_path):
+    pytest.importorskip("distributed")
+    p = write(tmp_path, LONG)
+    out = tmp_path / "o"
+    proc = popen("sweep", p, "--out", out, "--executor", "dask", "--scheduler", "local", "--jobs", "2", "--quiet")
+    assert wait_for(lambda: len(children(proc.pid)) >= 2, 60)
+    time.sleep(10)
+    start = time.time()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert time.time() - start < 8 and "Traceback" not in err, err
+    statuses = [r["status"] for r in json.loads((out / "manifest.json").read_text())["runs"]]
+    assert "interrupted" in statuses and set(statuses) <= {"interrupted", "missing", "ok"}
+    assert (out / "results.csv").exists()

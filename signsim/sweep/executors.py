@@ -211,8 +211,10 @@ class DaskExecutor:
 
         try:
             if self.scheduler == "local":
+                import logging
+
                 self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1, processes=True,
-                                            dashboard_address=None)
+                                            dashboard_address=None, host="127.0.0.1", silence_logs=logging.ERROR)
                 self.client = Client(self.cluster)
             else:
                 self.client = Client(self.scheduler, timeout="20s")
@@ -240,15 +242,19 @@ class DaskExecutor:
         if self.client is None:
             return
         running: set = set()
-        with contextlib.suppress(Exception):
-            for keys in self.client.processing().values():
-                running.update(keys)
+        with contextlib.suppress(Exception):  # the tasks executing right now (not those queued on a worker)
+            for stacks in self.client.call_stack().values():
+                running.update(stacks)
         with contextlib.suppress(Exception):
             self.client.cancel(self.futures)
         for f in self.futures:
             if f.key in running and f.key not in self.reported:
                 i = self.index[f.key]
                 yield i, failed(self.tasks[i], "interrupted while running on the Dask cluster", "interrupted")
+        if self.cluster is not None:  # our own LocalCluster: its busy workers are stopped now, not in seconds
+            for nanny in list(getattr(self.cluster, "workers", {}).values()):
+                with contextlib.suppress(Exception):
+                    os.kill(nanny.process.process.pid, signal.SIGKILL)
         self.close()
 
     def close(self, kill: bool = False) -> None:
