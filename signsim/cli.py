@@ -8,12 +8,15 @@ by Ctrl-C, 143 by SIGTERM (partial results kept in both cases).
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
 #: signals that arrive while the command line starts (imports) are remembered and acted on by ``main``
 _EARLY: list[int] = []
-if __name__ == "__main__" or sys.argv and sys.argv[0].rsplit("/", 1)[-1] == "signsim":
+#: this process is the signsim command (not a program or test importing the module)
+_ENTRY = __name__ == "__main__" or bool(sys.argv) and sys.argv[0].rsplit("/", 1)[-1] == "signsim"
+if _ENTRY:
     for _sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(_sig, lambda signum, frame: _EARLY.append(signum))
 
@@ -36,6 +39,7 @@ app = typer.Typer(
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 Opt = typer.Option
 P_RUN = "Run"
@@ -525,10 +529,16 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
     finally:
+        interrupts.acknowledge()
         interrupts.restore(previous)
-    if code == EXIT_INTERRUPTED:
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         code = interrupts.exit_code()
-        print("signsim: interrupted", file=sys.stderr)
+        print("signsim: interrupted" if code == EXIT_INTERRUPTED else "signsim: terminated", file=sys.stderr)
+    if _ENTRY and interrupts.abandoned():
+        # a compiled chunk still runs in a helper thread: the results are written, leave without waiting for it
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 

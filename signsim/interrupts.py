@@ -33,10 +33,31 @@ def _raise(signum: int) -> None:
 
 def _handler(signum, frame) -> None:
     _state["received"] = signum
+    _state["pending"] = signum  # until acknowledged: an exception raised here can be swallowed (ctypes callbacks)
     if _state["depth"] > 0:
-        _state["pending"] = signum
         return
     _raise(signum)
+
+
+def check() -> None:
+    """Raise the signal received and not yet acknowledged, if any (a checkpoint between chunks of work)."""
+    if _state["pending"] is not None and _state["depth"] == 0:
+        signum, _state["pending"] = _state["pending"], None
+        _raise(signum)
+
+
+def abandon() -> None:
+    """Note that compiled work was left running in a helper thread (see ``signsim.engine.driver``)."""
+    _state["abandoned"] = True
+
+
+def abandoned() -> bool:
+    return bool(_state.get("abandoned"))
+
+
+def acknowledge() -> None:
+    """The interrupt has been handled (partial results kept): do not raise it again."""
+    _state["pending"] = None
 
 
 def install() -> dict:

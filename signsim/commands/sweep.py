@@ -79,6 +79,7 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
                     if progress:
                         progress(skipped + done, len(tasks))
         except KeyboardInterrupt:
+            interrupts.acknowledge()
             interrupted = True
             try:  # the running runs' partial results, status interrupted
                 for index, doc in executor.drain():
@@ -86,6 +87,7 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
                         store.write_run(by_index[index], doc)
                     done += 1
             except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, still write the tables below
+                interrupts.acknowledge()
                 executor.close(kill=True)
     finally:
         with interrupts.deferred():  # results.csv and manifest.json are written on every exit path

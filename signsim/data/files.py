@@ -59,3 +59,29 @@ def read_bytes(path: Path, spec: str) -> bytes:
     except zlib.error as e:
         raise InputError(f"--data {spec}: {path.name}: broken gzip file ({e})") from None
     return b"".join(out)
+
+
+def load_npy(path: Path, where: str):
+    """A .npy array, its header checked first (a real array of the size the file holds, no Python objects);
+    any malformed file is an InputError naming ``where``."""
+    import numpy as np
+    from numpy.lib import format as npformat
+
+    try:
+        with open(path, "rb") as f:
+            version = npformat.read_magic(f)
+            header = npformat.read_array_header_1_0 if version == (1, 0) else npformat.read_array_header_2_0
+            shape, _, dtype = header(f)
+            size = path.stat().st_size - f.tell()
+        count = 1
+        for n in shape:
+            count *= n
+        if dtype.hasobject:
+            raise InputError(f"{where}: holds Python objects (not loaded)")
+        if count * dtype.itemsize > size:
+            raise InputError(f"{where}: the header promises shape {shape} but the file holds {size} bytes")
+        return np.load(path, allow_pickle=False)
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any way a hostile header fails (ValueError, SyntaxError, TokenError)
+        raise InputError(f"{where}: not a readable .npy file ({' '.join(str(e).split())[:200]})") from None

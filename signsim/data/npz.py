@@ -24,7 +24,7 @@ def _header(archive: zipfile.ZipFile, key: str, spec: str) -> tuple[tuple[int, .
                 shape, _, dtype = npformat.read_array_header_1_0(f)
             else:
                 shape, _, dtype = npformat.read_array_header_2_0(f)
-        except (ValueError, OSError, EOFError, SyntaxError, TypeError) as e:
+        except Exception as e:  # noqa: BLE001 - any way a hostile header fails (ValueError, TokenError, ...)
             raise InputError(f"--data {spec}: member '{name}' is not a NumPy array ({' '.join(str(e).split())})") \
                 from None
     if dtype.hasobject:
@@ -56,8 +56,10 @@ def load(spec: str) -> Dataset:
                 check_dense(spec, shape, what=f"array '{key}'")
         with np.load(path, allow_pickle=False) as archive:
             X, y = archive["X"], archive["y"]
+    except InputError:
+        raise
     except (ValueError, OSError, zipfile.BadZipFile, EOFError, zlib.error, KeyError, NotImplementedError,
-            RuntimeError) as e:
+            RuntimeError, SyntaxError) as e:
         raise InputError(f"--data {spec}: not a readable .npz archive ({' '.join(str(e).split())})") from None
     for key, arr in (("X", X), ("y", y)):
         if not isinstance(arr, np.ndarray):

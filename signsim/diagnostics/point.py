@@ -51,10 +51,9 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
     from signsim.paths import input_file
 
     input_file(path, f"--at {at}")
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as e:
-        raise InputError(f"--at {at}: not a readable .npy file ({' '.join(str(e).split())})") from None
+    from signsim.data.files import load_npy
+
+    x = load_npy(path, f"--at {at}")
     if np.iscomplexobj(x):
         raise InputError(f"--at {at}: holds complex numbers; expected a real vector")
     if not np.issubdtype(x.dtype, np.number) or x.ndim != 1 or x.size != problem.dim:

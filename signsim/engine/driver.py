@@ -5,6 +5,7 @@ Random streams come from ``signsim.seeding`` (one per worker, one for the server
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -14,7 +15,7 @@ import numpy as np
 
 from signsim.codes import Aggregate, Attack, Compressor, Schedule, SignZero, Status, Tie, choice
 from signsim.engine import loop
-from signsim.interrupts import deferred
+from signsim.interrupts import abandon, acknowledge, check, deferred
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -101,6 +102,7 @@ class Engine:
         self.hist = np.full((iters // eval_every + 2, loop.N_HIST), np.nan)
         self.counters = np.zeros(2, dtype=np.int64)
         self.status = Status.OK
+        self.abandoned: np.ndarray | None = None  # x before a chunk left running after an interrupt
 
     def advance(self, n: int) -> Status:
         p = self.problem
@@ -133,6 +135,43 @@ class Engine:
 
 Hook = tuple[int, Callable[[int, np.ndarray], None]]
 
+#: a chunk runs in a helper thread (the compiled loop releases the GIL) so that the main thread acts on
+#: Ctrl-C and SIGTERM at once, even when one iteration (a huge minibatch) takes minutes
+SIGNAL_POLL = 0.05
+
+
+def _advance(engine: Engine, step: int) -> None:
+    """``engine.advance(step)``; on Ctrl-C or SIGTERM during the chunk, the chunk is abandoned to its thread
+    (a daemon: it ends with the process) and ``engine.abandoned`` holds x as the chunk began."""
+    if threading.current_thread() is not threading.main_thread():
+        with deferred():
+            engine.advance(step)
+        return
+    x_before = engine.x.copy()
+    box: dict = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            engine.advance(step)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=work, daemon=True, name="signsim-chunk").start()
+    try:
+        while not done.wait(SIGNAL_POLL):
+            check()
+        check()
+    except KeyboardInterrupt:
+        if not done.is_set():
+            engine.abandoned = x_before
+            abandon()
+        raise
+    if "error" in box:
+        raise box["error"]
+
 
 def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
              hooks: list[Hook] | None = None) -> EngineOutput:
@@ -153,8 +192,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             for every, _ in hooks:
                 step = min(step, every - engine.k % every)
             t = time.perf_counter()
-            with deferred():  # a signal during the compiled chunk is raised once it has returned
-                engine.advance(step)
+            _advance(engine, step)
             per_iter = (time.perf_counter() - t) / step
             chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
             if engine.status == Status.OK:
@@ -167,7 +205,11 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             status = "diverged"
         reached = engine.status == Status.TARGET
     except KeyboardInterrupt:
+        acknowledge()
         status = "interrupted"
         engine.k = int(engine.counters[loop.C_DONE])
-        engine.record_now()
+        if engine.abandoned is None:
+            engine.record_now()
+        else:  # the chunk still runs in its thread: keep the rows it completed and x as the chunk began
+            engine.x = engine.abandoned
     return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy(), reached)

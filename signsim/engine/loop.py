@@ -112,7 +112,7 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters):
     return Status.OK
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)  # nogil: the driver keeps handling signals while a chunk runs
 def run_chunk(k0, k1, K, x, mom, err, G, msg, agg, gbuf, gens, server_gen,
               pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, x_star, hist, counters):
     """Run iterations k0 <= k < k1 of a K-iteration run; record history every ``eval_every`` iterations
