@@ -184,3 +184,72 @@ def test_written_files_get_the_umask_mode(tmp_path, mask, mode):
     os.chmod(existing, 0o640)
     write_atomic(existing, "{}\n")
     assert stat.S_IMODE(os.stat(existing).st_mode) == 0o640
+
+
+# --- values: one validation layer -------------------------------------------------------------------------
+
+
+def _complex_npy(tmp_path):
+    p = tmp_path / "c.npy"
+    np.save(p, np.ones(10) * (1 + 2j))
+    return str(p)
+
+
+VALUE_CASES = {
+    "iters 1e16 named as --iters": (["run", "--iters", str(10**16)], ("--iters", "too large")),
+    "empty noise": (["run", "--noise", ""], ("--noise ''", "empty")),
+    "split shared:": (["run", "--problem", "logistic", "--split", "shared:"], ("--split", "shared:")),
+    "split iid:3": (["run", "--problem", "logistic", "--split", "iid:3"], ("--split", "iid:3")),
+    "run: 23 digits": (["check-spb", "--problem", "quadratic", "--at", "run:" + "9" * 23], ("--at", "run:")),
+    "sigma overflow": (["diversity", "--problem", "quadratic", "--noise", "gaussian:1e200"], ("--noise", "too large")),
+    "bound K=-5": (["bound", "--problem", "quadratic", "--constant", "K=-5"], ("--constant K=-5",)),
+    "bound M=1.5": (["bound", "--problem", "quadratic", "--constant", "M=1.5"], ("--constant M=1.5",)),
+    "bound alpha=0.7": (["bound", "--problem", "quadratic", "--constant", "alpha=0.7"], ("--constant alpha=0.7",)),
+    "bound sigma1=-1": (["bound", "--problem", "quadratic", "--constant", "sigma1=-1"], ("--constant sigma1=-1",)),
+    "bound L1=0": (["bound", "--problem", "quadratic", "--constant", "L1=0"], ("--constant L1=0",)),
+    "bound gamma=0": (["bound", "--problem", "quadratic", "--constant", "gamma=0"], ("--constant gamma=0",)),
+    "bound f0 below f_star": (["bound", "--problem", "quadratic", "--constant", "f0=-1"], ("f0", "f_star")),
+    "workers 1e7": (["run", "--workers", str(10**7)], ("--workers", "memory")),
+    "dim 1e8": (["run", "--problem", "quadratic", "--dim", str(10**8)], ("--dim", "memory")),
+    "history 1e12 rows": (["run", "--iters", str(10**12), "--eval-every", "1"], ("--iters", "memory")),
+    "negative seed": (["run", "--seed", "-1"], ("--seed -1",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VALUE_CASES))
+def test_bad_values_exit_2_naming_the_option(cli, monkeypatch, case):
+    monkeypatch.setenv("SIGNSIM_MEMORY_LIMIT", str(2 * 2**30))
+    args, tokens = VALUE_CASES[case]
+    one_line(cli(*args, "--quiet"), *tokens)
+
+
+def test_a_complex_at_vector_is_rejected(cli, tmp_path):
+    path = _complex_npy(tmp_path)
+    one_line(cli("check-spb", "--problem", "quadratic", "--at", path, "--quiet"), path, "complex")
+
+
+def test_both_spellings_of_an_option_in_a_config(cli, tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text("batch-size = 2\nbatch_size = 3\n")
+    one_line(cli("run", "--config", str(p), "--quiet"), str(p), "'batch-size'", "'batch_size'")
+
+
+def test_a_new_option_is_one_table_row():
+    """Every RunConfig field is declared once in the validation table (type and range)."""
+    from dataclasses import fields
+
+    from signsim.config import OPTIONS, RunConfig
+
+    assert {f.name for f in fields(RunConfig)} == set(OPTIONS)
+
+
+def test_the_summary_never_shows_interrupted_losses_as_final():
+    from signsim.commands.sweep import summarize
+    from signsim.sweep.spec import SweepSpec
+
+    spec = SweepSpec({}, {"lr": [0.1]}, [], 2, 0)
+    tasks = [{"run_id": "a", "params": {"lr": 0.1, "seed": 1, "repeat": 0}},
+             {"run_id": "b", "params": {"lr": 0.1, "seed": 2, "repeat": 1}}]
+    docs = {"a": {"status": "ok", "final": {"loss": 1.0}}, "b": {"status": "interrupted", "final": {"loss": 5.0}}}
+    (group,) = summarize(spec, tasks, docs)["groups"]
+    assert group["mean_final_loss"] == 1.0 and group["finite"] == 1
