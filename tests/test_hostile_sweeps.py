@@ -179,7 +179,7 @@ def test_interrupting_a_sweep_keeps_results_and_tables(tmp_path, sig, code, twic
         os.kill(proc.pid, sig)  # SIGTERM to the sweep process only
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
-    assert time.time() - start < 12
+    assert time.time() - start < 5
     assert "Traceback" not in err
     assert (out / "results.csv").exists() and (out / "manifest.json").exists()
     manifest = json.loads((out / "manifest.json").read_text())

@@ -120,6 +120,8 @@ class LocalExecutor:
                         broken = True
                         continue
                     self.reported.add(f)
+                    if doc is None:  # the worker was interrupted before it started this run
+                        continue
                     pending.pop(i, None)
                     yield i, doc
                 if not broken:

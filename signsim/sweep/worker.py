@@ -20,12 +20,17 @@ def failed(task: dict[str, Any], error: str, status: str = "failed") -> dict[str
     return doc
 
 
-def execute(task: dict[str, Any]) -> dict[str, Any]:
+def execute(task: dict[str, Any]) -> dict[str, Any] | None:
     """Run one configured run and return its results document; a run that raises returns a document with
     status ``failed`` and the error instead (the sweep goes on). With ``marker_dir`` in the task, a file
     ``<marker_dir>/<index>`` holds this process's id while the run is in progress (so that the sweep can
-    tell which run a dead worker process was running)."""
+    tell which run a dead worker process was running). A pool worker that was already interrupted starts
+    nothing more and returns None (the run stays missing)."""
+    from signsim import interrupts
     from signsim.errors import InputError
+
+    if task.get("marker_dir") and interrupts.received() is not None:
+        return None
 
     marker = Path(task["marker_dir"]) / str(task["index"]) if task.get("marker_dir") else None
     if marker is not None:
