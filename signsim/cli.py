@@ -395,6 +395,7 @@ def plot(
         target = Path(out)
     else:
         target = results[0].with_suffix(".png") if not results[0].is_dir() else results[0] / "figure.png"
+        output_file(target, "the default --out")
     written = plot_command(results, target, x, y, group_by)
     print(written)
 

@@ -63,9 +63,11 @@ def monte_carlo_counts(code, x, g, pf, pi, A, b, ptr, idx, ncode, nparams, tau, 
     into len(gens) fixed chunks, each with its own generator, summed in chunk order: the result does not
     depend on the number of threads. Returns successes, sum and sum of squares per coordinate."""
     from signsim.interrupts import chunked
+    from signsim.resources import require
 
     d = x.shape[0]
     C = len(gens)
+    require(3 * 8 * C * d, f"the Monte Carlo estimate ({C} chunks x dimension {d})", "reduce --dim")
     succ, s1, s2 = np.zeros((C, d)), np.zeros((C, d)), np.zeros((C, d))
     chunked(-(-S // C), lambda lo, hi: _mc_range(code, x, g, pf, pi, A, b, ptr, idx, ncode, nparams, tau, workers,
                                                    gens, S, sign_zero, lo, hi, succ, s1, s2))

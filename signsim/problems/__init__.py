@@ -27,5 +27,14 @@ def get(name: str) -> ProblemSpec:
     return specs[name]
 
 
+#: vectors of the problem's dimension a problem keeps (x0, x*, L, scratch) -- for the memory check
+PROBLEM_VECTORS = 8
+
+
 def build(cfg) -> ProblemInstance:
-    return get(cfg.problem).build(cfg)
+    spec = get(cfg.problem)
+    if cfg.dim is not None:
+        from signsim.resources import require
+
+        require(8 * PROBLEM_VECTORS * cfg.dim, f"problem {spec.name} of dimension {cfg.dim}", "reduce --dim")
+    return spec.build(cfg)
