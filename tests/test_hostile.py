@@ -143,6 +143,25 @@ def test_bad_output_paths_exit_2_before_any_work(cli, tmp_path, case, command, m
     one_line(cli(*args), option, word)
 
 
+def test_a_socket_is_refused_never_replaced(cli, tmp_path):
+    import socket
+
+    path = tmp_path / "s.json"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        one_line(cli("run", "--problem", "quadratic", "--iters", "3", "--out", str(path), "--quiet"), "socket",
+                 "refusing")
+        assert stat.S_ISSOCK(os.stat(path).st_mode)
+
+
+def test_a_large_data_file_is_checked_before_it_is_read(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("SIGNSIM_MEMORY_LIMIT", str(2**20))
+    for name in ("big.csv", "big.svm"):
+        path = tmp_path / name
+        path.write_bytes(b"1,2,3\n" * 100_000 if name.endswith(".csv") else b"1 1:2 2:3\n" * 100_000)
+        one_line(cli(*LS, "--data", str(path)), str(path), "memory")
+
+
 def test_a_symlink_is_written_through(cli, tmp_path):
     target = tmp_path / "target.json"
     target.write_text("old")

@@ -27,10 +27,18 @@ def check_dense(spec: str, shape: tuple[int, ...], itemsize: int = 8, what: str 
             "use a smaller data set")
 
 
+def check_file_size(spec: str, path: Path, factor: float) -> None:
+    """InputError when reading ``path`` (about ``factor`` bytes of memory per byte of file) cannot fit."""
+    from signsim.resources import require
+
+    require(path.stat().st_size * factor, f"--data {spec}: reading {path.name}", "use a smaller file")
+
+
 def read_bytes(path: Path, spec: str) -> bytes:
     """The file's bytes, gunzipped when it starts with the gzip magic number (at most the memory available)."""
     from signsim.resources import available_bytes
 
+    check_file_size(spec, path, 2)
     raw = path.read_bytes()
     if raw[:2] != b"\x1f\x8b":
         return raw

@@ -4,7 +4,7 @@ import zlib
 from pathlib import Path
 
 from signsim.data.base import Dataset, DataSource, checked
-from signsim.data.files import check_dense, existing
+from signsim.data.files import check_dense, check_file_size, existing
 from signsim.errors import InputError
 
 #: the largest feature index (the problems index features with 32-bit integers)
@@ -15,6 +15,7 @@ def load(spec: str) -> Dataset:
     from sklearn.datasets import load_svmlight_file
 
     path = existing(spec)
+    check_file_size(spec, path, 8)  # gunzipped text, then index and value arrays
     try:
         X, y = load_svmlight_file(str(path))
     except OverflowError:
