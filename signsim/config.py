@@ -153,7 +153,7 @@ def check_value(name: str, value: Any, where: str) -> Any:
     bad = ((d.lo is not None and (value < d.lo or (d.lo_open and value == d.lo)))
            or (d.hi is not None and (value > d.hi or (d.hi_open and value == d.hi))))
     if bad:
-        raise InputError(f"{where}: must be {_range_text(d)}")
+        raise InputError(f"{where}: {d.what + ' ' if d.what else ''}must be {_range_text(d)}")
     return value
 
 
