@@ -426,7 +426,8 @@ class _progress_bar:
     """A Rich progress display on stderr (or nothing); ``new_task(label)`` returns a progress callback."""
 
     def __init__(self, show: bool):
-        self.show = show
+        # only on a terminal: elsewhere Rich cannot redraw the bar and leaves a blank line before any error
+        self.show = show and sys.stderr.isatty()
 
     def __enter__(self):
         if not self.show:

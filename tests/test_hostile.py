@@ -59,6 +59,9 @@ BAD_FILES = {
     "libsvm-index-2^40.svm": (b"1 1099511627776:1\n", ("too large",)),
     "libsvm-index-10^12.svm": (b"1 1000000000000:1\n", ("too large",)),
     "libsvm-index-10^6.svm": (b"1 1:1\n-1 1000000:2\n" * 40, ("memory",)),
+    "libsvm-bad-field.svm": (b"1 1:2\n1 1:2 x:3\n", ("line 2, field 3", "'x:3'")),
+    "libsvm-bad-label.svm": (b"1 1:2\nfoo 1:2\n", ("line 2, field 1", "'foo'")),
+    "libsvm-huge-index-line.svm": (b"1 1:2\n1 5000000000000:3\n", ("line 2, field 2", "too large")),
     "truncated.csv.gz": (gzip.compress(b"1,2,3\n" * 100)[:-12], ("gzip",)),
     "truncated.svm.gz": (gzip.compress(b"1 1:2\n" * 100)[:-12], ("truncated",)),
     "array.npz": (b"\x93NUMPY" + b"\x01\x00" + b"v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }"
@@ -78,6 +81,13 @@ def test_malformed_data_files_exit_2_naming_the_file(cli, tmp_path, name, monkey
     if name.startswith("zero-images"):
         (tmp_path / name.replace("images-idx3", "labels-idx1")).write_bytes(idx(np.zeros(0, np.uint8), 1))
     one_line(cli(*LS, "--data", str(path)), str(path), *tokens)
+
+
+def test_the_error_is_the_only_stderr_output_without_quiet(cli, tmp_path):
+    path = tmp_path / "bad.svm"
+    path.write_bytes(b"1 1:2\n1 1:2 x:3\n")
+    r = cli("run", "--problem", "least-squares", "--data", str(path))
+    assert r.code == 2 and r.err.count("\n") == 1 and r.err.startswith("signsim: error: "), repr(r.err)
 
 
 def test_csv_with_a_byte_order_mark_and_no_header_keeps_its_first_row(tmp_path):
