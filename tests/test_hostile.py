@@ -242,6 +242,7 @@ VALUE_CASES = {
     "dim 1e8": (["run", "--problem", "quadratic", "--dim", str(10**8)], ("--dim", "memory")),
     "history 1e12 rows": (["run", "--iters", str(10**12), "--eval-every", "1"], ("--iters", "memory")),
     "negative seed": (["run", "--seed", "-1"], ("--seed -1",)),
+    "replicate 1e6": (["run", "--problem", "logistic", "--replicate", str(10**6)], ("--replicate", "memory")),
     "check-spb dim 2e9": (["check-spb", "--problem", "quadratic", "--dim", str(2 * 10**9)], ("--dim", "memory")),
     "monte carlo dim 2e7": (["check-spb", "--problem", "quadratic", "--dim", str(2 * 10**7), "--estimator",
                              "monte-carlo"], ("--dim", "memory")),
