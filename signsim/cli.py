@@ -531,8 +531,14 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
     finally:
+        interrupts.hold()
         interrupts.acknowledge()
-        interrupts.restore(previous)
+        if _ENTRY:  # the work is done and its results written: a late Ctrl-C must not kill the exit
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
+        else:
+            interrupts.restore(previous)
+            interrupts.release()
     if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         code = interrupts.exit_code()
         print("signsim: interrupted" if code == EXIT_INTERRUPTED else "signsim: terminated", file=sys.stderr)

@@ -46,6 +46,16 @@ def check() -> None:
         _raise(signum)
 
 
+def hold() -> None:
+    """From now on signals are only recorded (the command is finishing)."""
+    _state["depth"] += 1
+
+
+def release() -> None:
+    _state["depth"] = 0
+    _state["pending"] = None
+
+
 def abandon() -> None:
     """Note that compiled work was left running in a helper thread (see ``signsim.engine.driver``)."""
     _state["abandoned"] = True
