@@ -528,6 +528,8 @@ def main(argv: list[str] | None = None) -> None:
             interrupts.note(_EARLY[-1])
             raise KeyboardInterrupt
         code = _main(argv)
+        if interrupts.pending():  # an interrupt Python could not raise where it arrived (see interrupts)
+            code = EXIT_INTERRUPTED
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
     finally:
@@ -542,8 +544,10 @@ def main(argv: list[str] | None = None) -> None:
     if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         code = interrupts.exit_code()
         print("signsim: interrupted" if code == EXIT_INTERRUPTED else "signsim: terminated", file=sys.stderr)
-    if _ENTRY and interrupts.abandoned():
-        # a compiled chunk still runs in a helper thread: the results are written, leave without waiting for it
+    if _ENTRY and (code in (EXIT_INTERRUPTED, EXIT_TERMINATED) or interrupts.abandoned()):
+        # the results are written (atomically, flushed to disk). Leave now: a compiled chunk may still run in a
+        # helper thread, and an interrupt that escaped some C call during start-up makes CPython's own exit
+        # re-raise SIGINT (exit -2 instead of 130)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

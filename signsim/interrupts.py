@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -70,18 +71,36 @@ def acknowledge() -> None:
     _state["pending"] = None
 
 
+def _unraisable(info) -> None:
+    """An interrupt raised where Python cannot propagate it (an import-lock or ctypes callback) is kept
+    pending and raised at the next checkpoint; it is not printed as a traceback."""
+    if isinstance(info.exc_value, KeyboardInterrupt):
+        return
+    (_state.get("hook") or sys.__unraisablehook__)(info)
+
+
+def pending() -> bool:
+    return _state["pending"] is not None
+
+
 def install() -> dict:
     """Handle SIGINT and SIGTERM (from the main thread); returns the previous handlers for ``restore``."""
     if threading.current_thread() is not threading.main_thread():
         return {}
-    previous = {}
+    previous: dict = {"hook": sys.unraisablehook}
+    if sys.unraisablehook is not _unraisable:
+        _state["hook"] = sys.unraisablehook
+    sys.unraisablehook = _unraisable
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, _handler)
-    _state.update(pending=None, depth=0, received=None)
+    _state.update(pending=None, depth=0, received=None, abandoned=False)
     return previous
 
 
 def restore(previous: dict) -> None:
+    previous = dict(previous)
+    if "hook" in previous:
+        sys.unraisablehook = previous.pop("hook")
     for sig, h in previous.items():
         signal.signal(sig, h if h is not None else signal.SIG_DFL)
 

@@ -165,6 +165,8 @@ class LocalExecutor:
             i = self.futures[f]
             yield i, failed(self.tasks[i], "interrupted before it reported its results", "interrupted")
         self.close(kill=True)
+        if self.marker_dir:
+            shutil.rmtree(self.marker_dir, ignore_errors=True)
 
     def close(self, kill: bool = False) -> None:
         if self.pool is None:
