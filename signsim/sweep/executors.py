@@ -205,6 +205,7 @@ class DaskExecutor:
         self.tasks: dict[int, dict[str, Any]] = {}
         self.index: dict[Any, int] = {}
         self.reported: set = set()
+        self.marker_dir: str | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "scheduler": self.scheduler,
@@ -218,13 +219,16 @@ class DaskExecutor:
                 import logging
 
                 self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1, processes=True,
-                                            dashboard_address=None, host="127.0.0.1", silence_logs=logging.ERROR)
+                                            dashboard_address=None, host="127.0.0.1", silence_logs=logging.CRITICAL)
                 self.client = Client(self.cluster)
             else:
                 self.client = Client(self.scheduler, timeout="20s")
         except (OSError, TimeoutError, ValueError, TypeError) as e:
             raise InputError(f"--scheduler {self.scheduler}: cannot connect ({' '.join(str(e).split())})") from None
         self.tasks = {t["index"]: t for t in tasks}
+        if self.scheduler == "local":  # same machine: runs mark themselves in progress (see worker.execute)
+            self.marker_dir = tempfile.mkdtemp(prefix="signsim-sweep-")
+            tasks = [{**t, "marker_dir": self.marker_dir} for t in tasks]
         self.futures = [self.client.submit(execute, t, pure=False, key=f"signsim-{t['run_id']}-{t['index']}")
                         for t in tasks]
         self.index = {f.key: t["index"] for f, t in zip(self.futures, tasks, strict=True)}
@@ -246,6 +250,12 @@ class DaskExecutor:
         if self.client is None:
             return
         running: set = set()
+        if self.marker_dir:
+            keys = {i: k for k, i in self.index.items()}
+            for f in Path(self.marker_dir).iterdir():
+                with contextlib.suppress(ValueError, KeyError):
+                    running.add(keys[int(f.name)])
+            shutil.rmtree(self.marker_dir, ignore_errors=True)
         with contextlib.suppress(Exception):  # the tasks executing right now (not those queued on a worker)
             for stacks in self.client.call_stack().values():
                 running.update(stacks)
@@ -258,6 +268,7 @@ class DaskExecutor:
         if self.cluster is not None:  # our own LocalCluster: its busy workers are stopped now, not in seconds
             for nanny in list(getattr(self.cluster, "workers", {}).values()):
                 with contextlib.suppress(Exception):
+                    nanny.auto_restart = False
                     os.kill(nanny.process.process.pid, signal.SIGKILL)
         self.close()
 
@@ -268,6 +279,8 @@ class DaskExecutor:
         if self.cluster is not None:
             self.cluster.close()
             self.cluster = None
+        if self.marker_dir:
+            shutil.rmtree(self.marker_dir, ignore_errors=True)
 
 
 def check_address(address: str) -> None:
