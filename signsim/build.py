@@ -34,10 +34,13 @@ def build(cfg, problem=None) -> Built:
     """Assemble ``cfg`` (a resolved RunConfig); ``problem`` reuses an instance already built from it."""
     from signsim import methods, noise, problems
     from signsim.engine.driver import Engine, Settings
+    from signsim.resources import check_run
 
     method = methods.get(cfg.method)
     if problem is None:
+        check_run(cfg, cfg.dim or 1)  # before anything is allocated ...
         problem = problems.build(cfg)
+    check_run(cfg, problem.dim)  # ... and with the dimension the data gave
     model, params = noise.for_config(cfg, problem.dim)
     settings = Settings.from_config(cfg, method, problem.dim)
     if cfg.votes == "binomial":

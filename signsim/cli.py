@@ -2,20 +2,31 @@
 the result; no mathematics here. Heavy modules (numpy, numba, matplotlib) are imported inside the commands so
 that ``signsim --help`` starts instantly.
 
-Exit codes (interface.md): 0 success, 1 check-spb verdict not "holds", 2 bad input (one line on stderr),
-130 interrupted (partial results kept).
+Exit codes: 0 success, 1 check-spb verdict not "holds", 2 bad input (one line on stderr), 130 interrupted
+by Ctrl-C, 143 by SIGTERM (partial results kept in both cases).
 """
 
 from __future__ import annotations
 
-import inspect
+import os
+import signal
 import sys
-from pathlib import Path
-from typing import Annotated, Any
 
-import typer
+#: signals that arrive while the command line starts (imports) are remembered and acted on by ``main``
+_EARLY: list[int] = []
+#: this process is the signsim command (not a program or test importing the module)
+_ENTRY = __name__ == "__main__" or bool(sys.argv) and sys.argv[0].rsplit("/", 1)[-1] == "signsim"
+if _ENTRY:
+    for _sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_sig, lambda signum, frame: _EARLY.append(signum))
 
-from signsim.errors import InputError
+import inspect  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Annotated, Any  # noqa: E402
+
+import typer  # noqa: E402
+
+from signsim.errors import InputError  # noqa: E402
 
 app = typer.Typer(
     name="signsim",
@@ -28,6 +39,7 @@ app = typer.Typer(
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 Opt = typer.Option
 P_RUN = "Run"
@@ -103,7 +115,7 @@ RUN_OPTIONS = [
     _option("track_diversity", int | None, "every N iterations, record the gradient diversity and B_S", P_OUT),
 ]
 OUTPUT_OPTIONS = [
-    _option("out", Path | None, "write the results JSON here (atomically)", P_OUT),
+    _option("out", str | None, "write the results JSON here (atomically)", P_OUT),
     _option("json_", bool, "print the results JSON on stdout, nothing else", P_OUT, "--json", default=False),
     _option("quiet", bool, "no progress bar or table", P_OUT, "--quiet", "-q", default=False),
 ]
@@ -114,12 +126,34 @@ def _command(name: str, extra: list[inspect.Parameter], help: str):
     """Register ``fn(**options)`` as a command whose options are RUN_OPTIONS + extra + OUTPUT_OPTIONS."""
 
     def register(fn):
-        fn.__signature__ = inspect.Signature(RUN_OPTIONS + extra + OUTPUT_OPTIONS)
-        fn.__doc__ = help
-        app.command(name, help=help)(fn)
-        return fn
+        def checked(**opts: Any) -> None:
+            _check_outputs(opts)
+            return fn(**opts)
+
+        checked.__signature__ = inspect.Signature(RUN_OPTIONS + extra + OUTPUT_OPTIONS)
+        checked.__doc__ = help
+        checked.__name__ = fn.__name__
+        app.command(name, help=help)(checked)
+        return checked
 
     return register
+
+
+FIGURE_SUFFIXES = {".png", ".pdf", ".svg"}
+
+
+def _check_outputs(opts: dict[str, Any]) -> None:
+    """Validate --out and --plot before any work (a bad path is exit 2, not a lost run); they become Paths."""
+    from signsim.paths import output_file
+
+    if opts.get("plot") is not None:
+        output_file(opts["plot"], "--plot")
+        if Path(opts["plot"]).suffix.lower() not in FIGURE_SUFFIXES:
+            raise InputError(f"--plot {opts['plot']}: use a .png, .pdf or .svg file name")
+        opts["plot"] = Path(opts["plot"])
+    if opts.get("out") is not None:
+        output_file(opts["out"], "--out")
+        opts["out"] = Path(opts["out"])
 
 
 def _run_values(opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -162,7 +196,7 @@ def _show(opts: dict[str, Any], items) -> None:
 
 
 @_command("run", [
-    _option("plot", Path | None, "save a figure: loss (or accuracy) against iterations and megabytes, SPB panels "
+    _option("plot", str | None, "save a figure: loss (or accuracy) against iterations and megabytes, SPB panels "
             "when tracked (PNG, PDF, SVG)", P_OUT),
 ], help="Simulate one optimization run of M workers, print a summary, write results.")
 def run(**opts: Any) -> None:
@@ -196,7 +230,7 @@ def run(**opts: Any) -> None:
         for w in doc["warnings"]:
             print(f"warning: {w}", file=sys.stderr)
     if doc["status"] == "interrupted":
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(_interrupted_code())
 
 
 @_command("check-spb", [
@@ -279,7 +313,7 @@ def diversity(**opts: Any) -> None:
             "sigma1, sigma_total, gamma, M, alpha, d, K)", P_BOUND),
     _option("box", float | None, "rosenbrock: smoothness bounded over [-R, R]^d (default 2)", P_BOUND),
     _option("at", str | None, "point of the majority-vote table: init | optimum | FILE.npy | run:K", P_BOUND),
-    _option("plot", Path | None, "figure of the bounds against K (with the run's running averages)", P_BOUND),
+    _option("plot", str | None, "figure of the bounds against K (with the run's running averages)", P_BOUND),
 ], help="Evaluate the theorems' convergence bounds for a problem's constants, the majority-vote noise "
         "reduction, or overlay a finished run.")
 def bound(**opts: Any) -> None:
@@ -321,21 +355,23 @@ def bound(**opts: Any) -> None:
              "resumable results: runs/<id>.json, results.csv, manifest.json. Exit 1 when some runs failed.")
 def sweep(
     file: Annotated[Path, typer.Argument(help="sweep file (TOML): run options plus [grid], [[zip]], repeats")],
-    out: Annotated[Path | None, Opt(help="output directory (default results/<file stem>)")] = None,
+    out: Annotated[str | None, Opt(help="output directory (default results/<file stem>)")] = None,
     executor: Annotated[str, Opt(help="local | dask")] = "local",
     jobs: Annotated[int | None, Opt(help="local processes or LocalCluster workers (default: core count / 2)")]
     = None,
     scheduler: Annotated[str | None, Opt(help="dask: scheduler address, or 'local' for a LocalCluster")] = None,
     dry_run: Annotated[bool, Opt("--dry-run", help="list the expanded runs and exit")] = False,
+    force: Annotated[bool, Opt("--force", help="allow --jobs above the number of cores")] = False,
     json_: Annotated[bool, Opt("--json", help="print the summary JSON on stdout, nothing else")] = False,
     quiet: Annotated[bool, Opt("--quiet", "-q", help="no progress bar or table")] = False,
 ) -> None:
     from signsim.commands.sweep import plan
     from signsim.commands.sweep import sweep as sweep_command
+    from signsim.paths import output_dir
     from signsim.sweep.executors import make
     from signsim.sweep.store import Store
 
-    out = out or Path("results") / file.stem
+    out = output_dir(out if out is not None else str(Path("results") / file.stem), "--out")
     show = not (quiet or json_)
     if dry_run:
         spec, tasks = plan(file)
@@ -351,11 +387,16 @@ def sweep(
 
             stderr_console().print(sweep_plan(rows, spec.parameters))
         return
-    ex = make(executor, jobs, scheduler)
+    ex = make(executor, jobs, scheduler, force)
     log_lines: list[str] = []
     with _progress_bar(show) as new_task:
         progress = new_task(f"sweep {file.name}")
-        doc = sweep_command(file, out, ex, progress, log_lines.append)
+        try:
+            doc = sweep_command(file, out, ex, progress, log_lines.append)
+        finally:
+            for line in log_lines:
+                print(f"signsim: {line}", file=sys.stderr)
+            log_lines.clear()
     for line in log_lines:
         print(f"signsim: {line}", file=sys.stderr)
     _emit(doc, None, json_)
@@ -365,7 +406,7 @@ def sweep(
         for item in sweep_summary(doc):
             stderr_console().print(item)
     if doc["interrupted"]:
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(_interrupted_code())
     if doc["statuses"].get("failed"):
         raise typer.Exit(1)
 
@@ -374,7 +415,7 @@ def sweep(
              "sweep directory, check-spb, diversity or bound results.")
 def plot(
     results: Annotated[list[Path], typer.Argument(help="results files or a sweep directory")],
-    out: Annotated[Path | None, Opt(help="figure file: .png, .pdf or .svg (default <first input>.png)")] = None,
+    out: Annotated[str | None, Opt(help="figure file: .png, .pdf or .svg (default <first input>.png)")] = None,
     x: Annotated[str | None, Opt(help="iter | bits | megabytes | time")] = None,
     y: Annotated[str | None, Opt(help="loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
                                  "spb-fraction | rho-min | rho-norm | B_S")] = None,
@@ -385,8 +426,16 @@ def plot(
     facet: Annotated[str | None, Opt(help="sweeps: one panel per value of this option")] = None,
 ) -> None:
     from signsim.commands.plot import plot as plot_command
+    from signsim.paths import output_file
 
-    target = out or results[0].with_suffix(".png") if not results[0].is_dir() else (out or results[0] / "figure.png")
+    if out is not None:
+        output_file(out, "--out")
+        if Path(out).suffix.lower() not in FIGURE_SUFFIXES:
+            raise InputError(f"--out {out}: use a .png, .pdf or .svg file name")
+        target = Path(out)
+    else:
+        target = results[0].with_suffix(".png") if not results[0].is_dir() else results[0] / "figure.png"
+        output_file(target, "the default --out")
     written = plot_command(results, target, x, y, group_by, where, facet,
                            lambda message: print(f"signsim: warning: {message}", file=sys.stderr))
     print(written)
@@ -411,14 +460,15 @@ def _run_comparison(values, given, out, json_, show, plot) -> None:
             console.print(f"[yellow]warning:[/] {w}")
         console.print(comparison_table(doc))
     if doc["status"] == "interrupted":
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(_interrupted_code())
 
 
 class _progress_bar:
     """A Rich progress display on stderr (or nothing); ``new_task(label)`` returns a progress callback."""
 
     def __init__(self, show: bool):
-        self.show = show
+        # only on a terminal: elsewhere Rich cannot redraw the bar and leaves a blank line before any error
+        self.show = show and sys.stderr.isatty()
 
     def __enter__(self):
         if not self.show:
@@ -454,13 +504,15 @@ def _with_progress(work, show: bool, label: str):
 
 
 def _emit(doc: dict[str, Any], out: Path | None, as_json: bool) -> None:
+    from signsim.interrupts import deferred
     from signsim.results import dumps, write_atomic
 
-    text = dumps(doc)
-    if out is not None:
-        write_atomic(out, text + "\n")
-    if as_json:
-        sys.stdout.write(text + "\n")
+    with deferred():  # a further Ctrl-C while the results are written acts once they are written
+        text = dumps(doc)
+        if out is not None:
+            write_atomic(out, text + "\n")
+        if as_json:
+            sys.stdout.write(text + "\n")
 
 
 @app.command("list", help="Name every problem, method, compressor, noise model, data source and data split, one "
@@ -508,6 +560,12 @@ def compile_(clear: Annotated[bool, Opt("--clear", help="remove the cached kerne
     print(f"compiled: {n} warm-up commands ran", file=sys.stderr)
 
 
+def _interrupted_code() -> int:
+    from signsim import interrupts
+
+    return interrupts.exit_code()
+
+
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     print(f"signsim: error: {message}", file=sys.stderr)
     sys.exit(code)
@@ -524,23 +582,69 @@ def _usage_error_type() -> type[Exception]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: one line on stderr and exit 2 for bad input, exit 130 on Ctrl-C, never a traceback for
-    either."""
+    """Entry point: one line on stderr and exit 2 for bad input, exit 130 on Ctrl-C and 143 on SIGTERM, never
+    a traceback for any of them."""
+    from signsim import interrupts
+
+    previous = interrupts.install()
+    try:
+        if _EARLY:
+            interrupts.note(_EARLY[-1])
+            raise KeyboardInterrupt
+        code = _main(argv)
+        if interrupts.pending():  # an interrupt Python could not raise where it arrived (see interrupts)
+            code = EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    finally:
+        interrupts.hold()
+        interrupts.acknowledge()
+        if _ENTRY:  # the work is done and its results written: a late Ctrl-C must not kill the exit
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
+        else:
+            interrupts.restore(previous)
+            interrupts.release()
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        code = interrupts.exit_code()
+        print("signsim: interrupted" if code == EXIT_INTERRUPTED else "signsim: terminated", file=sys.stderr)
+    if _ENTRY and (code in (EXIT_INTERRUPTED, EXIT_TERMINATED) or interrupts.abandoned()):
+        # the results are written (atomically, flushed to disk). Leave now: a compiled chunk may still run in a
+        # helper thread, and an interrupt that escaped some C call during start-up makes CPython's own exit
+        # re-raise SIGINT (exit -2 instead of 130)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+def _main(argv: list[str] | None) -> int:
     usage_error = _usage_error_type()
     try:
         code = app(args=argv, prog_name="signsim", standalone_mode=False)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except InputError as e:
         _fail(str(e))
     except usage_error as e:
         if type(e).__name__ == "NoArgsIsHelpError":
-            sys.exit(0)
+            return 0
         _fail(" ".join(e.format_message().split()))
     except KeyboardInterrupt:
-        print("signsim: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
     except MemoryError:
         _fail("not enough memory for this problem size (reduce --dim, --workers or the data)")
-    sys.exit(code if isinstance(code, int) else 0)
+    except RuntimeError as e:  # click's Abort: an unexpected end of input
+        if type(e).__name__ != "Abort":
+            raise
+        cause = e.__cause__ or e.__context__
+        if isinstance(cause, KeyboardInterrupt):
+            return EXIT_INTERRUPTED
+        _fail(f"unexpected end of input ({' '.join(str(cause).split()) or type(cause).__name__})")
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        _fail(f"{where}{e.strerror or e}")
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

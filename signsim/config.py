@@ -61,7 +61,7 @@ class RunConfig:
     oracle: str | None = None
     trap_eps: float | None = None
     trap_lambda: float | None = None
-    x0: float | None = None  # fill value of the starting point; the problem's default when unset
+    x0: float | list[float] | None = None  # the starting point: one value for every coordinate, or a vector
     # data problems (logistic, least-squares, mlp)
     data: str | None = None
     split: str | None = None
@@ -79,11 +79,99 @@ class RunConfig:
 
 
 _FIELDS = {f.name: f for f in fields(RunConfig)}
-_INT = {"workers", "batch_size", "iters", "byzantine", "eval_every", "seed", "dim", "replicate", "hidden",
-        "track_spb", "track_diversity"}
-_FLOAT = {"stop_loss", "lr", "momentum", "kappa", "trap_eps", "trap_lambda", "x0", "test_fraction",
-          "positive_class", "l2", "momentum2", "weight_decay"}
-_BOOL = {"standardize", "intercept", "monotone"}
+
+#: the largest value an integer option may take (sizes index arrays; iterations and seeds are counters)
+MAX_SIZE = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Decl:
+    """The declared type and range of one option; every entry point (flags, config files, sweep grids, the
+    Python API) checks a value against it once, by ``check_value``. A new option is one row of OPTIONS."""
+
+    kind: type  # int, float, bool or str
+    lo: float | None = None  # smallest allowed value (None: unbounded)
+    hi: float | None = None  # largest allowed value
+    lo_open: bool = False  # lo itself excluded
+    hi_open: bool = False  # hi itself excluded
+    what: str = ""  # what the value means, for errors ("the step size")
+    vector: bool = False  # a list of such numbers is accepted too (one per coordinate)
+
+
+OPTIONS: dict[str, Decl] = {
+    "problem": Decl(str), "method": Decl(str), "aggregate": Decl(str), "lr_schedule": Decl(str),
+    "attack": Decl(str), "sign_zero": Decl(str), "tie": Decl(str), "noise": Decl(str), "oracle": Decl(str),
+    "data": Decl(str), "split": Decl(str), "activation": Decl(str),
+    "workers": Decl(int, 1, MAX_SIZE), "batch_size": Decl(int, 1, MAX_SIZE), "iters": Decl(int, 0, 10**15),
+    "byzantine": Decl(int, 0, MAX_SIZE), "eval_every": Decl(int, 1, MAX_SIZE), "seed": Decl(int, 0, 2**64 - 1),
+    "dim": Decl(int, 1, MAX_SIZE), "replicate": Decl(int, 1, MAX_SIZE), "hidden": Decl(int, 1, MAX_SIZE),
+    "track_spb": Decl(int, 1, MAX_SIZE), "track_diversity": Decl(int, 1, MAX_SIZE),
+    "lr": Decl(float, 0, None, lo_open=True, what="the step size"), "momentum": Decl(float, 0, 1, hi_open=True),
+    "stop_loss": Decl(float), "kappa": Decl(float, 1, None, what="the condition number"),
+    "trap_eps": Decl(float, 0, 1, lo_open=True, hi_open=True), "trap_lambda": Decl(float, 0, None, lo_open=True),
+    "x0": Decl(float, vector=True), "test_fraction": Decl(float, 0, 1, hi_open=True), "positive_class": Decl(float),
+    "l2": Decl(float, 0, None),
+    "standardize": Decl(bool), "intercept": Decl(bool), "monotone": Decl(bool),
+    "compressor": Decl(str), "error_feedback": Decl(str), "momentum2": Decl(float, 0, 1, hi_open=True),
+    "weight_decay": Decl(float, 0, None), "votes": Decl(str), "noise_scales": Decl(str),
+}
+_INT = {k for k, d in OPTIONS.items() if d.kind is int}
+_FLOAT = {k for k, d in OPTIONS.items() if d.kind is float}
+_BOOL = {k for k, d in OPTIONS.items() if d.kind is bool}
+
+
+def _range_text(d: Decl) -> str:
+    lo = None if d.lo is None else f"{'>' if d.lo_open else '>='} {d.lo:g}"
+    hi = None if d.hi is None else f"{'<' if d.hi_open else '<='} {d.hi:g}"
+    if d.kind is int and d.lo is not None and d.hi is not None:
+        return f"an integer from {d.lo:g} to {d.hi}"
+    if lo and hi:
+        return f"a finite number {lo} and {hi}"
+    return f"a{'n integer' if d.kind is int else ' finite number'}" + (f" {lo or hi}" if lo or hi else "")
+
+
+def _shown(value: Any) -> str:
+    return "''" if isinstance(value, str) and not value.strip() else str(value)
+
+
+def check_value(name: str, value: Any, where: str) -> Any:
+    """``value`` checked against OPTIONS[name] (type, then range); ``where`` names it as the user wrote it
+    (``--batch-size 0`` or ``sweep file s.toml: [grid]: 'lr' -1``). Returns the value (floats as float)."""
+    d = OPTIONS.get(name)
+    if d is None:
+        return value
+    if d.kind is bool:
+        if not isinstance(value, bool):
+            raise InputError(f"{where} must be true or false, got {value!r}")
+        return value
+    if d.kind is str:
+        if not isinstance(value, str):
+            raise InputError(f"{where} must be a string, got {value!r}")
+        if not value.strip():
+            raise InputError(f"{where}: an empty value is not allowed")
+        return value
+    if d.vector and isinstance(value, list | tuple):
+        if not value:
+            raise InputError(f"{where}: an empty vector")
+        return [check_value_scalar(d, v, where) for v in value]
+    return check_value_scalar(d, value, where)
+
+
+def check_value_scalar(d: Decl, value: Any, where: str) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float) or (d.kind is int and not isinstance(value, int)):
+        kind = "an integer" if d.kind is int else "a number"
+        raise InputError(f"{where} must be {kind}, got {value!r}")
+    if d.kind is float:
+        value = float(value)
+        if not math.isfinite(value):
+            raise InputError(f"{where}: must be finite ({_range_text(d)})")
+    if d.kind is int and d.hi is not None and value > d.hi:
+        raise InputError(f"{where}: too large (at most {d.hi})")
+    bad = ((d.lo is not None and (value < d.lo or (d.lo_open and value == d.lo)))
+           or (d.hi is not None and (value > d.hi or (d.hi_open and value == d.hi))))
+    if bad:
+        raise InputError(f"{where}: {d.what + ' ' if d.what else ''}must be {_range_text(d)}")
+    return value
 
 
 def option_name(field: str) -> str:
@@ -92,8 +180,9 @@ def option_name(field: str) -> str:
 
 def read_toml(path: Path, where: str) -> dict[str, Any]:
     """The parsed TOML file; a missing, non-UTF-8 or invalid file raises InputError prefixed by ``where``."""
-    if not path.is_file():
-        raise InputError(f"{where}: no such file")
+    from signsim.paths import input_file
+
+    input_file(path, where)
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
@@ -131,11 +220,15 @@ def load_toml(path: str | Path) -> dict[str, Any]:
 
 def parse_options(raw: dict[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
     for key, value in raw.items():
         name = key.replace("-", "_")
         if name not in _FIELDS:
             raise InputError(f"{where}: unknown option '{key}'")
-        out[name] = coerce(name, value, f"{where}: '{key}'")
+        if name in spelled:
+            raise InputError(f"{where}: '{spelled[name]}' and '{key}' are the same option; give it once")
+        spelled[name] = key
+        out[name] = check_value(name, coerce(name, value, f"{where}: '{key}'"), f"{where}: '{key}' {value!r}")
     return out
 
 
@@ -150,6 +243,8 @@ def coerce(name: str, value: Any, where: str) -> Any:
             raise InputError(f"{where} must be an integer, got {value!r}")
         return value
     if name in _FLOAT:
+        if OPTIONS[name].vector and isinstance(value, list):
+            return [coerce(name, v, where) for v in value]
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise InputError(f"{where} must be a number, got {value!r}")
         return float(value)
@@ -166,6 +261,8 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     unknown = set(explicit) - set(_FIELDS)
     if unknown:
         raise InputError(f"unknown option {option_name(sorted(unknown)[0])}")
+    for name, value in explicit.items():  # what the user gave, before anything derived from it
+        explicit[name] = check_value(name, value, f"{option_name(name)} {_shown(value)}")
     spec = problems.get(explicit.get("problem", RunConfig.problem))
     not_applicable = sorted(set(explicit) - COMMON - spec.options)
     if not_applicable:
@@ -198,9 +295,7 @@ def _check(ok: bool, field: str, value: Any, what: str) -> None:
         raise InputError(f"{option_name(field)} {value}: {what}")
 
 
-#: the largest value an integer option may take (sizes index arrays; iterations and seeds are counters)
-INT_LIMITS = {"iters": 10**15, "seed": 2**64 - 1}
-MAX_SIZE = 2**31 - 1
+INT_LIMITS = {k: int(d.hi) for k, d in OPTIONS.items() if d.kind is int and d.hi is not None and d.hi != MAX_SIZE}
 
 
 def validate(cfg: RunConfig) -> None:
@@ -232,9 +327,22 @@ def validate(cfg: RunConfig) -> None:
     for field in ("x0", "positive_class", "stop_loss"):
         value = getattr(cfg, field)
         if value is not None:
-            _check(math.isfinite(value), field, value, "must be finite")
+            _check(all(math.isfinite(v) for v in (value if isinstance(value, list) else [value])), field, value,
+                   "must be finite")
     if cfg.l2 is not None:
         _check(math.isfinite(cfg.l2) and cfg.l2 >= 0, "l2", cfg.l2, "must be a finite number >= 0")
+    for name in OPTIONS:  # every resolved value, defaults included, against its declaration
+        value = getattr(cfg, name, None)
+        if value is not None:
+            check_value(name, value, f"{option_name(name)} {_shown(value)}")
+    if cfg.noise is not None:
+        from signsim import noise
+
+        noise.parse(cfg.noise)
+    if cfg.split is not None:
+        from signsim.data.splits import check_syntax
+
+        check_syntax(cfg.split)
     method = methods.get(cfg.method)
     stages.parse_aggregate(cfg.aggregate)
     stages.parse_attack(cfg.attack)

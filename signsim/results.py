@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -35,31 +33,18 @@ def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(jsonable(doc), indent=2, allow_nan=False)
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader sees either the old file or the whole new one:
-    a temporary file in the same directory, flushed to disk, then renamed over the target."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as e:
-        raise InputError(f"--out {path}: cannot write there ({e.strerror})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def write_atomic(path: str | Path, text: str, option: str = "--out") -> None:
+    """Write ``text`` to ``path`` atomically (see ``signsim.paths``)."""
+    from signsim.paths import write_atomic as write
+
+    write(path, text, option)
 
 
 def read_json(path: Path, where: str) -> Any:
     """The parsed JSON file; a missing, non-UTF-8 or invalid file raises InputError prefixed by ``where``."""
-    if not path.is_file():
-        raise InputError(f"{where}: no such file")
+    from signsim.paths import input_file
+
+    input_file(path, where)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

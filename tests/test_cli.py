@@ -124,7 +124,7 @@ def test_bad_input_exits_2_with_one_line(cli, args, words):
     ("workers = 'four'\n", ("workers", "integer")),
     ("lr = 'fast'\n", ("lr", "number")),
     ("colour = 'red'\n", ("colour",)),
-    ("workers = 0\n", ("--workers",)),
+    ("workers = 0\n", ("'workers' 0", "bad.toml")),
 ])
 def test_bad_config_file_exits_2(cli, tmp_path, text, words):
     p = tmp_path / "bad.toml"

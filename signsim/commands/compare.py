@@ -30,6 +30,8 @@ def compare(base: dict[str, Any], variants: list[dict[str, Any]], overrides: dic
         doc = run(cfg, progress(label) if progress else None)
         doc["label"] = label
         runs.append(doc)
+        if doc["status"] == "interrupted":
+            break  # Ctrl-C or SIGTERM stops the whole comparison, not just this variant
     budget = min(d["final"]["bits_up"] + d["final"]["bits_down"] for d in runs)
     rows = []
     for d in runs:

@@ -29,7 +29,8 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
         status = d.get("status", "missing") if d else "missing"
         statuses[status] += 1
         key = tuple((k, t["params"][k]) for k in spec.parameters if k != "seed")
-        loss = d.get("final", {}).get("loss") if d else None
+        # only finished runs count: an interrupted run's last loss is not its final loss
+        loss = d.get("final", {}).get("loss") if d and status in ("ok", "diverged") else None
         groups[key].append(np.nan if loss is None else float(loss))
     rows = []
     for key, losses in groups.items():
@@ -50,11 +51,15 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
 
 def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, int], None] | None = None,
           log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    from signsim import interrupts
     from signsim.sweep.store import Store, manifest
 
     spec, tasks = plan(path)
     store = Store(out)
     todo = [t for t in tasks if not store.finished(t["run_id"])]
+    if log:
+        for w in store.warnings:
+            log(f"warning: {w}")
     skipped = len(tasks) - len(todo)
     done = 0
     interrupted = False
@@ -62,24 +67,34 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
         progress(skipped, len(tasks))
     by_index = {t["index"]: t for t in tasks}
     try:
-        if todo:
-            for index, doc in executor.run(todo):
-                task = by_index[index]
-                store.write_run(task, doc)
-                done += 1
-                if log and doc.get("status") == "failed":
-                    log(f"run {task['index']} ({task['run_id']}) failed: {doc.get('error')}")
-                if progress:
-                    progress(skipped + done, len(tasks))
-    except KeyboardInterrupt:
-        interrupted = True
-        for index, doc in executor.drain():  # the running runs' partial results, status interrupted
-            store.write_run(by_index[index], doc)
-            done += 1
-    docs = {t["run_id"]: d for t in tasks if (d := store.load(t["run_id"])) is not None}
-    statuses = {rid: d.get("status", "missing") for rid, d in docs.items()}
-    store.write_csv([t for t in tasks if t["run_id"] in docs], spec.parameters)
-    store.write_manifest(manifest(spec, tasks, executor.describe(), statuses))
+        try:
+            if todo:
+                for index, doc in executor.run(todo):
+                    task = by_index[index]
+                    with interrupts.deferred():
+                        store.write_run(task, doc)
+                    done += 1
+                    if log and doc.get("status") == "failed":
+                        log(f"run {task['index']} ({task['run_id']}) failed: {doc.get('error')}")
+                    if progress:
+                        progress(skipped + done, len(tasks))
+        except KeyboardInterrupt:
+            interrupts.acknowledge()
+            interrupted = True
+            try:  # the running runs' partial results, status interrupted
+                for index, doc in executor.drain():
+                    with interrupts.deferred():
+                        store.write_run(by_index[index], doc)
+                    done += 1
+            except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, still write the tables below
+                interrupts.acknowledge()
+                executor.close(kill=True)
+    finally:
+        with interrupts.deferred():  # results.csv and manifest.json are written on every exit path
+            docs = {t["run_id"]: d for t in tasks if (d := store.load(t["run_id"])) is not None}
+            statuses = {rid: d.get("status", "missing") for rid, d in docs.items()}
+            store.write_csv([t for t in tasks if t["run_id"] in docs], spec.parameters)
+            store.write_manifest(manifest(spec, tasks, executor.describe(), statuses))
     summary = summarize(spec, tasks, docs)
     return {"signsim_version": __version__, "command": "sweep", "out": str(out), "runs": len(tasks),
             "skipped": skipped, "ran": done, "interrupted": interrupted, **summary}

@@ -13,9 +13,10 @@ from signsim.errors import InputError
 def load(spec: str) -> Dataset:
     path = existing(spec)
     try:
-        text = read_bytes(path, spec).decode("utf-8")
+        text = read_bytes(path, spec).decode("utf-8-sig")  # a leading byte-order mark is not part of the first field
     except UnicodeDecodeError:
         raise InputError(f"--data {spec}: not a UTF-8 text file") from None
+    check_text_size(spec, len(text))
     rows: list[list[float]] = []
     width = None
     reader = csv.reader(text.splitlines())
@@ -44,6 +45,13 @@ def load(spec: str) -> Dataset:
         raise InputError(f"--data {spec}: no data rows")
     a = np.array(rows)
     return checked(path.name, a[:, 1:], a[:, 0], f"--data {spec}")
+
+
+def check_text_size(spec: str, chars: int) -> None:
+    """Parsing keeps a Python float (32 bytes) per number of at least 2 characters, then the array."""
+    from signsim.resources import require
+
+    require(chars * 20, f"--data {spec}: parsing the CSV text", "use a smaller file")
 
 
 def _numbered(reader, spec: str):

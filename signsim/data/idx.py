@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from signsim.data.base import Dataset, DataSource, checked
-from signsim.data.files import existing, read_bytes
+from signsim.data.files import check_dense, existing, read_bytes
 from signsim.errors import InputError
 
 UBYTE = 0x08
@@ -26,7 +26,13 @@ def read_idx(path: Path, spec: str, ndim: int) -> np.ndarray:
     if len(raw) < header:
         raise InputError(f"{where}: truncated header")
     dims = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
-    size = int(np.prod(dims))
+    if dims[0] == 0:
+        raise InputError(f"{where}: holds zero items")
+    if any(n == 0 for n in dims):
+        raise InputError(f"{where}: an item has zero size (dimensions {dims})")
+    size = 1
+    for n in dims:
+        size *= n
     if len(raw) - header != size:
         raise InputError(f"{where}: header promises {size} values, the file holds {len(raw) - header}")
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
@@ -44,8 +50,9 @@ def pair(spec: str) -> tuple[str, str]:
 
 def load(spec: str) -> Dataset:
     images, labels = pair(spec)
-    X = read_idx(existing(images), spec, 3)
-    y = read_idx(existing(labels), spec, 1)
+    X = read_idx(existing(spec, images), spec, 3)
+    y = read_idx(existing(spec, labels), spec, 1)
+    check_dense(spec, (X.shape[0], X.shape[1] * X.shape[2]), what="the images as floats")
     return checked(Path(images).name, X.reshape(X.shape[0], -1) / 255.0, y, f"--data {spec}")
 
 

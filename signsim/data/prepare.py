@@ -37,6 +37,11 @@ def prepare(ds: Dataset, test_fraction: float, standardize: bool, intercept: boo
         raise InputError(f"--test-fraction {test_fraction}: must lie in [0, 1)")
     if replicate < 1:
         raise InputError(f"--replicate {replicate}: must be at least 1")
+    from signsim.resources import require
+
+    features = ds.X.shape[1] + int(intercept)
+    require(8 * 3 * (replicate + 1) * ds.n * features, f"--replicate {replicate} of {ds.name} ({ds.n} samples x "
+            f"{features} features)", "reduce --replicate or use a smaller data set")
     order = rng.permutation(ds.n)
     n_test = int(round(ds.n * test_fraction))
     if ds.n - n_test < 1:

@@ -54,7 +54,23 @@ def _csr(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return ptr, idx
 
 
+def check_syntax(spec: str) -> None:
+    """InputError unless ``spec`` names a split (label-skew with ALPHA > 0), before any data is loaded."""
+    name, sep, arg = spec.partition(":")
+    if name == "label-skew":
+        try:
+            alpha = float(arg)
+        except ValueError:
+            alpha = float("nan")
+        if not (alpha > 0 and np.isfinite(alpha)):
+            raise InputError(f"--split {spec}: expected label-skew:ALPHA with ALPHA > 0")
+        return
+    if name not in ("shared", "iid", "sorted", "split-batch") or sep:
+        raise InputError(f"--split: unknown split '{spec}'; choose from {', '.join(NAMES)}")
+
+
 def make_split(spec: str, labels: np.ndarray, workers: int, rng: np.random.Generator) -> Split:
+    check_syntax(spec)
     n = labels.shape[0]
     name, _, arg = spec.partition(":")
     if name in ("iid", "sorted", "label-skew") and workers > n:

@@ -22,6 +22,20 @@ from signsim.errors import InputError
 NAMES = ("F", "f0", "f_star", "L1", "L2", "sigma1", "sigma_total", "gamma", "M", "alpha", "d", "K", "box")
 
 
+def _count(v: float) -> bool:
+    return v >= 1 and float(v).is_integer()
+
+
+#: the range of each overridable constant (the bounds divide by L, gamma, M, K and take roots of F and sigma)
+RANGES = {
+    "F": (lambda v: v >= 0, ">= 0"), "L1": (lambda v: v > 0, "> 0"), "L2": (lambda v: v > 0, "> 0"),
+    "sigma1": (lambda v: v >= 0, ">= 0"), "sigma_total": (lambda v: v >= 0, ">= 0"),
+    "gamma": (lambda v: v > 0, "> 0"), "M": (_count, "an integer >= 1"),
+    "alpha": (lambda v: 0 <= v < 0.5, "in [0, 0.5) (the theorem needs fewer than half adversaries)"),
+    "d": (_count, "an integer >= 1"), "K": (_count, "an integer >= 1"), "box": (lambda v: v > 0, "> 0"),
+}
+
+
 @dataclass
 class Constant:
     name: str
@@ -118,10 +132,16 @@ def apply_overrides(constants: dict[str, Constant], overrides: list[str]) -> Non
             raise InputError(f"--constant {item}: '{raw}' is not a number") from None
         if not np.isfinite(value):
             raise InputError(f"--constant {item}: must be finite")
+        rule = RANGES.get(name)
+        if rule is not None and not rule[0](value):
+            raise InputError(f"--constant {item}: {name} must be {rule[1]}")
         constants[name] = Constant(name, value, "--constant override")
     if any(i.partition("=")[0].strip() in ("f0", "f_star") for i in overrides) and "f0" in constants \
             and "f_star" in constants:
         constants["F"] = Constant("F", constants["f0"].value - constants["f_star"].value, "f(x_0) - f* (overridden)")
+        if constants["F"].value < 0:
+            raise InputError(f"--constant: f0 = {constants['f0'].value:g} is below f_star = "
+                             f"{constants['f_star'].value:g} (F = f0 - f_star must be >= 0)")
 
 
 def need(constants: dict[str, Constant], *names: str) -> list[float]:

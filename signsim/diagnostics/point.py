@@ -8,6 +8,9 @@ import numpy as np
 
 from signsim.errors import InputError
 
+#: the largest K of ``--at run:K`` (the same limit as --iters)
+MAX_RUN_K = 10**15
+
 
 def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
     """The point x and a description of it. ``run:K`` runs the configured run for K iterations."""
@@ -20,30 +23,36 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
         return problem.x_star.astype(np.float64).copy(), "optimum"
     if at.startswith("run:"):
         try:
-            K = int(at[4:])
+            K = int(at[4:]) if len(at) <= 4 + 20 else -1
         except ValueError:
             K = -1
-        if K < 0:
-            raise InputError(f"--at {at}: expected run:K with an integer K >= 0")
+        if not 0 <= K <= MAX_RUN_K:
+            raise InputError(f"--at {at}: expected run:K with an integer K from 0 to {MAX_RUN_K}")
         from dataclasses import replace
 
         from signsim.build import build
         from signsim.engine.driver import simulate
+        from signsim.resources import check_run
 
         run_cfg = replace(cfg, iters=K, eval_every=max(K, 1))
+        check_run(run_cfg, problem.dim)
         out = simulate(build(run_cfg, problem).engine)
+        if out.status == "interrupted":
+            raise KeyboardInterrupt  # Ctrl-C or SIGTERM during the run: exit 130 / 143, not bad input
         if out.status != "ok":
             raise InputError(f"--at {at}: the run ended {out.status} after {out.iters_done} iterations")
         return out.x, f"after {K} iterations of {cfg.method}"
     path = Path(at)
     if path.suffix != ".npy":
         raise InputError(f"--at {at}: expected init, optimum, run:K or a .npy file")
-    if not path.is_file():
-        raise InputError(f"--at {at}: no such file")
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as e:
-        raise InputError(f"--at {at}: not a readable .npy file ({' '.join(str(e).split())})") from None
+    from signsim.paths import input_file
+
+    input_file(path, f"--at {at}")
+    from signsim.data.files import load_npy
+
+    x = load_npy(path, f"--at {at}")
+    if np.iscomplexobj(x):
+        raise InputError(f"--at {at}: holds complex numbers; expected a real vector")
     if not np.issubdtype(x.dtype, np.number) or x.ndim != 1 or x.size != problem.dim:
         raise InputError(f"--at {at}: expected a numeric vector of length {problem.dim}, got shape {x.shape}")
     if not np.isfinite(x).all():

@@ -169,7 +169,7 @@ def is_deterministic(model, params: np.ndarray) -> bool:
 
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: the driver handles signals while a chunk runs in its helper thread
 def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams, deterministic, M, icfg, fcfg,
               x_star, hist, counters, up_bits):
     """Iterations k0 <= k < k1 of a K-iteration signSGD run with drawn vote counts: the exact gradient g at x,
@@ -234,6 +234,7 @@ class BinomialEngine:
         self.hist = np.full((iters // eval_every + 2, loop.N_HIST), np.nan)
         self.counters = np.zeros(2, dtype=np.int64)
         self.status = Status.OK
+        self.abandoned: np.ndarray | None = None  # x before a chunk left running after an interrupt
 
     def advance(self, n: int) -> Status:
         p = self.problem

@@ -5,6 +5,7 @@ Random streams come from ``signsim.seeding`` (one per worker, one for the server
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from signsim.codes import (
 )
 from signsim.engine import loop
 from signsim.errors import InputError
+from signsim.interrupts import abandon, acknowledge, check, deferred
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -135,6 +137,7 @@ class Engine:
         self.hist = np.full((iters // eval_every + 2, loop.N_HIST), np.nan)
         self.counters = np.zeros(2, dtype=np.int64)
         self.status = Status.OK
+        self.abandoned: np.ndarray | None = None  # x before a chunk left running after an interrupt
 
     @staticmethod
     def settings_arrays(problem, noise, s: Settings, eval_every: int, parallel: bool, sparse_down: bool,
@@ -196,6 +199,43 @@ def worker_generators(gens: list[np.random.Generator], parallel: bool):
 
 Hook = tuple[int, Callable[[int, np.ndarray], None]]
 
+#: a chunk runs in a helper thread (the compiled loop releases the GIL) so that the main thread acts on
+#: Ctrl-C and SIGTERM at once, even when one iteration (a huge minibatch) takes minutes
+SIGNAL_POLL = 0.05
+
+
+def _advance(engine: Engine, step: int) -> None:
+    """``engine.advance(step)``; on Ctrl-C or SIGTERM during the chunk, the chunk is abandoned to its thread
+    (a daemon: it ends with the process) and ``engine.abandoned`` holds x as the chunk began."""
+    if threading.current_thread() is not threading.main_thread():
+        with deferred():
+            engine.advance(step)
+        return
+    x_before = engine.x.copy()
+    box: dict = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            engine.advance(step)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=work, daemon=True, name="signsim-chunk").start()
+    try:
+        while not done.wait(SIGNAL_POLL):
+            check()
+        check()
+    except KeyboardInterrupt:
+        if not done.is_set():
+            engine.abandoned = x_before
+            abandon()
+        raise
+    if "error" in box:
+        raise box["error"]
+
 
 def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
              hooks: list[Hook] | None = None) -> EngineOutput:
@@ -216,7 +256,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             for every, _ in hooks:
                 step = min(step, every - engine.k % every)
             t = time.perf_counter()
-            engine.advance(step)
+            _advance(engine, step)
             per_iter = (time.perf_counter() - t) / step
             chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
             if engine.status == Status.OK:
@@ -229,7 +269,11 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             status = "diverged"
         reached = engine.status == Status.TARGET
     except KeyboardInterrupt:
+        acknowledge()
         status = "interrupted"
         engine.k = int(engine.counters[loop.C_DONE])
-        engine.record_now()
+        if engine.abandoned is None:
+            engine.record_now()
+        else:  # the chunk still runs in its thread: keep the rows it completed and x as the chunk began
+            engine.x = engine.abandoned
     return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy(), reached)

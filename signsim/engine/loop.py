@@ -278,6 +278,7 @@ def _named(fn, name):
 
 
 #: the loop with the workers (and the server's sum) spread over threads, for runs with enough work per step
-run_chunk = njit(cache=True, parallel=True)(_named(_run_chunk, "run_chunk"))
+# nogil: the driver keeps handling signals while a chunk runs in its helper thread
+run_chunk = njit(cache=True, parallel=True, nogil=True)(_named(_run_chunk, "run_chunk"))
 #: the same loop compiled without threads: small runs use it, and it compiles in a fraction of the time
-run_chunk_serial = njit(cache=True)(_named(_run_chunk, "run_chunk_serial"))
+run_chunk_serial = njit(cache=True, nogil=True)(_named(_run_chunk, "run_chunk_serial"))

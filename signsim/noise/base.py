@@ -93,8 +93,15 @@ def sigma_vector(model: NoiseModel, params: np.ndarray, d: int) -> np.ndarray:
     return sigma * s
 
 
+#: the largest noise scale: sigma^2 times dimensions and sample counts must stay a finite float
+MAX_SIGMA = 1e100
+
+
 def sigma_param(value: float, spec: str) -> float:
     """Check a noise standard deviation: finite and >= 0."""
     if not np.isfinite(value) or value < 0:
         raise InputError(f"--noise {spec}: sigma must be a finite number >= 0, got {value}")
+    if value > MAX_SIGMA:
+        raise InputError(f"--noise {spec}: sigma {value:g} is too large (at most {MAX_SIGMA:g}: sums of squared "
+                         "gradients must stay finite)")
     return float(value)

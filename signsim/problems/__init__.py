@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
+import numpy as np
+
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
@@ -27,5 +29,25 @@ def get(name: str) -> ProblemSpec:
     return specs[name]
 
 
+#: vectors of the problem's dimension a problem keeps (x0, x*, L, scratch) -- for the memory check
+PROBLEM_VECTORS = 8
+
+
 def build(cfg) -> ProblemInstance:
-    return get(cfg.problem).build(cfg)
+    spec = get(cfg.problem)
+    if cfg.dim is not None:
+        from signsim.resources import require
+
+        require(8 * PROBLEM_VECTORS * cfg.dim, f"problem {spec.name} of dimension {cfg.dim}", "reduce --dim")
+    x0 = cfg.x0
+    if isinstance(x0, list):  # a vector x0: each problem fills its x0 with it; check its length first
+        from dataclasses import replace
+
+        probe = spec.build(replace(cfg, x0=None))
+        if len(x0) != probe.dim:
+            from signsim.errors import InputError
+
+            raise InputError(f"--x0: a vector of length {len(x0)}, but {probe.name} has dimension {probe.dim}")
+        probe.x0 = np.asarray(x0, dtype=np.float64)
+        return probe
+    return spec.build(cfg)

@@ -51,14 +51,13 @@ def pyplot():
 
 def save(fig, path) -> None:
     """Write the figure atomically (a temporary file renamed over the target) and release it."""
-    from pathlib import Path
+    from signsim.paths import atomic_path
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
-    fig.savefig(tmp)
-    tmp.replace(path)
-    pyplot().close(fig)
+    try:
+        with atomic_path(path, "--plot") as tmp:
+            fig.savefig(tmp, format=tmp.suffix.lstrip(".").lower() or None)
+    finally:
+        pyplot().close(fig)
 
 
 def run_label(doc: dict[str, Any]) -> str:

@@ -8,12 +8,18 @@ processes load the compiled kernels from Numba's on-disk cache.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
+import tempfile
+from collections import defaultdict
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from signsim.errors import InputError
-from signsim.sweep.worker import execute
+from signsim.sweep.worker import execute, failed
 
 DRAIN_SECONDS = 10.0
 
@@ -35,50 +41,140 @@ def _results(done) -> Iterator[tuple[int, dict[str, Any]]]:
             yield index, doc
 
 
+def _cause(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"its worker process was killed by {name}"
+    return f"its worker process exited with code {exitcode}"
+
+
 class LocalExecutor:
     name = "local"
 
-    def __init__(self, jobs: int | None):
-        self.jobs = default_jobs() if jobs is None else jobs
+    def __init__(self, jobs: int | None, force: bool = False):
+        cores = default_jobs()
+        self.jobs = cores if jobs is None else jobs
         if self.jobs < 1:
             raise InputError(f"--jobs {self.jobs}: must be at least 1")
+        if self.jobs > cores and not force:
+            raise InputError(f"--jobs {self.jobs}: more than the {cores} cores available; add --force to start "
+                             "that many processes anyway")
         self.pool = None
         self.futures: dict[Any, int] = {}
         self.reported: set = set()
+        self.tasks: dict[int, dict[str, Any]] = {}
+        self.marker_dir: str | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "jobs": self.jobs}
 
-    def run(self, tasks: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def _start(self, n: int) -> None:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import ProcessPoolExecutor
 
-        self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"))
-        self.futures = {self.pool.submit(execute, t): t["index"] for t in tasks}
-        for f in as_completed(self.futures):
-            self.reported.add(f)
-            yield self.futures[f], f.result()
-        self.close()
+        from signsim.interrupts import worker_init
+
+        self.pool = ProcessPoolExecutor(max_workers=max(1, min(self.jobs, n)),
+                                        mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=worker_init, initargs=(os.getpid(),))
+
+    def _in_flight(self) -> dict[int, int]:
+        """Task index -> process id of the runs in progress (their marker files)."""
+        out = {}
+        for f in Path(self.marker_dir).iterdir():
+            with contextlib.suppress(ValueError, OSError):
+                out[int(f.name)] = int(f.read_text() or 0)
+                f.unlink()
+        return out
+
+    def run(self, tasks: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Run every task; when a worker process dies, the run it was running is recorded ``failed`` with the
+        cause, and the pool is rebuilt for the rest (a run caught in two breakdowns is failed too)."""
+        from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        self.marker_dir = tempfile.mkdtemp(prefix="signsim-sweep-")
+        pending = {t["index"]: t for t in tasks}
+        self.tasks = dict(pending)
+        caught: dict[int, int] = defaultdict(int)
+        breaks = 0
+        try:
+            while pending:
+                if breaks > len(tasks) + 2:  # workers die before they start a run: give up on the rest
+                    for i in list(pending):
+                        yield i, failed(pending.pop(i),
+                                        "the run did not finish: worker processes keep dying at start-up")
+                    break
+                self._start(len(pending))
+                self.futures = {self.pool.submit(execute, {**t, "marker_dir": self.marker_dir}): i
+                                for i, t in pending.items()}
+                broken = False
+                for f in as_completed(self.futures):
+                    i = self.futures[f]
+                    try:
+                        doc = f.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        continue
+                    self.reported.add(f)
+                    if doc is None:  # the worker was interrupted before it started this run
+                        continue
+                    pending.pop(i, None)
+                    yield i, doc
+                if not broken:
+                    break
+                breaks += 1
+                procs = dict(getattr(self.pool, "_processes", None) or {})
+                self.pool.shutdown(wait=True, cancel_futures=True)  # joins the workers: their exit codes
+                self.pool = None
+                exits = {pid: p.exitcode for pid, p in procs.items()}
+                dead = {pid: code for pid, code in exits.items() if code not in (0, None, -signal.SIGTERM)}
+                for i, pid in self._in_flight().items():
+                    if i not in pending:
+                        continue
+                    caught[i] += 1
+                    if pid in dead or caught[i] >= 2:
+                        cause = _cause(dead.get(pid, exits.get(pid)))
+                        pending.pop(i)
+                        yield i, failed(self.tasks[i], f"the run did not finish: {cause}")
+        finally:
+            if self.pool is not None and not pending:
+                self.close()
+            if not pending:
+                shutil.rmtree(self.marker_dir, ignore_errors=True)
 
     def drain(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """After Ctrl-C: cancel queued runs, collect what the running ones report within DRAIN_SECONDS."""
+        """After Ctrl-C or SIGTERM: cancel queued runs, tell the running ones to stop (SIGINT) and collect
+        their partial results within DRAIN_SECONDS; a run that does not report is stored as interrupted."""
         from concurrent.futures import wait
 
         if self.pool is None:
             return
         for f in self.futures:
             f.cancel()
+        for p in list(getattr(self.pool, "_processes", {}).values()):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                os.kill(p.pid, signal.SIGINT)
         running = [f for f in self.futures if f not in self.reported and not f.cancelled()]
-        done, _ = wait(running, timeout=DRAIN_SECONDS)
+        done, not_done = wait(running, timeout=DRAIN_SECONDS)
         yield from _results((self.futures[f], f) for f in done)
+        for f in not_done:
+            i = self.futures[f]
+            yield i, failed(self.tasks[i], "interrupted before it reported its results", "interrupted")
         self.close(kill=True)
+        if self.marker_dir:
+            shutil.rmtree(self.marker_dir, ignore_errors=True)
 
     def close(self, kill: bool = False) -> None:
         if self.pool is None:
             return
         if kill:
             for p in list(getattr(self.pool, "_processes", {}).values()):
-                p.terminate()
+                with contextlib.suppress(OSError, AttributeError):
+                    p.kill()
         self.pool.shutdown(wait=not kill, cancel_futures=True)
         self.pool = None
 
@@ -89,7 +185,7 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, scheduler: str | None, jobs: int | None):
+    def __init__(self, scheduler: str | None, jobs: int | None, force: bool = False):
         try:
             import distributed  # noqa: F401
         except ImportError:
@@ -98,9 +194,18 @@ class DaskExecutor:
             raise InputError("--executor dask needs --scheduler ADDRESS (or --scheduler local)")
         if jobs is not None and jobs < 1:
             raise InputError(f"--jobs {jobs}: must be at least 1")
+        if scheduler == "local" and jobs is not None and jobs > default_jobs() and not force:
+            raise InputError(f"--jobs {jobs}: more than the {default_jobs()} cores available; add --force to start "
+                             "that many processes anyway")
+        if scheduler != "local":
+            check_address(scheduler)
         self.scheduler, self.jobs = scheduler, jobs or 2
         self.client = self.cluster = None
         self.futures: list = []
+        self.tasks: dict[int, dict[str, Any]] = {}
+        self.index: dict[Any, int] = {}
+        self.reported: set = set()
+        self.marker_dir: str | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "scheduler": self.scheduler,
@@ -111,25 +216,61 @@ class DaskExecutor:
 
         try:
             if self.scheduler == "local":
+                import logging
+
                 self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1, processes=True,
-                                            dashboard_address=None)
+                                            dashboard_address=None, host="127.0.0.1", silence_logs=logging.CRITICAL)
                 self.client = Client(self.cluster)
             else:
                 self.client = Client(self.scheduler, timeout="20s")
-        except (OSError, TimeoutError) as e:
-            raise InputError(f"--scheduler {self.scheduler}: cannot connect ({e})") from None
+        except (OSError, TimeoutError, ValueError, TypeError) as e:
+            raise InputError(f"--scheduler {self.scheduler}: cannot connect ({' '.join(str(e).split())})") from None
+        self.tasks = {t["index"]: t for t in tasks}
+        if self.scheduler == "local":  # same machine: runs mark themselves in progress (see worker.execute)
+            self.marker_dir = tempfile.mkdtemp(prefix="signsim-sweep-")
+            tasks = [{**t, "marker_dir": self.marker_dir} for t in tasks]
         self.futures = [self.client.submit(execute, t, pure=False, key=f"signsim-{t['run_id']}-{t['index']}")
                         for t in tasks]
-        index = {f.key: t["index"] for f, t in zip(self.futures, tasks, strict=True)}
+        self.index = {f.key: t["index"] for f, t in zip(self.futures, tasks, strict=True)}
+        self.reported = set()
         for f in as_completed(self.futures):
-            yield index[f.key], f.result()
+            i = self.index[f.key]
+            try:
+                doc = f.result()
+            except Exception as e:  # noqa: BLE001 - a dead worker (KilledWorker) or a lost task: recorded
+                doc = failed(self.tasks[i], f"the run did not finish: {type(e).__name__}: "
+                                            f"{' '.join(str(e).split())[:300]}")
+            self.reported.add(f.key)
+            yield i, doc
         self.close()
 
     def drain(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        if self.client is not None:
+        """After Ctrl-C or SIGTERM: the runs the cluster was running are stored as interrupted (a Dask task
+        cannot hand back partial results); queued runs are cancelled."""
+        if self.client is None:
+            return
+        running: set = set()
+        if self.marker_dir:
+            keys = {i: k for k, i in self.index.items()}
+            for f in Path(self.marker_dir).iterdir():
+                with contextlib.suppress(ValueError, KeyError):
+                    running.add(keys[int(f.name)])
+            shutil.rmtree(self.marker_dir, ignore_errors=True)
+        with contextlib.suppress(Exception):  # the tasks executing right now (not those queued on a worker)
+            for stacks in self.client.call_stack().values():
+                running.update(stacks)
+        with contextlib.suppress(Exception):
             self.client.cancel(self.futures)
+        for f in self.futures:
+            if f.key in running and f.key not in self.reported:
+                i = self.index[f.key]
+                yield i, failed(self.tasks[i], "interrupted while running on the Dask cluster", "interrupted")
+        if self.cluster is not None:  # our own LocalCluster: its busy workers are stopped now, not in seconds
+            for nanny in list(getattr(self.cluster, "workers", {}).values()):
+                with contextlib.suppress(Exception):
+                    nanny.auto_restart = False
+                    os.kill(nanny.process.process.pid, signal.SIGKILL)
         self.close()
-        return iter(())
 
     def close(self, kill: bool = False) -> None:
         if self.client is not None:
@@ -138,13 +279,23 @@ class DaskExecutor:
         if self.cluster is not None:
             self.cluster.close()
             self.cluster = None
+        if self.marker_dir:
+            shutil.rmtree(self.marker_dir, ignore_errors=True)
 
 
-def make(name: str, jobs: int | None, scheduler: str | None):
+def check_address(address: str) -> None:
+    """InputError unless ``address`` looks like [PROTOCOL://]HOST:PORT."""
+    rest = address.split("://", 1)[-1]
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"--scheduler {address}: expected HOST:PORT (e.g. tcp://127.0.0.1:8786) or 'local'")
+
+
+def make(name: str, jobs: int | None, scheduler: str | None, force: bool = False):
     if name == "local":
         if scheduler:
             raise InputError("--scheduler applies to --executor dask only")
-        return LocalExecutor(jobs)
+        return LocalExecutor(jobs, force)
     if name == "dask":
-        return DaskExecutor(scheduler, jobs)
+        return DaskExecutor(scheduler, jobs, force)
     raise InputError(f"--executor {name}: choose from local, dask")

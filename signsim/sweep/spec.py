@@ -51,6 +51,10 @@ class RunTask:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: the most runs one sweep file may expand to (each run is a file and a row group of results.csv)
+MAX_RUNS = 100_000
+
+
 def _values(raw: Any, key: str, where: str) -> list[Any]:
     if not isinstance(raw, list) or not raw:
         raise InputError(f"{where}: '{key}' must be a non-empty list of values")
@@ -68,6 +72,8 @@ def load(path: str | Path) -> SweepSpec:
     repeats = raw.pop("repeats", 1)
     if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
         raise InputError(f"{where}: 'repeats' must be a positive integer")
+    if repeats > MAX_RUNS:
+        raise InputError(f"{where}: 'repeats' {repeats}: at most {MAX_RUNS} runs per sweep")
     if not isinstance(grid_raw, dict):
         raise InputError(f"{where}: [grid] must be a table of lists")
     if isinstance(zip_raw, dict):
@@ -79,6 +85,8 @@ def load(path: str | Path) -> SweepSpec:
     grid = {}
     for key, values in grid_raw.items():
         name = key.replace("-", "_")
+        if name in grid:
+            raise InputError(f"{where}: [grid]: '{key}' is given twice (as - and as _); give it once")
         grid[name] = [parse_options({key: v}, f"{where}: [grid]")[name]
                       for v in _values(values, key, f"{where}: [grid]")]
     zips = []
@@ -86,6 +94,8 @@ def load(path: str | Path) -> SweepSpec:
         group = {}
         for key, values in z.items():
             name = key.replace("-", "_")
+            if name in group:
+                raise InputError(f"{where}: [[zip]] #{i}: '{key}' is given twice (as - and as _); give it once")
             group[name] = [parse_options({key: v}, f"{where}: [[zip]] #{i}")[name]
                            for v in _values(values, key, f"{where}: [[zip]] #{i}")]
         lengths = {len(v) for v in group.values()}
@@ -99,6 +109,13 @@ def load(path: str | Path) -> SweepSpec:
     if "seed" in keys and repeats > 1:
         raise InputError(f"{where}: 'seed' varies in the grid, so 'repeats' must be 1")
     seed = base.pop("seed", 0)
+    runs = repeats
+    for values in grid.values():
+        runs *= len(values)
+    for z in zips:
+        runs *= len(next(iter(z.values()))) if z else 1
+    if runs > MAX_RUNS:
+        raise InputError(f"{where}: expands to {runs} runs (at most {MAX_RUNS}); reduce 'repeats' or the grid")
     return SweepSpec(base, grid, zips, repeats, seed, str(p))
 
 
@@ -134,10 +151,12 @@ def expand(spec: SweepSpec) -> list[RunTask]:
                 run_params["seed"] = seeds[r]
             run_params["repeat"] = r
             options = {**spec.base, **{k: v for k, v in run_params.items() if k != "repeat"}}
-            error = None
             try:
                 config = resolve(options).to_dict()
             except InputError as e:
-                config, error = dict(options), str(e)
-            tasks.append(RunTask(len(tasks), run_id(config), run_params, config, error))
+                point = ", ".join(f"{k} = {v!r}" for k, v in run_params.items() if k not in ("seed", "repeat")
+                                  or k == "seed" and "seed" in params)
+                raise InputError(f"sweep file {spec.path}: run {len(tasks)} ({point or 'the base options'}): {e}") \
+                    from None
+            tasks.append(RunTask(len(tasks), run_id(config), run_params, config))
     return tasks

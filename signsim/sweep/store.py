@@ -19,22 +19,52 @@ HISTORY_COLUMNS = ["iter", "loss", "grad_norm", "grad_norm_l1", "distance", "bit
                    "test_acc", "ef_error_norm"]
 
 
+def complete(doc: Any) -> str | None:
+    """Why ``doc`` is not a run's results document (None when it is one)."""
+    if not isinstance(doc, dict):
+        return f"holds a JSON {type(doc).__name__}, not a results document"
+    status = doc.get("status")
+    if status not in (*FINISHED, "interrupted", "failed"):
+        return f"unknown status {status!r}"
+    if status == "failed":
+        return None if isinstance(doc.get("error"), str) else "a failed run without its error"
+    if not isinstance(doc.get("config"), dict) or not isinstance(doc.get("final"), dict) \
+            or not isinstance(doc.get("history"), list) or not all(isinstance(r, dict) for r in doc["history"]):
+        return f"status {status!r} but no complete results (config, history, final)"
+    return None
+
+
 class Store:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.runs = self.root / "runs"
+        self.warnings: list[str] = []  # run files that were found damaged or incomplete (they are rerun)
+        self._warned: set[str] = set()
 
     def path(self, run_id: str) -> Path:
         return self.runs / f"{run_id}.json"
 
+    def _warn(self, run_id: str, what: str) -> None:
+        if run_id not in self._warned:
+            self._warned.add(run_id)
+            self.warnings.append(f"{self.path(run_id)}: {what}; the run is done again")
+
     def load(self, run_id: str) -> dict[str, Any] | None:
+        """The run's results document, or None when there is none or it is not a results document (damaged,
+        not a JSON object, or finished-looking but incomplete: such a run is rerun, with a warning)."""
         p = self.path(run_id)
         if not p.is_file():
             return None
         try:
-            return json.loads(p.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return None  # a damaged file counts as not finished
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+            self._warn(run_id, "not a readable JSON file")
+            return None
+        problem = complete(doc)
+        if problem:
+            self._warn(run_id, problem)
+            return None
+        return doc
 
     def finished(self, run_id: str) -> bool:
         doc = self.load(run_id)
@@ -45,9 +75,21 @@ class Store:
         write_atomic(self.path(task["run_id"]), dumps(doc) + "\n")
 
     def write_csv(self, tasks: list[dict[str, Any]], parameters: list[str]) -> None:
+        """One row per run and recorded iteration: the run's varying options, then every other option of its
+        config, then the history columns, then every tracked value (``spb.rho_min``, ``diversity.B_S``, ...)
+        on the rows of the iterations where it was recorded."""
         docs = [self.load(t["run_id"]) for t in tasks]
         present = [c for c in HISTORY_COLUMNS if any(c in row for d in docs if d for row in d.get("history", []))]
-        header = ["run_id", "index", "status", *parameters, "seed", "repeat", *present]
+        options = sorted({k for t in tasks for k in t["config"]} - set(parameters) - {"seed"})
+        tracked: list[str] = []
+        for d in docs:
+            for name, rows in ((d or {}).get("tracks") or {}).items():
+                for row in rows if isinstance(rows, list) else []:
+                    for key, value in row.items() if isinstance(row, dict) else []:
+                        col = f"{name}.{key}"
+                        if key != "iter" and col not in tracked and not isinstance(value, dict | list):
+                            tracked.append(col)
+        header = ["run_id", "index", "status", *parameters, "seed", "repeat", *options, *present, *tracked]
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(header)
@@ -55,10 +97,19 @@ class Store:
             if d is None:
                 continue
             lead = [t["run_id"], t["index"], d.get("status"), *[t["params"].get(p) for p in parameters],
-                    t["config"].get("seed"), t["params"].get("repeat")]
-            history = d.get("history") or [{}]
-            for row in history:
-                w.writerow(lead + ["" if row.get(c) is None else row.get(c) for c in present])
+                    t["config"].get("seed"), t["params"].get("repeat"),
+                    *["" if t["config"].get(o) is None else t["config"].get(o) for o in options]]
+            rows: dict[Any, dict[str, Any]] = {}
+            for row in d.get("history") or []:
+                rows.setdefault(row.get("iter"), {}).update(row)
+            for name, track in (d.get("tracks") or {}).items():
+                for row in track if isinstance(track, list) else []:
+                    if isinstance(row, dict):
+                        rows.setdefault(row.get("iter"), {"iter": row.get("iter")}).update(
+                            {f"{name}.{k}": v for k, v in row.items() if k != "iter"})
+            ordered = [rows[k] for k in sorted(rows, key=lambda k: (k is None, k if k is not None else 0))] or [{}]
+            for row in ordered:
+                w.writerow(lead + ["" if row.get(c) is None else row.get(c) for c in [*present, *tracked]])
         write_atomic(self.root / "results.csv", buf.getvalue())
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:

@@ -2,26 +2,55 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import traceback
+from pathlib import Path
 from typing import Any
 
 
-def execute(task: dict[str, Any]) -> dict[str, Any]:
-    """Run one configured run and return its results document; a run that raises returns a document with
-    status ``failed`` and the error instead (the sweep goes on)."""
+def failed(task: dict[str, Any], error: str, status: str = "failed") -> dict[str, Any]:
+    """The document of a run that produced no results (``failed``, or ``interrupted`` before it reported)."""
     from signsim import __version__
+
+    doc = {"signsim_version": __version__, "command": "run", "config": task["config"], "status": status,
+           "error": error}
+    if status != "failed":
+        doc.update(history=[], final={}, tracks={}, warnings=[])
+    return doc
+
+
+def execute(task: dict[str, Any]) -> dict[str, Any] | None:
+    """Run one configured run and return its results document; a run that raises returns a document with
+    status ``failed`` and the error instead (the sweep goes on). With ``marker_dir`` in the task, a file
+    ``<marker_dir>/<index>`` holds this process's id while the run is in progress (so that the sweep can
+    tell which run a dead worker process was running). A pool worker that was already interrupted starts
+    nothing more and returns None (the run stays missing)."""
+    from signsim import interrupts
     from signsim.errors import InputError
 
-    base = {"signsim_version": __version__, "command": "run", "config": task["config"]}
-    if task.get("error"):
-        return {**base, "status": "failed", "error": task["error"]}
+    if task.get("marker_dir") and interrupts.received() is not None:
+        return None
+
+    marker = Path(task["marker_dir"]) / str(task["index"]) if task.get("marker_dir") else None
+    if marker is not None:
+        marker.write_text(str(os.getpid()))
     try:
+        if task.get("error"):
+            return failed(task, task["error"])
+        if os.environ.get("SIGNSIM_CRASH_RUN") == str(task["index"]):  # a testing aid: this worker dies
+            os.kill(os.getpid(), signal.SIGKILL)
         from signsim.commands.run import run
         from signsim.config import resolve
 
         return run(resolve(task["config"]))
     except InputError as e:
-        return {**base, "status": "failed", "error": str(e)}
+        return failed(task, str(e))
+    except MemoryError:
+        return failed(task, "MemoryError: not enough memory for this run")
     except Exception as e:  # noqa: BLE001 - recorded, not hidden: the sweep must go on
         last = traceback.extract_tb(e.__traceback__)[-1]
-        return {**base, "status": "failed", "error": f"{type(e).__name__}: {e} ({last.filename}:{last.lineno})"}
+        return failed(task, f"{type(e).__name__}: {e} ({last.filename}:{last.lineno})")
+    finally:
+        if marker is not None:
+            marker.unlink(missing_ok=True)

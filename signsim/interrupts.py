@@ -1,0 +1,171 @@
+"""Ctrl-C (SIGINT) and SIGTERM: both stop the work in progress the same way (``KeyboardInterrupt``; SIGTERM
+raises its subclass ``Terminated``), partial results are kept, and the exit code is 130 or 143.
+
+Compiled kernels cannot be interrupted while they run, so long kernels are called in chunks of a fraction
+of a second inside ``deferred()``: a signal that arrives during a chunk is remembered and raised when the
+chunk returns (raising it inside the compiled call would corrupt the call's result). ``deferred()`` also
+protects short sections that must finish, such as writing results files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+#: a chunk of compiled work aims at this many seconds, so that signals act within about a second
+CHUNK_SECONDS = 0.1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C (exit 143 instead of 130)."""
+
+
+_state: dict = {"pending": None, "depth": 0, "received": None}
+
+
+def _raise(signum: int) -> None:
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _handler(signum, frame) -> None:
+    _state["received"] = signum
+    _state["pending"] = signum  # until acknowledged: an exception raised here can be swallowed (ctypes callbacks)
+    if _state["depth"] > 0:
+        return
+    _raise(signum)
+
+
+def check() -> None:
+    """Raise the signal received and not yet acknowledged, if any (a checkpoint between chunks of work)."""
+    if _state["pending"] is not None and _state["depth"] == 0:
+        signum, _state["pending"] = _state["pending"], None
+        _raise(signum)
+
+
+def hold() -> None:
+    """From now on signals are only recorded (the command is finishing)."""
+    _state["depth"] += 1
+
+
+def release() -> None:
+    _state["depth"] = 0
+    _state["pending"] = None
+
+
+def abandon() -> None:
+    """Note that compiled work was left running in a helper thread (see ``signsim.engine.driver``)."""
+    _state["abandoned"] = True
+
+
+def abandoned() -> bool:
+    return bool(_state.get("abandoned"))
+
+
+def acknowledge() -> None:
+    """The interrupt has been handled (partial results kept): do not raise it again."""
+    _state["pending"] = None
+
+
+def _unraisable(info) -> None:
+    """An interrupt raised where Python cannot propagate it (an import-lock or ctypes callback) is kept
+    pending and raised at the next checkpoint; it is not printed as a traceback."""
+    if isinstance(info.exc_value, KeyboardInterrupt):
+        return
+    (_state.get("hook") or sys.__unraisablehook__)(info)
+
+
+def pending() -> bool:
+    return _state["pending"] is not None
+
+
+def install() -> dict:
+    """Handle SIGINT and SIGTERM (from the main thread); returns the previous handlers for ``restore``."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict = {"hook": sys.unraisablehook}
+    if sys.unraisablehook is not _unraisable:
+        _state["hook"] = sys.unraisablehook
+    sys.unraisablehook = _unraisable
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, _handler)
+    _state.update(pending=None, depth=0, received=None, abandoned=False)
+    return previous
+
+
+def restore(previous: dict) -> None:
+    previous = dict(previous)
+    if "hook" in previous:
+        sys.unraisablehook = previous.pop("hook")
+    for sig, h in previous.items():
+        signal.signal(sig, h if h is not None else signal.SIG_DFL)
+
+
+def received() -> int | None:
+    """The last signal received (SIGINT or SIGTERM), if any."""
+    return _state["received"]
+
+
+def exit_code() -> int:
+    return 143 if _state["received"] == signal.SIGTERM else 130
+
+
+def note(signum: int) -> None:
+    """Remember a signal that arrived before the handlers were installed (during start-up)."""
+    _state["received"] = signum
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Signals arriving inside are raised when the outermost ``deferred`` block ends."""
+    _state["depth"] += 1
+    try:
+        yield
+    finally:
+        _state["depth"] -= 1
+        if _state["depth"] == 0 and _state["pending"] is not None:
+            signum, _state["pending"] = _state["pending"], None
+            _raise(signum)
+
+
+def chunked(total: int, step: Callable[[int, int], None], first: int = 1, limit: int = 1 << 30) -> None:
+    """Call ``step(lo, hi)`` over consecutive ranges covering [0, total), each sized to take about
+    CHUNK_SECONDS, inside ``deferred()``: Ctrl-C and SIGTERM act between ranges."""
+    lo, size = 0, max(1, first)
+    while lo < total:
+        hi = min(total, lo + size)
+        t = time.perf_counter()
+        with deferred():
+            step(lo, hi)
+        per = (time.perf_counter() - t) / (hi - lo)
+        size = int(min(max(1, CHUNK_SECONDS / max(per, 1e-12)), limit, 4 * size))
+        lo = hi
+
+
+# --- pool workers -------------------------------------------------------------------------------------
+
+
+def _worker_handler(signum, frame) -> None:
+    if _state["received"] is None:  # the first signal stops the run; later ones are ignored
+        _state["received"] = signum
+        raise KeyboardInterrupt()
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(1)  # the sweep process is gone: nobody will collect this worker's result
+
+
+def worker_init(parent: int) -> None:
+    """Initializer of a sweep's pool workers: the first SIGINT interrupts the running run (which reports its
+    partial results; later ones are ignored), SIGTERM ends the worker, and the worker exits when its parent
+    process dies."""
+    signal.signal(signal.SIGINT, _worker_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()

@@ -1,0 +1,185 @@
+"""Files the user names: inputs checked to be readable regular files, outputs checked before any work starts
+and written atomically.
+
+An atomic write goes to a temporary file in the target's directory, which is flushed, given the mode a new
+file would get (the umask's, or the mode of the regular file it replaces) and renamed over the target. A
+symlink is followed (its target is replaced, the link stays); a FIFO or a character device (``/dev/null``,
+``/dev/stdout``) is written directly; any other kind of file is refused, never replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from signsim.errors import InputError
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def kind(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def input_file(path: str | Path, where: str) -> Path:
+    """``path`` if it is a regular file this process can read; otherwise InputError ``where: what it is``."""
+    p = Path(path)
+    if str(path) == "":
+        raise InputError(f"{where}: empty file name")
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise InputError(f"{where}: no such file") from None
+    except OSError as e:
+        raise InputError(f"{where}: cannot read it ({e.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{where}: is {kind(st.st_mode)}, not a regular file")
+    if not os.access(p, os.R_OK):
+        raise InputError(f"{where}: cannot read it (permission denied)")
+    return p
+
+
+def _exists(p: Path) -> bool:
+    try:
+        p.stat()
+    except OSError:
+        return False
+    return True
+
+
+def _direct(mode: int) -> bool:
+    """Written in place rather than replaced: FIFOs and character devices."""
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def output_file(value: str | Path | None, option: str = "--out") -> Path | None:
+    """Check an output file name before any work: it must not be empty or name a directory, its directory
+    must exist or be creatable and writable, and its name must fit the file system. Returns the path the
+    write will go to (a symlink's target). Creates missing parent directories."""
+    if value is None:
+        return None
+    text = str(value)
+    where = f"{option} {text}" if text else f"{option} ''"
+    if not text.strip():
+        raise InputError(f"{where}: empty file name")
+    if "\x00" in text:
+        raise InputError(f"{where}: file name contains a NUL byte")
+    path = Path(os.path.realpath(text))
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise InputError(f"{where}: a parent of it is a file, not a directory") from None
+    except OSError as e:
+        raise InputError(f"{where}: cannot write there ({e.strerror})") from None
+    if text.endswith(os.sep) or (st is not None and stat.S_ISDIR(st.st_mode)):
+        raise InputError(f"{where}: is a directory; name a file")
+    if st is not None and not (stat.S_ISREG(st.st_mode) or _direct(st.st_mode)):
+        raise InputError(f"{where}: is {kind(st.st_mode)}; refusing to replace it")
+    if st is not None and _direct(st.st_mode):
+        return path
+    parent = path.parent
+    ancestor = parent
+    while not _exists(ancestor) and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InputError(f"{where}: {ancestor} is a file, not a directory")
+    try:
+        limit = os.pathconf(ancestor, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    too_long = [part for part in path.parts if len(os.fsencode(part)) > limit]
+    if too_long:
+        raise InputError(f"{where}: a name in it is longer than the file system allows ({limit} bytes)")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".signsim-probe.", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise InputError(f"{where}: cannot write there ({e.strerror or errno.errorcode.get(e.errno, e)})") from None
+    return path
+
+
+def output_dir(value: str | Path, option: str = "--out") -> Path:
+    """Check (and create) an output directory before any work."""
+    text = str(value)
+    where = f"{option} {text}" if text else f"{option} ''"
+    if not text.strip():
+        raise InputError(f"{where}: empty directory name")
+    path = Path(os.path.realpath(text))
+    ancestor = path
+    while not _exists(ancestor) and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        what = "it" if ancestor == path else str(ancestor)
+        raise InputError(f"{where}: {what} is not a directory")
+    try:
+        limit = os.pathconf(ancestor, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    if any(len(os.fsencode(part)) > limit for part in path.parts):
+        raise InputError(f"{where}: a name in it is longer than the file system allows ({limit} bytes)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".signsim-probe.", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise InputError(f"{where}: cannot write there ({e.strerror or e})") from None
+    return Path(text)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, option: str = "--out") -> Iterator[Path]:
+    """A temporary path (same directory and suffix as ``path``) to write; on success it replaces ``path``
+    (see the module doc); on failure it is removed and ``path`` is untouched."""
+    target = output_file(path, option)
+    st = target.stat() if target.exists() else None
+    if st is not None and _direct(st.st_mode):
+        # a FIFO or a device: written in place, never replaced
+        with tempfile.TemporaryDirectory(prefix="signsim-") as tmpdir:
+            tmp = Path(tmpdir) / f"out{target.suffix}"
+            yield tmp
+            with open(tmp, "rb") as src, open(target, "wb") as dst:
+                while chunk := src.read(1 << 20):
+                    dst.write(chunk)
+        return
+    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:100]}.", suffix=f".tmp{target.suffix}",
+                                    dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def write_atomic(path: str | Path, text: str, option: str = "--out") -> None:
+    """Write ``text`` to ``path`` so that a reader sees either the old file or the whole new one."""
+    with atomic_path(path, option) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)

@@ -1,0 +1,102 @@
+"""How much memory this process may still use, and estimates of what a run needs, checked before anything
+large is allocated: over the limit is an InputError naming the estimate and the option to reduce."""
+
+from __future__ import annotations
+
+import os
+import resource
+
+#: keep this fraction of the available memory as headroom
+HEADROOM = 0.8
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _cgroup_available() -> int | None:
+    try:
+        limit = open("/sys/fs/cgroup/memory.max").read().strip()
+        used = open("/sys/fs/cgroup/memory.current").read().strip()
+    except OSError:
+        return None
+    if limit == "max":
+        return None
+    return max(0, int(limit) - int(used))
+
+
+def _rlimit_available() -> int | None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/statm") as f:
+            used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        used = 0
+    return max(0, soft - used)
+
+
+def available_bytes() -> int:
+    """The smallest of: the system's available memory, the cgroup's remaining limit, the address-space limit."""
+    override = os.environ.get("SIGNSIM_MEMORY_LIMIT")  # a testing aid: pretend only this many bytes are free
+    candidates = [c for c in (_meminfo_available(), _cgroup_available(), _rlimit_available()) if c is not None]
+    if override:
+        try:
+            candidates.append(int(float(override)))
+        except ValueError:
+            pass
+    return min(candidates) if candidates else 1 << 62
+
+
+def fmt(nbytes: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def require(nbytes: float, what: str, reduce: str) -> None:
+    """InputError when ``nbytes`` exceeds the memory this process can use (with headroom)."""
+    from signsim.errors import InputError
+
+    avail = available_bytes()
+    if nbytes > HEADROOM * avail:
+        raise InputError(f"{what} needs about {fmt(nbytes)} of memory, {fmt(avail)} available; {reduce}")
+
+
+#: Python and Numba objects per worker (its random generator and bookkeeping), bytes
+PER_WORKER = 4096
+
+
+def run_bytes(workers: int, dim: int, momentum: bool, error_feedback: bool, history_rows: int,
+              data_values: int = 0) -> int:
+    """The memory a run allocates: per worker its gradient, message, momentum and error-feedback vectors and
+    its generator; the server's vectors; the recorded history; the data (train + test copies)."""
+    per_worker = 8 * dim * (2 + int(momentum) + int(error_feedback)) + PER_WORKER
+    return workers * per_worker + 8 * dim * 8 + history_rows * 16 * 8 + 8 * 3 * data_values
+
+
+def check_run(cfg, dim: int, data_values: int = 0) -> None:
+    """InputError when the run described by ``cfg`` (with dimension ``dim``) cannot fit in memory. With
+    ``--votes binomial`` no worker holds any state (docs/theory.md §11)."""
+    from signsim import methods
+
+    method = methods.get(cfg.method)
+    momentum = (cfg.momentum or 0) > 0 or method.momentum_kind == "lion"
+    ef = (cfg.error_feedback or method.error_feedback) != "none"
+    rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
+    workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers
+    need = run_bytes(workers, dim, momentum, ef, rows, data_values)
+    hint = ""
+    if workers and cfg.method == "signsgd" and not momentum:
+        hint = "; for signSGD on a synthetic problem, --votes binomial simulates any number of workers in O(d)"
+    require(need, f"this run ({cfg.workers} workers x dimension {dim}, {rows} history rows)",
+            "reduce --workers, --dim, --iters (or raise --eval-every) or the data" + hint)

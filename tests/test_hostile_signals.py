@@ -1,0 +1,108 @@
+"""Issue #18: Ctrl-C and SIGTERM act within about a second everywhere, keep partial results, exit 130 / 143.
+SIGINT is delivered to the whole process group, as a terminal does; SIGTERM to the process only."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ACT_WITHIN = 2.5  # seconds from the signal to the exit (about one second, plus a loaded machine's slack)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled_kernels():
+    """Compile (or load) every kernel once, so that the timed processes below only load them."""
+    from signsim.cli import main
+
+    for args in (["run", "--problem", "logistic", "--iters", "3", "--quiet"],
+                 ["check-spb", "--problem", "quadratic", "--estimator", "monte-carlo", "--samples", "50", "--quiet"],
+                 ["diversity", "--problem", "quadratic", "--estimator", "two-batch", "--pairs", "50", "--quiet"]):
+        try:
+            main(args)
+        except SystemExit:
+            pass
+
+
+def interrupt(args, sig=signal.SIGINT, after=3.0, twice=False, env=None):
+    """Start ``signsim ARGS`` in its own process group, deliver ``sig`` after ``after`` seconds; returns
+    (exit code, stderr, seconds from the signal to the exit)."""
+    p = subprocess.Popen([sys.executable, "-m", "signsim.cli", *map(str, args)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True, env={**os.environ, **(env or {})})
+    time.sleep(after)
+    assert p.poll() is None, p.communicate()
+    start = time.time()
+    if sig == signal.SIGINT:
+        os.killpg(p.pid, sig)
+        if twice:
+            time.sleep(0.05)
+            os.killpg(p.pid, sig)
+    else:
+        os.kill(p.pid, sig)
+    _, err = p.communicate(timeout=60)
+    return p.returncode, err, time.time() - start
+
+
+def assert_clean(err):
+    assert "Traceback" not in err and "SystemError" not in err, err
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_run_stops_and_keeps_its_history(tmp_path, sig, code):
+    out = tmp_path / "r.json"
+    rc, err, took = interrupt(["run", "--problem", "quadratic", "--iters", "100000000", "--out", out, "--quiet"], sig)
+    assert rc == code and took < ACT_WITHIN, (rc, took, err)
+    assert_clean(err)
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "interrupted" and doc["history"]
+
+
+def test_one_huge_iteration_does_not_block_ctrl_c(tmp_path):
+    out = tmp_path / "r.json"
+    rc, err, took = interrupt(["run", "--problem", "logistic", "--batch-size", "100000000", "--workers", "2",
+                               "--iters", "5", "--out", out, "--quiet"])
+    assert rc == 130 and took < ACT_WITHIN, (rc, took, err)
+    assert_clean(err)
+    assert json.loads(out.read_text())["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("args", [
+    ["check-spb", "--problem", "quadratic", "--dim", "50", "--estimator", "monte-carlo", "--samples", "1000000000"],
+    ["diversity", "--problem", "quadratic", "--dim", "50", "--estimator", "two-batch", "--pairs", "1000000000"],
+    ["check-spb", "--problem", "quadratic", "--at", "run:1000000000000"],
+], ids=["monte-carlo", "two-batch", "at-run-K"])
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_long_diagnostics_stop_within_a_second(args, sig, code):
+    rc, err, took = interrupt([*args, "--quiet"], sig)
+    assert rc == code and took < ACT_WITHIN, (rc, took, err)
+    assert_clean(err)
+
+
+def test_a_comparison_stops_entirely(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('problem = "quadratic"\niters = 100000000\n[[compare]]\nlabel = "a"\nmethod = "signsgd"\n'
+                      '[[compare]]\nlabel = "b"\nmethod = "sgd"\nlr = 0.001\n')
+    out = tmp_path / "c.json"
+    rc, err, took = interrupt(["run", "--config", config, "--out", out, "--quiet"])
+    assert rc == 130 and took < ACT_WITHIN, (rc, took, err)
+    doc = json.loads(out.read_text())
+    assert [d["label"] for d in doc["runs"]] == ["a"] and doc["status"] == "interrupted"
+
+
+def test_a_second_ctrl_c_still_writes_the_results(tmp_path):
+    out = tmp_path / "r.json"
+    rc, err, _ = interrupt(["run", "--problem", "quadratic", "--iters", "100000000", "--out", out, "--quiet"],
+                           twice=True)
+    assert rc == 130
+    assert_clean(err)
+    assert json.loads(out.read_text())["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("after", [0.1, 0.3, 0.6])
+def test_ctrl_c_during_start_up_imports(after):
+    rc, err, took = interrupt(["run", "--problem", "quadratic", "--iters", "100000000", "--quiet"], after=after)
+    assert rc == 130 and took < ACT_WITHIN, (rc, took, err)
+    assert_clean(err)

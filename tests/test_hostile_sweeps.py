@@ -1,0 +1,203 @@
+"""Issue #18: sweeps that survive their workers, signals, and damaged run files."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from .test_hostile import one_line
+
+QUICK = 'problem = "quadratic"\niters = 200\n[grid]\nlr = [0.1, 0.01, 0.001, 0.0001]\n'
+LONG = 'problem = "quadratic"\ndim = 50\niters = 3000000\n[grid]\nlr = [0.1, 0.01, 0.001, 0.0001]\n'
+
+
+def write(tmp_path, text, name="s.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def wait_for(predicate, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def children(pid):
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead too
+        return open(f"/proc/{pid}/stat").read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def popen(*args, env=None):
+    return subprocess.Popen([sys.executable, "-m", "signsim.cli", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, **(env or {})})
+
+
+# --- plan time ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("[grid]\nlr = [0.1, -1]\n", ("[grid]", "'lr' -1", "> 0")),
+    ('problem = "quadratic"\n[grid]\nbyzantine = [0, 9]\n', ("run 1", "byzantine = 9", "--byzantine")),
+    ("seed = -1\n", ("'seed' -1",)),
+    ("[grid]\nseed = [1, -2]\n", ("'seed' -2",)),
+    ("batch-size = 2\nbatch_size = 3\n", ("'batch-size'", "'batch_size'")),
+    ("[grid]\nbatch-size = [2]\nbatch_size = [3]\n", ("'batch_size'", "twice")),
+    ("repeats = 100000000\n", ("repeats",)),
+    ("repeats = 1000\n[grid]\nlr = [0.1, 0.2, 0.3]\nworkers = [" + ", ".join(map(str, range(1, 36))) + "]\n",
+     ("expands to 105000 runs",)),
+    ('noise = ""\n', ("'noise'", "empty")),
+    ('problem = "logistic"\nsplit = "shared:"\n', ("--split", "shared:")),
+])
+def test_sweep_files_are_validated_completely_at_plan_time(cli, tmp_path, text, words):
+    p = write(tmp_path, text)
+    start = time.time()
+    one_line(cli("sweep", p, "--dry-run", "--out", tmp_path / "o"), str(p) if "split" not in text else "--split",
+             *words)
+    assert time.time() - start < 20
+
+
+def test_jobs_are_capped_at_the_cores_unless_forced(cli, tmp_path):
+    p = write(tmp_path, QUICK)
+    one_line(cli("sweep", p, "--jobs", "100000", "--out", tmp_path / "o"), "--jobs 100000", "--force")
+    one_line(cli("sweep", p, "--executor", "dask", "--scheduler", "tcp://127.0.0.1", "--out", tmp_path / "o"),
+             "--scheduler", "PORT")
+    one_line(cli("sweep", p, "--executor", "dask", "--scheduler", "127.0.0.1:99999", "--out", tmp_path / "o"),
+             "--scheduler")
+
+
+# --- run files ------------------------------------------------------------------------------------------
+
+
+def test_run_files_that_are_not_complete_documents_are_rerun_with_a_warning(cli, tmp_path):
+    p = write(tmp_path, 'problem = "quadratic"\niters = 20\n[grid]\nlr = [0.1, 0.01, 0.001]\n')
+    out = tmp_path / "o"
+    assert cli("sweep", p, "--out", out, "--jobs", "1", "--quiet").code == 0
+    files = sorted((out / "runs").glob("*.json"))
+    files[0].write_text("[1, 2, 3]\n")
+    files[1].write_text('{"status": "ok"}\n')
+    r = cli("sweep", p, "--out", out, "--jobs", "1", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["ran"] == 2 and r.json()["skipped"] == 1
+    assert r.err.count("warning:") == 2 and "the run is done again" in r.err
+    assert all(json.loads(f.read_text())["history"] for f in files)
+
+
+def test_results_csv_has_every_option_and_every_tracked_value(cli, tmp_path):
+    p = write(tmp_path, 'problem = "quadratic"\niters = 20\ntrack-spb = 10\ntrack-diversity = 10\n'
+                        '[grid]\nlr = [0.1, 0.01]\n')
+    out = tmp_path / "o"
+    assert cli("sweep", p, "--out", out, "--jobs", "1", "--quiet").code == 0
+    header = (out / "results.csv").read_text().splitlines()[0].split(",")
+    for column in ("lr", "workers", "iters", "track_spb", "method", "momentum", "spb.rho_min", "spb.spb_fraction",
+                   "diversity.B_S", "loss"):
+        assert column in header, column
+
+
+# --- dead workers ---------------------------------------------------------------------------------------
+
+
+def test_a_dead_pool_worker_fails_its_run_and_the_rest_finish(tmp_path):
+    p = write(tmp_path, QUICK)
+    r = subprocess.run([sys.executable, "-m", "signsim.cli", "sweep", str(p), "--out", str(tmp_path / "o"),
+                        "--jobs", "2", "--json"], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "SIGNSIM_CRASH_RUN": "1"})
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["statuses"] == {"ok": 3, "failed": 1}
+    runs = [json.loads(f.read_text()) for f in (tmp_path / "o" / "runs").glob("*.json")]
+    (bad,) = [d for d in runs if d["status"] == "failed"]
+    assert "SIGKILL" in bad["error"] and bad["sweep"]["index"] == 1
+    assert (tmp_path / "o" / "results.csv").exists() and (tmp_path / "o" / "manifest.json").exists()
+
+
+def test_a_dead_dask_worker_fails_its_run_and_the_rest_finish(tmp_path):
+    pytest.importorskip("distributed")
+    # the last run kills its worker; with one worker it runs last, so no other run dies with it (Dask counts
+    # every run held by a dying worker), and with allowed-failures 0 one death fails it
+    p = write(tmp_path, QUICK)
+    r = subprocess.run([sys.executable, "-m", "signsim.cli", "sweep", str(p), "--out", str(tmp_path / "o"),
+                        "--executor", "dask", "--scheduler", "local", "--jobs", "1", "--json"],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "SIGNSIM_CRASH_RUN": "3",
+                            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"})
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["statuses"] == {"ok": 3, "failed": 1}, r.stderr
+    runs = [json.loads(f.read_text()) for f in (tmp_path / "o" / "runs").glob("*.json")]
+    (bad,) = [d for d in runs if d["status"] == "failed"]
+    assert "KilledWorker" in bad["error"] and bad["sweep"]["index"] == 3
+
+
+def test_pool_workers_exit_when_the_sweep_process_dies(tmp_path):
+    p = write(tmp_path, LONG)
+    proc = popen("sweep", p, "--out", tmp_path / "o", "--jobs", "2", "--quiet")
+    assert wait_for(lambda: len(children(proc.pid)) >= 2, 60)
+    time.sleep(3)
+    workers = children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    assert wait_for(lambda: not any(alive(w) for w in workers), 10), "pool workers outlived the sweep"
+
+
+# --- signals --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sig", "code", "twice"), [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)])
+def test_interrupting_a_sweep_keeps_results_and_tables(tmp_path, sig, code, twice):
+    p = write(tmp_path, LONG)
+    out = tmp_path / "o"
+    proc = popen("sweep", p, "--out", out, "--jobs", "2", "--quiet")
+    assert wait_for(lambda: len(children(proc.pid)) >= 2, 60)
+    time.sleep(8)  # the workers load the compiled kernels, then run
+    start = time.time()
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)  # as a terminal does: the whole process group
+        if twice:
+            time.sleep(0.05)
+            os.killpg(proc.pid, sig)
+    else:
+        os.kill(proc.pid, sig)  # SIGTERM to the sweep process only
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert time.time() - start < 5
+    assert "Traceback" not in err
+    assert (out / "results.csv").exists() and (out / "manifest.json").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {r["status"] for r in manifest["runs"]} <= {"interrupted", "missing", "ok"}
+
+
+def test_interrupting_a_dask_sweep_stores_the_runs_in_flight_as_interrupted(tmp_path):
+    pytest.importorskip("distributed")
+    p = write(tmp_path, LONG)
+    out = tmp_path / "o"
+    proc = popen("sweep", p, "--out", out, "--executor", "dask", "--scheduler", "local", "--jobs", "2", "--quiet")
+    assert wait_for(lambda: len(children(proc.pid)) >= 2, 60)
+    time.sleep(10)
+    start = time.time()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert time.time() - start < 8 and "Traceback" not in err, err
+    statuses = [r["status"] for r in json.loads((out / "manifest.json").read_text())["runs"]]
+    assert "interrupted" in statuses and set(statuses) <= {"interrupted", "missing", "ok"}
+    assert (out / "results.csv").exists()
