@@ -310,3 +310,13 @@ def test_a_pipe_named_by_dev_fd_is_written_in_place():
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_names_with_line_breaks_stay_on_one_line(cli, tmp_path):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("X.npy", npz_bytes(X=np.ones((3, 2)))[:0] or b"")
+        zf.writestr("y\nfake line.npy", b"")
+    path = tmp_path / "nl.npz"
+    path.write_bytes(buf.getvalue())
+    one_line(cli(*LS, "--data", str(path)), "\\n")
