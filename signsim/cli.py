@@ -567,7 +567,9 @@ def _interrupted_code() -> int:
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
-    print(f"signsim: error: {message}", file=sys.stderr)
+    # one line, whatever the user's names hold (a file or archive member name may contain line breaks)
+    one_line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
+    print(f"signsim: error: {one_line}", file=sys.stderr)
     sys.exit(code)
 
 

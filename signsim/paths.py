@@ -79,6 +79,12 @@ def output_file(value: str | Path | None, option: str = "--out") -> Path | None:
         raise InputError(f"{where}: empty file name")
     if "\x00" in text:
         raise InputError(f"{where}: file name contains a NUL byte")
+    try:  # an existing FIFO or device is written in place, under the name given (/dev/stdout, /dev/fd/N)
+        given = os.stat(text)
+    except (OSError, ValueError):
+        given = None
+    if given is not None and _direct(given.st_mode):
+        return Path(text)
     path = Path(os.path.realpath(text))
     try:
         st = path.stat()
@@ -146,6 +152,31 @@ def output_dir(value: str | Path, option: str = "--out") -> Path:
     return Path(text)
 
 
+#: how long a write to a FIFO waits for a process to open it for reading
+FIFO_WAIT = 3.0
+
+
+def _open_direct(target: Path, mode: int, option: str):
+    """``target`` opened for writing in place; a FIFO must get a reader within FIFO_WAIT seconds (opening it
+    blocks until then, uninterruptibly, so it is opened non-blocking and retried)."""
+    if not stat.S_ISFIFO(mode):
+        return open(target, "wb")
+    import fcntl
+    import time
+
+    end = time.monotonic() + FIFO_WAIT
+    while True:
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as e:
+            if e.errno != errno.ENXIO or time.monotonic() > end:
+                raise InputError(f"{option} {target}: a FIFO that no process reads; nothing written") from None
+            time.sleep(0.05)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return os.fdopen(fd, "wb")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path, option: str = "--out") -> Iterator[Path]:
     """A temporary path (same directory and suffix as ``path``) to write; on success it replaces ``path``
@@ -157,7 +188,7 @@ def atomic_path(path: str | Path, option: str = "--out") -> Iterator[Path]:
         with tempfile.TemporaryDirectory(prefix="signsim-") as tmpdir:
             tmp = Path(tmpdir) / f"out{target.suffix}"
             yield tmp
-            with open(tmp, "rb") as src, open(target, "wb") as dst:
+            with open(tmp, "rb") as src, _open_direct(target, st.st_mode, option) as dst:
                 while chunk := src.read(1 << 20):
                     dst.write(chunk)
         return

@@ -286,3 +286,37 @@ def test_the_summary_never_shows_interrupted_losses_as_final():
     docs = {"a": {"status": "ok", "final": {"loss": 1.0}}, "b": {"status": "interrupted", "final": {"loss": 5.0}}}
     (group,) = summarize(spec, tasks, docs)["groups"]
     assert group["mean_final_loss"] == 1.0 and group["finite"] == 1
+
+
+def test_a_fifo_without_reader_is_an_error_not_a_hang(monkeypatch, tmp_path):
+    from signsim import paths
+    from signsim.errors import InputError
+
+    monkeypatch.setattr(paths, "FIFO_WAIT", 0.2)
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="no process reads"):
+        paths.write_atomic(fifo, "{}\n")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_pipe_named_by_dev_fd_is_written_in_place():
+    from signsim.paths import write_atomic
+
+    r, w = os.pipe()
+    try:
+        write_atomic(f"/dev/fd/{w}", "hello\n")
+        assert os.read(r, 100) == b"hello\n"
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_names_with_line_breaks_stay_on_one_line(cli, tmp_path):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("X.npy", npz_bytes(X=np.ones((3, 2)))[:0] or b"")
+        zf.writestr("y\nfake line.npy", b"")
+    path = tmp_path / "nl.npz"
+    path.write_bytes(buf.getvalue())
+    one_line(cli(*LS, "--data", str(path)), "\\n")
