@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 out="$(mktemp -d)"
 fig=docs/figures
 mkdir -p "$fig"
-for name in rosenbrock-noise rosenbrock-majority sign-trap vote-trap byzantine digits-mlp; do
+for name in rosenbrock-noise rosenbrock-majority sign-trap vote-trap byzantine digits-mlp compressors heavy-tails \
+    rosenbrock-batch many-workers many-workers-gaussian many-workers-byzantine; do
   signsim run --config "configs/paper/$name.toml" --out "$out/$name.json" --quiet
 done
 signsim plot "$out/rosenbrock-noise.json" --out "$fig/rosenbrock-noise.png"
@@ -15,6 +16,19 @@ signsim plot "$out/sign-trap.json" --y distance --out "$fig/sign-trap.png"
 signsim plot "$out/vote-trap.json" --y distance --out "$fig/vote-trap.png"
 signsim plot "$out/byzantine.json" --y loss --out "$fig/byzantine.png"
 signsim plot "$out/digits-mlp.json" --x megabytes --y accuracy --out "$fig/digits-mlp.png"
+signsim plot "$out/compressors.json" --x megabytes --y accuracy --out "$fig/compressors.png"
+signsim plot "$out/heavy-tails.json" --y loss --out "$fig/heavy-tails.png"
+signsim plot "$out/rosenbrock-batch.json" --x batch-size --y spb-fraction --out "$fig/rosenbrock-batch-spb.png"
+signsim plot "$out/rosenbrock-batch.json" --x batch-size --y loss --out "$fig/rosenbrock-batch-loss.png"
+signsim plot "$out/many-workers.json" --x workers --y loss --out "$fig/many-workers.png"
+signsim plot "$out/many-workers-gaussian.json" --x workers --y loss --out "$fig/many-workers-gaussian.png"
+signsim plot "$out/many-workers-byzantine.json" --x byzantine --y loss --out "$fig/many-workers-byzantine.png"
 signsim diversity --config configs/paper/diversity-replication.toml --out "$out/replication.json" --quiet
 signsim plot "$out/replication.json" --out "$fig/diversity-replication.png"
+for name in diversity-dimension diversity-heuristics diversity-heuristics-mlp; do
+  signsim diversity --config "configs/paper/$name.toml" --out "$out/$name.json" --quiet
+  signsim plot "$out/$name.json" --out "$fig/$name.png"
+done
+signsim sweep configs/paper/sparse-noise.toml --out "$out/sparse-noise" --quiet
+signsim plot "$out/sparse-noise" --group-by method --y loss --out "$fig/sparse-noise.png"
 echo "figures in $fig (intermediate results in $out)"

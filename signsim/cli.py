@@ -212,8 +212,8 @@ def run(**opts: Any) -> None:
         _run_comparison(values, given, out, json_, show, plot)
         return
     cfg = cfgmod.resolve({**values, **given})
-    _compile_notice(opts["quiet"])
-    doc = _with_progress(lambda progress: run_command(cfg, progress), show, f"{cfg.method} on {cfg.problem}")
+    doc = _with_progress(lambda progress: run_command(cfg, progress, lambda: _compile_notice(opts["quiet"])), show,
+                         f"{cfg.method} on {cfg.problem}")
     _emit(doc, out, json_)
     if plot is not None:
         from signsim.render.figures import runs_overview, save

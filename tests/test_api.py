@@ -63,7 +63,7 @@ def test_option_spellings_and_cli_coercion():
     ({"lr": "fast"}, "--lr"),
     ({"lr": -1}, "--lr -1.0: the step size"),
     ({"workers": 2.5}, "--workers"),
-    ({"workers": 0}, "--workers 0: must be at least 1"),
+    ({"workers": 0}, "--workers 0: must be an integer from 1"),
     ({"monotone": "yes"}, "--monotone"),
     ({"colour": "red"}, "unknown option --colour"),
     ({"method": 3}, "--method"),

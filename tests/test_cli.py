@@ -99,7 +99,7 @@ def test_list_names_everything(cli):
     (("--batch-size", "0"), ("--batch-size",)),
     (("--byzantine", "9", "--workers", "4"), ("--byzantine",)),
     (("--noise", "gaussian"), ("--noise",)),
-    (("--noise", "cauchy:1"), ("--noise", "cauchy")),
+    (("--noise", "levy:1"), ("--noise", "levy")),
     (("--kappa", "10"), ("--kappa", "rosenbrock")),
     (("--problem", "sign-trap", "--dim", "5"), ("--dim", "sign-trap")),
     (("--problem", "vote-trap", "--workers", "4"), ("--workers", "vote-trap")),

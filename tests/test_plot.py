@@ -115,6 +115,14 @@ def test_bad_plot_inputs(cli, results, tmp_path):
 def test_paper_configs_run(cli, config, monkeypatch, tmp_path):
     monkeypatch.setenv("SIGNSIM_MAX_ITERS", "20")
     text = config.read_text()
+    if "[[zip]]" in text or "[grid]" in text:  # a sweep file
+        out = tmp_path / "sweep"
+        r = cli("sweep", config, "--out", out, "--quiet", "--jobs", "1")
+        assert r.code == 0, r.err
+        assert (out / "results.csv").stat().st_size > 0
+        fig = tmp_path / "fig.png"
+        assert cli("plot", out, "--group-by", "method", "--out", fig).code == 0 and fig.stat().st_size > 0
+        return
     command = "diversity" if "[experiment]" in text else "run"
     out = tmp_path / "out.json"
     r = cli(command, "--config", config, "--out", out, "--quiet")

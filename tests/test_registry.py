@@ -18,8 +18,7 @@ METHODS = list(methods.registry())
 
 
 def noise_spec(name):
-    arity = noise.registry()[name].arity
-    return name if arity == 0 else ":".join([name] + ["3"] * (arity - 1) + ["1"])
+    return noise.registry()[name].example_spec
 
 
 def test_codes_are_assigned_once_and_match_the_registries():

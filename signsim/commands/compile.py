@@ -62,8 +62,8 @@ def warm_commands() -> list[list[str]]:
 
     fast = ["--iters", "2", "--quiet"]
     cmds = [["run", "--problem", p, *fast] for p in problems.registry()]
-    for name, model in noise.registry().items():
-        spec = name if model.arity == 0 else ":".join([name] + ["3"] * (model.arity - 1) + ["1"])
+    for model in noise.registry().values():
+        spec = model.example_spec
         cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--noise", spec, *fast])
     cmds += [["run", "--method", m, "--dim", "3", *fast] for m in methods.registry()]
     for p in ("logistic", "mlp", "quadratic", "rosenbrock"):

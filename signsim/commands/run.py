@@ -94,9 +94,11 @@ def problem_info(problem) -> dict[str, Any]:
     return info
 
 
-def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
+        on_start: Callable[[], None] | None = None) -> dict[str, Any]:
     """Simulate ``cfg``; with ``cfg.track_spb = N`` also estimate SPB every N iterations (``tracks.spb``), with
-    ``cfg.track_diversity = N`` the gradient diversity (``tracks.diversity``)."""
+    ``cfg.track_diversity = N`` the gradient diversity (``tracks.diversity``). ``on_start()`` is called once
+    the run is built (its options, data and memory checked), just before the compiled loop starts."""
     track_spb, track_diversity = cfg.track_spb, cfg.track_diversity
     from signsim import accounting, stages
     from signsim.build import build
@@ -127,6 +129,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> d
     if track_diversity:
         tracks["diversity"] = []
         hooks.append((track_diversity, diversity_tracker(problem, model, params, cfg, tracks["diversity"])))
+    if on_start is not None:
+        on_start()
     out = simulate(engine, progress, hooks)
 
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, cfg.workers, problem.dim,

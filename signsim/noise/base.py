@@ -37,6 +37,13 @@ class NoiseModel:
     #: params of the distribution of the mean of tau draws, where that distribution is again this model
     #: (Gaussian, Cauchy, alpha-stable); None: known in closed form at tau = 1 only
     mean_of: Callable[[np.ndarray, int], np.ndarray] | None = None
+    #: a valid spec for tests and warm-ups, where the generic NAME:3:...:1 is not one
+    example: str = ""
+
+    @property
+    def example_spec(self) -> str:
+        return self.example or (self.name if self.arity == 0 else ":".join([self.name] + ["3"] * (self.arity - 1)
+                                                                           + ["1"]))
 
     def mean_params(self, params: np.ndarray, tau: int) -> np.ndarray | None:
         """Params whose ``cdf`` is the CDF of the mean of tau draws, or None where there is no closed form."""

@@ -62,5 +62,5 @@ def _mean_of(p, tau):
 
 MODEL = NoiseModel(
     "stable", CODE, "symmetric alpha-stable, 1 < ALPHA <= 2, scale C (infinite variance below 2); stable:ALPHA:C",
-    2, True, _parse, _sample, _cdf, _mean_of,
+    2, True, _parse, _sample, _cdf, _mean_of, "stable:1.5:1",
 )
