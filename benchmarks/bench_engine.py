@@ -19,7 +19,7 @@ import numpy as np
 
 
 def numpy_ssdm(grad, x0, M, K, lr, beta, sigma, seed):
-    """SSDM (math.md §2) written directly in NumPy, vectorized over workers: m_0 = g_0, then
+    """SSDM (docs/theory.md §2) written directly in NumPy, vectorized over workers: m_0 = g_0, then
     m <- beta m + (1 - beta) g, send stochastic signs, server averages, x <- x - lr * mean."""
     rng = np.random.default_rng(seed)
     x = x0.copy()

@@ -22,7 +22,7 @@ from generated import RAW, logistic_data, write_npz
 
 
 def numpy_signum(X, y, M, tau, K, lr, beta, seed, evaluate_ends=True):
-    """Signum (math.md §2) in NumPy: each worker samples tau rows with replacement, m <- beta m + (1-beta) g,
+    """Signum (docs/theory.md §2) in NumPy: each worker samples tau rows with replacement, m <- beta m + (1-beta) g,
     sends sign m; the server returns the majority vote (ties have probability ~0). Like the engine, it
     evaluates the full loss and gradient at k = 0 and k = K (unless ``evaluate_ends`` is off)."""
     rng = np.random.default_rng(seed)

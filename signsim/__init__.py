@@ -18,7 +18,31 @@ from signsim.errors import InputError
 # the user set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-__version__ = "0.1.0"
+
+def _kernel_cache_dir() -> str:
+    """Numba's on-disk cache checks only the file that defines a cached function, not the files whose kernels it
+    compiled in: after an upgrade (or any edit) of a called kernel, a stale loop could run, and even crash.
+    So signsim keeps its kernels in a cache folder named by a hash of every kernel-bearing source file: new
+    sources, new folder, a fresh compile. ``signsim compile --clear`` removes every such folder."""
+    import hashlib
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha1()
+    for folder in ("engine", "problems", "noise", "diagnostics"):
+        for f in sorted((here / folder).glob("*.py")):
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+    h.update((here / "codes.py").read_bytes())
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "signsim" / "numba"
+    return str(root / h.hexdigest()[:16])
+
+
+# a value the user set wins (and then keeping it consistent is theirs)
+if "NUMBA_CACHE_DIR" not in os.environ:
+    os.environ["NUMBA_CACHE_DIR"] = _kernel_cache_dir()
+
+__version__ = "0.2.0"
 
 _API = ("run", "check_spb", "diversity", "bound", "spb_from_samples", "diversity_from_samples", "Result")
 __all__ = ["InputError", "__version__", *_API, "sweep"]

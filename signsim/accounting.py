@@ -1,4 +1,4 @@
-"""Communication accounting, math.md §7: bits per message and per direction, kept apart from the compressors.
+"""Communication accounting, docs/theory.md §7: bits per message and per direction, kept apart from the compressors.
 
 Uplink of one iteration = sum over workers of the message size; downlink = the server's broadcast times M.
 Per message of d coordinates:

@@ -27,7 +27,7 @@ COMMON = frozenset({
 
 @dataclass
 class RunConfig:
-    """Every option of ``signsim run`` once resolved (names as in interface.md, with _ for -)."""
+    """Every option of ``signsim run`` once resolved (names as in docs/reference.md, with _ for -)."""
 
     problem: str = "rosenbrock"
     method: str = "ssdm"

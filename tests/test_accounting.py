@@ -1,4 +1,4 @@
-"""Bit accounting (math.md §7) against hand-computed counts, independent of the compressors."""
+"""Bit accounting (docs/theory.md §7) against hand-computed counts, independent of the compressors."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""The theorems' bounds (math.md §3): formulas by hand, and real runs staying under them."""
+"""The theorems' bounds (docs/theory.md §3): formulas by hand, and real runs staying under them."""
 
 import math
 

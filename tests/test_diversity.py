@@ -1,4 +1,4 @@
-"""Gradient diversity and the noise scale (math.md §6) against materialized per-sample gradients."""
+"""Gradient diversity and the noise scale (docs/theory.md §6) against materialized per-sample gradients."""
 
 import numpy as np
 import pytest

@@ -276,7 +276,6 @@ def test_documents_do_not_name_private_notes():
     assert not hits, hits
 
 
-@pytest.mark.xfail(strict=False, reason="until citations are replaced: the code still names the old notes")
 def test_no_file_of_the_project_names_private_notes():
     everything = tuple(sorted({rel.split("/")[0] for rel in _tracked_files()}))
     hits = _naming_private_notes(everything)

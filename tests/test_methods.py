@@ -82,7 +82,7 @@ def test_sign_zero_policies_on_a_zero_coordinate():
 
 
 def test_stochastic_sign_is_unbiased_after_scaling():
-    """||v||_2 E[sign~(v)] = v (math.md §2): mean of S compressions within 5 standard errors."""
+    """||v||_2 E[sign~(v)] = v (docs/theory.md §2): mean of S compressions within 5 standard errors."""
     v = np.array([0.3, -1.2, 0.0, 2.0])
     gen = np.random.default_rng(4)
     S = 40000

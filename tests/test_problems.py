@@ -99,7 +99,7 @@ def test_oracle_kernel_matches_reference_draw_for_draw(options):
 
 
 def test_sign_trap_signs_on_the_line():
-    """On x1 + x2 = 2 every oracle sign is +-(1, -1) (math.md §4)."""
+    """On x1 + x2 = 2 every oracle sign is +-(1, -1) (docs/theory.md §4)."""
     p = build(problem="sign-trap")
     gen = np.random.default_rng(3)
     for t in np.linspace(-5, 5, 41):

@@ -1,4 +1,4 @@
-"""Success probabilities, SPB verdicts and rho-norms (math.md §1) against independent oracles."""
+"""Success probabilities, SPB verdicts and rho-norms (docs/theory.md §1) against independent oracles."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Sign success probabilities measured through the whole engine against closed forms (math.md §1).
+"""Sign success probabilities measured through the whole engine against closed forms (docs/theory.md §1).
 
 One step of sign descent on the quadratic with kappa = 1 started at x_0 = c: every coordinate has g_i = c,
 so the d coordinates are d independent trials, and vote_i = (x_0 - x_1)_i / gamma.
@@ -55,7 +55,7 @@ def test_majority_vote_success_is_incomplete_beta(workers):
 
 
 def test_stochastic_sign_of_exact_gradient():
-    """sign~ of an exact gradient: rho_i = 1/2 + |g_i| / (2 ||g||_2) (math.md §1)."""
+    """sign~ of an exact gradient: rho_i = 1/2 + |g_i| / (2 ||g||_2) (docs/theory.md §1)."""
     votes = one_step_votes(method="sto-sign", workers=1, noise="none")
     rho = 0.5 + C / (2 * C * np.sqrt(D))
     assert abs(np.mean(votes > 0) - rho) < binomial_tolerance(rho, D)

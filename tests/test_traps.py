@@ -1,4 +1,4 @@
-"""The counterexamples of math.md §4 and Byzantine robustness, run through the engine."""
+"""The counterexamples of docs/theory.md §4 and Byzantine robustness, run through the engine."""
 
 import numpy as np
 import pytest

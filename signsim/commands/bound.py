@@ -1,4 +1,4 @@
-"""``signsim bound``: the theorems' bounds (math.md §3) for a problem's constants, the majority-vote
+"""``signsim bound``: the theorems' bounds (docs/theory.md §3) for a problem's constants, the majority-vote
 noise-reduction table, and (``--overlay``) a finished run's observations beside its bounds."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``signsim check-spb``: per-coordinate success probabilities at a point, the SPB verdict, rho-norms
-(math.md §1)."""
+(docs/theory.md §1)."""
 
 from __future__ import annotations
 

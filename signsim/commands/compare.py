@@ -1,5 +1,5 @@
 """``signsim run --config FILE`` with ``[[compare]]`` variants: several runs side by side, compared at equal
-communication (the seed paper plots accuracy against megabytes communicated; math.md §5)."""
+communication (the seed paper plots accuracy against megabytes communicated; docs/theory.md §5)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """``signsim compile``: compile every kernel ahead of time (for a Docker image or a CI cache step), and
 ``signsim compile --clear``: empty signsim's part of the Numba cache.
 
-Numba writes its cache beside each source file (``__pycache__``), or under ``NUMBA_CACHE_DIR`` when that is
-set, in one folder per source folder named ``<folder>_<sha1 of its absolute path>``. This module finds those
-places without importing Numba, so the CLI can tell before a run whether it will compile first.
+Numba writes its cache under ``NUMBA_CACHE_DIR``, in one folder per source folder named
+``<folder>_<sha1 of its absolute path>``; ``import signsim`` sets ``NUMBA_CACHE_DIR`` (unless the user did) to
+a folder named by a hash of the kernel sources, so edited or upgraded kernels are never loaded stale
+(``signsim/__init__.py``). This module finds those places without importing Numba, so the CLI can tell
+before a run whether it will compile first.
 """
 
 from __future__ import annotations
@@ -43,9 +45,16 @@ def loop_is_cached() -> bool:
 
 
 def clear() -> int:
-    """Remove every cached kernel of signsim; return the number of files removed."""
+    """Remove every cached kernel of signsim (also those of earlier sources: the sibling folders of signsim's
+    own cache folder); return the number of files removed."""
     removed = 0
-    for d in cache_dirs():
+    dirs = list(cache_dirs())
+    user = os.environ.get("NUMBA_CACHE_DIR")
+    if user and Path(user).parent.name == "numba" and Path(user).parent.parent.name == "signsim":
+        for other in Path(user).parent.glob("*"):
+            if other.is_dir() and other != Path(user):
+                dirs += [d for d in other.iterdir() if d.is_dir()]
+    for d in dirs:
         if not d.is_dir():
             continue
         for f in d.iterdir():

@@ -1,4 +1,4 @@
-"""Yin et al.'s replicated-data experiment at small scale (math.md §6): for data replicated r = 1, 2, 4, 8
+"""Yin et al.'s replicated-data experiment at small scale (docs/theory.md §6): for data replicated r = 1, 2, 4, 8
 times and batch sizes B = 1, 2, 4, ..., the iterations mini-batch SGD needs to reach a target loss, the
 measured speedup T_1 / T_B beside the predicted B B_S / (B + B_S - 1).
 

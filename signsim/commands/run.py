@@ -1,4 +1,4 @@
-"""``signsim run``: one simulated optimization run of M workers (math.md §2), as a plain results document."""
+"""``signsim run``: one simulated optimization run of M workers (docs/theory.md §2), as a plain results document."""
 
 from __future__ import annotations
 

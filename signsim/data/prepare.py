@@ -32,7 +32,7 @@ def prepare(ds: Dataset, test_fraction: float, standardize: bool, intercept: boo
             rng: np.random.Generator) -> Prepared:
     """Shuffle, hold out round(n * test_fraction) samples, standardize features to mean 0 and standard
     deviation 1 on the training part (constant features are only centred), append a column of ones, and
-    repeat the training set ``replicate`` times (every sample r times: Delta_S / r, math.md §6)."""
+    repeat the training set ``replicate`` times (every sample r times: Delta_S / r, docs/theory.md §6)."""
     if not 0 <= test_fraction < 1:
         raise InputError(f"--test-fraction {test_fraction}: must lie in [0, 1)")
     if replicate < 1:

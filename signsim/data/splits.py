@@ -9,7 +9,7 @@
 * ``split-batch`` the seed paper's sampling: two groups, the first and second half of the sorted label
   values; each minibatch comes from one group chosen with probability 1/2 (workers share both groups).
 
-Minibatches are drawn with replacement from the worker's group (math.md notation: tau per worker).
+Minibatches are drawn with replacement from the worker's group (docs/theory.md notation: tau per worker).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The convergence bounds of math.md §3, as plain functions of their constants and K.
+"""The convergence bounds of docs/theory.md §3, as plain functions of their constants and K.
 
 Notation: F = f(x_0) - f*, L1 = ||L||_1 (coordinate-wise smoothness), gamma the step size, M workers,
 sigma1 = ||sigma||_1 (per-coordinate single-sample standard deviations), alpha the Byzantine fraction.

@@ -1,4 +1,4 @@
-"""The constants the bounds need, with where each came from (math.md §3), and ``--constant NAME=VALUE``.
+"""The constants the bounds need, with where each came from (docs/theory.md §3), and ``--constant NAME=VALUE``.
 
 * F = f(x_0) - f*: f* exact where known; 0 for the data problems (their losses are non-negative).
 * L (vector) and L1 = ||L||_1: quadratic exact; sign-trap and vote-trap from their Hessians; logistic and

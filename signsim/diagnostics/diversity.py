@@ -1,10 +1,10 @@
-"""Gradient diversity, the batch-size bound and the gradient noise scale (math.md §6).
+"""Gradient diversity, the batch-size bound and the gradient noise scale (docs/theory.md §6).
 
 For a finite sum over n samples, A = sum_j ||grad f_j||^2 and C = ||sum_j grad f_j||^2:
 Delta_S = A / C, B_S = n Delta_S (infinite at a stationary point: 1/B_S = 0 is reported), and the noise scale
 B_simple = tr(Sigma) / ||G||^2 = B_S - 1 exactly. Predicted speedup of batch B over B = 1:
 B B_S / (B + B_S - 1); mini-batch SGD keeps serial SGD's guarantees while B <= delta B_S + 1 (Yin et al.;
-constants reconstructed in math.md).
+constants reconstructed in docs/theory.md §6).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How diversity quantities are obtained for a problem (math.md §6): exact for finite sums (one pass,
+"""How diversity quantities are obtained for a problem (docs/theory.md §6): exact for finite sums (one pass,
 O(d) memory), from the noise model for synthetic problems with exact oracles (tr Sigma = sum sigma_i^2),
 and McCandlish's two-batch estimator for anything (required where neither applies).
 

@@ -1,4 +1,4 @@
-"""Binomial confidence intervals, one-sided binomial p-values and multiple-testing corrections (math.md §1).
+"""Binomial confidence intervals, one-sided binomial p-values and multiple-testing corrections (docs/theory.md §1).
 
 Vectorized over coordinates; the tests compare them with ``scipy.stats.binomtest``."""
 

@@ -1,4 +1,4 @@
-"""Success probabilities, the SPB verdict, rho-norms and the sufficient conditions (math.md §1).
+"""Success probabilities, the SPB verdict, rho-norms and the sufficient conditions (docs/theory.md §1).
 
 rho_i = P(sign g_hat_i = sign g_i) for g_i != 0. SPB: rho_i > 1/2 for every such i.
 ||g||_rho = sum_i (2 rho_i - 1)|g_i|; with M workers and l = floor((M + 1)/2),
@@ -155,7 +155,7 @@ def l12_norm(g: np.ndarray, sigma: np.ndarray) -> float:
 
 
 def sufficient_conditions(g: np.ndarray, sigma: np.ndarray, tau: int, unimodal_symmetric: bool | None) -> dict:
-    """Per coordinate, for an unbiased g_hat whose single-sample std is sigma_i and minibatch tau (math.md §1):
+    """Per coordinate, for an unbiased g_hat whose single-sample std is sigma_i and minibatch tau (docs/theory.md §1):
 
     * unimodal symmetric noise: rho_i >= 1/2 + |g_i| / (2(|g_i| + sqrt(3) sigma_i / sqrt(tau))) (None when the
       noise is not known to be unimodal and symmetric);

@@ -1,1 +1,1 @@
-"""The compiled simulation loop and the Python driver around it (math.md §2)."""
+"""The compiled simulation loop and the Python driver around it (docs/theory.md §2)."""

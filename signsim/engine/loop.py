@@ -1,4 +1,4 @@
-"""The compiled iteration loop: every iteration of a run happens inside ``run_chunk`` (math.md §2).
+"""The compiled iteration loop: every iteration of a run happens inside ``run_chunk`` (docs/theory.md §2).
 
 One iteration k, for each worker m (in parallel over workers when ``parallel`` is set):
 
@@ -88,7 +88,7 @@ def _worker_gen(gens, m):
 
 @njit(cache=True)
 def step_size(schedule, lr0, k):
-    """gamma_k = gamma_0 (constant) or gamma_0 / sqrt(k + 1) (sqrt), math.md §2."""
+    """gamma_k = gamma_0 (constant) or gamma_0 / sqrt(k + 1) (sqrt), docs/theory.md §2."""
     if schedule == Schedule.SQRT:
         return lr0 / np.sqrt(k + 1.0)
     if schedule == Schedule.CONSTANT:

@@ -29,7 +29,7 @@ class MethodSpec:
     default_momentum2: float | None = None
     #: step size when neither the user nor the problem sets one (None: the global default)
     default_lr: float | None = None
-    #: start the momentum buffer at the first stochastic gradient, m_0 = g_hat(x_0) (SSDM, math.md §3);
+    #: start the momentum buffer at the first stochastic gradient, m_0 = g_hat(x_0) (SSDM, docs/theory.md §3);
     #: otherwise at zero (Signum)
     momentum_from_first: bool = False
     #: the method's analysis needs unbiased gradients of one global objective (SSDM, arXiv v6 correction)

@@ -1,4 +1,4 @@
-"""Registry of noise models (math.md §5). One module per model; add a module and list it in ``_MODULES``
+"""Registry of noise models (docs/theory.md §5). One module per model; add a module and list it in ``_MODULES``
 and in ``signsim.engine.dispatch.noise_draw``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The contract every noise model fulfils (math.md §5, "noise models for synthetic problems").
+"""The contract every noise model fulfils (docs/theory.md §5, "noise models for synthetic problems").
 
 A noise model adds a zero-mean perturbation xi with standard deviation sigma to each coordinate of an exact
 gradient. Each model carries three independent views of the same distribution:
@@ -7,7 +7,7 @@ gradient. Each model carries three independent views of the same distribution:
 * ``sample(gen, size, params)``: NumPy samples, the reference the tests compare the kernel with (it consumes
   the generator exactly as ``draw`` does, so both give the same numbers from the same seed);
 * ``cdf(z, params)``: the exact CDF, from which diagnostics get closed-form success probabilities
-  rho_i = P(sign(g_i + xi) = sign g_i) (math.md §1).
+  rho_i = P(sign(g_i + xi) = sign g_i) (docs/theory.md §1).
 
 ``params`` is a float64 array ``[sigma, extra1, extra2]`` built by ``parse``.
 """
@@ -55,7 +55,7 @@ class NoiseModel:
         return np.concatenate([self.mean_of(params[:N_NOISE_PARAMS], tau), params[N_NOISE_PARAMS:]])
 
     def success_probability(self, g: np.ndarray, params: np.ndarray) -> np.ndarray:
-        """rho_i = P(sign(g_i + xi) = sign g_i) for one draw (tau = 1), from the exact CDF (math.md §1).
+        """rho_i = P(sign(g_i + xi) = sign g_i) for one draw (tau = 1), from the exact CDF (docs/theory.md §1).
 
         For g_i > 0 it is P(xi > -g_i) = 1 - F(-g_i); for g_i < 0 it is P(xi < -g_i) = F(-g_i) (F continuous).
         Undefined (NaN) where g_i = 0.

@@ -1,6 +1,6 @@
 """Bimodal noise: +-a plus uniform jitter on [-c, c], c = sigma/5, a = sigma sqrt(1 - c^2/(3 sigma^2)).
 
-Symmetric but not unimodal (math.md §5): it has the variance of the others but a different sign behaviour.
+Symmetric but not unimodal (docs/theory.md §5): it has the variance of the others but a different sign behaviour.
 One uniform u per sample gives both the sign (u < 1/2 -> +) and the jitter (w = frac(2u) is uniform and
 independent of the sign), so the Numba kernel and the NumPy sampler consume the stream identically.
 """

@@ -1,4 +1,4 @@
-"""Registry of problems (math.md §4, §5). One module per problem, each exporting ``SPEC``; add a module, list
+"""Registry of problems (docs/theory.md §4, §5). One module per problem, each exporting ``SPEC``; add a module, list
 it in ``_MODULES`` and add its kernels to ``signsim.engine.dispatch``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What every problem provides (math.md §4, §5).
+"""What every problem provides (docs/theory.md §4, §5).
 
 A problem is registered by a ``ProblemSpec`` (name, one-line summary, which run options apply to it, the
 defaults it prefers, and ``build``). ``build`` returns a ``ProblemInstance``: the arrays the compiled kernels
@@ -46,7 +46,7 @@ class ProblemInstance:
     idx: np.ndarray = field(default_factory=lambda: EMPTY_I)
     x_star: np.ndarray | None = None
     f_star: float | None = None
-    #: coordinate-wise smoothness vector (math.md notation), where known
+    #: coordinate-wise smoothness vector (docs/theory.md §3 notation), where known
     L: np.ndarray | None = None
     #: workers optimize different local objectives (partitioned data): SSDM's guarantee does not apply
     heterogeneous: bool = False

@@ -1,10 +1,10 @@
-"""Generalized linear models on a finite sum (math.md §5): f(w) = (1/n) sum_j phi(a_j^T w, y_j) + (lam/2)||w||^2.
+"""Generalized linear models on a finite sum (docs/theory.md §5): f(w) = (1/n) sum_j phi(a_j^T w, y_j) + (lam/2)||w||^2.
 
 * logistic: phi(m, y) = log(1 + exp(-y m)), y in {-1, +1}, phi'(m, y) = -y sigma(-y m);
 * least squares: phi(m, y) = (m - y)^2 / 2, phi'(m, y) = m - y.
 
 Per-sample gradients are grad f_j = phi'_j a_j + lam w, so their squared norms need no n x d matrix:
-||grad f_j||^2 = phi'_j^2 ||a_j||^2 + 2 lam phi'_j a_j^T w + lam^2 ||w||^2 (math.md §6).
+||grad f_j||^2 = phi'_j^2 ||a_j||^2 + 2 lam phi'_j a_j^T w + lam^2 ||w||^2 (docs/theory.md §6).
 Rows 0..n_train-1 of A are the training set, the rest the held-out set; b holds the labels.
 """
 

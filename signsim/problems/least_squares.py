@@ -1,4 +1,4 @@
-"""Least squares, f_j(w) = (a_j^T w - y_j)^2 / 2 + (lam/2)||w||^2 with the labels as targets (math.md §5).
+"""Least squares, f_j(w) = (a_j^T w - y_j)^2 / 2 + (lam/2)||w||^2 with the labels as targets (docs/theory.md §5).
 Kernels in ``signsim.problems.glm``."""
 
 from signsim.codes import Problem

@@ -1,4 +1,4 @@
-"""Logistic regression, f_j(w) = log(1 + exp(-y_j a_j^T w)) + (lam/2)||w||^2, y_j in {-1, +1} (math.md §5).
+"""Logistic regression, f_j(w) = log(1 + exp(-y_j a_j^T w)) + (lam/2)||w||^2, y_j in {-1, +1} (docs/theory.md §5).
 
 Two-class data map the larger label to +1 unless ``--positive-class`` says otherwise; data with more classes
 need ``--positive-class`` (one class against the rest). Kernels in ``signsim.problems.glm``.

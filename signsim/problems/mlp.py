@@ -1,4 +1,4 @@
-"""One-hidden-layer network with softmax cross-entropy (math.md §5; the seed's MNIST experiment):
+"""One-hidden-layer network with softmax cross-entropy (docs/theory.md §5; the seed's MNIST experiment):
 
     z = W1 a + b1,  h = act(z) (relu or tanh),  logits = W2 h + b2,
     f_j = logsumexp(logits) - logits[y_j] + (lam/2)||w||^2.
@@ -7,7 +7,7 @@ Parameters are one flat vector w = [W1 (H x p, row-major), b1 (H), W2 (C x H), b
 methods act on every weight alike. Initialization (from the problem's random stream): W1 ~ N(0, 2/p) for
 relu or N(0, 1/p) for tanh, W2 ~ N(0, 1/H), biases 0.
 
-Per-sample squared norms without an n x d matrix (math.md §6): each dense layer's weight gradient is an
+Per-sample squared norms without an n x d matrix (docs/theory.md §6): each dense layer's weight gradient is an
 outer product delta h^T, so ||grad f_j||^2 = ||d2||^2 (||h||^2 + 1) + ||d1||^2 (||a||^2 + 1) for the data
 part g_j, and the regularizer adds 2 lam <g_j, w> + lam^2 ||w||^2 with <g_j, w> = d2.logits + d1.z.
 """

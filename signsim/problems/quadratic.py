@@ -1,4 +1,4 @@
-"""Diagonal quadratic: f(x) = 1/2 sum_i L_i x_i^2, L_i log-spaced in [1, kappa]; f* = 0 at x* = 0 (math.md §5).
+"""Diagonal quadratic: f(x) = 1/2 sum_i L_i x_i^2, L_i log-spaced in [1, kappa]; f* = 0 at x* = 0 (docs/theory.md §5).
 
 L is the exact coordinate-wise smoothness vector. The oracle is the exact gradient; ``--noise`` adds the
 stochastic part.

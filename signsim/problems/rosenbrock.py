@@ -1,4 +1,4 @@
-"""Rosenbrock: f(x) = sum_{i<d} [100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2], f* = 0 at x* = 1 (math.md §5).
+"""Rosenbrock: f(x) = sum_{i<d} [100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2], f* = 0 at x* = 1 (docs/theory.md §5).
 
 Oracles (``--oracle``): ``full`` is the exact gradient (plus the run's additive noise); ``term`` draws one
 term j uniformly and returns (d - 1) grad f_j, an unbiased estimate (a minibatch of tau averages tau terms).

@@ -1,4 +1,4 @@
-"""Sign trap (Karimireddy et al. 2019; math.md §4): signSGD stays on a line and never reaches the optimum.
+"""Sign trap (Karimireddy et al. 2019; docs/theory.md §4): signSGD stays on a line and never reaches the optimum.
 
 d = 2, f(x) = 1/2 [<a_1, x>^2 + <a_2, x>^2], a_1 = (1+eps, -1+eps), a_2 = (-1+eps, 1+eps), eps in (0, 1).
 Oracle: g_hat = 2 <a_i, x> a_i with i uniform in {1, 2} (unbiased). On x_1 + x_2 = 2 every sign g_hat is

@@ -1,4 +1,4 @@
-"""Vote trap (math.md §4; reconstructed there and verified by simulation): majority vote on partitioned data.
+"""Vote trap (docs/theory.md §4; reconstructed there and verified by simulation): majority vote on partitioned data.
 
 d = 1, data partitioned over 3 workers by construction (worker m holds f_{m mod 3}, so M must be a
 multiple of 3): f_0 = f_1 = 1/2 (x - 1)^2, f_2 = (lambda/2)(x + 1)^2, exact local gradients. The global
