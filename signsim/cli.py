@@ -269,7 +269,7 @@ def _show(opts: dict[str, Any], items) -> None:
 
     console = tables.stderr_console()
     for item in items(tables):
-        console.print(item)
+        tables.emit(console, item)
 
 
 @_command("run", [
@@ -297,12 +297,12 @@ def run(**opts: Any) -> None:
 
         save(runs_overview([doc]), plot)
     if show:
-        from signsim.render.tables import run_summary, stderr_console
+        from signsim.render.tables import emit, run_summary, stderr_console
 
         console = stderr_console()
         for w in doc["warnings"]:
-            console.print(f"[yellow]warning:[/] {w}")
-        console.print(run_summary(doc))
+            emit(console, f"[yellow]warning:[/] {w}")
+        emit(console, run_summary(doc))
     else:
         for w in doc["warnings"]:
             print(f"warning: {w}", file=sys.stderr)
@@ -478,9 +478,9 @@ def sweep(
 
             sys.stdout.write(dumps({"command": "sweep", "dry_run": True, "runs": rows}) + "\n")
         elif not quiet:
-            from signsim.render.tables import stderr_console, sweep_plan
+            from signsim.render.tables import emit, stderr_console, sweep_plan
 
-            stderr_console().print(sweep_plan(rows, spec.parameters))
+            emit(stderr_console(), sweep_plan(rows, spec.parameters))
         return
     ex = make(executor, jobs, scheduler, force)
     log_lines: list[str] = []
@@ -496,10 +496,10 @@ def sweep(
         print(f"signsim: {line}", file=sys.stderr)
     _emit(doc, None, json_)
     if show:
-        from signsim.render.tables import stderr_console, sweep_summary
+        from signsim.render.tables import emit, stderr_console, sweep_summary
 
         for item in sweep_summary(doc):
-            stderr_console().print(item)
+            emit(stderr_console(), item)
     if doc["interrupted"]:
         raise typer.Exit(_interrupted_code())
     if doc["statuses"].get("failed"):
@@ -552,12 +552,12 @@ def _run_comparison(values, given, out, json_, show, plot) -> None:
 
         save(runs_overview(doc["runs"]), plot)
     if show:
-        from signsim.render.tables import comparison_table, stderr_console
+        from signsim.render.tables import comparison_table, emit, stderr_console
 
         console = stderr_console()
         for w in sorted({w for d in doc["runs"] for w in d["warnings"]}):
-            console.print(f"[yellow]warning:[/] {w}")
-        console.print(comparison_table(doc))
+            emit(console, f"[yellow]warning:[/] {w}")
+        emit(console, comparison_table(doc))
     if doc["status"] == "interrupted":
         raise typer.Exit(_interrupted_code())
 
@@ -623,7 +623,7 @@ def list_() -> None:
 
     from signsim import data, methods, noise, problems
     from signsim.data.splits import SUMMARIES
-    from signsim.render.tables import listing
+    from signsim.render.tables import emit, listing
     from signsim.stages import COMPRESSORS
 
     sections = {
@@ -636,8 +636,8 @@ def list_() -> None:
     }
     console = Console()
     for t in listing(sections):
-        console.print(t)
-        console.print()
+        emit(console, t)
+        emit(console, "")
 
 
 def _compile_notice(quiet: bool) -> None:
