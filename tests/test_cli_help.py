@@ -141,3 +141,87 @@ def test_plot_x_lists_every_axis():
     x_help = next(p.help for p in command.params if p.name == "x")
     for axis in (*X_AXES, *FINAL_AXES):
         assert re.search(rf"(^|[ |(]){re.escape(axis)}($|[ |)])", x_help), axis
+
+
+# --- tables when piped at 80 columns ----------------------------------------------------------------------
+
+BAD = ("(d =\n", "tau =\n", "M =\n", "SPB at after", " bit)", "…", "gamma_0/sqrt(…")
+
+
+def _piped(*args: str, columns: int = 80) -> str:
+    """stdout + stderr of ``signsim ARGS`` run with both piped (not a terminal) and COLUMNS set."""
+    import os
+
+    env = {**os.environ, "COLUMNS": str(columns)}
+    env.pop("FORCE_COLOR", None)
+    p = subprocess.run([sys.executable, "-m", "signsim.cli", *args], capture_output=True, text=True, timeout=300,
+                       env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode in (0, 1), p.stderr
+    return p.stdout + p.stderr
+
+
+def _assert_readable(text: str, width: int = 80) -> None:
+    assert text.strip()
+    for line in text.splitlines():
+        assert line == line.rstrip(), repr(line)
+        assert len(line) <= width, line
+    for bad in BAD:
+        assert bad not in text, (bad, text)
+
+
+@pytest.fixture(scope="module")
+def run_json(tmp_path_factory):
+    path = tmp_path_factory.mktemp("piped") / "run.json"
+    _piped("run", "--iters", "100", "--out", str(path), "-q")
+    return path
+
+
+@pytest.mark.parametrize("args", [
+    ("run", "--iters", "50"),
+    ("run", "--iters", "50", "--dim", "2000", "--workers", "3"),
+    ("list",),
+    ("check-spb",),
+    ("check-spb", "--estimator", "monte-carlo", "--samples", "100", "--workers", "3", "--split", "iid"),
+    ("check-spb", "--at", "run:50"),
+    ("bound",),
+    ("diversity",),
+    ("diversity", "--workers", "4", "--split", "label-skew:0.5", "--transform", "sign"),
+])
+def test_piped_tables_fit_80_columns(args):
+    _assert_readable(_piped(*args))
+
+
+def test_piped_bound_overlay_fits_80_columns(run_json):
+    text = _piped("bound", "--overlay", str(run_json))
+    _assert_readable(text)
+    assert "gamma_k=gamma_0/sqrt(k+1)" in text  # the label wraps at its spaces, never inside a word
+
+
+def test_spb_after_a_run_reads_well():
+    text = _piped("check-spb", "--at", "run:50")
+    assert "SPB after 50 iterations of ssdm: logistic (d = 31)" in text
+
+
+def test_wider_terminal_keeps_one_line_titles(run_json):
+    text = _piped("bound", "--overlay", str(run_json), columns=200)
+    assert "majority vote: E<g, vote> / ||g||_1 at init (closed-form, sampling identical, min rho =" in text
+    assert not [line for line in text.splitlines() if line != line.rstrip()]
+
+
+def test_wrap_title_breaks_only_between_expressions():
+    from signsim.render.tables import wrap_title
+
+    title = "SPB after 500 iterations of ssdm: logistic (d = 31), tau = 32, estimator monte-carlo, S = 2000"
+    for width in range(20, 100, 7):
+        lines = wrap_title(title, width)
+        assert " ".join(lines) == title
+        for line in lines:
+            assert not line.endswith(("=", "(d", "tau")), lines
+    assert wrap_title("E<g, vote> at [1, 2]: x", 6) == ["E<g, vote> at [1, 2]:", "x"]
+
+
+def test_bit_counts():
+    from signsim.render.tables import bits_text
+
+    assert bits_text(6000) == "6000"
+    assert bits_text(16_000) == "16,000 (2 kB)"
