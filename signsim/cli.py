@@ -25,8 +25,29 @@ from pathlib import Path  # noqa: E402
 from typing import Annotated, Any  # noqa: E402
 
 import typer  # noqa: E402
+from typer.core import TyperCommand, TyperGroup  # noqa: E402
 
 from signsim.errors import InputError  # noqa: E402
+
+
+def _no_flag_types(command, ctx) -> None:
+    """Flags (--help, --install-completion, --json, ...) take no value: show no value type for them."""
+    for param in command.get_params(ctx):
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+
+
+class _Group(TyperGroup):
+    def format_help(self, ctx, formatter):
+        _no_flag_types(self, ctx)
+        return super().format_help(ctx, formatter)
+
+
+class _Command(TyperCommand):
+    def format_help(self, ctx, formatter):
+        _no_flag_types(self, ctx)
+        return super().format_help(ctx, formatter)
+
 
 app = typer.Typer(
     name="signsim",
@@ -34,8 +55,35 @@ app = typer.Typer(
     "error feedback) and the statistics that decide whether it works.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
+    cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("signsim")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree that is not installed
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"signsim {package_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main_options(
+    version: Annotated[bool, typer.Option("--version", help="print the version and exit", is_eager=True,
+                                          callback=_print_version, show_default=False, metavar="")] = False,
+) -> None:
+    pass
+
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -51,69 +99,97 @@ P_DIV = "Diversity"
 P_BOUND = "Bounds"
 
 
+def _text(help: str) -> str:
+    """Help text as written: brackets ("[grid]", "[0, 1)") are not Rich markup."""
+    from rich.markup import escape
+
+    return escape(help)
+
+
 def _option(name: str, kind: Any, help: str, panel: str, *decls: str, default: Any = None) -> inspect.Parameter:
-    opt = Opt(*decls, help=help, rich_help_panel=panel, show_default=default not in (None, False))
+    flag = kind is bool or kind == (bool | None)
+    opt = Opt(*decls, help=_text(help), rich_help_panel=panel, show_default=False,
+              metavar="" if flag else None)
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                              annotation=Annotated[kind, opt])
 
 
-#: every option that describes a run: shared by run, check-spb (and the later diagnostics)
-RUN_OPTIONS = [
-    _option("config", Path | None, "TOML file of options; flags override it", P_OUT, "--config"),
-    _option("problem", str | None, "rosenbrock | quadratic | sign-trap | vote-trap | logistic | least-squares | mlp",
-            P_PROBLEM),
-    _option("dim", int | None, "dimension d (rosenbrock, quadratic)", P_PROBLEM),
-    _option("noise", str | None, "gaussian:S | laplace:S | uniform:S | student-t:NU:S (S the std for NU > 2, the "
-            "scale for 1 < NU <= 2) | bimodal:S | skewed:S | cauchy:C | stable:ALPHA:C | none", P_PROBLEM),
-    _option("kappa", float | None, "quadratic: L_i log-spaced in [1, kappa]", P_PROBLEM),
-    _option("oracle", str | None, "rosenbrock: full | term", P_PROBLEM),
-    _option("trap_eps", float | None, "sign-trap: eps in (0, 1)", P_PROBLEM),
-    _option("trap_lambda", float | None, "vote-trap: lambda > 0", P_PROBLEM),
-    _option("x0", float | None, "starting point: every coordinate set to this value", P_PROBLEM),
-    _option("noise_scales", str | None, "per-coordinate noise scales: first:K | power:A | FILE.npy", P_PROBLEM),
-    _option("data", str | None, "builtin:digits | builtin:breast-cancer | FILE (.svm/.libsvm/.txt, .csv, .npz, "
-            "IMAGES,LABELS idx)", P_DATA),
-    _option("split", str | None, "shared | iid | label-skew:ALPHA | sorted | split-batch", P_DATA),
-    _option("test_fraction", float | None, "held-out fraction (default 0.2)", P_DATA),
-    _option("standardize", bool | None, "standardize features (default on)", P_DATA,
-            "--standardize/--no-standardize"),
-    _option("intercept", bool | None, "add a constant feature (GLMs, default on)", P_DATA,
-            "--intercept/--no-intercept"),
-    _option("replicate", int | None, "repeat the training set r times", P_DATA),
-    _option("positive_class", float | None, "logistic: this label is +1, the rest -1", P_DATA),
-    _option("l2", float | None, "L2 regularization lambda", P_DATA),
-    _option("hidden", int | None, "mlp: hidden units (32)", P_DATA),
-    _option("activation", str | None, "mlp: relu | tanh", P_DATA),
-    _option("method", str | None, "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | "
-            "topk-ef | randk | ef21 | natural | onebit-sgd (signsim list)", P_RUN),
-    _option("compressor", str | None, "identity | sign | sto-sign | scaled-sign | qsgd:S | terngrad | top-k:K | "
-            "rand-k:K | natural | onebit (default: the method's)", P_RUN),
-    _option("error_feedback", str | None, "none | ef | ef21 (default: the method's)", P_RUN),
-    _option("workers", int | None, "number of workers M", P_RUN),
-    _option("aggregate", str | None, "server rule: majority | mean | median | trimmed:BETA (default: the "
-            "method's)", P_RUN),
-    _option("batch_size", int | None, "minibatch size tau per worker", P_RUN),
-    _option("iters", int | None, "iterations K", P_RUN),
-    _option("lr", float | None, "step size gamma_0", P_RUN),
-    _option("lr_schedule", str | None, "constant | sqrt (gamma_0 / sqrt(k+1))", P_RUN),
-    _option("momentum", float | None, "momentum beta in [0, 1) (Lion's beta1; default: the method's)", P_RUN),
-    _option("momentum2", float | None, "Lion's beta2 in [0, 1) (default 0.99)", P_RUN),
-    _option("weight_decay", float | None, "lambda >= 0: the step adds gamma lambda x (default 0)", P_RUN),
-    _option("votes", str | None, "per-worker | binomial (signsgd only: exact vote counts for any M)", P_RUN),
-    _option("byzantine", int | None, "number of Byzantine workers (the first ones; see --attack)", P_RUN),
-    _option("attack", str | None, "invert | random | alie:Z | ipm:EPS (omniscient: from the honest messages)",
-            P_RUN),
-    _option("sign_zero", str | None, "sign(0) in messages: random | plus | zero", P_RUN),
-    _option("tie", str | None, "tied majority vote: random | zero", P_RUN),
-    _option("eval_every", int | None, "record history every N iterations (default K/100)", P_RUN),
-    _option("stop_loss", float | None, "stop early once a recorded loss is <= this", P_RUN),
-    _option("monotone", bool | None, "keep a step only if f does not increase (signSGD option 2)", P_RUN,
-            "--monotone/--no-monotone"),
-    _option("seed", int | None, "random seed (default 0)", P_RUN),
-    _option("track_spb", int | None, "every N iterations, record the fraction of coordinates satisfying SPB, "
-            "min rho and the rho-norms", P_OUT),
-    _option("track_diversity", int | None, "every N iterations, record the gradient diversity and B_S", P_OUT),
-]
+def run_options(problem: str = "rosenbrock", batch_size: str = "1; mlp 32", tracks: bool = True) \
+        -> list[inspect.Parameter]:
+    """Every option that describes a run, shared by run, check-spb, diversity and bound; ``problem`` and
+    ``batch_size`` are the command's defaults, ``tracks`` offers --track-spb and --track-diversity (run only)."""
+    options = [
+        _option("config", Path | None, "TOML file of options; flags override it", P_OUT, "--config"),
+        _option("problem", str | None, "rosenbrock | quadratic | sign-trap | vote-trap | logistic | least-squares | "
+                f"mlp (default: {problem})", P_PROBLEM),
+        _option("dim", int | None, "dimension d (rosenbrock, quadratic; default: 10)", P_PROBLEM),
+        _option("noise", str | None, "gaussian:S | laplace:S | uniform:S | student-t:NU:S (S the std for NU > 2, "
+                "the scale for 1 < NU <= 2) | bimodal:S | skewed:S | cauchy:C | stable:ALPHA:C | none (default: "
+                "gaussian:1 for rosenbrock and quadratic, none for the others)", P_PROBLEM),
+        _option("kappa", float | None, "quadratic: L_i log-spaced in [1, kappa] (default: 100)", P_PROBLEM),
+        _option("oracle", str | None, "rosenbrock: full | term (default: full)", P_PROBLEM),
+        _option("trap_eps", float | None, "sign-trap: eps in (0, 1) (default: 0.5)", P_PROBLEM),
+        _option("trap_lambda", float | None, "vote-trap: lambda > 0 (default: 6)", P_PROBLEM),
+        _option("x0", float | None, "starting point: every coordinate set to this value (default: the "
+                "problem's)", P_PROBLEM),
+        _option("noise_scales", str | None, "per-coordinate noise scales: first:K | power:A | FILE.npy", P_PROBLEM),
+        _option("data", str | None, "builtin:digits | builtin:breast-cancer | FILE (.svm/.libsvm/.txt, .csv, .npz, "
+                "IMAGES,LABELS idx) (default: builtin:breast-cancer; mlp builtin:digits)", P_DATA),
+        _option("split", str | None, "shared | iid | label-skew:ALPHA | sorted | split-batch (default: shared)",
+                P_DATA),
+        _option("test_fraction", float | None, "held-out fraction (default: 0.2)", P_DATA),
+        _option("standardize", bool | None, "standardize features (default: on)", P_DATA,
+                "--standardize/--no-standardize"),
+        _option("intercept", bool | None, "add a constant feature (GLMs; default: on)", P_DATA,
+                "--intercept/--no-intercept"),
+        _option("replicate", int | None, "repeat the training set r times (default: 1)", P_DATA),
+        _option("positive_class", float | None, "logistic: this label is +1, the rest -1", P_DATA),
+        _option("l2", float | None, "L2 regularization lambda (default: 0)", P_DATA),
+        _option("hidden", int | None, "mlp: hidden units (default: 32)", P_DATA),
+        _option("activation", str | None, "mlp: relu | tanh (default: relu)", P_DATA),
+        _option("method", str | None, "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | "
+                "terngrad | topk-ef | randk | ef21 | natural | onebit-sgd (signsim list; default: ssdm)", P_RUN),
+        _option("compressor", str | None, "identity | sign | sto-sign | scaled-sign | qsgd:S | terngrad | top-k:K | "
+                "rand-k:K | natural | onebit (default: the method's)", P_RUN),
+        _option("error_feedback", str | None, "none | ef | ef21 (default: the method's)", P_RUN),
+        _option("workers", int | None, "number of workers M (default: 8; vote-trap 3)", P_RUN),
+        _option("aggregate", str | None, "server rule: majority | mean | median | trimmed:BETA (default: the "
+                "method's)", P_RUN),
+        _option("batch_size", int | None, f"minibatch size tau per worker (default: {batch_size})", P_RUN),
+        _option("iters", int | None, "iterations K (default: 2000)", P_RUN),
+        _option("lr", float | None, "step size gamma_0 (default: 0.01, or the method's or problem's own)", P_RUN),
+        _option("lr_schedule", str | None, "constant | sqrt (gamma_0 / sqrt(k+1)) (default: constant; vote-trap "
+                "sqrt)", P_RUN),
+        _option("momentum", float | None, "momentum beta in [0, 1) (Lion's beta1; default: the method's)", P_RUN),
+        _option("momentum2", float | None, "Lion's beta2 in [0, 1) (default: 0.99)", P_RUN),
+        _option("weight_decay", float | None, "lambda >= 0: the step adds gamma lambda x (default: 0)", P_RUN),
+        _option("votes", str | None, "per-worker | binomial (signsgd only: exact vote counts for any M; default: "
+                "per-worker)", P_RUN),
+        _option("byzantine", int | None, "number of Byzantine workers (the first ones; see --attack; default: 0)",
+                P_RUN),
+        _option("attack", str | None, "invert | random | alie:Z | ipm:EPS (omniscient: from the honest messages; "
+                "default: invert)", P_RUN),
+        _option("sign_zero", str | None, "sign(0) in messages: random | plus | zero (default: random; sign-trap "
+                "zero)", P_RUN),
+        _option("tie", str | None, "tied majority vote: random | zero (default: random; sign-trap zero)", P_RUN),
+        _option("eval_every", int | None, "record history every N iterations (default: K/100, at least 1)", P_RUN),
+        _option("stop_loss", float | None, "stop early once a recorded loss is <= this", P_RUN),
+        _option("monotone", bool | None, "keep a step only if f does not increase (signSGD option 2; default: off)",
+                P_RUN, "--monotone/--no-monotone"),
+        _option("seed", int | None, "random seed (default: 0)", P_RUN),
+    ]
+    if tracks:
+        options += [
+            _option("track_spb", int | None, "every N iterations, record the fraction of coordinates satisfying "
+                    "SPB, min rho and the rho-norms", P_OUT),
+            _option("track_diversity", int | None, "every N iterations, record the gradient diversity and B_S",
+                    P_OUT),
+        ]
+    return options
+
+
+#: the run command's options (the diagnostics take the same without --track-spb and --track-diversity)
+RUN_OPTIONS = run_options()
 OUTPUT_OPTIONS = [
     _option("out", str | None, "write the results JSON here (atomically)", P_OUT),
     _option("json_", bool, "print the results JSON on stdout, nothing else", P_OUT, "--json", default=False),
@@ -122,18 +198,19 @@ OUTPUT_OPTIONS = [
 _RUN_FIELDS = {p.name for p in RUN_OPTIONS} - {"config"}
 
 
-def _command(name: str, extra: list[inspect.Parameter], help: str):
-    """Register ``fn(**options)`` as a command whose options are RUN_OPTIONS + extra + OUTPUT_OPTIONS."""
+def _command(name: str, extra: list[inspect.Parameter], help: str, options: list[inspect.Parameter] = RUN_OPTIONS):
+    """Register ``fn(**options)`` as a command whose options are ``options`` (the run options) + extra +
+    OUTPUT_OPTIONS."""
 
     def register(fn):
         def checked(**opts: Any) -> None:
             _check_outputs(opts)
             return fn(**opts)
 
-        checked.__signature__ = inspect.Signature(RUN_OPTIONS + extra + OUTPUT_OPTIONS)
+        checked.__signature__ = inspect.Signature(options + extra + OUTPUT_OPTIONS)
         checked.__doc__ = help
         checked.__name__ = fn.__name__
-        app.command(name, help=help)(checked)
+        app.command(name, help=_text(help), cls=_Command)(checked)
         return checked
 
     return register
@@ -192,7 +269,7 @@ def _show(opts: dict[str, Any], items) -> None:
 
     console = tables.stderr_console()
     for item in items(tables):
-        console.print(item)
+        tables.emit(console, item)
 
 
 @_command("run", [
@@ -220,12 +297,12 @@ def run(**opts: Any) -> None:
 
         save(runs_overview([doc]), plot)
     if show:
-        from signsim.render.tables import run_summary, stderr_console
+        from signsim.render.tables import emit, run_summary, stderr_console
 
         console = stderr_console()
         for w in doc["warnings"]:
-            console.print(f"[yellow]warning:[/] {w}")
-        console.print(run_summary(doc))
+            emit(console, f"[yellow]warning:[/] {w}")
+        emit(console, run_summary(doc))
     else:
         for w in doc["warnings"]:
             print(f"warning: {w}", file=sys.stderr)
@@ -234,17 +311,20 @@ def run(**opts: Any) -> None:
 
 
 @_command("check-spb", [
-    _option("at", str | None, "init | optimum | FILE.npy | run:K (the point after K iterations)", P_SPB),
-    _option("estimator", str | None, "auto | exact | closed-form | monte-carlo", P_SPB),
-    _option("samples", int | None, "Monte Carlo sample count S (default 2000)", P_SPB),
-    _option("confidence", float | None, "confidence level (default 0.95)", P_SPB),
-    _option("interval", str | None, "wilson | clopper-pearson", P_SPB),
-    _option("correction", str | None, "multiple testing over coordinates: holm | bonferroni | none", P_SPB),
-    _option("top", int | None, "rows in the table of worst coordinates (default 10)", P_SPB),
+    _option("at", str | None, "init | optimum | FILE.npy | run:K (the point after K iterations; default: init)",
+            P_SPB),
+    _option("estimator", str | None, "auto | exact | closed-form | monte-carlo (default: auto)", P_SPB),
+    _option("samples", int | None, "Monte Carlo sample count S (default: 2000)", P_SPB),
+    _option("confidence", float | None, "confidence level (default: 0.95)", P_SPB),
+    _option("interval", str | None, "wilson | clopper-pearson (default: wilson)", P_SPB),
+    _option("correction", str | None, "multiple testing over coordinates: holm | bonferroni | none (default: holm)",
+            P_SPB),
+    _option("top", int | None, "rows in the table of worst coordinates (default: 10)", P_SPB),
     _option("grads", Path | None, "your own per-sample gradients: FILE.npy, an n x d array (memory-mapped); "
             "uses --workers, --batch-size, --sign-zero, --tie, --seed", P_SPB),
 ], help="Estimate per-coordinate success probabilities at a point, decide SPB, report rho-norms. "
-        "Exit 0 when SPB holds, 1 when it is violated or inconclusive.")
+        "Exit 0 when SPB holds, 1 when it is violated or inconclusive.",
+    options=run_options("logistic", "1", tracks=False))
 def check_spb(**opts: Any) -> None:
     from signsim import config as cfgmod
     from signsim.commands.check_spb import SpbOptions
@@ -267,17 +347,19 @@ def check_spb(**opts: Any) -> None:
 
 
 @_command("diversity", [
-    _option("at", str | None, "init | optimum | FILE.npy | run:K (the point after K iterations)", P_DIV),
-    _option("delta", float | None, "report the largest batch with B <= delta B_S + 1 (default 1)", P_DIV),
-    _option("estimator", str | None, "auto | exact | population | two-batch", P_DIV),
-    _option("pairs", int | None, "two-batch estimator: number of batch pairs (default 2000)", P_DIV),
+    _option("at", str | None, "init | optimum | FILE.npy | run:K (the point after K iterations; default: init)",
+            P_DIV),
+    _option("delta", float | None, "report the largest batch with B <= delta B_S + 1 (default: 1)", P_DIV),
+    _option("estimator", str | None, "auto | exact | population | two-batch (default: auto)", P_DIV),
+    _option("pairs", int | None, "two-batch estimator: number of batch pairs (default: 2000)", P_DIV),
     _option("small_batch", int | None, "two-batch estimator: small batch b (default: --batch-size)", P_DIV),
     _option("big_batch", int | None, "two-batch estimator: big batch B (default: max(2, M) b)", P_DIV),
     _option("grads", Path | None, "your own per-sample gradients: FILE.npy, an n x d array (memory-mapped)", P_DIV),
     _option("transform", list[str] | None, "also the diversity of transformed per-sample gradients: dropout:P | "
             "langevin:S | sign | sto-sign | qsgd:S | natural (repeatable)", P_DIV),
 ], help="Gradient diversity Delta_S, the batch-size bound B_S, the noise scale B_simple and the predicted "
-        "speedup at a point; per worker and between workers when data are split.")
+        "speedup at a point; per worker and between workers when data are split.",
+    options=run_options("logistic", tracks=False))
 def diversity(**opts: Any) -> None:
     from signsim import config as cfgmod
     from signsim.commands.diversity import DiversityOptions
@@ -311,11 +393,12 @@ def diversity(**opts: Any) -> None:
     _option("overlay", Path | None, "a run's results JSON: its observations beside the bounds", P_BOUND),
     _option("constant", list[str] | None, "override a constant: NAME=VALUE (repeatable; F, f0, f_star, L1, L2, "
             "sigma1, sigma_total, gamma, M, alpha, d, K)", P_BOUND),
-    _option("box", float | None, "rosenbrock: smoothness bounded over [-R, R]^d (default 2)", P_BOUND),
-    _option("at", str | None, "point of the majority-vote table: init | optimum | FILE.npy | run:K", P_BOUND),
+    _option("box", float | None, "rosenbrock: smoothness bounded over [-R, R]^d (default: 2)", P_BOUND),
+    _option("at", str | None, "point of the majority-vote table: init | optimum | FILE.npy | run:K (default: init)",
+            P_BOUND),
     _option("plot", str | None, "figure of the bounds against K (with the run's running averages)", P_BOUND),
 ], help="Evaluate the theorems' convergence bounds for a problem's constants, the majority-vote noise "
-        "reduction, or overlay a finished run.")
+        "reduction, or overlay a finished run.", options=run_options(tracks=False))
 def bound(**opts: Any) -> None:
     from signsim import config as cfgmod
     from signsim.commands.bound import BoundOptions
@@ -351,19 +434,31 @@ def bound(**opts: Any) -> None:
         print(f"signsim: observation exceeds its bound: {', '.join(doc['overlay']['exceeded'])}", file=sys.stderr)
 
 
-@app.command("sweep", help="Run a grid of runs (local processes by default, or a Dask cluster) into tidy, "
-             "resumable results: runs/<id>.json, results.csv, manifest.json. Exit 1 when some runs failed.")
+def _opt(help: str, *decls: str) -> Any:
+    """A typer option of the sweep, plot and compile commands: the help as written, the default in its text."""
+    return Opt(*decls, help=_text(help), show_default=False)
+
+
+def _flag(help: str, *decls: str) -> Any:
+    """A boolean flag: no value type shown."""
+    return Opt(*decls, help=_text(help), show_default=False, metavar="")
+
+
+@app.command("sweep", cls=_Command,
+             help=_text("Run a grid of runs (local processes by default, or a Dask cluster) into tidy, "
+             "resumable results: runs/<id>.json, results.csv, manifest.json. Exit 1 when some runs failed."))
 def sweep(
-    file: Annotated[Path, typer.Argument(help="sweep file (TOML): run options plus [grid], [[zip]], repeats")],
-    out: Annotated[str | None, Opt(help="output directory (default results/<file stem>)")] = None,
-    executor: Annotated[str, Opt(help="local | dask")] = "local",
-    jobs: Annotated[int | None, Opt(help="local processes or LocalCluster workers (default: core count / 2)")]
-    = None,
-    scheduler: Annotated[str | None, Opt(help="dask: scheduler address, or 'local' for a LocalCluster")] = None,
-    dry_run: Annotated[bool, Opt("--dry-run", help="list the expanded runs and exit")] = False,
-    force: Annotated[bool, Opt("--force", help="allow --jobs above the number of cores")] = False,
-    json_: Annotated[bool, Opt("--json", help="print the summary JSON on stdout, nothing else")] = False,
-    quiet: Annotated[bool, Opt("--quiet", "-q", help="no progress bar or table")] = False,
+    file: Annotated[Path, typer.Argument(help=_text("sweep file (TOML): run options plus [grid], [[zip]], repeats"),
+                                         show_default=False)],
+    out: Annotated[str | None, _opt("output directory (default: results/<file stem>)")] = None,
+    executor: Annotated[str, _opt("local | dask (default: local)")] = "local",
+    jobs: Annotated[int | None, _opt("local: worker processes (default: the number of cores this process may "
+                                     "use); dask --scheduler local: LocalCluster workers (default: 2)")] = None,
+    scheduler: Annotated[str | None, _opt("dask: scheduler address, or 'local' for a LocalCluster")] = None,
+    dry_run: Annotated[bool, _flag("list the expanded runs and exit", "--dry-run")] = False,
+    force: Annotated[bool, _flag("allow --jobs above the number of cores", "--force")] = False,
+    json_: Annotated[bool, _flag("print the summary JSON on stdout, nothing else", "--json")] = False,
+    quiet: Annotated[bool, _flag("no progress bar or table", "--quiet", "-q")] = False,
 ) -> None:
     from signsim.commands.sweep import plan
     from signsim.commands.sweep import sweep as sweep_command
@@ -383,9 +478,9 @@ def sweep(
 
             sys.stdout.write(dumps({"command": "sweep", "dry_run": True, "runs": rows}) + "\n")
         elif not quiet:
-            from signsim.render.tables import stderr_console, sweep_plan
+            from signsim.render.tables import emit, stderr_console, sweep_plan
 
-            stderr_console().print(sweep_plan(rows, spec.parameters))
+            emit(stderr_console(), sweep_plan(rows, spec.parameters))
         return
     ex = make(executor, jobs, scheduler, force)
     log_lines: list[str] = []
@@ -401,29 +496,33 @@ def sweep(
         print(f"signsim: {line}", file=sys.stderr)
     _emit(doc, None, json_)
     if show:
-        from signsim.render.tables import stderr_console, sweep_summary
+        from signsim.render.tables import emit, stderr_console, sweep_summary
 
         for item in sweep_summary(doc):
-            stderr_console().print(item)
+            emit(stderr_console(), item)
     if doc["interrupted"]:
         raise typer.Exit(_interrupted_code())
     if doc["statuses"].get("failed"):
         raise typer.Exit(1)
 
 
-@app.command("plot", help="Figures from results: run JSONs (or the result of a config with compare variants), a "
-             "sweep directory, check-spb, diversity or bound results.")
+@app.command("plot", cls=_Command,
+             help=_text("Figures from results: run JSONs (or the result of a config with compare variants), "
+             "a sweep directory, check-spb, diversity or bound results."))
 def plot(
-    results: Annotated[list[Path], typer.Argument(help="results files or a sweep directory")],
-    out: Annotated[str | None, Opt(help="figure file: .png, .pdf or .svg (default <first input>.png)")] = None,
-    x: Annotated[str | None, Opt(help="iter | bits | megabytes | time")] = None,
-    y: Annotated[str | None, Opt(help="loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
-                                 "spb-fraction | rho-min | rho-norm | B_S")] = None,
-    group_by: Annotated[str | None, Opt(help="sweeps: one line per value of this option (the title names the "
+    results: Annotated[list[Path], typer.Argument(help=_text("results files or a sweep directory"),
+                                                  show_default=False)],
+    out: Annotated[str | None, _opt("figure file: .png, .pdf or .svg (default: <first input>.png, or figure.png "
+                                    "in a sweep directory)")] = None,
+    x: Annotated[str | None, _opt("iter | bits | megabytes | time (curves against it; default: iter) | workers | "
+                                  "byzantine | batch-size (final values against this run option)")] = None,
+    y: Annotated[str | None, _opt("loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
+                                  "spb-fraction | rho-min | rho-norm | B_S (default: loss)")] = None,
+    group_by: Annotated[str | None, _opt("sweeps: one line per value of this option (the title names the "
                                          "options averaged over)")] = None,
-    where: Annotated[list[str] | None, Opt(help="sweeps: keep only runs with KEY=VALUE (repeatable; all must "
-                                           "hold)")] = None,
-    facet: Annotated[str | None, Opt(help="sweeps: one panel per value of this option")] = None,
+    where: Annotated[list[str] | None, _opt("sweeps: keep only runs with KEY=VALUE (repeatable; all must "
+                                            "hold)")] = None,
+    facet: Annotated[str | None, _opt("sweeps: one panel per value of this option")] = None,
 ) -> None:
     from signsim.commands.plot import plot as plot_command
     from signsim.paths import output_file
@@ -453,12 +552,12 @@ def _run_comparison(values, given, out, json_, show, plot) -> None:
 
         save(runs_overview(doc["runs"]), plot)
     if show:
-        from signsim.render.tables import comparison_table, stderr_console
+        from signsim.render.tables import comparison_table, emit, stderr_console
 
         console = stderr_console()
         for w in sorted({w for d in doc["runs"] for w in d["warnings"]}):
-            console.print(f"[yellow]warning:[/] {w}")
-        console.print(comparison_table(doc))
+            emit(console, f"[yellow]warning:[/] {w}")
+        emit(console, comparison_table(doc))
     if doc["status"] == "interrupted":
         raise typer.Exit(_interrupted_code())
 
@@ -515,15 +614,16 @@ def _emit(doc: dict[str, Any], out: Path | None, as_json: bool) -> None:
             sys.stdout.write(text + "\n")
 
 
-@app.command("list", help="Name every problem, method, compressor, noise model, data source and data split, one "
-             "line each.")
+@app.command("list", cls=_Command,
+             help=_text("Name every problem, method, compressor, noise model, data source and data split, "
+             "one line each."))
 def list_() -> None:
     """Name every problem, method, compressor, noise model, data source and data split, one line each."""
     from rich.console import Console
 
     from signsim import data, methods, noise, problems
     from signsim.data.splits import SUMMARIES
-    from signsim.render.tables import listing
+    from signsim.render.tables import emit, listing
     from signsim.stages import COMPRESSORS
 
     sections = {
@@ -536,8 +636,8 @@ def list_() -> None:
     }
     console = Console()
     for t in listing(sections):
-        console.print(t)
-        console.print()
+        emit(console, t)
+        emit(console, "")
 
 
 def _compile_notice(quiet: bool) -> None:
@@ -548,9 +648,10 @@ def _compile_notice(quiet: bool) -> None:
         print(COMPILE_NOTICE, file=sys.stderr, flush=True)
 
 
-@app.command("compile", help="Compile every kernel ahead of time (e.g. in a Docker image or a CI cache step); "
-             "--clear empties signsim's kernel cache instead.")
-def compile_(clear: Annotated[bool, Opt("--clear", help="remove the cached kernels and exit")] = False) -> None:
+@app.command("compile", cls=_Command,
+             help=_text("Compile every kernel ahead of time (e.g. in a Docker image or a CI cache step); "
+             "--clear empties signsim's kernel cache instead."))
+def compile_(clear: Annotated[bool, _flag("remove the cached kernels and exit", "--clear")] = False) -> None:
     from signsim.commands import compile as compiling
 
     if clear:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 def fmt(v: Any) -> str:
@@ -25,6 +28,129 @@ def human_bits(bits: int) -> str:
     return f"{bits} bit"
 
 
+def bits_text(bits: int) -> str:
+    """A bit count, with its size in kB / MB / GB once it is at least a kilobyte ("6000", "16,000 (2 kB)")."""
+    return fmt(bits) if bits < 8e3 else f"{fmt(bits)} ({human_bits(bits)})"
+
+
+def where(point: str) -> str:
+    """'at init', 'after 500 iterations of ssdm', 'on 1000 given samples' (a point as documents name it)."""
+    if point.startswith("after "):
+        return point
+    if point.endswith(" given samples"):
+        return f"on {point}"
+    return f"at {point}"
+
+
+def wrap_title(title: str, width: int) -> list[str]:
+    """Break ``title`` into lines of at most ``width`` characters, only after ", ", "; " or ": " (and at "(" of
+    a parenthesis that does not fit), so that no expression such as "d = 31" is split; a part longer than the
+    width gets a line of its own."""
+    parts = _split_title(title)
+    lines: list[str] = []
+    line = ""
+    for part in parts:
+        if line and len(line) + len(part) > width:
+            lines.append(line.rstrip())
+            line = part.lstrip()
+        else:
+            line += part
+    if line:
+        lines.append(line.rstrip())
+    return lines
+
+
+def _split_title(title: str) -> list[str]:
+    """Pieces of a title, each ending after ", ", "; " or ": " (or before " ("), never inside [...] or <...>."""
+    parts, start, depth = [], 0, 0
+    for i, c in enumerate(title):
+        nxt = title[i + 1] if i + 1 < len(title) else ""
+        prev = title[i - 1] if i else ""
+        if c == "[" or (c == "<" and nxt not in " ="):
+            depth += 1
+        elif (c == "]" or (c == ">" and prev not in " -" and nxt != "=")) and depth:
+            depth -= 1
+        elif depth == 0 and c in ",;:" and nxt == " ":
+            parts.append(title[start:i + 2])
+            start = i + 2
+        elif depth == 0 and c == " " and nxt == "(" and i + 1 > start:
+            parts.append(title[start:i + 1])
+            start = i + 1
+    parts.append(title[start:])
+    return [p for p in parts if p]
+
+
+def emit(console: Console, item: Any) -> None:
+    """Print a table (its title above it, wrapped at the console width between expressions) or a line of text,
+    with no trailing spaces on any line (piped output stays clean)."""
+    if isinstance(item, Table):
+        _fit(console, item)
+    with console.capture() as captured:
+        if isinstance(item, Table) and item.title:
+            title, item.title = str(item.title), None
+            for line in wrap_title(title, console.width):
+                console.print(Text(line, style="italic" if console.is_terminal else ""), soft_wrap=True)
+        console.print(item)
+    text = captured.get()
+    console.file.write("\n".join(line.rstrip() for line in text.split("\n")))
+    console.file.flush()
+
+
+def _fit(console: Console, table: Table) -> None:
+    """A boxed table whose words cannot all fit the console width loses its box lines (one space between
+    columns instead of three); nothing is cut with an ellipsis (a token wider than its column folds)."""
+    def narrowest() -> int:
+        """The width with every column at its longest word (no_wrap columns whole; unclamped)."""
+        wide = console.options.update_width(10**6)
+        extra = sum(m.maximum - m.minimum for m in (table._measure_column(console, wide, c)
+                                                     for c in table.columns if c.no_wrap))
+        return table.__rich_measure__(console, wide).minimum + extra
+
+    if table.box is not None and narrowest() > console.width:
+        table.box, table.show_edge, table.pad_edge, table.padding = box.SIMPLE_HEAD, False, False, (0, 1, 0, 0)
+        if narrowest() > console.width:
+            table.box = None
+    for column in table.columns:
+        column.overflow = "fold"
+    _allocate(console, table)
+
+
+def _allocate(console: Console, table: Table) -> None:
+    """Column widths for a table wider than the console: each column gets its longest word (no_wrap columns
+    their whole text) and the spare width goes to the columns in proportion to what they lack; so text wraps at
+    spaces and no word is cut (Rich's own shrinking can cut words or crop the last columns)."""
+    wide = console.options.update_width(10**6)
+    sizes = [table._measure_column(console, wide, c) for c in table.columns]
+    whole = table.__rich_measure__(console, wide)
+    if whole.maximum <= console.width:
+        return
+    overhead = whole.maximum - sum(m.maximum for m in sizes)
+    lows = [m.maximum if c.no_wrap else m.minimum for m, c in zip(sizes, table.columns, strict=True)]
+    spare = console.width - overhead - sum(lows)  # what the columns get beyond their longest words
+    if spare < 0:
+        return  # no way to fit: Rich folds the longest words
+    lacks = [m.maximum - low for m, low in zip(sizes, lows, strict=True)]
+    gets = [0] * len(lacks)
+    needy = sorted(range(len(lacks)), key=lambda i: lacks[i])
+    while needy and spare > 0:  # equal shares, a column taking no more than it lacks (max-min fairness)
+        share = max(spare // len(needy), 1)
+        i = needy.pop(0)
+        gets[i] = min(lacks[i], share)
+        spare -= gets[i]
+    for column, low, get in zip(table.columns, lows, gets, strict=True):
+        column.width = low + get - table._get_padding_width(column._index)
+
+
+def _glue(text: str) -> str:
+    """"M = 8" -> "M=8": a wrapped table cell breaks only between expressions."""
+    return re.sub(r" ?(<=|>=|=) ?", r"\1", text)
+
+
+def _min_width(texts) -> int:
+    """The longest word among ``texts``: a column this wide wraps at spaces and never cuts a word."""
+    return max((len(w) for t in texts for w in str(t).split()), default=1)
+
+
 def run_summary(doc: dict[str, Any]) -> Table:
     cfg, fin = doc["config"], doc["final"]
     title = (f"{cfg['method']} on {doc['problem']['name']} (d = {doc['problem']['dim']}), "
@@ -41,8 +167,8 @@ def run_summary(doc: dict[str, Any]) -> Table:
             continue
         table.add_row(label, fmt(first.get(key)), fmt(fin.get(key)))
     table.add_row("iterations", "0", fmt(fin.get("iters_done")))
-    table.add_row("bits up (all workers)", "0", f"{fmt(fin['bits_up'])} ({human_bits(fin['bits_up'])})")
-    table.add_row("bits down (all workers)", "0", f"{fmt(fin['bits_down'])} ({human_bits(fin['bits_down'])})")
+    table.add_row("bits up (all workers)", "0", bits_text(fin["bits_up"]))
+    table.add_row("bits down (all workers)", "0", bits_text(fin["bits_down"]))
     table.add_row("wall time", "", f"{fin['wall_time']:.3f} s")
     return table
 
@@ -91,7 +217,7 @@ MAX_WORKER_ROWS = 12
 def spb_report(doc: dict[str, Any]) -> list[Any]:
     """Summary table, the per-worker table (workers that differ) and the table of worst coordinates."""
     p = doc["problem"]
-    summary = Table(title=f"SPB at {doc['point']}: {p['name']} (d = {doc['dim']}), tau = {doc['tau']}, "
+    summary = Table(title=f"SPB {where(doc['point'])}: {p['name']} (d = {doc['dim']}), tau = {doc['tau']}, "
                     f"estimator {doc['method_of_estimate']}" + (f", S = {doc['samples']}" if doc["samples"] else ""),
                     show_header=False, title_justify="left")
     summary.add_column("quantity")
@@ -114,7 +240,7 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
     ]
     if "rho_M_norm" in doc:
         how = "each worker's own law" if doc.get("workers_differ") else "identical workers"
-        rows.append((f"E<g, vote> (rho_M-norm, M = {doc['workers']}, {how})", fmt(doc["rho_M_norm"])))
+        rows.append((f"E<g, vote> (rho_M-norm, M={doc['workers']}, {how})", fmt(doc["rho_M_norm"])))
     for label, value in rows:
         summary.add_row(label, value)
     summary.add_row("verdict", f"[bold {colour}]{doc['verdict']}[/]")
@@ -131,7 +257,8 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
     cols = ["i", "g_i", "sigma_i", "GSNR", "P(agree)"] + (["P(0)", "P(disagree)", "rho_i"] if zeros else []) + \
         (["interval"] if mc else []) + ["status", "sufficient"]
     for col in cols:
-        worst.add_column(col, justify="right" if col not in ("status", "sufficient") else "left")
+        worst.add_column(col, justify="right" if col not in ("status", "sufficient") else "left",
+                         no_wrap=col == "interval")
     suff = doc["sufficient"]
     for i in doc["worst"]:
         holds = []
@@ -146,7 +273,7 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
         if zeros:
             row += [fmt(_at(doc, "p_zero", i)), fmt(_at(doc, "p_disagree", i)), fmt(doc["rho"][i])]
         if mc:
-            row.append(f"[{fmt(doc['rho_low'][i])}, {fmt(doc['rho_high'][i])}]")
+            row.append(f"[{doc['rho_low'][i]:.3g}, {doc['rho_high'][i]:.3g}]")
         worst.add_row(*row, doc["status"][i], ", ".join(holds) or "none")
     out.append(worst)
     out.append("SPB on a coordinate: the message's sign agrees with sign g_i more often than it disagrees, "
@@ -188,7 +315,7 @@ def worker_table(rows: list[dict[str, Any]]) -> Table:
 
 def diversity_report(doc: dict[str, Any]) -> list[Any]:
     p = doc["problem"]
-    t = Table(title=f"gradient diversity at {doc['point']}: {p['name']} (d = {p['dim']}), estimator "
+    t = Table(title=f"gradient diversity {where(doc['point'])}: {p['name']} (d = {p['dim']}), estimator "
               f"{doc['method_of_estimate']}", show_header=False, title_justify="left")
     t.add_column("quantity")
     t.add_column("value", justify="right")
@@ -269,7 +396,7 @@ def dimension_table(doc: dict[str, Any]) -> Table:
 
 
 def heuristics_table(doc: dict[str, Any]) -> list[Any]:
-    t = Table(title=f"diversity of transformed per-sample gradients at {doc['point']} (n = {doc['n']})",
+    t = Table(title=f"diversity of transformed per-sample gradients {where(doc['point'])} (n = {doc['n']})",
               header_style="bold", title_justify="left")
     for col in ("transform", "B_S", "Delta_S", "B_simple", "speedup at B = 64"):
         t.add_column(col, justify="right" if col != "transform" else "left")
@@ -302,14 +429,14 @@ def bound_report(doc: dict[str, Any]) -> list[Any]:
     for col in ("name", "value", "source"):
         c.add_column(col, justify="right" if col == "value" else "left")
     for k in doc["constants"]:
-        c.add_row(k["name"], fmt(k["value"]), k["source"])
+        c.add_row(k["name"], fmt(k["value"]), _glue(k["source"]))
     overlay = "overlay" in doc
     b = Table(title="bounds" + (f" beside the run ({doc['overlay']['iters_done']} iterations)" if overlay else
                                 f" at K = {doc['config']['iters']}"), header_style="bold", title_justify="left")
     for col in ("bound", "on", "run", "bound at K") + (("observed", "") if overlay else ()):
         b.add_column(col, justify="right" if col in ("bound at K", "observed") else "left")
     for r in doc["bounds"]:
-        label = r["label"] + (" *" if r["derived"] else "")
+        label = _glue(r["label"]) + (" *" if r["derived"] else "")
         row = [label, r["lhs"], "matches" if r["matches_run"] else "-"]
         if overlay:
             verdict = "[bold red]EXCEEDS[/]" if r["exceeded"] else ("ok" if r["observed"] is not None and
@@ -320,7 +447,7 @@ def bound_report(doc: dict[str, Any]) -> list[Any]:
         b.add_row(*row)
     mt = doc["majority_table"]
     per_worker = ", each worker's own law" if mt.get("workers_differ") else ""
-    m = Table(title=f"majority vote: E<g, vote> / ||g||_1 at {mt['point']} ({mt['method_of_estimate']}, "
+    m = Table(title=f"majority vote: E<g, vote> / ||g||_1 {where(mt['point'])} ({mt['method_of_estimate']}, "
               f"sampling {mt.get('sampling', '-')}{per_worker}, min rho = {fmt(mt['rho_min'])})", header_style="bold",
               title_justify="left")
     for col in ("M", "ratio", "1 - exp(-(2 rho - 1)^2 l)"):
