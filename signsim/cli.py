@@ -130,8 +130,8 @@ def run_options(problem: str = "rosenbrock", batch_size: str = "1; mlp 32", trac
         _option("oracle", str | None, "rosenbrock: full | term (default: full)", P_PROBLEM),
         _option("trap_eps", float | None, "sign-trap: eps in (0, 1) (default: 0.5)", P_PROBLEM),
         _option("trap_lambda", float | None, "vote-trap: lambda > 0 (default: 6)", P_PROBLEM),
-        _option("x0", float | None, "starting point: every coordinate set to this value (default: the "
-                "problem's)", P_PROBLEM),
+        _option("x0", float | None, "starting point: every coordinate set to this value; a config file may give "
+                "a vector instead (default: the problem's)", P_PROBLEM),
         _option("noise_scales", str | None, "per-coordinate noise scales: first:K | power:A | FILE.npy", P_PROBLEM),
         _option("data", str | None, "builtin:digits | builtin:breast-cancer | FILE (.svm/.libsvm/.txt, .csv, .npz, "
                 "IMAGES,LABELS idx) (default: builtin:breast-cancer; mlp builtin:digits)", P_DATA),
@@ -163,8 +163,8 @@ def run_options(problem: str = "rosenbrock", batch_size: str = "1; mlp 32", trac
         _option("momentum", float | None, "momentum beta in [0, 1) (Lion's beta1; default: the method's)", P_RUN),
         _option("momentum2", float | None, "Lion's beta2 in [0, 1) (default: 0.99)", P_RUN),
         _option("weight_decay", float | None, "lambda >= 0: the step adds gamma lambda x (default: 0)", P_RUN),
-        _option("votes", str | None, "per-worker | binomial (signsgd only: exact vote counts for any M; default: "
-                "per-worker)", P_RUN),
+        _option("votes", str | None, "per-worker | binomial: exact vote counts for any M, for memoryless sign "
+                "workers on a shared exact-gradient problem with closed-form noise (default: per-worker)", P_RUN),
         _option("byzantine", int | None, "number of Byzantine workers (the first ones; see --attack; default: 0)",
                 P_RUN),
         _option("attack", str | None, "invert | random | alie:Z | ipm:EPS (omniscient: from the honest messages; "

@@ -1,4 +1,5 @@
-"""``signsim diversity``: gradient diversity, the batch-size bound and the noise scale at a point (docs/theory.md §6)."""
+"""``signsim diversity``: gradient diversity, the batch-size bound and the noise scale at a point
+(docs/theory.md §6)."""
 
 from __future__ import annotations
 

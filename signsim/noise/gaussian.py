@@ -1,4 +1,5 @@
-"""Gaussian noise N(0, sigma^2): unimodal, symmetric. Closed form rho_i = Phi(sqrt(tau) |g_i| / sigma) (docs/theory.md §1)."""
+"""Gaussian noise N(0, sigma^2): unimodal, symmetric. Closed form rho_i = Phi(sqrt(tau) |g_i| / sigma)
+(docs/theory.md §1)."""
 
 import numpy as np
 from numba import njit
