@@ -11,14 +11,14 @@ import numpy as np
 from numba import njit
 from numba.np.ufunc.parallel import _launch_threads
 
+from signsim.noise import bimodal, cauchy, gaussian, laplace, none, skewed, stable, student_t, uniform
+from signsim.noise.base import N_NOISE_PARAMS
+from signsim.problems import glm, least_squares, logistic, mlp, quadratic, rosenbrock, sign_trap, vote_trap
+
 # Cached kernels may call parallel ones (the data problems' full-data passes): a process that loads them from
 # the cache must have Numba's threading layer running first, or LLVM cannot resolve its scheduler's symbols
 # ("Symbol not found: allocate_sched") and the process aborts. Every kernel module imports this one.
 _launch_threads()
-
-from signsim.noise import bimodal, cauchy, gaussian, laplace, none, skewed, stable, student_t, uniform
-from signsim.noise.base import N_NOISE_PARAMS
-from signsim.problems import glm, least_squares, logistic, mlp, quadratic, rosenbrock, sign_trap, vote_trap
 
 
 @njit(cache=True)
