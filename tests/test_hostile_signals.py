@@ -18,16 +18,16 @@ STARTED = 6.0
 
 @pytest.fixture(scope="module", autouse=True)
 def compiled_kernels():
-    """Compile (or load) every kernel once, so that the timed processes below only load them."""
-    from signsim.cli import main
-
+    """Compile (or load) every kernel the timed commands below use, in fresh processes as the timed ones are,
+    so that those only load them from the cache."""
     for args in (["run", "--problem", "logistic", "--iters", "3", "--quiet"],
-                 ["check-spb", "--problem", "quadratic", "--estimator", "monte-carlo", "--samples", "50", "--quiet"],
-                 ["diversity", "--problem", "quadratic", "--estimator", "two-batch", "--pairs", "50", "--quiet"]):
-        try:
-            main(args)
-        except SystemExit:
-            pass
+                 ["run", "--problem", "quadratic", "--iters", "3", "--quiet"],
+                 ["check-spb", "--problem", "quadratic", "--dim", "50", "--estimator", "monte-carlo", "--samples",
+                  "50", "--quiet"],
+                 ["diversity", "--problem", "quadratic", "--dim", "50", "--estimator", "two-batch", "--pairs", "50",
+                  "--quiet"],
+                 ["check-spb", "--problem", "quadratic", "--at", "run:3", "--quiet"]):
+        subprocess.run([sys.executable, "-m", "signsim.cli", *args], capture_output=True, timeout=600)
 
 
 def interrupt(args, sig=signal.SIGINT, after=3.0, twice=False, env=None):

@@ -26,6 +26,7 @@ from numba import njit
 from signsim.codes import Aggregate, Attack, SignZero, Status, Tie
 from signsim.engine import loop
 from signsim.engine.dispatch import problem_loss, problem_loss_grad
+from signsim.engine.state import ChunkedState
 from signsim.noise import bimodal, cauchy, gaussian, laplace, skewed, uniform
 from signsim.noise.base import N_NOISE_PARAMS
 
@@ -207,7 +208,7 @@ def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams,
     return Status.OK
 
 
-class BinomialEngine:
+class BinomialEngine(ChunkedState):
     """The state of a ``--votes binomial`` run between chunks, with the interface of ``driver.Engine``: O(d)
     memory and work per iteration whatever the number of workers."""
 
@@ -222,6 +223,7 @@ class BinomialEngine:
         self.problem = problem
         self.x = problem.x0.astype(np.float64).copy()
         self.agg, self.gbuf, self.trial = np.zeros(d), np.zeros(d), np.zeros(d)
+        self.err = np.zeros((1, 1))  # no worker keeps an error: loop.record's error column stays empty
         self.tally = np.zeros(2)
         _, self.gen = run_streams(seed, 0)  # the server's stream draws every count
         self.up_bits = float(M * accounting.uplink_bits(Compressor.SIGN, d, s.sign_zero))
@@ -245,18 +247,3 @@ class BinomialEngine:
             self.up_bits))
         self.k = int(self.counters[loop.C_DONE])
         return self.status
-
-    @property
-    def finished(self) -> bool:
-        return self.status != Status.OK or (self.k >= self.K and self.counters[loop.C_ROWS] > 0)
-
-    def record_now(self) -> None:
-        rows = self.counters[loop.C_ROWS]
-        if rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]:
-            return
-        p = self.problem
-        loop.record(self.k, self.x, np.zeros((1, 1)), self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg,
-                    self.x_star, self.hist, self.counters, self.tally)
-
-    def history(self) -> np.ndarray:
-        return self.hist[: self.counters[loop.C_ROWS]].copy()

@@ -26,6 +26,7 @@ from signsim.codes import (
     choice,
 )
 from signsim.engine import loop
+from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.interrupts import abandon, acknowledge, check, deferred
 from signsim.methods.base import MethodSpec
@@ -102,7 +103,7 @@ class EngineOutput:
     reached_target: bool = False  # stopped early: the loss reached --stop-loss
 
 
-class Engine:
+class Engine(ChunkedState):
     """The state of one run between chunks. ``advance(n)`` runs n more iterations in compiled code."""
 
     def __init__(self, problem: ProblemInstance, noise: NoiseModel, noise_params: np.ndarray, s: Settings,
@@ -165,22 +166,6 @@ class Engine:
                 self.nparams, self.icfg, self.fcfg, self.x_star, self.hist, self.counters))
         self.k = int(self.counters[loop.C_DONE])
         return self.status
-
-    @property
-    def finished(self) -> bool:
-        return self.status != Status.OK or (self.k >= self.K and self.counters[loop.C_ROWS] > 0)
-
-    def record_now(self) -> None:
-        """Append a history row at the current iterate unless the last row already holds it."""
-        rows = self.counters[loop.C_ROWS]
-        if rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]:
-            return
-        p = self.problem
-        loop.record(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg, self.x_star,
-                    self.hist, self.counters, self.tally)
-
-    def history(self) -> np.ndarray:
-        return self.hist[: self.counters[loop.C_ROWS]].copy()
 
 
 def worker_generators(gens: list[np.random.Generator], parallel: bool):
