@@ -132,8 +132,8 @@ def test_a_dead_pool_worker_fails_its_run_and_the_rest_finish(tmp_path):
 
 def test_a_dead_dask_worker_fails_its_run_and_the_rest_finish(tmp_path):
     pytest.importorskip("distributed")
-    # the last run kills its worker; with one worker it runs last, so no other run dies with it (Dask counts
-    # every run held by a dying worker), and with allowed-failures 0 one death fails it
+    # the last run kills its worker; with allowed-failures 0 one death fails it. Dask counts every run the dying
+    # worker held, and its scheduler may already have queued the run before it there: that one may fail too
     p = write(tmp_path, QUICK)
     r = subprocess.run([sys.executable, "-m", "signsim.cli", "sweep", str(p), "--out", str(tmp_path / "o"),
                         "--executor", "dask", "--scheduler", "local", "--jobs", "1", "--json"],
@@ -142,10 +142,11 @@ def test_a_dead_dask_worker_fails_its_run_and_the_rest_finish(tmp_path):
                             "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"})
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["statuses"] == {"ok": 3, "failed": 1}, r.stderr
+    assert doc["statuses"].get("ok", 0) >= 2 and sum(doc["statuses"].values()) == 4, r.stderr
     runs = [json.loads(f.read_text()) for f in (tmp_path / "o" / "runs").glob("*.json")]
-    (bad,) = [d for d in runs if d["status"] == "failed"]
-    assert "KilledWorker" in bad["error"] and bad["sweep"]["index"] == 3
+    bad = {d["sweep"]["index"]: d for d in runs if d["status"] == "failed"}
+    assert 3 in bad and set(bad) <= {2, 3}, r.stderr
+    assert all("KilledWorker" in d["error"] for d in bad.values())
 
 
 def test_pool_workers_exit_when_the_sweep_process_dies(tmp_path):
