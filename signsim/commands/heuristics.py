@@ -11,7 +11,6 @@ need nothing beyond the engine's own noise.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from signsim import __version__
+from signsim.commands.replication import TargetRuns, check_option
 from signsim.errors import InputError
 
 #: rows of per-sample gradients computed at a time (bounds memory at BLOCK x d floats)
@@ -26,18 +26,11 @@ BLOCK = 4096
 
 
 @dataclass
-class HeuristicsExperiment:
+class HeuristicsExperiment(TargetRuns):
     transforms: list[str] = field(default_factory=lambda: ["dropout:0.5", "langevin:1", "sto-sign", "qsgd:4",
                                                            "natural"])
     at: str = "init"
     measure: str | None = None  # a langevin:s transformation to measure iterations-to-target with, or none
-    batch_sizes: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64])
-    target_loss: float = 0.2
-    max_iters: int = 20_000
-    seeds: int = 3
-    lr_scaling: str = "linear"
-    lr_max: float = 1.0
-    eval_every: int = 1
 
 
 def parse(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
@@ -66,18 +59,8 @@ def parse(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
         elif name == "at":
             if not isinstance(value, str):
                 raise InputError(f"{where}: 'at' must be a string such as \"init\"")
-        elif isinstance(default, list):
-            if not (isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool)
-                                                               and v >= 1 for v in value)):
-                raise InputError(f"{where}: '{key}' must be a non-empty list of positive integers")
-        elif name == "lr_scaling":
-            if value not in ("linear", "none"):
-                raise InputError(f"{where}: '{key}' must be 'linear' or 'none'")
-        elif isinstance(default, int):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise InputError(f"{where}: '{key}' must be a positive integer")
-        elif not isinstance(value, int | float) or isinstance(value, bool) or not (value > 0 and math.isfinite(value)):
-            raise InputError(f"{where}: '{key}' must be a positive number")
+        else:
+            check_option(key, value, default, where)
         setattr(e, name, value)
     if e.measure is not None and 1 not in e.batch_sizes:
         raise InputError(f"{where}: 'batch-sizes' must include 1 (the speedup is measured against it)")

@@ -9,6 +9,7 @@ The step size grows with the batch (``lr-scaling = "linear"``: gamma_B = min(B g
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,8 +21,10 @@ from signsim.errors import InputError
 
 
 @dataclass
-class Experiment:
-    replicate: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
+class TargetRuns:
+    """Mini-batch SGD runs to a target loss, one group per batch size (``iterations_to_target``); the
+    experiments that measure speedups share these options."""
+
     batch_sizes: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64])
     target_loss: float = 0.2
     max_iters: int = 20_000
@@ -29,6 +32,30 @@ class Experiment:
     lr_scaling: str = "linear"
     lr_max: float = 1.0
     eval_every: int = 1
+
+
+@dataclass
+class Experiment(TargetRuns):
+    replicate: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
+
+
+def check_option(key: str, value: Any, default: Any, where: str) -> Any:
+    """A value of an experiment option checked by the kind of its default: a non-empty list of positive
+    integers, 'linear' or 'none' (lr-scaling), a positive integer, or a positive finite number."""
+    if isinstance(default, list):
+        ok = isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                                      for v in value)
+        if not ok:
+            raise InputError(f"{where}: '{key}' must be a non-empty list of positive integers")
+    elif isinstance(default, str):
+        if value not in ("linear", "none"):
+            raise InputError(f"{where}: '{key}' must be 'linear' or 'none'")
+    elif isinstance(default, int):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InputError(f"{where}: '{key}' must be a positive integer")
+    elif not isinstance(value, int | float) or isinstance(value, bool) or not (value > 0 and math.isfinite(value)):
+        raise InputError(f"{where}: '{key}' must be a positive number")
+    return value
 
 
 def parse_experiment(raw: Any, where: str) -> Experiment:
@@ -40,21 +67,7 @@ def parse_experiment(raw: Any, where: str) -> Experiment:
         name = key.replace("-", "_")
         if key.replace("_", "-") not in known:
             raise InputError(f"{where}: unknown key '{key}' (known: {', '.join(sorted(known))})")
-        default = getattr(e, name)
-        if isinstance(default, list):
-            ok = isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
-                                                          for v in value)
-            if not ok:
-                raise InputError(f"{where}: '{key}' must be a non-empty list of positive integers")
-        elif isinstance(default, str):
-            if value not in ("linear", "none"):
-                raise InputError(f"{where}: '{key}' must be 'linear' or 'none'")
-        elif isinstance(default, int):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise InputError(f"{where}: '{key}' must be a positive integer")
-        elif not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
-            raise InputError(f"{where}: '{key}' must be a positive number")
-        setattr(e, name, value)
+        setattr(e, name, check_option(key, value, getattr(e, name), where))
     if 1 not in e.batch_sizes:
         raise InputError(f"{where}: 'batch-sizes' must include 1 (the speedup is measured against it)")
     return e
