@@ -77,10 +77,11 @@ PER_WORKER = 4096
 
 
 def run_bytes(workers: int, dim: int, momentum: bool, error_feedback: bool, history_rows: int,
-              data_values: int = 0) -> int:
-    """The memory a run allocates: per worker its gradient, message, momentum and error-feedback vectors and
-    its generator; the server's vectors; the recorded history; the data (train + test copies)."""
-    per_worker = 8 * dim * (2 + int(momentum) + int(error_feedback)) + PER_WORKER
+              data_values: int = 0, index_scratch: bool = False) -> int:
+    """The memory a run allocates: per worker its gradient, message, momentum and error-feedback vectors, the
+    sparsifiers' index scratch and its generator; the server's vectors; the recorded history; the data (train
+    + test copies)."""
+    per_worker = 8 * dim * (2 + int(momentum) + int(error_feedback) + int(index_scratch)) + PER_WORKER
     return workers * per_worker + 8 * dim * 8 + history_rows * 16 * 8 + 8 * 3 * data_values
 
 
@@ -92,9 +93,10 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     method = methods.get(cfg.method)
     momentum = (cfg.momentum or 0) > 0 or method.momentum_kind == "lion"
     ef = (cfg.error_feedback or method.error_feedback) != "none"
+    sparsifier = str(cfg.compressor or method.compressor).startswith(("top-k", "rand-k"))
     rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
     workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers
-    need = run_bytes(workers, dim, momentum, ef, rows, data_values)
+    need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier)
     hint = ""
     if workers and cfg.method == "signsgd" and not momentum:
         hint = "; for signSGD on a synthetic problem, --votes binomial simulates any number of workers in O(d)"

@@ -101,7 +101,7 @@ def kernel(spec, v, gen, sign_zero=SignZero.RANDOM):
     code, param = stages.parse_compressor(spec, v.size)
     out = np.zeros_like(v)
     gen = np.random.default_rng(0) if gen is None else gen
-    bits = compress.compress_msg(int(code), param, v, out, int(sign_zero), gen)
+    bits = compress.compress_msg(int(code), param, v, out, int(sign_zero), gen, np.zeros(v.size, dtype=np.int64))
     return out, bits
 
 
@@ -261,11 +261,11 @@ def test_unknown_codes_are_errors_not_fallthrough():
     the loop serially), and check_codes raises before the loop."""
     out = np.zeros(3)
     gen = np.random.default_rng(0)
-    assert np.isnan(compress.compress_msg(99, 0.0, np.ones(3), out, 0, gen)) and np.isnan(out).all()
+    assert np.isnan(compress.compress_msg(99, 0.0, np.ones(3), out, 0, gen, np.zeros(3, dtype=np.int64))) and np.isnan(out).all()
     out[:] = 1.0
     compress.attack_row(99, out, gen)
     assert np.isnan(out).all()
-    compress.compress_msg(int(Compressor.SIGN), 0.0, np.zeros(3), out, 9, gen)
+    compress.compress_msg(int(Compressor.SIGN), 0.0, np.zeros(3), out, 9, gen, np.zeros(3, dtype=np.int64))
     assert np.isnan(out).all()
     with pytest.raises(ValueError):
         compress.finish_aggregate(99, 2, out, 0, gen)
@@ -301,7 +301,9 @@ def test_written_out_sorts_against_python_sorted():
         d = int(rng.integers(1, 30))
         k = int(rng.integers(1, d + 1))
         v = rng.integers(-3, 4, size=d).astype(float)  # many ties in |v|
-        assert list(compress.top_k_order(v, k)) == sorted(range(d), key=lambda i: (-abs(v[i]), i))[:k]
+        heap = np.full(d, -1, dtype=np.int64)
+        compress.top_k_order(v, k, heap)
+        assert list(heap[:k]) == sorted(range(d), key=lambda i: (-abs(v[i]), i))[:k]
         a = rng.standard_normal(int(rng.integers(0, 20)))
         b = a.copy()
         compress.sort_in_place(b)

@@ -75,12 +75,12 @@ def _before(v, i, j):
 
 
 @njit(cache=True)
-def top_k_order(v, k):
-    """The indices of the k entries of largest |v_i| (ties: the lower index), in that order: a heap of the
-    first k indices by the reverse order, then a heapsort of it. Written out (not np.argsort) because NumPy's
+def top_k_order(v, k, heap):
+    """Write to heap[:k] the indices of the k entries of largest |v_i| (ties: the lower index), in that order: a
+    heap of the first k indices by the reverse order, then a heapsort of it. Written out (not np.argsort) because NumPy's
     sorts cost Numba seconds of compile time."""
     d = v.shape[0]
-    heap = np.empty(k, dtype=np.int64)  # heap[0] is the entry that would leave first (the "last" one kept)
+    # heap[0] is the entry that would leave first (the "last" one kept)
     n = 0
     for i in range(d):
         if n < k:
@@ -104,7 +104,6 @@ def top_k_order(v, k):
         heap[0] = heap[end]
         heap[end] = t
         _sift_down(v, heap, 0, end)
-    return heap
 
 
 @njit(cache=True)
@@ -158,9 +157,10 @@ def _sift_max(a, c, n):
 
 
 @njit(cache=True, inline="always")
-def compress_msg(kind, param, v, out, sign_zero, gen):
+def compress_msg(kind, param, v, out, sign_zero, gen, iwork):
     """out <- C(v) for one worker (``param``: s for qsgd, k for top-k and rand-k); returns the message's bits.
-    ``out`` must not alias ``v``."""
+    ``out`` must not alias ``v``; ``iwork`` is integer scratch of length d for top-k and rand-k (unused by the
+    others), so that nothing here allocates: the worker step runs without Numba's reference counting."""
     d = v.shape[0]
     per_sign = 2.0 if sign_zero == SignZero.ZERO else 1.0
     if kind == Compressor.IDENTITY:
@@ -225,17 +225,18 @@ def compress_msg(kind, param, v, out, sign_zero, gen):
         return FLOAT_BITS + 2.0 * d
     if kind == Compressor.TOP_K:
         k = int(param)
-        order = top_k_order(v, k)  # ties: the lower index first
+        top_k_order(v, k, iwork)  # ties: the lower index first
         for i in range(d):
             out[i] = 0.0
         for j in range(k):
-            out[order[j]] = v[order[j]]
+            out[iwork[j]] = v[iwork[j]]
         return k * (FLOAT_BITS + index_bits(d))
     if kind == Compressor.RAND_K:
         k = int(param)
-        perm = np.arange(d)
+        perm = iwork
         for i in range(d):
             out[i] = 0.0
+            perm[i] = i
         for j in range(k):
             r = j + int(gen.random() * (d - j))
             t = perm[j]
@@ -279,8 +280,8 @@ def compress_msg(kind, param, v, out, sign_zero, gen):
 
 @njit(cache=True, inline="always")
 def compress_row(kind, v, out, sign_zero, gen):
-    """out <- C(v) for the compressors without a parameter (see ``compress_msg``)."""
-    compress_msg(kind, 0.0, v, out, sign_zero, gen)
+    """out <- C(v) for the compressors without a parameter (see ``compress_msg``), with its own scratch."""
+    compress_msg(kind, 0.0, v, out, sign_zero, gen, np.zeros(v.shape[0], dtype=np.int64))
 
 
 @njit(cache=True, inline="always")

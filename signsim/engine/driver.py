@@ -118,6 +118,8 @@ class Engine(ChunkedState):
         uses_momentum = s.momentum_kind != Momentum.NONE
         self.mom = np.zeros((M, d) if uses_momentum else (1, 1))
         self.err = np.zeros((M, d) if s.error_feedback != ErrorFeedback.NONE else (1, 1))
+        sparsifier = s.compressor in (Compressor.TOP_K, Compressor.RAND_K)
+        self.iwork = np.zeros((M, d) if sparsifier else (1, 1), dtype=np.int64)  # the sparsifiers' index scratch
         self.srv = np.zeros(d)
         self.G = np.zeros((M, d))
         self.msg = np.zeros((M, d))
@@ -161,7 +163,7 @@ class Engine(ChunkedState):
             warnings.simplefilter("ignore")  # Numba's type-safety notes on prange indices
             kernel = loop.run_chunk if self.icfg[loop.I_PARALLEL] else loop.run_chunk_serial
             self.status = Status(kernel(
-                self.k, k1, self.K, self.x, self.mom, self.err, self.srv, self.G, self.msg, self.agg,
+                self.k, k1, self.K, self.x, self.mom, self.err, self.iwork, self.srv, self.G, self.msg, self.agg,
                 self.wbits, self.tally, self.gbuf, self.gens, self.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx,
                 self.nparams, self.icfg, self.fcfg, self.x_star, self.hist, self.counters))
         self.k = int(self.counters[loop.C_DONE])

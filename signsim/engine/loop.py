@@ -96,8 +96,12 @@ def step_size(schedule, lr0, k):
     raise ValueError("unknown schedule code")
 
 
-@njit(cache=True, inline="always")
-def worker_step(m, k, lr, x, mom, err, G, msg, wbits, gen, pf, pi, A, b, ptr, idx, nparams, icfg, fcfg):
+# Compiled without Numba's runtime: nothing on a worker's path allocates (integer scratch comes in ``iwork``,
+# indices are drawn by ``signsim.draws``), so its array views and arguments cost no atomic reference counts,
+# which otherwise made up over half of a small problem's step. Kernels it calls that must allocate (the MLP
+# oracle's scratch) ask for the runtime themselves; none returns an array.
+@njit(cache=True, _nrt=False)
+def worker_step(m, k, lr, x, mom, err, iwork, G, msg, wbits, gen, pf, pi, A, b, ptr, idx, nparams, icfg, fcfg):
     g = G[m]
     problem_oracle(icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], pf, pi, A, b, ptr, idx, g)
     add_noise(icfg[I_NOISE], nparams, gen, icfg[I_TAU], g)
@@ -139,7 +143,8 @@ def worker_step(m, k, lr, x, mom, err, G, msg, wbits, gen, pf, pi, A, b, ptr, id
         u = g
         for i in range(g.shape[0]):
             g[i] = np.nan
-    wbits[m] = compress_msg(icfg[I_COMPRESSOR], fcfg[F_COMPRESSOR_PARAM], u, out, icfg[I_SIGN_ZERO], gen)
+    iw = iwork[0] if iwork.shape[0] == 1 else iwork[m]  # 1 x 1 without a sparsifier
+    wbits[m] = compress_msg(icfg[I_COMPRESSOR], fcfg[F_COMPRESSOR_PARAM], u, out, icfg[I_SIGN_ZERO], gen, iw)
     if ef == ErrorFeedback.EF:  # e <- p - msg
         for i in range(e.shape[0]):
             e[i] -= out[i]
@@ -191,7 +196,7 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     return Status.OK
 
 
-def _run_chunk(k0, k1, K, x, mom, err, srv, G, msg, agg, wbits, tally, gbuf, gens, server_gen,
+def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gbuf, gens, server_gen,
               pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, x_star, hist, counters):
     """Run iterations k0 <= k < k1 of a K-iteration run; record history every ``eval_every`` iterations
     and at k = K. Returns a Status; ``counters`` holds the rows written and the iterations completed,
@@ -219,7 +224,7 @@ def _run_chunk(k0, k1, K, x, mom, err, srv, G, msg, agg, wbits, tally, gbuf, gen
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         for m in prange(M):
-            worker_step(m, k, lr, x, mom, err, G, msg, wbits, worker_gen(gens, m), pf, pi, A, b, ptr, idx, nparams,
+            worker_step(m, k, lr, x, mom, err, iwork, G, msg, wbits, worker_gen(gens, m), pf, pi, A, b, ptr, idx, nparams,
                         icfg, fcfg)
         if omniscient:
             omniscient_attack(icfg[I_ATTACK], fcfg[F_ATTACK_PARAM], B, msg)

@@ -179,7 +179,7 @@ def grad(x, pf, pi, A, b, out):
             out[i] += part[c, i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # allocates its scratch: keeps Numba's runtime when called from the worker step
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     p, H, C, act = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT]
     z, h, logits, d1, d2 = np.empty(H), np.empty(H), np.empty(C), np.empty(H), np.empty(C)

@@ -8,6 +8,7 @@ scipy.optimize.rosen / rosen_der are the independent references in the tests.
 import numpy as np
 from numba import njit
 
+from signsim import draws
 from signsim.codes import Problem
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
@@ -43,7 +44,7 @@ def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     out[:] = 0.0
     scale = (d - 1.0) / tau
     for _ in range(tau):
-        j = gen.integers(0, d - 1)
+        j = draws.index(gen, d - 1)
         r = x[j + 1] - x[j] * x[j]
         out[j] += scale * (-400.0 * x[j] * r - 2.0 * (1.0 - x[j]))
         out[j + 1] += scale * 200.0 * r

@@ -7,6 +7,7 @@ group (< 1/2: the first), then tau indices, each ``gen.integers(0, group size)``
 import numpy as np
 from numba import njit
 
+from signsim import draws
 from signsim.data.splits import SHARD, SHARED
 
 # layout of the integer parameters shared by every finite-sum problem
@@ -25,7 +26,7 @@ def minibatch_group(mode, worker, gen):
 @njit(cache=True, inline="always")
 def draw_index(gen, ptr, idx, g):
     lo = ptr[g]
-    return idx[lo + gen.integers(0, ptr[g + 1] - lo)]
+    return idx[lo + draws.index(gen, ptr[g + 1] - lo)]
 
 
 def minibatch_ref(mode: int, worker: int, gen: np.random.Generator, tau: int, ptr, idx) -> np.ndarray:

@@ -12,6 +12,7 @@ dominant, hence positive semidefinite), which gives L = (4, 4) for every eps.
 import numpy as np
 from numba import njit
 
+from signsim import draws
 from signsim.codes import Problem
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
@@ -47,7 +48,7 @@ def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     out[0] = 0.0
     out[1] = 0.0
     for _ in range(tau):
-        if gen.integers(0, 2) == 0:
+        if draws.index(gen, 2) == 0:
             out[0] += 2.0 * d1 * (1.0 + eps) / tau
             out[1] += 2.0 * d1 * (-1.0 + eps) / tau
         else:
