@@ -289,7 +289,7 @@ def run(**opts: Any) -> None:
         _run_comparison(values, given, out, json_, show, plot)
         return
     cfg = cfgmod.resolve({**values, **given})
-    doc = _with_progress(lambda progress: run_command(cfg, progress, lambda: _compile_notice(opts["quiet"])), show,
+    doc = _with_progress(lambda progress: run_command(cfg, progress, lambda: _compile_notice(opts["quiet"], cfg)), show,
                          f"{cfg.method} on {cfg.problem}")
     _emit(doc, out, json_)
     if plot is not None:
@@ -640,11 +640,14 @@ def list_() -> None:
         emit(console, "")
 
 
-def _compile_notice(quiet: bool) -> None:
-    """One line on stderr, terminal or not, when the run loop is not in the kernel cache yet."""
+def _compile_notice(quiet: bool, cfg) -> None:
+    """One line on stderr, terminal or not, when the run loop for ``cfg``'s problem is not in the kernel cache
+    yet (called once the run is built, so the engine's modules are loaded already)."""
+    from signsim import problems
     from signsim.commands.compile import COMPILE_NOTICE, loop_is_cached
+    from signsim.engine.specialize import family_of
 
-    if not quiet and not loop_is_cached():
+    if not quiet and not loop_is_cached(family_of(problems.get(cfg.problem).code)):
         print(COMPILE_NOTICE, file=sys.stderr, flush=True)
 
 

@@ -12,10 +12,11 @@ def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
     engine = compiling.PACKAGE / "engine"
     where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
     where.mkdir()
-    for name in ("loop.run_chunk_serial-1.py311.nbi", "loop.run_chunk_serial-1.py311.1.nbc"):
+    for name in ("loop.run_chunk_serial__mlp-1.py311.nbi", "loop.run_chunk_serial__mlp-1.py311.1.nbc"):
         (where / name).write_bytes(b"x")
     (where / "keep.txt").write_text("not a kernel")
-    assert compiling.loop_is_cached()
+    assert compiling.loop_is_cached() and compiling.loop_is_cached("mlp")
+    assert not compiling.loop_is_cached("analytic")
     r = cli("compile", "--clear")
     assert r.code == 0 and "removed 2" in r.err
     assert [p.name for p in where.iterdir()] == ["keep.txt"]
@@ -23,7 +24,7 @@ def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
 
 
 def test_the_compile_notice_reaches_stderr_when_kernels_are_missing(cli, monkeypatch):
-    monkeypatch.setattr(compiling, "loop_is_cached", lambda: False)
+    monkeypatch.setattr(compiling, "loop_is_cached", lambda family="*": False)
     r = cli("run", "--iters", "3", "--json")
     assert r.code == 0 and "compiling" in r.err and "signsim compile" in r.err
     assert "compiling" not in cli("run", "--iters", "3", "--quiet").err

@@ -31,6 +31,36 @@ def test_codes_are_assigned_once_and_match_the_registries():
     assert list(stages.MOMENTA.values()) == list(Momentum)
 
 
+def test_every_problem_code_belongs_to_exactly_one_family_of_loops():
+    from signsim.engine import specialize
+
+    for spec in problems.registry().values():
+        owners = [f for f, names in specialize.FAMILIES.items()
+                  if any(getattr(getattr(dispatch, n), "CODE", None) == spec.code for n in names)]
+        assert len(owners) == 1, (spec.name, owners)
+        assert specialize.family_of(spec.code) == owners[0]
+    modules = [n for names in specialize.FAMILIES.values() for n in names]
+    assert len(modules) == len(set(modules))
+    with pytest.raises(ValueError, match="no family"):
+        specialize.family_of(10_000)
+
+
+def test_a_family_loop_refuses_a_problem_of_another_family():
+    """The stand-ins match no code, so a problem outside the family is an unknown code there, checked before
+    the loop starts (never a silent NaN run)."""
+    from signsim.engine import loop, specialize
+
+    e, p, *_ = make_engine(problem="quadratic", dim=3, method="signsgd", iters=2)
+    icfg = e.icfg.copy()
+    icfg[loop.I_PROBLEM] = problems.get("logistic").code
+    assert specialize.family_of(int(icfg[loop.I_PROBLEM])) == "glm"
+    serial = specialize.loops("analytic")[1]
+    with pytest.raises(ValueError, match="unknown problem code"):
+        serial(0, 1, 1, e.x, e.mom, e.err, e.iwork, e.srv, e.G, e.msg, e.agg, e.wbits, e.tally, e.gbuf, e.gens,
+               e.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx, e.nparams, icfg, e.fcfg, e.x_star, e.hist,
+               e.counters)
+
+
 @pytest.mark.parametrize("problem", PROBLEMS)
 def test_every_problem_runs_through_dispatch_and_the_reference(problem):
     options = {"problem": problem, "method": "signsgd", "iters": 2}

@@ -19,11 +19,11 @@ import signsim
 
 PACKAGE = Path(signsim.__file__).resolve().parent
 SUFFIXES = (".nbi", ".nbc")
-#: the kernel whose cache entry says "the run loop is compiled"
-LOOP_INDEX = "loop.run_chunk*-*.nbi"
+#: the kernels whose cache entry says "the run loop of this family of problems is compiled"
+LOOP_INDEX = "loop.run_chunk*__{family}-*.nbi"
 
-COMPILE_NOTICE = ("signsim: compiling the simulation kernels (the first run after an install or an upgrade "
-                  "takes about a minute on 2 cores; 'signsim compile' does it ahead of time)")
+COMPILE_NOTICE = ("signsim: compiling the simulation kernels (the first run of each kind of problem after an "
+                  "install or an upgrade takes 10-20 s on 2 cores; 'signsim compile' does it ahead of time)")
 
 
 def source_dirs() -> list[Path]:
@@ -38,10 +38,11 @@ def cache_dirs() -> list[Path]:
     return [d / "__pycache__" for d in source_dirs()]
 
 
-def loop_is_cached() -> bool:
+def loop_is_cached(family: str = "*") -> bool:
+    """Whether a run loop for ``family`` (any family by default) is in the kernel cache."""
     engine = PACKAGE / "engine"
-    return any(any(d.glob(LOOP_INDEX)) for d in cache_dirs() if d.name.startswith("engine") or
-               d.parent == engine)
+    return any(any(d.glob(LOOP_INDEX.format(family=family))) for d in cache_dirs() if d.name.startswith("engine")
+               or d.parent == engine)
 
 
 def clear() -> int:

@@ -25,7 +25,7 @@ from signsim.codes import (
     Tie,
     choice,
 )
-from signsim.engine import loop
+from signsim.engine import loop, specialize
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.interrupts import abandon, acknowledge, check, deferred
@@ -161,7 +161,8 @@ class Engine(ChunkedState):
         k1 = min(self.K, self.k + n)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Numba's type-safety notes on prange indices
-            kernel = loop.run_chunk if self.icfg[loop.I_PARALLEL] else loop.run_chunk_serial
+            threaded, serial = specialize.loops(specialize.family_of(p.code))
+            kernel = threaded if self.icfg[loop.I_PARALLEL] else serial
             self.status = Status(kernel(
                 self.k, k1, self.K, self.x, self.mom, self.err, self.iwork, self.srv, self.G, self.msg, self.agg,
                 self.wbits, self.tally, self.gbuf, self.gens, self.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx,

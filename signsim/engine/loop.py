@@ -18,12 +18,10 @@ with ``monotone`` the step is taken only if it does not increase f (signSGD's "o
 message and broadcast are counted as they are produced (docs/theory.md §7, §8).
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
-whatever the number of Numba threads. The loop is compiled twice from one source: ``run_chunk`` with threads,
-``run_chunk_serial`` without (a small run loads only that one). The driver calls it for consecutive ranges of
+whatever the number of Numba threads. The loop is compiled from this one source for each family of problems
+(``signsim.engine.specialize``), with threads and without (a small run loads only the serial one). The driver calls it for consecutive ranges of
 iterations (the state lives in the arrays it passes), which lets a progress bar and Ctrl-C act between chunks.
 """
-
-import types
 
 import numpy as np
 from numba import njit, prange
@@ -274,16 +272,5 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
     return Status.OK
 
 
-def _named(fn, name):
-    """A copy of ``fn`` under another name: Numba keys its cache files by the function's qualified name."""
-    copy = types.FunctionType(fn.__code__.replace(co_name=name, co_qualname=name), fn.__globals__, name)
-    copy.__qualname__ = name
-    copy.__doc__ = fn.__doc__
-    return copy
-
-
-#: the loop with the workers (and the server's sum) spread over threads, for runs with enough work per step
-# nogil: the driver keeps handling signals while a chunk runs in its helper thread
-run_chunk = njit(cache=True, parallel=True, nogil=True)(_named(_run_chunk, "run_chunk"))
-#: the same loop compiled without threads: small runs use it, and it compiles in a fraction of the time
-run_chunk_serial = njit(cache=True, nogil=True)(_named(_run_chunk, "run_chunk_serial"))
+#: compiled once per family of problems by ``signsim.engine.specialize.loops`` (threaded and serial), never here
+run_chunk_source = _run_chunk

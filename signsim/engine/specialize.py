@@ -1,0 +1,117 @@
+"""The run loop specialized to one family of problems, from one source.
+
+Numba compiles every branch of a dispatch on integer codes, so a loop able to run every problem compiles
+every problem's kernels: on the first run of the default Rosenbrock problem, more than half of the compile time
+went to the kernels of the MLP and the GLMs. Each family of problem kernel modules (``FAMILIES``) therefore
+gets its own copy of the loop's functions (``dispatch``'s problem dispatchers, ``loop.worker_step``,
+``loop.record`` and the loop itself, threaded and serial). In a family's copy, the names of the kernel modules
+of the other families point to a stand-in without code: its kernels write NaN and its CODE matches no problem,
+so a problem of another family is an unknown code there, which the checks before the loop reject. The copies
+carry their own names (``run_chunk_serial__analytic``, ...), so Numba caches each family's loop in its own
+files, and a run compiles or loads only its family's.
+
+A new problem module joins one family here (a test checks that every problem code belongs to exactly one).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+from numba import njit
+
+from signsim.engine import dispatch, loop
+
+#: the problem kernel modules, by the names ``engine/dispatch.py`` gives them, in families
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "analytic": ("rosenbrock", "quadratic", "sign_trap", "vote_trap"),
+    "glm": ("glm", "logistic", "least_squares"),
+    "mlp": ("mlp",),
+}
+#: the dispatchers of ``engine/dispatch.py`` that the loop calls, directly or through each other
+DISPATCHERS = ("problem_loss", "problem_grad", "problem_loss_grad", "problem_oracle", "problem_accuracy",
+               "check_problem")
+NO_CODE = -1  # a stand-in's CODE: equal to no problem's code
+
+
+@njit(cache=True)
+def _absent_loss(x, pf, pi, A, b):
+    return np.nan
+
+
+@njit(cache=True)
+def _absent_grad(x, pf, pi, A, b, out):
+    for i in range(out.shape[0]):
+        out[i] = np.nan
+
+
+@njit(cache=True)
+def _absent_loss_grad(x, pf, pi, A, b, out):
+    for i in range(out.shape[0]):
+        out[i] = np.nan
+    return np.nan
+
+
+@njit(cache=True)
+def _absent_oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
+    for i in range(out.shape[0]):
+        out[i] = np.nan
+
+
+@njit(cache=True)
+def _absent_sample_grad(x, pf, pi, A, b, j, out):
+    for i in range(out.shape[0]):
+        out[i] = np.nan
+
+
+@njit(cache=True)
+def _absent_accuracy(x, pf, pi, A, b, test):
+    return np.nan
+
+
+def _stand_in(name: str) -> types.ModuleType:
+    """A kernel module with no code, for a family that does not include ``name``."""
+    mod = types.ModuleType(f"absent_{name}")
+    mod.CODE = NO_CODE
+    mod.loss, mod.grad, mod.loss_grad = _absent_loss, _absent_grad, _absent_loss_grad
+    mod.oracle, mod.sample_grad, mod.accuracy = _absent_oracle, _absent_sample_grad, _absent_accuracy
+    return mod
+
+
+def _copy(kernel, name: str, namespace: dict, **options):
+    """``kernel`` (a Numba dispatcher, or a plain function) compiled under ``name`` with the globals
+    ``namespace``, with its options and ``options``."""
+    fn = getattr(kernel, "py_func", kernel)
+    copy = types.FunctionType(fn.__code__.replace(co_name=name, co_qualname=name), namespace, name)
+    copy.__qualname__ = name
+    copy.__doc__ = fn.__doc__
+    opts = {k: v for k, v in getattr(kernel, "targetoptions", {}).items() if k not in ("nopython", "boundscheck")}
+    return njit(cache=True, **{**opts, **options})(copy)
+
+
+def family_of(code: int) -> str:
+    """The family whose loop runs the problem with this code."""
+    for family, names in FAMILIES.items():
+        if any(getattr(getattr(dispatch, n), "CODE", None) == code for n in names):
+            return family
+    raise ValueError(f"problem code {code} belongs to no family of engine/specialize.py")
+
+
+@functools.cache
+def loops(family: str):
+    """(threaded loop, serial loop) for the problems of ``family``; compiled (or loaded from the cache) on first
+    call."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown problem family {family!r}")
+    absent = {n: _stand_in(n) for other, names in FAMILIES.items() if other != family for n in names}
+    dns = {**vars(dispatch), **absent}
+    made = {name: _copy(getattr(dispatch, name), f"{name}__{family}", dns) for name in DISPATCHERS}
+    dns.update(made)  # the dispatchers call each other by these names
+    lns = {**vars(loop), **made}
+    lns["worker_step"] = _copy(loop.worker_step, f"worker_step__{family}", lns)
+    lns["record"] = _copy(loop.record, f"record__{family}", lns)
+    # nogil: the driver keeps handling signals while a chunk runs in its helper thread
+    threaded = _copy(loop.run_chunk_source, f"run_chunk__{family}", lns, parallel=True, nogil=True)
+    serial = _copy(loop.run_chunk_source, f"run_chunk_serial__{family}", lns, nogil=True)
+    return threaded, serial
