@@ -261,7 +261,8 @@ def test_unknown_codes_are_errors_not_fallthrough():
     the loop serially), and check_codes raises before the loop."""
     out = np.zeros(3)
     gen = np.random.default_rng(0)
-    assert np.isnan(compress.compress_msg(99, 0.0, np.ones(3), out, 0, gen, np.zeros(3, dtype=np.int64))) and np.isnan(out).all()
+    scratch = np.zeros(3, dtype=np.int64)
+    assert np.isnan(compress.compress_msg(99, 0.0, np.ones(3), out, 0, gen, scratch)) and np.isnan(out).all()
     out[:] = 1.0
     compress.attack_row(99, out, gen)
     assert np.isnan(out).all()

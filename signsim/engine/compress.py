@@ -76,9 +76,9 @@ def _before(v, i, j):
 
 @njit(cache=True)
 def top_k_order(v, k, heap):
-    """Write to heap[:k] the indices of the k entries of largest |v_i| (ties: the lower index), in that order: a
-    heap of the first k indices by the reverse order, then a heapsort of it. Written out (not np.argsort) because NumPy's
-    sorts cost Numba seconds of compile time."""
+    """Write to heap[:k] the indices of the k entries of largest |v_i| (ties: the lower index), in that order:
+    a heap of the first k indices by the reverse order, then a heapsort of it. Written out (not np.argsort)
+    because NumPy's sorts cost Numba seconds of compile time."""
     d = v.shape[0]
     # heap[0] is the entry that would leave first (the "last" one kept)
     n = 0

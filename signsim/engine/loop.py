@@ -19,8 +19,9 @@ message and broadcast are counted as they are produced (docs/theory.md §7, §8)
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
 whatever the number of Numba threads. The loop is compiled from this one source for each family of problems
-(``signsim.engine.specialize``), with threads and without (a small run loads only the serial one). The driver calls it for consecutive ranges of
-iterations (the state lives in the arrays it passes), which lets a progress bar and Ctrl-C act between chunks.
+(``signsim.engine.specialize``), with threads and without (a small run loads only the serial one). The driver
+calls it for consecutive ranges of iterations (the state lives in the arrays it passes), which lets a progress
+bar and Ctrl-C act between chunks.
 """
 
 import numpy as np
@@ -222,8 +223,8 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         for m in prange(M):
-            worker_step(m, k, lr, x, mom, err, iwork, G, msg, wbits, worker_gen(gens, m), pf, pi, A, b, ptr, idx, nparams,
-                        icfg, fcfg)
+            worker_step(m, k, lr, x, mom, err, iwork, G, msg, wbits, worker_gen(gens, m), pf, pi, A, b, ptr, idx,
+                        nparams, icfg, fcfg)
         if omniscient:
             omniscient_attack(icfg[I_ATTACK], fcfg[F_ATTACK_PARAM], B, msg)
         if summed:
