@@ -100,7 +100,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     ``cfg.track_diversity = N`` the gradient diversity (``tracks.diversity``). ``on_start()`` is called once
     the run is built (its options, data and memory checked), just before the compiled loop starts."""
     track_spb, track_diversity = cfg.track_spb, cfg.track_diversity
-    from signsim import accounting, stages
+    from signsim import accounting, history, stages
     from signsim.build import build
     from signsim.engine import loop
     from signsim.engine.driver import simulate
@@ -135,20 +135,9 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
 
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, cfg.workers, problem.dim,
                                          settings.sign_zero, settings.tie, settings.compressor_param)
-    h = out.history
-    history = []
-    for row in h:
-        k = int(row[loop.H_ITER])
-        entry = {"iter": k, "loss": row[loop.H_LOSS], "grad_norm": row[loop.H_GRAD_L2],
-                 "grad_norm_l1": row[loop.H_GRAD_L1], "distance": row[loop.H_DIST],
-                 "bits_up": int(row[loop.H_BITS_UP]), "bits_down": int(row[loop.H_BITS_DOWN])}
-        if cfg.error_feedback == "ef":
-            entry["ef_error_norm"] = row[loop.H_EXTRA]
-        if problem.classifier:
-            entry["train_acc"] = row[loop.H_TRAIN_ACC]
-            entry["test_acc"] = row[loop.H_TEST_ACC]
-        history.append(entry)
-    last = history[-1] if history else {}
+    columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier)]
+    rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
+    last = rows[-1] if rows else {}
     final = {**last, "iters_done": out.iters_done, "bits_up": int(engine.tally[loop.T_UP]),
              "bits_down": int(engine.tally[loop.T_DOWN]), "wall_time": out.wall_time,
              "reached_stop_loss": out.reached_target}
@@ -161,7 +150,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "problem": problem_info(problem),
         "bits_per_iter": {"up": bits.up, "down": bits.down},
         "warnings": warnings,
-        "history": history,
+        "history": rows,
         "tracks": tracks,
         "final": final,
         "platform": {"python": platform.python_version(), "numpy": np.__version__},
