@@ -167,7 +167,6 @@ def workers_fields(est, sign_zero: str, tie: str, byzantine: int = 0, attack: st
 
 def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
     from signsim import noise, problems
-    from signsim.commands.run import problem_info
     from signsim.diagnostics.estimators import choose, per_worker
     from signsim.diagnostics.point import resolve_point
     from signsim.diagnostics.votes import agree_disagree, message_law
@@ -184,7 +183,7 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
         "command": "check-spb",
         "config": cfg.to_dict(),
         "options": {k: v for k, v in asdict(o).items() if k != "workers_given"},
-        "problem": problem_info(problem),
+        "problem": problem.facts(),
         "point": where,
         **estimate_fields(est, ver, o.top, l12_assumptions(problem, model)),
     }

@@ -98,7 +98,6 @@ def summary(d, delta: float) -> dict[str, Any]:
 
 def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) -> dict[str, Any]:
     from signsim import noise, problems
-    from signsim.commands.run import problem_info
     from signsim.diagnostics import diversity_estimators as est
     from signsim.diagnostics.diversity import from_sums
     from signsim.diagnostics.point import resolve_point
@@ -110,7 +109,7 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
     d, info = measure(problem, model, params, x, cfg, o, method)
     doc: dict[str, Any] = {
         "signsim_version": __version__, "command": "diversity", "config": cfg.to_dict(),
-        "options": asdict(o), "problem": problem_info(problem), "point": where, "method_of_estimate": method,
+        "options": asdict(o), "problem": problem.facts(), "point": where, "method_of_estimate": method,
         **summary(d, o.delta),
     }
     if info:

@@ -84,16 +84,6 @@ def diversity_tracker(problem, model, params, cfg: RunConfig, sink: list):
     return track
 
 
-def problem_info(problem) -> dict[str, Any]:
-    info = {"name": problem.name, "dim": problem.dim, "f_star": problem.f_star,
-            "x_star_known": problem.x_star is not None, "heterogeneous": problem.heterogeneous}
-    fs = problem.finite_sum
-    if fs is not None:
-        info.update(n_train=fs.n, n_test=int(problem.pi[2]), features=int(problem.pi[3]),
-                    shard_sizes=np.diff(fs.split.ptr).tolist())
-    return info
-
-
 def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         on_start: Callable[[], None] | None = None) -> dict[str, Any]:
     """Simulate ``cfg``; with ``cfg.track_spb = N`` also estimate SPB every N iterations (``tracks.spb``), with
@@ -147,7 +137,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "status": out.status,
         "config": cfg.to_dict(),
         "stages": stages.describe(settings, cfg, problem.dim),
-        "problem": problem_info(problem),
+        "problem": problem.facts(),
         "bits_per_iter": {"up": bits.up, "down": bits.down},
         "warnings": warnings,
         "history": rows,
