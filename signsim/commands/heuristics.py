@@ -11,7 +11,7 @@ need nothing beyond the engine's own noise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,9 +20,6 @@ import numpy as np
 from signsim import __version__
 from signsim.commands.replication import TargetRuns, check_option
 from signsim.errors import InputError
-
-#: rows of per-sample gradients computed at a time (bounds memory at BLOCK x d floats)
-BLOCK = 4096
 
 
 @dataclass
@@ -67,12 +64,6 @@ def parse(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
     return e
 
 
-def gradient_blocks(problem, x: np.ndarray) -> Iterator[np.ndarray]:
-    fs = problem.finite_sum
-    for start in range(0, fs.n, BLOCK):
-        yield fs.per_sample_grads(x, np.arange(start, min(start + BLOCK, fs.n)))
-
-
 def heuristics(base: dict[str, Any], e: HeuristicsExperiment,
                progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> dict[str, Any]:
     from signsim import problems
@@ -80,6 +71,7 @@ def heuristics(base: dict[str, Any], e: HeuristicsExperiment,
     from signsim.config import resolve
     from signsim.diagnostics import transforms as tr
     from signsim.diagnostics.diversity import batch_grid, predicted_speedup
+    from signsim.diagnostics.diversity_report import gradient_blocks
     from signsim.diagnostics.point import resolve_point
 
     cfg = resolve(base)

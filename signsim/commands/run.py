@@ -21,77 +21,24 @@ SSDM_HETEROGENEOUS = (
 )
 
 
-#: Monte Carlo samples per tracked point when no exact or closed form applies
-TRACK_SAMPLES = 200
+def recorder(quantity, rows: list) -> Callable[[int, np.ndarray], None]:
+    """A hook for the driver: appends the tracked ``quantity``'s row at x_k to ``rows``."""
 
+    def record(k: int, x: np.ndarray) -> None:
+        rows.append({"iter": k, **quantity.compute(k, x)})
 
-def spb_tracker(problem, model, params, cfg: RunConfig, sink: list):
-    """A hook for the driver: at x_k, the fraction of coordinates (with g_i != 0) where SPB holds, min rho,
-    the rho-norm E<g, sign g_hat> under --sign-zero and the rho_M-norm E<g, vote> from each worker's own law
-    (docs/theory.md §9); exact or closed form where they apply, else Monte Carlo with TRACK_SAMPLES
-    samples per distinct worker oracle."""
-    from signsim.commands.check_spb import SpbOptions, spb_quantities, vote_quantities
-    from signsim.diagnostics import spb
-    from signsim.diagnostics.estimators import choose
-
-    method = choose(problem, model, cfg.batch_size, "auto")
-    options = SpbOptions(samples=TRACK_SAMPLES)
-
-    def track(k: int, x: np.ndarray) -> None:
-        est, ver = spb_quantities(problem, model, params, x, cfg, options, method, salt=k + 1)
-        nz = est.grad != 0
-        sink.append({"iter": k, "method_of_estimate": method,
-                     "spb_fraction": float(np.mean(ver.status[nz] == "holds")) if nz.any() else None,
-                     "rho_min": float(np.min(est.rho[nz])) if nz.any() else None,
-                     "rho_norm": spb.inner_product(est.grad, est.margin),
-                     "rho_M_norm": vote_quantities(est, cfg)["rho_M_norm"],
-                     "sampling": est.laws.sampling.scheme,
-                     **per_worker_track(est, cfg),
-                     "l1_norm": float(np.abs(est.grad).sum()),
-                     "l2_norm": float(np.linalg.norm(est.grad)), "verdict": ver.verdict})
-
-    return track
-
-
-def per_worker_track(est, cfg: RunConfig) -> dict:
-    """Workers that differ: each worker's min rho_i and E<g, sign g_hat_m> at the tracked point."""
-    if est.laws.sampling.distinct == 1:
-        return {}
-    from signsim.diagnostics.estimators import per_worker
-
-    rows = per_worker(est.laws, cfg.sign_zero, cfg.byzantine)
-    return {"workers_rho_min": [r["rho_min"] for r in rows], "workers_rho_norm": [r["rho_norm"] for r in rows]}
-
-
-#: batch pairs per tracked point for the two-batch estimator
-TRACK_PAIRS = 256
-
-
-def diversity_tracker(problem, model, params, cfg: RunConfig, sink: list):
-    """A hook: B_S at x_k, exact for finite sums, otherwise McCandlish's two-batch estimator from M simulated
-    worker minibatches (small batch tau, big batch max(2, M) tau), averaged over TRACK_PAIRS pairs before
-    the ratio."""
-    from signsim.commands.diversity import DiversityOptions, choose, measure
-
-    method = choose(problem, model.name, "auto")
-    options = DiversityOptions(pairs=TRACK_PAIRS)
-
-    def track(k: int, x: np.ndarray) -> None:
-        d, _ = measure(problem, model, params, x, cfg, options, method, salt=10_000_000 + k)
-        sink.append({"iter": k, "method_of_estimate": method, "B_S": d.B_S, "inv_B_S": d.inv_B_S,
-                     "delta_S": d.delta_S, "B_simple": d.B_simple})
-
-    return track
+    return record
 
 
 def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         on_start: Callable[[], None] | None = None) -> dict[str, Any]:
     """Simulate ``cfg``; with ``cfg.track_spb = N`` also estimate SPB every N iterations (``tracks.spb``), with
-    ``cfg.track_diversity = N`` the gradient diversity (``tracks.diversity``). ``on_start()`` is called once
+    ``cfg.track_diversity = N`` the gradient diversity (``tracks.diversity``): the quantities of
+    ``signsim.diagnostics.tracking``, each recorded on its own schedule. ``on_start()`` is called once
     the run is built (its options, data and memory checked), just before the compiled loop starts."""
-    track_spb, track_diversity = cfg.track_spb, cfg.track_diversity
     from signsim import accounting, history, stages
     from signsim.build import build
+    from signsim.diagnostics import tracking
     from signsim.engine import loop
     from signsim.engine.driver import simulate
 
@@ -111,14 +58,9 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         warnings.append(f"{cfg.byzantine} of {cfg.workers} workers are Byzantine: the majority-vote guarantee "
                         "needs fewer than half")
     engine = built.engine
-    tracks: dict[str, list[dict[str, Any]]] = {}
-    hooks = []
-    if track_spb:
-        tracks["spb"] = []
-        hooks.append((track_spb, spb_tracker(problem, model, params, cfg, tracks["spb"])))
-    if track_diversity:
-        tracks["diversity"] = []
-        hooks.append((track_diversity, diversity_tracker(problem, model, params, cfg, tracks["diversity"])))
+    quantities = tracking.requested(cfg, problem, model, params)
+    tracks: dict[str, list[dict[str, Any]]] = {q.name: [] for q in quantities}
+    hooks = [(q.every, recorder(q, tracks[q.name])) for q in quantities]
     if on_start is not None:
         on_start()
     out = simulate(engine, progress, hooks)

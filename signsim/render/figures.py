@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from signsim import history
+from signsim.diagnostics import tracking
 from signsim.errors import InputError
 
 
@@ -17,6 +18,12 @@ def _history(field: str, log: bool) -> tuple[str, str, str, bool]:
     """A --y axis for a history column (``signsim.history``): its field and label."""
     c = history.column(field)
     return "history", c.field, c.label, log
+
+
+def _tracked(quantity: str, name: str, log: bool) -> tuple[str, str, str, bool]:
+    """A --y axis for a field of a tracked quantity (``signsim.diagnostics.tracking``): its name and label."""
+    f = tracking.field(quantity, name)
+    return quantity, f.name, f.label, log
 
 
 #: --x choices: (label, function of a history row and the run's document)
@@ -34,10 +41,10 @@ Y_AXES = {
     "distance": _history("distance", True),
     "accuracy": _history("test_acc", False),
     "train-accuracy": _history("train_acc", False),
-    "spb-fraction": ("spb", "spb_fraction", "fraction of coordinates with SPB", False),
-    "rho-min": ("spb", "rho_min", "min_i rho_i", False),
-    "rho-norm": ("spb", "rho_norm", "E<g, sign g_hat> (rho-norm)", True),
-    "B_S": ("diversity", "B_S", "batch-size bound B_S", True),
+    "spb-fraction": _tracked("spb", "spb_fraction", False),
+    "rho-min": _tracked("spb", "rho_min", False),
+    "rho-norm": _tracked("spb", "rho_norm", True),
+    "B_S": _tracked("diversity", "B_S", True),
 }
 
 
