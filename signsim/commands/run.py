@@ -10,6 +10,7 @@ import numpy as np
 
 from signsim import __version__
 from signsim.config import RunConfig
+from signsim.experiment_config import TargetRuns
 
 #: x_final is stored in the results for problems up to this dimension
 MAX_STORED_DIM = 1000
@@ -92,3 +93,32 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     if problem.dim <= MAX_STORED_DIM:
         doc["x_final"] = out.x
     return doc
+
+
+def first_hit(history: list[dict[str, Any]], target: float) -> int | None:
+    for row in history:
+        if row["loss"] is not None and row["loss"] <= target:
+            return row["iter"]
+    return None
+
+
+def iterations_to_target(base: dict[str, Any], e: TargetRuns, progress=None,
+                         prefix: str = "") -> dict[int, list[int | None]]:
+    """For each batch size B of ``e.batch_sizes``: the first recorded iteration at which mini-batch SGD (the
+    configured run, step size scaled with B by ``e.lr_scaling``) reaches ``e.target_loss``, one per seed (None
+    where a run does not reach it within ``e.max_iters``): the measurement of the experiments that compare
+    speedups (replication, heuristics)."""
+    from signsim.config import resolve
+
+    lr1 = resolve(base).lr
+    iters: dict[int, list[int | None]] = {}
+    for B in e.batch_sizes:
+        lr = min(B * lr1, e.lr_max) if e.lr_scaling == "linear" else lr1
+        label = f"{prefix}, B = {B}" if prefix else f"B = {B}"
+        hits = []
+        for s in range(e.seeds):
+            cfg = resolve({**base, "batch_size": B, "lr": lr, "iters": e.max_iters, "eval_every": e.eval_every,
+                           "seed": int(base.get("seed", 0)) + s, "stop_loss": e.target_loss})
+            hits.append(first_hit(run(cfg, progress(label) if progress else None)["history"], e.target_loss))
+        iters[B] = hits
+    return iters
