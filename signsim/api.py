@@ -274,7 +274,7 @@ def _coerced(merged: dict[str, Any]) -> dict[str, Any]:
             continue
         if name == "experiment":
             if isinstance(value, Mapping):
-                from signsim.commands.experiments import parse as parse_experiment
+                from signsim.experiment_config import parse as parse_experiment
 
                 value = parse_experiment(dict(value), "config: [experiment]")
             out[name] = value

@@ -660,7 +660,7 @@ def compile_(clear: Annotated[bool, _flag("remove the cached kernels and exit", 
     if clear:
         print(f"removed {compiling.clear()} cached kernel files", file=sys.stderr)
         return
-    n = compiling.compile_all(lambda line: print(line, file=sys.stderr, flush=True))
+    n = compiling.compile_all(main, lambda line: print(line, file=sys.stderr, flush=True))
     print(f"compiled: {n} warm-up commands ran", file=sys.stderr)
 
 

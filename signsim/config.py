@@ -202,7 +202,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     experiment = raw.pop("experiment", None)
     out = parse_options(raw, f"--config {p}")
     if experiment is not None:
-        from signsim.commands.experiments import parse as parse_experiment
+        from signsim.experiment_config import parse as parse_experiment
 
         out["experiment"] = parse_experiment(experiment, f"--config {p}: [experiment]")
     if variants is not None:

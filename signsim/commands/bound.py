@@ -196,7 +196,6 @@ def majority_table(problem, model, params, x, cfg: RunConfig) -> dict[str, Any]:
 
 def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None) -> dict[str, Any]:
     from signsim import noise, problems
-    from signsim.commands.run import problem_info
     from signsim.diagnostics.point import resolve_point
 
     if not (o.box > 0 and math.isfinite(o.box)):
@@ -228,7 +227,7 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
         rows.append(entry)
     x, where = resolve_point(o.at, problem, cfg)
     doc = {"signsim_version": __version__, "command": "bound", "config": cfg.to_dict(),
-           "problem": problem_info(problem),
+           "problem": problem.facts(),
            "constants": [{"name": k.name, "value": k.value, "source": k.source} for k in c.values()],
            "bounds": rows, "majority_table": {"point": where, **majority_table(problem, model, params, x, cfg)}}
     if run_doc is not None:

@@ -82,10 +82,9 @@ def warm_commands() -> list[list[str]]:
     return cmds
 
 
-def compile_all(report: Callable[[str], None] = lambda s: None) -> int:
-    """Run every warm-up command in this process; return how many ran."""
-    from signsim.cli import main
-
+def compile_all(main: Callable[[list[str]], None], report: Callable[[str], None] = lambda s: None) -> int:
+    """Run every warm-up command in this process through the CLI's ``main`` (handed down by the CLI: commands
+    do not import it); return how many ran."""
     cmds = warm_commands()
     for i, args in enumerate(cmds, 1):
         report(f"[{i}/{len(cmds)}] signsim {' '.join(args)}")

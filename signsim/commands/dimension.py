@@ -11,48 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from signsim import __version__
-from signsim.data.synthetic import FEATURES, LABELS
-from signsim.errors import InputError
-
-
-@dataclass
-class DimensionExperiment:
-    dims: list[int] = field(default_factory=lambda: [10, 20, 50, 100, 200, 500, 1000, 2000])
-    samples: int = 20_000
-    seeds: int = 3
-    features: str = "gaussian"
-    labels: str = "logistic"
-    at: str = "init"
-
-
-def parse(raw: dict[str, Any], where: str) -> DimensionExperiment:
-    e = DimensionExperiment()
-    known = {f.replace("_", "-") for f in DimensionExperiment.__dataclass_fields__}
-    for key, value in raw.items():
-        if key.replace("_", "-") not in known:
-            raise InputError(f"{where}: unknown key '{key}' (known: kind, {', '.join(sorted(known))})")
-        name = key.replace("-", "_")
-        if name == "dims":
-            if not (isinstance(value, list) and len(value) >= 2
-                    and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 10**6 for v in value)):
-                raise InputError(f"{where}: 'dims' must be a list of at least two integers between 1 and 10^6")
-        elif name in ("samples", "seeds"):
-            if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10**8):
-                raise InputError(f"{where}: '{key}' must be a positive integer")
-        elif name == "features" and value not in FEATURES:
-            raise InputError(f"{where}: 'features' must be one of {', '.join(FEATURES)}")
-        elif name == "labels" and value not in LABELS:
-            raise InputError(f"{where}: 'labels' must be one of {', '.join(LABELS)}")
-        elif name == "at" and not isinstance(value, str):
-            raise InputError(f"{where}: 'at' must be a string such as \"init\"")
-        setattr(e, name, value)
-    return e
+from signsim.experiment_config import DimensionExperiment
 
 
 def fit_slope(d: np.ndarray, b: np.ndarray) -> tuple[float, float]:

@@ -67,7 +67,7 @@ def diversity(path: Path, values: dict[str, Any], options: dict[str, Any]) -> di
     doc = diversity_document(G, 1.0 if delta is None else delta, where=f"--grads {path}")
     doc["grads"] = str(path)
     if specs:
-        from signsim.commands.diversity import transformed
+        from signsim.diagnostics.diversity_report import transformed
 
         doc["transforms"] = transformed(lambda: blocks(G), specs, values.get("sign_zero", "random"),
                                         1.0 if delta is None else delta)

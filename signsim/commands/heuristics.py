@@ -11,75 +11,24 @@ need nothing beyond the engine's own noise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from signsim import __version__
-from signsim.commands.replication import TargetRuns, check_option
 from signsim.errors import InputError
-
-#: rows of per-sample gradients computed at a time (bounds memory at BLOCK x d floats)
-BLOCK = 4096
-
-
-@dataclass
-class HeuristicsExperiment(TargetRuns):
-    transforms: list[str] = field(default_factory=lambda: ["dropout:0.5", "langevin:1", "sto-sign", "qsgd:4",
-                                                           "natural"])
-    at: str = "init"
-    measure: str | None = None  # a langevin:s transformation to measure iterations-to-target with, or none
-
-
-def parse(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
-    from signsim.diagnostics.transforms import parse as parse_transform
-
-    e = HeuristicsExperiment()
-    known = {f.replace("_", "-") for f in HeuristicsExperiment.__dataclass_fields__}
-    for key, value in raw.items():
-        if key.replace("_", "-") not in known:
-            raise InputError(f"{where}: unknown key '{key}' (known: kind, {', '.join(sorted(known))})")
-        name = key.replace("-", "_")
-        default = getattr(e, name)
-        if name == "transforms":
-            if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
-                raise InputError(f"{where}: 'transforms' must be a non-empty list of strings")
-            for v in value:
-                parse_transform(v)
-        elif name == "measure":
-            if value == "none":
-                value = None
-            elif not (isinstance(value, str) and value.startswith("langevin:")):
-                raise InputError(f"{where}: 'measure' must be a langevin:s transformation (the one the engine "
-                                 "reproduces exactly with --noise gaussian:s)")
-            else:
-                parse_transform(value)
-        elif name == "at":
-            if not isinstance(value, str):
-                raise InputError(f"{where}: 'at' must be a string such as \"init\"")
-        else:
-            check_option(key, value, default, where)
-        setattr(e, name, value)
-    if e.measure is not None and 1 not in e.batch_sizes:
-        raise InputError(f"{where}: 'batch-sizes' must include 1 (the speedup is measured against it)")
-    return e
-
-
-def gradient_blocks(problem, x: np.ndarray) -> Iterator[np.ndarray]:
-    fs = problem.finite_sum
-    for start in range(0, fs.n, BLOCK):
-        yield fs.per_sample_grads(x, np.arange(start, min(start + BLOCK, fs.n)))
+from signsim.experiment_config import HeuristicsExperiment
 
 
 def heuristics(base: dict[str, Any], e: HeuristicsExperiment,
                progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> dict[str, Any]:
     from signsim import problems
-    from signsim.commands.replication import iterations_to_target
+    from signsim.commands.run import iterations_to_target
     from signsim.config import resolve
     from signsim.diagnostics import transforms as tr
     from signsim.diagnostics.diversity import batch_grid, predicted_speedup
+    from signsim.diagnostics.diversity_report import gradient_blocks
     from signsim.diagnostics.point import resolve_point
 
     cfg = resolve(base)

@@ -10,6 +10,7 @@ import numpy as np
 
 from signsim import __version__
 from signsim.config import RunConfig
+from signsim.experiment_config import TargetRuns
 
 #: x_final is stored in the results for problems up to this dimension
 MAX_STORED_DIM = 1000
@@ -21,87 +22,24 @@ SSDM_HETEROGENEOUS = (
 )
 
 
-#: Monte Carlo samples per tracked point when no exact or closed form applies
-TRACK_SAMPLES = 200
+def recorder(quantity, rows: list) -> Callable[[int, np.ndarray], None]:
+    """A hook for the driver: appends the tracked ``quantity``'s row at x_k to ``rows``."""
 
+    def record(k: int, x: np.ndarray) -> None:
+        rows.append({"iter": k, **quantity.compute(k, x)})
 
-def spb_tracker(problem, model, params, cfg: RunConfig, sink: list):
-    """A hook for the driver: at x_k, the fraction of coordinates (with g_i != 0) where SPB holds, min rho,
-    the rho-norm E<g, sign g_hat> under --sign-zero and the rho_M-norm E<g, vote> from each worker's own law
-    (docs/theory.md §9); exact or closed form where they apply, else Monte Carlo with TRACK_SAMPLES
-    samples per distinct worker oracle."""
-    from signsim.commands.check_spb import SpbOptions, spb_quantities, vote_quantities
-    from signsim.diagnostics import spb
-    from signsim.diagnostics.estimators import choose
-
-    method = choose(problem, model, cfg.batch_size, "auto")
-    options = SpbOptions(samples=TRACK_SAMPLES)
-
-    def track(k: int, x: np.ndarray) -> None:
-        est, ver = spb_quantities(problem, model, params, x, cfg, options, method, salt=k + 1)
-        nz = est.grad != 0
-        sink.append({"iter": k, "method_of_estimate": method,
-                     "spb_fraction": float(np.mean(ver.status[nz] == "holds")) if nz.any() else None,
-                     "rho_min": float(np.min(est.rho[nz])) if nz.any() else None,
-                     "rho_norm": spb.inner_product(est.grad, est.margin),
-                     "rho_M_norm": vote_quantities(est, cfg)["rho_M_norm"],
-                     "sampling": est.laws.sampling.scheme,
-                     **per_worker_track(est, cfg),
-                     "l1_norm": float(np.abs(est.grad).sum()),
-                     "l2_norm": float(np.linalg.norm(est.grad)), "verdict": ver.verdict})
-
-    return track
-
-
-def per_worker_track(est, cfg: RunConfig) -> dict:
-    """Workers that differ: each worker's min rho_i and E<g, sign g_hat_m> at the tracked point."""
-    if est.laws.sampling.distinct == 1:
-        return {}
-    from signsim.diagnostics.estimators import per_worker
-
-    rows = per_worker(est.laws, cfg.sign_zero, cfg.byzantine)
-    return {"workers_rho_min": [r["rho_min"] for r in rows], "workers_rho_norm": [r["rho_norm"] for r in rows]}
-
-
-#: batch pairs per tracked point for the two-batch estimator
-TRACK_PAIRS = 256
-
-
-def diversity_tracker(problem, model, params, cfg: RunConfig, sink: list):
-    """A hook: B_S at x_k, exact for finite sums, otherwise McCandlish's two-batch estimator from M simulated
-    worker minibatches (small batch tau, big batch max(2, M) tau), averaged over TRACK_PAIRS pairs before
-    the ratio."""
-    from signsim.commands.diversity import DiversityOptions, choose, measure
-
-    method = choose(problem, model.name, "auto")
-    options = DiversityOptions(pairs=TRACK_PAIRS)
-
-    def track(k: int, x: np.ndarray) -> None:
-        d, _ = measure(problem, model, params, x, cfg, options, method, salt=10_000_000 + k)
-        sink.append({"iter": k, "method_of_estimate": method, "B_S": d.B_S, "inv_B_S": d.inv_B_S,
-                     "delta_S": d.delta_S, "B_simple": d.B_simple})
-
-    return track
-
-
-def problem_info(problem) -> dict[str, Any]:
-    info = {"name": problem.name, "dim": problem.dim, "f_star": problem.f_star,
-            "x_star_known": problem.x_star is not None, "heterogeneous": problem.heterogeneous}
-    fs = problem.finite_sum
-    if fs is not None:
-        info.update(n_train=fs.n, n_test=int(problem.pi[2]), features=int(problem.pi[3]),
-                    shard_sizes=np.diff(fs.split.ptr).tolist())
-    return info
+    return record
 
 
 def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         on_start: Callable[[], None] | None = None) -> dict[str, Any]:
     """Simulate ``cfg``; with ``cfg.track_spb = N`` also estimate SPB every N iterations (``tracks.spb``), with
-    ``cfg.track_diversity = N`` the gradient diversity (``tracks.diversity``). ``on_start()`` is called once
+    ``cfg.track_diversity = N`` the gradient diversity (``tracks.diversity``): the quantities of
+    ``signsim.diagnostics.tracking``, each recorded on its own schedule. ``on_start()`` is called once
     the run is built (its options, data and memory checked), just before the compiled loop starts."""
-    track_spb, track_diversity = cfg.track_spb, cfg.track_diversity
-    from signsim import accounting, stages
+    from signsim import accounting, history, stages
     from signsim.build import build
+    from signsim.diagnostics import tracking
     from signsim.engine import loop
     from signsim.engine.driver import simulate
 
@@ -121,34 +59,18 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         warnings.append(f"{cfg.byzantine} of {cfg.workers} workers are Byzantine: the majority-vote guarantee "
                         "needs fewer than half")
     engine = built.engine
-    tracks: dict[str, list[dict[str, Any]]] = {}
-    hooks = []
-    if track_spb:
-        tracks["spb"] = []
-        hooks.append((track_spb, spb_tracker(problem, model, params, cfg, tracks["spb"])))
-    if track_diversity:
-        tracks["diversity"] = []
-        hooks.append((track_diversity, diversity_tracker(problem, model, params, cfg, tracks["diversity"])))
+    quantities = tracking.requested(cfg, problem, model, params)
+    tracks: dict[str, list[dict[str, Any]]] = {q.name: [] for q in quantities}
+    hooks = [(q.every, recorder(q, tracks[q.name])) for q in quantities]
     if on_start is not None:
         on_start()
     out = simulate(engine, progress, hooks)
 
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, cfg.workers, problem.dim,
                                          settings.sign_zero, settings.tie, settings.compressor_param)
-    h = out.history
-    history = []
-    for row in h:
-        k = int(row[loop.H_ITER])
-        entry = {"iter": k, "loss": row[loop.H_LOSS], "grad_norm": row[loop.H_GRAD_L2],
-                 "grad_norm_l1": row[loop.H_GRAD_L1], "distance": row[loop.H_DIST],
-                 "bits_up": int(row[loop.H_BITS_UP]), "bits_down": int(row[loop.H_BITS_DOWN])}
-        if cfg.error_feedback == "ef":
-            entry["ef_error_norm"] = row[loop.H_EXTRA]
-        if problem.classifier:
-            entry["train_acc"] = row[loop.H_TRAIN_ACC]
-            entry["test_acc"] = row[loop.H_TEST_ACC]
-        history.append(entry)
-    last = history[-1] if history else {}
+    columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier)]
+    rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
+    last = rows[-1] if rows else {}
     final = {**last, "iters_done": out.iters_done, "bits_up": int(engine.tally[loop.T_UP]),
              "bits_down": int(engine.tally[loop.T_DOWN]), "wall_time": out.wall_time,
              "reached_stop_loss": out.reached_target}
@@ -158,10 +80,10 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "status": out.status,
         "config": cfg.to_dict(),
         "stages": stages.describe(settings, cfg, problem.dim),
-        "problem": problem_info(problem),
+        "problem": problem.facts(),
         "bits_per_iter": {"up": bits.up, "down": bits.down},
         "warnings": warnings,
-        "history": history,
+        "history": rows,
         "tracks": tracks,
         "final": final,
         "platform": {"python": platform.python_version(), "numpy": np.__version__},
@@ -171,3 +93,32 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     if problem.dim <= MAX_STORED_DIM:
         doc["x_final"] = out.x
     return doc
+
+
+def first_hit(history: list[dict[str, Any]], target: float) -> int | None:
+    for row in history:
+        if row["loss"] is not None and row["loss"] <= target:
+            return row["iter"]
+    return None
+
+
+def iterations_to_target(base: dict[str, Any], e: TargetRuns, progress=None,
+                         prefix: str = "") -> dict[int, list[int | None]]:
+    """For each batch size B of ``e.batch_sizes``: the first recorded iteration at which mini-batch SGD (the
+    configured run, step size scaled with B by ``e.lr_scaling``) reaches ``e.target_loss``, one per seed (None
+    where a run does not reach it within ``e.max_iters``): the measurement of the experiments that compare
+    speedups (replication, heuristics)."""
+    from signsim.config import resolve
+
+    lr1 = resolve(base).lr
+    iters: dict[int, list[int | None]] = {}
+    for B in e.batch_sizes:
+        lr = min(B * lr1, e.lr_max) if e.lr_scaling == "linear" else lr1
+        label = f"{prefix}, B = {B}" if prefix else f"B = {B}"
+        hits = []
+        for s in range(e.seeds):
+            cfg = resolve({**base, "batch_size": B, "lr": lr, "iters": e.max_iters, "eval_every": e.eval_every,
+                           "seed": int(base.get("seed", 0)) + s, "stop_loss": e.target_loss})
+            hits.append(first_hit(run(cfg, progress(label) if progress else None)["history"], e.target_loss))
+        iters[B] = hits
+    return iters

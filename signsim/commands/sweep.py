@@ -52,6 +52,7 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
 def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, int], None] | None = None,
           log: Callable[[str], None] | None = None) -> dict[str, Any]:
     from signsim import interrupts
+    from signsim.commands.run import run
     from signsim.sweep.store import Store, manifest
 
     spec, tasks = plan(path)
@@ -69,7 +70,7 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
     try:
         try:
             if todo:
-                for index, doc in executor.run(todo):
+                for index, doc in executor.run(todo, run):
                     task = by_index[index]
                     with interrupts.deferred():
                         store.write_run(task, doc)

@@ -7,7 +7,7 @@ minibatch 1 the sign law of g_hat_i is exact: P(agree), P(zero), P(disagree) are
 coordinate i has the sign of g_i, is 0, has the other sign; with minibatch tau > 1 (G an array) they are counted
 over Monte Carlo minibatches. ``estimators.summarize`` turns the law into the message's under the sign(0)
 policy (random: a fair +-1; plus: +1; zero: 0), ``spb.decide`` decides P(agree) > P(disagree) per coordinate,
-and check-spb's ``estimate_fields`` / ``workers_fields`` report rho_norm = E<g, sign g_hat> and
+and ``spb_report.estimate_fields`` / ``workers_fields`` report rho_norm = E<g, sign g_hat> and
 rho_M_norm = E<g, vote> from the law of the vote of M workers (``diagnostics.votes``): the same fields and
 numbers as ``check-spb --json`` for a finite sum with these per-sample gradients. The diversity quantities
 are those of ``signsim.diagnostics.diversity.from_sums`` (docs/theory.md §6). One pass over G for the exact
@@ -181,13 +181,13 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
                  where: str = "G") -> dict[str, Any]:
     """The fields of ``check-spb --json`` for the finite sum whose per-sample gradients are the rows of G
     (shared sampling: every worker draws its tau rows uniformly from all n), computed by the same code: the
-    sign laws go through ``estimators.summarize``, ``spb.decide`` and check-spb's ``estimate_fields`` and,
+    sign laws go through ``estimators.summarize``, ``spb.decide`` and ``spb_report.estimate_fields`` and,
     with ``workers``, ``workers_fields`` (E<g, vote> from the law of the vote, ties by ``tie``)."""
     from signsim import __version__
-    from signsim.commands.check_spb import UNKNOWN_NOISE, estimate_fields, workers_fields
     from signsim.diagnostics import spb
     from signsim.diagnostics.estimators import summarize
     from signsim.diagnostics.intervals import CORRECTIONS, INTERVALS
+    from signsim.diagnostics.spb_report import UNKNOWN_NOISE, estimate_fields, workers_fields
     from signsim.diagnostics.votes import SIGN_ZERO, TIES
 
     if sign_zero not in SIGN_ZERO:
@@ -245,8 +245,8 @@ def diversity_document(G: Any, delta: float = 1.0, where: str = "G") -> dict[str
     import math
 
     from signsim import __version__
-    from signsim.commands.diversity import summary
     from signsim.diagnostics.diversity import from_sums
+    from signsim.diagnostics.diversity_report import summary
 
     if not (delta > 0 and math.isfinite(delta)):
         raise InputError(f"--delta {delta}: must be a finite number > 0")

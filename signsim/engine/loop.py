@@ -29,6 +29,7 @@ from numba import njit, prange
 from numba.core import types as nbtypes
 from numba.extending import overload
 
+from signsim import history
 from signsim.codes import Aggregate, Attack, ErrorFeedback, Momentum, Schedule, Status
 from signsim.engine.compress import (
     attack_row,
@@ -65,11 +66,12 @@ N_FCFG = len(FCFG)
 C_ROWS, C_DONE = 0, 1
 # ``tally``: bits sent so far, up (all messages) and down (every broadcast times M)
 T_UP, T_DOWN = 0, 1
-#: history columns, in order
-HIST = ("iter", "loss", "grad_l2", "grad_l1", "distance", "extra", "train_acc", "test_acc", "bits_up",
-        "bits_down")
-H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, H_BITS_UP, H_BITS_DOWN = range(10)
-N_HIST = len(HIST)
+#: history columns, in order (declared in ``signsim/history.py``)
+HIST = history.KEYS
+H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, H_BITS_UP, H_BITS_DOWN = map(
+    history.index, ("iter", "loss", "grad_l2", "grad_l1", "distance", "extra", "train_acc", "test_acc", "bits_up",
+                    "bits_down"))
+N_HIST = history.N_COLUMNS
 
 
 def worker_gen(gens, m):

@@ -58,6 +58,20 @@ class ProblemInstance:
     finite_sum: Any = None
     notes: list[str] = field(default_factory=list)
 
+    def facts(self) -> dict[str, Any]:
+        """What the results documents report about the problem (their ``problem`` field): name, dimension,
+        f*, whether x* is known, heterogeneity; data problems add the train and test sizes, the number of
+        features and the workers' shard sizes."""
+        info = {"name": self.name, "dim": self.dim, "f_star": self.f_star, "x_star_known": self.x_star is not None,
+                "heterogeneous": self.heterogeneous}
+        fs = self.finite_sum
+        if fs is not None:
+            from signsim.problems.sampling import P_FEATURES, P_NTEST
+
+            info.update(n_train=fs.n, n_test=int(self.pi[P_NTEST]), features=int(self.pi[P_FEATURES]),
+                        shard_sizes=np.diff(fs.split.ptr).tolist())
+        return info
+
 
 @dataclass(frozen=True)
 class ProblemSpec:

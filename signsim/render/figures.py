@@ -9,27 +9,42 @@ from typing import Any
 
 import numpy as np
 
+from signsim import history
+from signsim.diagnostics import tracking
 from signsim.errors import InputError
+
+
+def _history(field: str, log: bool) -> tuple[str, str, str, bool]:
+    """A --y axis for a history column (``signsim.history``): its field and label."""
+    c = history.column(field)
+    return "history", c.field, c.label, log
+
+
+def _tracked(quantity: str, name: str, log: bool) -> tuple[str, str, str, bool]:
+    """A --y axis for a field of a tracked quantity (``signsim.diagnostics.tracking``): its name and label."""
+    f = tracking.field(quantity, name)
+    return quantity, f.name, f.label, log
+
 
 #: --x choices: (label, function of a history row and the run's document)
 X_AXES = {
-    "iter": "iteration k",
+    "iter": history.column("iter").label,
     "bits": "bits communicated (up + down)",
     "megabytes": "communicated (MB, up + down)",
     "time": "wall time (s, proportional to iterations)",
 }
 #: --y choices: (source, key, label, log scale)
 Y_AXES = {
-    "loss": ("history", "loss", "loss f(x_k)", True),
-    "grad-norm": ("history", "grad_norm", "||grad f(x_k)||_2", True),
-    "grad-norm-l1": ("history", "grad_norm_l1", "||grad f(x_k)||_1", True),
-    "distance": ("history", "distance", "||x_k - x*||_2", True),
-    "accuracy": ("history", "test_acc", "test accuracy", False),
-    "train-accuracy": ("history", "train_acc", "training accuracy", False),
-    "spb-fraction": ("spb", "spb_fraction", "fraction of coordinates with SPB", False),
-    "rho-min": ("spb", "rho_min", "min_i rho_i", False),
-    "rho-norm": ("spb", "rho_norm", "E<g, sign g_hat> (rho-norm)", True),
-    "B_S": ("diversity", "B_S", "batch-size bound B_S", True),
+    "loss": _history("loss", True),
+    "grad-norm": _history("grad_norm", True),
+    "grad-norm-l1": _history("grad_norm_l1", True),
+    "distance": _history("distance", True),
+    "accuracy": _history("test_acc", False),
+    "train-accuracy": _history("train_acc", False),
+    "spb-fraction": _tracked("spb", "spb_fraction", False),
+    "rho-min": _tracked("spb", "rho_min", False),
+    "rho-norm": _tracked("spb", "rho_norm", True),
+    "B_S": _tracked("diversity", "B_S", True),
 }
 
 

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from signsim import history
+
 
 def fmt(v: Any) -> str:
     if v is None:
@@ -160,8 +162,7 @@ def run_summary(doc: dict[str, Any]) -> Table:
     table.add_column("start", justify="right")
     table.add_column("final", justify="right")
     first = doc["history"][0] if doc["history"] else {}
-    rows = [("loss f(x)", "loss"), ("||grad f||_2", "grad_norm"), ("||grad f||_1", "grad_norm_l1"),
-            ("distance to x*", "distance")]
+    rows = [(c.summary, c.field) for c in history.COLUMNS if c.summary]
     for label, key in rows:
         if key == "distance" and not doc["problem"]["x_star_known"]:
             continue

@@ -1,6 +1,7 @@
 """Executors: a local process pool (the default: nothing to install or start) or a Dask cluster.
 
-Both run task dicts and yield (task index, results document) as runs finish, in any order; the caller
+Both run task dicts with the caller's ``runner`` (resolved config -> results document; see ``worker.execute``)
+and yield (task index, results document) as runs finish, in any order; the caller
 writes each result as it arrives. On Ctrl-C, ``drain`` cancels what has not started, gives the running
 runs a moment to hand back their partial results (status ``interrupted``) and stops the workers. Worker
 processes load the compiled kernels from Numba's on-disk cache.
@@ -90,9 +91,10 @@ class LocalExecutor:
                 f.unlink()
         return out
 
-    def run(self, tasks: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
-        """Run every task; when a worker process dies, the run it was running is recorded ``failed`` with the
-        cause, and the pool is rebuilt for the rest (a run caught in two breakdowns is failed too)."""
+    def run(self, tasks: list[dict[str, Any]], runner) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Run every task with ``runner``; when a worker process dies, the run it was running is recorded
+        ``failed`` with the cause, and the pool is rebuilt for the rest (a run caught in two breakdowns is failed
+        too)."""
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
@@ -109,7 +111,7 @@ class LocalExecutor:
                                         "the run did not finish: worker processes keep dying at start-up")
                     break
                 self._start(len(pending))
-                self.futures = {self.pool.submit(execute, {**t, "marker_dir": self.marker_dir}): i
+                self.futures = {self.pool.submit(execute, {**t, "marker_dir": self.marker_dir}, runner): i
                                 for i, t in pending.items()}
                 broken = False
                 for f in as_completed(self.futures):
@@ -211,7 +213,7 @@ class DaskExecutor:
         return {"name": self.name, "scheduler": self.scheduler,
                 "workers": self.jobs if self.scheduler == "local" else None}
 
-    def run(self, tasks: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def run(self, tasks: list[dict[str, Any]], runner) -> Iterator[tuple[int, dict[str, Any]]]:
         from distributed import Client, LocalCluster, as_completed
 
         try:
@@ -229,7 +231,7 @@ class DaskExecutor:
         if self.scheduler == "local":  # same machine: runs mark themselves in progress (see worker.execute)
             self.marker_dir = tempfile.mkdtemp(prefix="signsim-sweep-")
             tasks = [{**t, "marker_dir": self.marker_dir} for t in tasks]
-        self.futures = [self.client.submit(execute, t, pure=False, key=f"signsim-{t['run_id']}-{t['index']}")
+        self.futures = [self.client.submit(execute, t, runner, pure=False, key=f"signsim-{t['run_id']}-{t['index']}")
                         for t in tasks]
         self.index = {f.key: t["index"] for f, t in zip(self.futures, tasks, strict=True)}
         self.reported = set()

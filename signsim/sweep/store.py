@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from signsim import __version__
+from signsim.history import CSV_FIELDS
 from signsim.results import dumps, write_atomic
 
 FINISHED = ("ok", "diverged")
-HISTORY_COLUMNS = ["iter", "loss", "grad_norm", "grad_norm_l1", "distance", "bits_up", "bits_down", "train_acc",
-                   "test_acc", "ef_error_norm"]
 
 
 def complete(doc: Any) -> str | None:
@@ -79,7 +78,7 @@ class Store:
         config, then the history columns, then every tracked value (``spb.rho_min``, ``diversity.B_S``, ...)
         on the rows of the iterations where it was recorded."""
         docs = [self.load(t["run_id"]) for t in tasks]
-        present = [c for c in HISTORY_COLUMNS if any(c in row for d in docs if d for row in d.get("history", []))]
+        present = [c for c in CSV_FIELDS if any(c in row for d in docs if d for row in d.get("history", []))]
         options = sorted({k for t in tasks for k in t["config"]} - set(parameters) - {"seed"})
         tracked: list[str] = []
         for d in docs:

@@ -1,10 +1,13 @@
-"""What an executor runs for one task: a plain function of plain data, importable by worker processes."""
+"""What an executor runs for one task: a plain function of plain data, importable by worker processes. The run
+itself is the ``runner`` the sweep command hands down (``signsim.commands.run.run``): the sweep machinery does
+not import the commands."""
 
 from __future__ import annotations
 
 import os
 import signal
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +23,9 @@ def failed(task: dict[str, Any], error: str, status: str = "failed") -> dict[str
     return doc
 
 
-def execute(task: dict[str, Any]) -> dict[str, Any] | None:
-    """Run one configured run and return its results document; a run that raises returns a document with
+def execute(task: dict[str, Any], runner: Callable[[Any], dict[str, Any]]) -> dict[str, Any] | None:
+    """Run one configured run (``runner(resolved config)``, a module-level function so that it pickles by
+    name) and return its results document; a run that raises returns a document with
     status ``failed`` and the error instead (the sweep goes on). With ``marker_dir`` in the task, a file
     ``<marker_dir>/<index>`` holds this process's id while the run is in progress (so that the sweep can
     tell which run a dead worker process was running). A pool worker that was already interrupted starts
@@ -40,10 +44,9 @@ def execute(task: dict[str, Any]) -> dict[str, Any] | None:
             return failed(task, task["error"])
         if os.environ.get("SIGNSIM_CRASH_RUN") == str(task["index"]):  # a testing aid: this worker dies
             os.kill(os.getpid(), signal.SIGKILL)
-        from signsim.commands.run import run
         from signsim.config import resolve
 
-        return run(resolve(task["config"]))
+        return runner(resolve(task["config"]))
     except InputError as e:
         return failed(task, str(e))
     except MemoryError:
