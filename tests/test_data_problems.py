@@ -187,3 +187,35 @@ def test_large_data_run_replays_in_numpy(large_data):
     engine, xs = replay(3, method="signum", data=large_data, workers=8, batch_size=16, split="iid",
                         problem="logistic", test_fraction=0.2)
     np.testing.assert_allclose(engine.x, xs[-1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("options", PROBLEMS)
+def test_one_pass_evaluation_equals_the_separate_passes(small_data, large_data, size, options):
+    """A history row's loss, gradient and training accuracy come from one pass over the rows
+    (``problem_evaluate``); the same operations in the same order as the separate passes, so equal exactly,
+    in one chunk (small) and in row chunks on all threads (large)."""
+    p = build(small_data if size == "small" else large_data, test_fraction=0.2, **options)
+    assert (glm._chunks(p.finite_sum.n, p.dim) > 1) == (size == "large")
+    x = np.random.default_rng(2).normal(size=p.dim) * 0.05
+    f, g = kernel_loss_grad(p, x)
+    out = np.zeros(p.dim)
+    loss, acc = dispatch.problem_evaluate(p.code, x, p.pf, p.pi, p.A, p.b, out)
+    assert loss == f
+    np.testing.assert_array_equal(out, g)
+    separate = dispatch.problem_accuracy(p.code, x, p.pf, p.pi, p.A, p.b, False)
+    if np.isnan(separate):  # least squares has no accuracy
+        assert np.isnan(acc) and p.name == "least-squares"
+    else:
+        assert acc == separate and 0.0 < acc < 1.0
+
+
+def test_one_pass_evaluation_of_an_analytic_problem():
+    from signsim.problems import rosenbrock
+
+    p = problems.build(config.resolve({"problem": "rosenbrock", "dim": 4}))
+    x = np.array([0.5, -1.0, 2.0, 0.0])
+    out = np.zeros(4)
+    loss, acc = dispatch.problem_evaluate(p.code, x, p.pf, p.pi, p.A, p.b, out)
+    assert loss == rosenbrock.loss_ref(x) and np.isnan(acc)
+    np.testing.assert_allclose(out, rosenbrock.grad_ref(x), rtol=1e-14)

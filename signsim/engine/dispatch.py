@@ -61,8 +61,21 @@ def problem_loss_grad(code, x, pf, pi, A, b, out):
     """f(x), with grad f(x) written to ``out``; one pass over the data where the problem allows it."""
     if code == logistic.CODE or code == least_squares.CODE:
         return glm.loss_grad(x, pf, pi, A, b, out)
+    if code == mlp.CODE:
+        return mlp.evaluate(x, pf, pi, A, b, out)[0]
     problem_grad(code, x, pf, pi, A, b, out)
     return problem_loss(code, x, pf, pi, A, b)
+
+
+@njit(cache=True)
+def problem_evaluate(code, x, pf, pi, A, b, out):
+    """(f(x), training accuracy), with grad f(x) written to ``out``: what a history row needs, in one pass over
+    the data for the data problems (accuracy NaN where it does not apply)."""
+    if code == logistic.CODE or code == least_squares.CODE:
+        return glm.evaluate(x, pf, pi, A, b, out)
+    if code == mlp.CODE:
+        return mlp.evaluate(x, pf, pi, A, b, out)
+    return problem_loss_grad(code, x, pf, pi, A, b, out), problem_accuracy(code, x, pf, pi, A, b, False)
 
 
 @njit(cache=True, inline="always")

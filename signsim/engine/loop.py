@@ -45,8 +45,8 @@ from signsim.engine.dispatch import (
     check_noise,
     check_problem,
     problem_accuracy,
+    problem_evaluate,
     problem_loss,
-    problem_loss_grad,
     problem_oracle,
 )
 
@@ -160,7 +160,7 @@ def worker_step(m, k, lr, x, mom, err, iwork, G, msg, wbits, gen, pf, pi, A, b, 
 def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally):
     """Append one history row at iterate x_k; return Status.DIVERGED when the loss or the iterate is not
     finite, Status.TARGET when the loss is at or below the stop-loss target, else Status.OK."""
-    loss = problem_loss_grad(icfg[I_PROBLEM], x, pf, pi, A, b, gbuf)
+    loss, train_acc = problem_evaluate(icfg[I_PROBLEM], x, pf, pi, A, b, gbuf)
     l1 = 0.0
     l2 = 0.0
     for i in range(gbuf.shape[0]):
@@ -185,7 +185,7 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     hist[r, H_GRAD_L1] = l1
     hist[r, H_DIST] = dist
     hist[r, H_EXTRA] = extra
-    hist[r, H_TRAIN_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, False)
+    hist[r, H_TRAIN_ACC] = train_acc
     hist[r, H_TEST_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, True)
     hist[r, H_BITS_UP] = tally[T_UP]
     hist[r, H_BITS_DOWN] = tally[T_DOWN]

@@ -30,8 +30,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "mlp": ("mlp",),
 }
 #: the dispatchers of ``engine/dispatch.py`` that the loop calls, directly or through each other
-DISPATCHERS = ("problem_loss", "problem_grad", "problem_loss_grad", "problem_oracle", "problem_accuracy",
-               "check_problem")
+DISPATCHERS = ("problem_loss", "problem_grad", "problem_loss_grad", "problem_evaluate", "problem_oracle",
+               "problem_accuracy", "check_problem")
 NO_CODE = -1  # a stand-in's CODE: equal to no problem's code
 
 
@@ -51,6 +51,13 @@ def _absent_loss_grad(x, pf, pi, A, b, out):
     for i in range(out.shape[0]):
         out[i] = np.nan
     return np.nan
+
+
+@njit(cache=True)
+def _absent_evaluate(x, pf, pi, A, b, out):
+    for i in range(out.shape[0]):
+        out[i] = np.nan
+    return np.nan, np.nan
 
 
 @njit(cache=True)
@@ -74,7 +81,7 @@ def _stand_in(name: str) -> types.ModuleType:
     """A kernel module with no code, for a family that does not include ``name``."""
     mod = types.ModuleType(f"absent_{name}")
     mod.CODE = NO_CODE
-    mod.loss, mod.grad, mod.loss_grad = _absent_loss, _absent_grad, _absent_loss_grad
+    mod.loss, mod.grad, mod.loss_grad, mod.evaluate = _absent_loss, _absent_grad, _absent_loss_grad, _absent_evaluate
     mod.oracle, mod.sample_grad, mod.accuracy = _absent_oracle, _absent_sample_grad, _absent_accuracy
     return mod
 

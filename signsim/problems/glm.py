@@ -68,24 +68,26 @@ def _chunks(n, d):
 
 @njit(cache=True, inline="always")
 def _loss_grad_rows(x, kind, n, A, b, lo, hi, out):
-    """sum_{lo <= j < hi} phi_j, and out += sum_j phi'_j a_j / n (out zeroed by the caller); each row is read
-    once from memory, its axpy from L1 right after its margin."""
+    """(sum_{lo <= j < hi} phi_j, #{j : sign(a_j^T w) = y_j}), and out += sum_j phi'_j a_j / n (out zeroed by
+    the caller); each row is read once from memory, its axpy from L1 right after its margin."""
     d = x.shape[0]
     s = 0.0
+    hits = 0
     for j in range(lo, hi):
         m = _margin(x, A, j)
         s += _phi(kind, m, b[j])
+        hits += (1.0 if m >= 0 else -1.0) == b[j]
         c = _dphi(kind, m, b[j]) / n
         for i in range(d):
             out[i] += c * A[j, i]
-    return s
+    return s, hits
 
 
 @njit(cache=True, parallel=True)
-def _loss_grad_parallel(x, kind, n, A, b, part, sums):
+def _loss_grad_parallel(x, kind, n, A, b, part, sums, hits):
     C = part.shape[0]
     for c in prange(C):
-        sums[c] = _loss_grad_rows(x, kind, n, A, b, c * n // C, (c + 1) * n // C, part[c])
+        sums[c], hits[c] = _loss_grad_rows(x, kind, n, A, b, c * n // C, (c + 1) * n // C, part[c])
 
 
 @njit(cache=True, parallel=True)
@@ -115,21 +117,25 @@ def loss(x, pf, pi, A, b):
 
 
 @njit(cache=True)
-def loss_grad(x, pf, pi, A, b, out):
-    """f(w) and grad f(w) into ``out`` in one pass over the training rows (each row is read once), on all
-    threads for a large data set (fixed row chunks summed in order: the same result on any thread count)."""
+def _loss_grad_hits(x, pf, pi, A, b, out):
+    """f(w), grad f(w) into ``out`` and the number of training rows classified right, in one pass over the
+    training rows (each row read once), on all threads for a large data set (fixed row chunks summed in order:
+    the same result on any thread count)."""
     kind, n, d = pi[P_KIND], pi[P_NTRAIN], x.shape[0]
     out[:] = 0.0
     C = _chunks(n, d)
     if C == 1:
-        s = _loss_grad_rows(x, kind, n, A, b, 0, n, out)
+        s, hits = _loss_grad_rows(x, kind, n, A, b, 0, n, out)
     else:
         part = np.zeros((C, d))
         sums = np.zeros(C)
-        _loss_grad_parallel(x, kind, n, A, b, part, sums)
+        counts = np.zeros(C, dtype=np.int64)
+        _loss_grad_parallel(x, kind, n, A, b, part, sums, counts)
         s = 0.0
+        hits = 0
         for c in range(C):
             s += sums[c]
+            hits += counts[c]
             for i in range(d):
                 out[i] += part[c, i]
     lam = pf[0]
@@ -137,7 +143,24 @@ def loss_grad(x, pf, pi, A, b, out):
     for i in range(d):
         out[i] += lam * x[i]
         ww += x[i] * x[i]
-    return s / n + 0.5 * lam * ww
+    return s / n + 0.5 * lam * ww, hits
+
+
+@njit(cache=True)
+def loss_grad(x, pf, pi, A, b, out):
+    """f(w), with grad f(w) written to ``out``, in one pass over the training rows."""
+    return _loss_grad_hits(x, pf, pi, A, b, out)[0]
+
+
+@njit(cache=True)
+def evaluate(x, pf, pi, A, b, out):
+    """(f(w), training accuracy), with grad f(w) written to ``out``, in one pass over the training rows: what
+    a history row records, without a second pass for the accuracy (NaN for least squares, as ``accuracy``)."""
+    loss, hits = _loss_grad_hits(x, pf, pi, A, b, out)
+    n = pi[P_NTRAIN]
+    if pi[P_KIND] != LOGISTIC or n == 0:
+        return loss, np.nan
+    return loss, hits / n
 
 
 @njit(cache=True)

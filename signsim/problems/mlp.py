@@ -179,6 +179,60 @@ def grad(x, pf, pi, A, b, out):
             out[i] += part[c, i]
 
 
+@njit(cache=True, inline="always")
+def _evaluate_rows(x, A, b, lo, hi, p, H, C, act, weight, out):
+    """One forward and backward pass per row: (sum of the rows' losses, rows classified right), and out +=
+    weight * (sum of their data-term gradients); the same operations, in the same order, as ``_loss_rows``,
+    ``_grad_rows`` and ``accuracy``."""
+    z, h, logits, d1, d2 = np.empty(H), np.empty(H), np.empty(C), np.empty(H), np.empty(C)
+    s = 0.0
+    hits = 0
+    for j in range(lo, hi):
+        y = int(b[j])
+        s += _deltas(x, A, j, y, p, H, C, act, z, h, logits, d1, d2)
+        hits += np.argmax(logits) == y
+        _accumulate(A, j, p, H, C, h, d1, d2, weight, out)
+    return s, hits
+
+
+@njit(cache=True, parallel=True)
+def _evaluate_parallel(x, A, b, n, p, H, C, act, part, sums, hits):
+    K = part.shape[0]
+    for c in prange(K):
+        sums[c], hits[c] = _evaluate_rows(x, A, b, c * n // K, (c + 1) * n // K, p, H, C, act, 1.0 / n, part[c])
+
+
+@njit(cache=True)
+def evaluate(x, pf, pi, A, b, out):
+    """(f(w), training accuracy), with grad f(w) written to ``out``: what a history row records, in one pass
+    over the training rows instead of three (loss, gradient, accuracy); chunked on all threads for a large data
+    set like ``loss`` and ``grad``."""
+    p, H, C, act, n = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT], pi[P_NTRAIN]
+    dim = x.shape[0]
+    if n == 0:
+        for i in range(dim):
+            out[i] = pf[0] * x[i]
+        return 0.5 * pf[0] * np.sum(x * x), np.nan
+    K = _chunks(n, dim)
+    for i in range(dim):
+        out[i] = pf[0] * x[i]
+    if K == 1:
+        s, hits = _evaluate_rows(x, A, b, 0, n, p, H, C, act, 1.0 / n, out)
+    else:
+        part = np.zeros((K, dim))
+        sums = np.zeros(K)
+        counts = np.zeros(K, dtype=np.int64)
+        _evaluate_parallel(x, A, b, n, p, H, C, act, part, sums, counts)
+        s = 0.0
+        hits = 0
+        for c in range(K):
+            s += sums[c]
+            hits += counts[c]
+            for i in range(dim):
+                out[i] += part[c, i]
+    return s / n + 0.5 * pf[0] * np.sum(x * x), hits / n
+
+
 @njit(cache=True, _nrt=True)  # allocates its scratch: keeps Numba's runtime when called from the worker step
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     p, H, C, act = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT]
