@@ -5,7 +5,8 @@ Engine and NumPy run back to back in the same process, ``--repeat`` times (3 by 
 the median ratio NumPy / engine and the load average (the machine may be shared). Two ratios: the whole run
 (both evaluate the full loss and gradient over all n rows at k = 0 and k = K; the engine also the training
 accuracy), and the iterations alone (the engine's steps 1 .. K-2 of another run, which record nothing, scaled
-to K steps; NumPy without its evaluations). Asserts nothing.
+to K steps; NumPy without its evaluations). Also the floor of the iterations: the time to read the K M tau
+sampled rows once and do nothing else (``generated.row_stream_seconds``). Asserts nothing.
 
     python benchmarks/bench_logistic.py [--quick] [--repeat R]
 """
@@ -18,7 +19,7 @@ import tempfile
 import time
 
 import numpy as np
-from generated import RAW, logistic_data, write_npz
+from generated import RAW, logistic_data, row_stream_seconds, write_npz
 
 
 def numpy_signum(X, y, M, tau, K, lr, beta, seed, evaluate_ends=True):
@@ -101,6 +102,9 @@ def main() -> None:
             print(f"  run {r + 1}: engine {te:.3f} s ({te_iters:.3f} s for K iterations without evaluations), numpy "
                   f"{tn:.3f} s ({tn_iters:.3f} s without its evaluations); ratio {tn / te:.2f}x whole, "
                   f"{tn_iters / te_iters:.2f}x iterations")
+    floor = row_stream_seconds(X, K * M * tau)
+    print(f"  reading the K M tau = {K * M * tau:,} sampled rows once, and nothing else: {floor:.3f} s (the floor of "
+          f"the iterations; engine's iterations / floor {te_iters / floor:.2f})")
     print(f"logistic n={n}, d={d}, M={M}, tau={tau}, K={K} signum/majority: median ratio numpy / engine "
           f"{np.median(whole):.2f}x whole run, {np.median(iters):.2f}x iterations alone, over {a.repeat} runs "
           f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores); engine final loss "

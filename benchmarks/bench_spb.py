@@ -1,7 +1,9 @@
 """Monte Carlo success probabilities for logistic regression on generated data (n = 50,000, d = 500,
 tau = 32, S = 2,000): the Numba kernel against a NumPy implementation written here (issues #4, #17).
 Engine and NumPy run back to back in the same process, ``--repeat`` times (3 by default); prints each
-pair, the median ratio NumPy / engine and the load average (the machine may be shared). Asserts nothing.
+pair, the median ratio NumPy / engine and the load average (the machine may be shared), and the floor of any
+kernel over these draws: the time to read the S tau sampled rows once (``generated.row_stream_seconds``).
+Asserts nothing.
 
     python benchmarks/bench_spb.py [--quick] [--repeat R]
 """
@@ -14,7 +16,7 @@ import tempfile
 import time
 
 import numpy as np
-from generated import RAW, logistic_data, write_npz
+from generated import RAW, logistic_data, row_stream_seconds, write_npz
 
 
 def numpy_rho(X, y, w, tau, S, seed):
@@ -56,7 +58,7 @@ def main() -> None:
         return estimate(problem, model, params, w, tau, "monte-carlo", S, 0.95, "wilson", "random", 0, 1)
 
     engine()  # compile or load from cache
-    ratios = []
+    ratios, times = [], []
     for r in range(a.repeat):
         t = time.perf_counter()
         est = engine()
@@ -65,7 +67,11 @@ def main() -> None:
         ref = numpy_rho(X, y_pm, w, tau, S, r)
         tn = time.perf_counter() - t
         ratios.append(tn / te)
+        times.append(te)
         print(f"  run {r + 1}: engine {te:.3f} s, numpy {tn:.3f} s, ratio {tn / te:.2f}x")
+    floor = row_stream_seconds(X, S * tau)
+    print(f"  reading the S tau = {S * tau:,} sampled rows once, and nothing else: {floor:.3f} s (the floor of any "
+          f"Monte Carlo kernel over these rows; engine / floor {np.median(times) / floor:.2f})")
     print(f"Monte Carlo rho, logistic n={n}, d={d}, tau={tau}, S={S}: median ratio numpy / engine "
           f"{np.median(ratios):.2f}x over {a.repeat} runs (load average {os.getloadavg()[0]:.2f} on "
           f"{os.cpu_count()} cores); max |rho_engine - rho_numpy| = {np.nanmax(np.abs(est.rho - ref)):.3f} "

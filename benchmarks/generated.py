@@ -22,3 +22,41 @@ def write_npz(folder: str | Path, X: np.ndarray, y: np.ndarray) -> str:
     path = Path(folder) / "gen.npz"
     np.savez(path, X=X, y=y)
     return str(path)
+
+
+def row_stream_seconds(X: np.ndarray, rows: int, repeat: int = 3) -> float:
+    """The floor of a kernel that reads ``rows`` rows of X drawn uniformly at random (with replacement): the
+    best of ``repeat`` timings of a Numba kernel, on all threads, that only sums each drawn row (rows drawn
+    beforehand, the next one prefetched as the engine does). A minibatch kernel cannot read its rows faster."""
+    import time
+
+    from numba import njit, prange
+
+    from signsim.problems.prefetch import prefetch_row
+
+    @njit(parallel=True, cache=False)
+    def touch(X, idx, out):
+        T = out.shape[0]
+        n = idx.shape[0]
+        for t in prange(T):
+            s = 0.0
+            lo, hi = t * n // T, (t + 1) * n // T
+            for k in range(lo, hi):
+                j = idx[k]
+                if k + 1 < hi:
+                    prefetch_row(X, idx[k + 1])
+                for i in range(X.shape[1]):
+                    s += X[j, i]
+            out[t] = s
+
+    import numba
+
+    idx = np.random.default_rng(7).integers(0, X.shape[0], rows)
+    out = np.zeros(numba.get_num_threads())
+    touch(X, idx[:10], out)  # compile
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        touch(X, idx, out)
+        best = min(best, time.perf_counter() - t)
+    return best
