@@ -107,10 +107,11 @@ def choose(problem: ProblemInstance, noise: NoiseModel, tau: int, requested: str
 
 
 def true_gradient(problem: ProblemInstance, x: np.ndarray) -> np.ndarray:
-    from signsim.engine.dispatch import problem_loss_grad
+    from signsim.engine import specialize
 
+    loss_grad = specialize.dispatchers(specialize.family_of(problem.code))["problem_loss_grad"]
     g = np.zeros(problem.dim)
-    problem_loss_grad(problem.code, x, problem.pf, problem.pi, problem.A, problem.b, g)
+    loss_grad(problem.code, x, problem.pf, problem.pi, problem.A, problem.b, g)
     return g
 
 

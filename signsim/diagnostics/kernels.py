@@ -16,6 +16,14 @@ from numba import njit, prange
 from signsim.engine.dispatch import add_noise, check_noise, check_problem, problem_oracle, problem_sample_grad
 
 
+def _for(compiled, code):
+    """The compiled kernel ``compiled`` specialized to the family of problem ``code``: it compiles (and loads)
+    only that family's problem kernels (``signsim.engine.specialize``)."""
+    from signsim.engine import specialize
+
+    return specialize.kernel(compiled, specialize.family_of(code))
+
+
 def diversity_sums(code, x, pf, pi, A, b, rows, lo, hi):
     """One pass over training rows (``rows`` if non-empty, else lo..hi-1), O(d) extra memory:
     returns (sum_j ||grad f_j||^2, sum_j grad f_j) (docs/theory.md §6)."""
@@ -26,7 +34,8 @@ def diversity_sums(code, x, pf, pi, A, b, rows, lo, hi):
     total = np.zeros(d)
     sq = np.zeros(1)
     count = rows.shape[0] if rows.shape[0] > 0 else hi - lo
-    chunked(count, lambda a, z: _diversity_range(code, x, pf, pi, A, b, rows, lo, a, z, sq, total))
+    k = _for(_diversity_range, code)
+    chunked(count, lambda a, z: k(code, x, pf, pi, A, b, rows, lo, a, z, sq, total))
     return sq[0], total
 
 
@@ -55,7 +64,8 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
     check_noise(ncode)
     C = len(gens)
     acc = np.zeros((C, 2))
-    chunked(-(-R // C), lambda lo, hi: _two_batch_range(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big,
+    k = _for(_two_batch_range, code)
+    chunked(-(-R // C), lambda lo, hi: k(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big,
                                                           workers, gens, R, lo, hi, acc))
     out = np.zeros(2)
     for c in range(C):
@@ -100,7 +110,8 @@ def group_sign_moments(code, x, pf, pi, A, b, rows):
     d = x.shape[0]
     n = rows.shape[0]
     acc = np.zeros((ROW_CHUNKS, 4, d))
-    chunked(-(-n // ROW_CHUNKS), lambda lo, hi: _group_range(code, x, pf, pi, A, b, rows, lo, hi, acc))
+    k = _for(_group_range, code)
+    chunked(-(-n // ROW_CHUNKS), lambda lo, hi: k(code, x, pf, pi, A, b, rows, lo, hi, acc))
     out = _sum_chunks(acc)
     return out[0], out[1], out[2], out[3]
 
@@ -151,9 +162,10 @@ def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, t
             "reduce --workers or --dim")
     out = np.zeros((4, W, d))
     acc = np.zeros((4, C, d))
+    k = _for(_mc_range, code)
     for w in range(W):
         acc[:] = 0.0
-        chunked(-(-S // C), lambda lo, hi, w=w: _mc_range(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w,
+        chunked(-(-S // C), lambda lo, hi, w=w: k(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w,
                                                             gens, S, lo, hi, acc))
         _add_chunks(acc, out, w)
     return out[0], out[1], out[2], out[3]

@@ -8,7 +8,8 @@ gets its own copy of the loop's functions (``dispatch``'s problem dispatchers, `
 of the other families point to a stand-in without code: its kernels write NaN and its CODE matches no problem,
 so a problem of another family is an unknown code there, which the checks before the loop reject. The copies
 carry their own names (``run_chunk_serial__analytic``, ...), so Numba caches each family's loop in its own
-files, and a run compiles or loads only its family's.
+files, and a run compiles or loads only its family's. The diagnostics' kernels are copied the same way
+(``kernel``), and their callers use ``dispatchers`` for the family's problem dispatchers.
 
 A new problem module joins one family here (a test checks that every problem code belongs to exactly one).
 """
@@ -31,7 +32,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 }
 #: the dispatchers of ``engine/dispatch.py`` that the loop calls, directly or through each other
 DISPATCHERS = ("problem_loss", "problem_grad", "problem_loss_grad", "problem_evaluate", "problem_oracle",
-               "problem_accuracy", "check_problem")
+               "problem_sample_grad", "problem_accuracy", "check_problem")
 NO_CODE = -1  # a stand-in's CODE: equal to no problem's code
 
 
@@ -106,16 +107,30 @@ def family_of(code: int) -> str:
 
 
 @functools.cache
-def loops(family: str):
-    """(threaded loop, serial loop) for the problems of ``family``; compiled (or loaded from the cache) on first
-    call."""
+def dispatchers(family: str) -> dict:
+    """The family's copies of ``dispatch``'s problem dispatchers (``DISPATCHERS``), by name."""
     if family not in FAMILIES:
         raise ValueError(f"unknown problem family {family!r}")
     absent = {n: _stand_in(n) for other, names in FAMILIES.items() if other != family for n in names}
     dns = {**vars(dispatch), **absent}
     made = {name: _copy(getattr(dispatch, name), f"{name}__{family}", dns) for name in DISPATCHERS}
     dns.update(made)  # the dispatchers call each other by these names
-    lns = {**vars(loop), **made}
+    return made
+
+
+@functools.cache
+def kernel(compiled, family: str):
+    """A copy of the compiled kernel ``compiled`` (a diagnostics kernel, say) whose calls to ``dispatch``'s
+    problem dispatchers go to the family's copies."""
+    ns = {**compiled.py_func.__globals__, **dispatchers(family)}
+    return _copy(compiled, f"{compiled.py_func.__name__}__{family}", ns)
+
+
+@functools.cache
+def loops(family: str):
+    """(threaded loop, serial loop) for the problems of ``family``; compiled (or loaded from the cache) on first
+    call."""
+    lns = {**vars(loop), **dispatchers(family)}
     lns["worker_step"] = _copy(loop.worker_step, f"worker_step__{family}", lns)
     lns["record"] = _copy(loop.record, f"record__{family}", lns)
     # nogil: the driver keeps handling signals while a chunk runs in its helper thread
