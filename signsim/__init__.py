@@ -33,7 +33,8 @@ def _kernel_cache_dir() -> str:
         for f in sorted((here / folder).glob("*.py")):
             h.update(f.name.encode())
             h.update(f.read_bytes())
-    for name in ("codes.py", "history.py"):  # the loop reads its codes and history columns from these
+    # the loop reads its codes and history columns from these; the problems' kernels draw through draws.py
+    for name in ("codes.py", "history.py", "draws.py"):
         h.update((here / name).read_bytes())
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "signsim" / "numba"
     return str(root / h.hexdigest()[:16])

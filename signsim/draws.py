@@ -1,4 +1,4 @@
-"""Scalar random draws that allocate nothing and equal NumPy's, bit for bit (docs/theory.md §2).
+"""Scalar random draws that allocate nothing and equal NumPy's, bit for bit (docs/theory.md §2.4).
 
 In Numba, ``gen.integers(0, n)`` builds a one-element array for every draw: an allocation per sampled row,
 and the reference counting that comes with it. ``index(gen, n)`` draws the same integer from the same bits by
