@@ -80,7 +80,7 @@ def main() -> None:
 
         e = engine()
         e.advance(1)  # compile or load from cache
-        whole, iters = [], []
+        whole, iters, engine_iters = [], [], []
         for r in range(a.repeat):
             e = engine()
             t = time.perf_counter()
@@ -99,12 +99,13 @@ def main() -> None:
             tn_iters = time.perf_counter() - t
             whole.append(tn / te)
             iters.append(tn_iters / te_iters)
+            engine_iters.append(te_iters)
             print(f"  run {r + 1}: engine {te:.3f} s ({te_iters:.3f} s for K iterations without evaluations), numpy "
                   f"{tn:.3f} s ({tn_iters:.3f} s without its evaluations); ratio {tn / te:.2f}x whole, "
                   f"{tn_iters / te_iters:.2f}x iterations")
     floor = row_stream_seconds(X, K * M * tau)
     print(f"  reading the K M tau = {K * M * tau:,} sampled rows once, and nothing else: {floor:.3f} s (the floor of "
-          f"the iterations; engine's iterations / floor {te_iters / floor:.2f})")
+          f"the iterations; engine's iterations / floor {np.median(engine_iters) / floor:.2f})")
     print(f"logistic n={n}, d={d}, M={M}, tau={tau}, K={K} signum/majority: median ratio numpy / engine "
           f"{np.median(whole):.2f}x whole run, {np.median(iters):.2f}x iterations alone, over {a.repeat} runs "
           f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores); engine final loss "

@@ -27,14 +27,15 @@ def write_npz(folder: str | Path, X: np.ndarray, y: np.ndarray) -> str:
 def row_stream_seconds(X: np.ndarray, rows: int, repeat: int = 3) -> float:
     """The floor of a kernel that reads ``rows`` rows of X drawn uniformly at random (with replacement): the
     best of ``repeat`` timings of a Numba kernel, on all threads, that only sums each drawn row (rows drawn
-    beforehand, the next one prefetched as the engine does). A minibatch kernel cannot read its rows faster."""
+    beforehand, the next one prefetched as the engine does; the sum vectorized as the engine's margins are), so
+    it measures reading the rows, not an add chain."""
     import time
 
     from numba import njit, prange
 
     from signsim.problems.prefetch import prefetch_row
 
-    @njit(parallel=True, cache=False)
+    @njit(parallel=True, cache=False, fastmath={"reassoc", "nsz", "contract"})
     def touch(X, idx, out):
         T = out.shape[0]
         n = idx.shape[0]

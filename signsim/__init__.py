@@ -33,8 +33,9 @@ def _kernel_cache_dir() -> str:
         for f in sorted((here / folder).glob("*.py")):
             h.update(f.name.encode())
             h.update(f.read_bytes())
-    # the loop reads its codes and history columns from these; the problems' kernels draw through draws.py
-    for name in ("codes.py", "history.py", "draws.py"):
+    # the loop reads its codes and history columns from these; the problems' kernels draw through draws.py and
+    # sample by the split modes of data/splits.py
+    for name in ("codes.py", "history.py", "draws.py", "data/splits.py"):
         h.update((here / name).read_bytes())
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "signsim" / "numba"
     return str(root / h.hexdigest()[:16])

@@ -17,7 +17,8 @@ UINT32_MAX = 0xFFFFFFFF
 
 @njit(cache=True, inline="always")
 def index(gen, n):
-    """One draw of ``gen.integers(0, n)`` (n >= 1), uniform on {0, ..., n - 1}; n = 1 draws nothing."""
+    """One draw of ``gen.integers(0, n)``, uniform on {0, ..., n - 1}; n = 1 draws nothing. Needs n >= 1 (the
+    callers' ranges are never empty): unlike NumPy, nothing here checks it."""
     rng = np.uint64(n - 1)
     if rng == 0:
         return np.int64(0)

@@ -126,3 +126,39 @@ def test_list_and_help_name_every_registry_entry(cli):
         assert name in helped or name == "none", name
     for name in stages.ERROR_FEEDBACK:
         assert name in helped
+
+
+FAMILY_ISOLATION = """
+import numpy as np
+from signsim import config
+from signsim.build import build
+from signsim.engine.driver import simulate
+from signsim.problems import glm, mlp
+
+engine = build(config.resolve({"problem": "rosenbrock", "method": "ssdm", "iters": 5, "eval_every": 5,
+                                "workers": 3})).engine
+engine.advance(2)
+engine.record_now()  # the row an interrupt records: with the family's record, not a generic one
+assert engine.history()[-1, 0] == 2
+out = simulate(engine)
+assert out.status == "ok", out.status
+compiled = {name: k.signatures for name, k in [("glm.oracle", glm.oracle), ("glm.evaluate", glm.evaluate),
+            ("glm.loss", glm.loss), ("mlp.oracle", mlp.oracle), ("mlp.evaluate", mlp.evaluate),
+            ("mlp.loss", mlp.loss), ("mlp.grad", mlp.grad)]}
+assert not any(compiled.values()), compiled
+print("isolated")
+"""
+
+
+def test_a_run_compiles_no_kernel_of_another_family(tmp_path):
+    """The point of the loops per family: with an empty kernel cache, a Rosenbrock run (and the row an
+    interrupt records) compiles none of the GLM's or the MLP's kernels (a fresh process: nothing compiled
+    before it)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-c", FAMILY_ISOLATION], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert r.returncode == 0 and "isolated" in r.stdout, r.stderr[-2000:]

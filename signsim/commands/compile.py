@@ -23,7 +23,7 @@ SUFFIXES = (".nbi", ".nbc")
 LOOP_INDEX = "loop.run_chunk*__{family}-*.nbi"
 
 COMPILE_NOTICE = ("signsim: compiling the simulation kernels (the first run of each kind of problem after an "
-                  "install or an upgrade takes 10-20 s on 2 cores; 'signsim compile' does it ahead of time)")
+                  "install or an upgrade takes 10-30 s on 2 cores; 'signsim compile' does it ahead of time)")
 
 
 def source_dirs() -> list[Path]:

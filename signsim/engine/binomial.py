@@ -24,8 +24,9 @@ import numpy as np
 from numba import njit
 
 from signsim.codes import Aggregate, Attack, SignZero, Status, Tie
-from signsim.engine import loop
+from signsim.engine import loop, specialize
 from signsim.engine.dispatch import problem_loss, problem_loss_grad
+from signsim.engine.loop import record
 from signsim.engine.state import ChunkedState
 from signsim.noise import bimodal, cauchy, gaussian, laplace, skewed, uniform
 from signsim.noise.base import N_NOISE_PARAMS
@@ -182,7 +183,7 @@ def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams,
     code = icfg[loop.I_PROBLEM]
     for k in range(k0, k1):
         if k % every == 0:
-            status = loop.record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
             if status != Status.OK:
                 return status
         lr = loop.step_size(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)
@@ -204,7 +205,7 @@ def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams,
                 x[i] -= lr * (agg[i] + wd * x[i])
         counters[loop.C_DONE] = k + 1
     if k1 == K:
-        return loop.record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+        return record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
     return Status.OK
 
 
@@ -241,7 +242,8 @@ class BinomialEngine(ChunkedState):
     def advance(self, n: int) -> Status:
         p = self.problem
         k1 = min(self.K, self.k + n)
-        self.status = Status(run_chunk(
+        chunk = specialize.kernel(run_chunk, specialize.family_of(p.code))  # compiles this family's kernels only
+        self.status = Status(chunk(
             self.k, k1, self.K, self.x, self.agg, self.gbuf, self.trial, self.tally, self.gen, p.pf, p.pi, p.A, p.b,
             self.nparams, self.deterministic, self.M, self.icfg, self.fcfg, self.x_star, self.hist, self.counters,
             self.up_bits))

@@ -1,7 +1,9 @@
 """Integer-code dispatch from the compiled loop to each problem's and each noise model's kernels.
 
 Numba caches a kernel across processes only when it selects behaviour by plain integers, so this file is
-the one place that lists every kernel: a new problem or noise model adds one branch here. No dispatch falls
+the one place that lists every kernel: a new problem or noise model adds one branch here (and a new
+problem module joins a family in ``signsim.engine.specialize``, which compiles these dispatchers once per
+family). No dispatch falls
 through silently: the ones outside parallel loops raise for a code they do not know; the ones that run inside
 parallel loops (oracles, per-sample gradients, noise draws) cannot raise without making the loop serial, so they
 write NaN (and callers check their codes before the loop with ``check_problem`` and ``check_noise``).

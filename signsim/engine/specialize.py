@@ -8,10 +8,13 @@ gets its own copy of the loop's functions (``dispatch``'s problem dispatchers, `
 of the other families point to a stand-in without code: its kernels write NaN and its CODE matches no problem,
 so a problem of another family is an unknown code there, which the checks before the loop reject. The copies
 carry their own names (``run_chunk_serial__analytic``, ...), so Numba caches each family's loop in its own
-files, and a run compiles or loads only its family's. The diagnostics' kernels are copied the same way
-(``kernel``), and their callers use ``dispatchers`` for the family's problem dispatchers.
+files, and a run compiles or loads only its family's. The diagnostics' kernels and the binomial engine's
+loop are copied the same way (``kernel``), and Python callers take the family's dispatchers and ``record``
+from ``dispatchers``.
 
-A new problem module joins one family here (a test checks that every problem code belongs to exactly one).
+A new problem module joins one family here (a test checks that every problem code belongs to exactly one, and
+that a run of one family compiles none of another's kernels); a new dispatcher the loop calls joins
+``DISPATCHERS``, and a new kind of kernel on the problem modules gets its ``_absent_*`` stand-in.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "glm": ("glm", "logistic", "least_squares"),
     "mlp": ("mlp",),
 }
-#: the dispatchers of ``engine/dispatch.py`` that the loop calls, directly or through each other
+#: the dispatchers of ``engine/dispatch.py`` that the loops and the diagnostics call, directly or through each
+#: other; a kernel module's stand-in must define every kernel these call on a module (``_stand_in``)
 DISPATCHERS = ("problem_loss", "problem_grad", "problem_loss_grad", "problem_evaluate", "problem_oracle",
                "problem_sample_grad", "problem_accuracy", "check_problem")
 NO_CODE = -1  # a stand-in's CODE: equal to no problem's code
@@ -108,20 +112,22 @@ def family_of(code: int) -> str:
 
 @functools.cache
 def dispatchers(family: str) -> dict:
-    """The family's copies of ``dispatch``'s problem dispatchers (``DISPATCHERS``), by name."""
+    """The family's copies of ``dispatch``'s problem dispatchers (``DISPATCHERS``) and of ``loop.record``, by
+    name."""
     if family not in FAMILIES:
         raise ValueError(f"unknown problem family {family!r}")
     absent = {n: _stand_in(n) for other, names in FAMILIES.items() if other != family for n in names}
     dns = {**vars(dispatch), **absent}
     made = {name: _copy(getattr(dispatch, name), f"{name}__{family}", dns) for name in DISPATCHERS}
     dns.update(made)  # the dispatchers call each other by these names
+    made["record"] = _copy(loop.record, f"record__{family}", {**vars(loop), **made})
     return made
 
 
 @functools.cache
 def kernel(compiled, family: str):
-    """A copy of the compiled kernel ``compiled`` (a diagnostics kernel, say) whose calls to ``dispatch``'s
-    problem dispatchers go to the family's copies."""
+    """A copy of the compiled kernel ``compiled`` (a diagnostics kernel, the binomial engine's loop) whose calls
+    to ``dispatch``'s problem dispatchers and to ``record`` go to the family's copies."""
     ns = {**compiled.py_func.__globals__, **dispatchers(family)}
     return _copy(compiled, f"{compiled.py_func.__name__}__{family}", ns)
 
@@ -132,8 +138,12 @@ def loops(family: str):
     call."""
     lns = {**vars(loop), **dispatchers(family)}
     lns["worker_step"] = _copy(loop.worker_step, f"worker_step__{family}", lns)
-    lns["record"] = _copy(loop.record, f"record__{family}", lns)
     # nogil: the driver keeps handling signals while a chunk runs in its helper thread
     threaded = _copy(loop.run_chunk_source, f"run_chunk__{family}", lns, parallel=True, nogil=True)
     serial = _copy(loop.run_chunk_source, f"run_chunk_serial__{family}", lns, nogil=True)
     return threaded, serial
+
+
+def record(code: int):
+    """``loop.record`` for the family of problem ``code`` (what the loop of that family records with)."""
+    return dispatchers(family_of(code))["record"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from signsim.codes import Status
-from signsim.engine import loop
+from signsim.engine import loop, specialize
 
 
 class ChunkedState:
@@ -21,8 +21,8 @@ class ChunkedState:
         if rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]:
             return
         p = self.problem
-        loop.record(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg, self.x_star,
-                    self.hist, self.counters, self.tally)
+        specialize.record(p.code)(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg,
+                                  self.x_star, self.hist, self.counters, self.tally)
 
     def history(self) -> np.ndarray:
         return self.hist[: self.counters[loop.C_ROWS]].copy()

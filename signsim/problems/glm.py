@@ -157,10 +157,9 @@ def evaluate(x, pf, pi, A, b, out):
     """(f(w), training accuracy), with grad f(w) written to ``out``, in one pass over the training rows: what
     a history row records, without a second pass for the accuracy (NaN for least squares, as ``accuracy``)."""
     loss, hits = _loss_grad_hits(x, pf, pi, A, b, out)
-    n = pi[P_NTRAIN]
-    if pi[P_KIND] != LOGISTIC or n == 0:
+    if pi[P_KIND] != LOGISTIC:
         return loss, np.nan
-    return loss, hits / n
+    return loss, hits / pi[P_NTRAIN]
 
 
 @njit(cache=True)

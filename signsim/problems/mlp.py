@@ -209,10 +209,6 @@ def evaluate(x, pf, pi, A, b, out):
     set like ``loss`` and ``grad``."""
     p, H, C, act, n = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT], pi[P_NTRAIN]
     dim = x.shape[0]
-    if n == 0:
-        for i in range(dim):
-            out[i] = pf[0] * x[i]
-        return 0.5 * pf[0] * np.sum(x * x), np.nan
     K = _chunks(n, dim)
     for i in range(dim):
         out[i] = pf[0] * x[i]
