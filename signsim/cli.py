@@ -165,6 +165,8 @@ def run_options(problem: str = "rosenbrock", batch_size: str = "1; mlp 32", trac
         _option("weight_decay", float | None, "lambda >= 0: the step adds gamma lambda x (default: 0)", P_RUN),
         _option("votes", str | None, "per-worker | binomial: exact vote counts for any M, for memoryless sign "
                 "workers on a shared exact-gradient problem with closed-form noise (default: per-worker)", P_RUN),
+        _option("dtype", str | None, "float64 | float32: the type of the run's state vectors and data matrix; "
+                "float32 halves their memory, arithmetic stays float64 (signsim run only; default: float64)", P_RUN),
         _option("byzantine", int | None, "number of Byzantine workers (the first ones; see --attack; default: 0)",
                 P_RUN),
         _option("attack", str | None, "invert | random | alie:Z | ipm:EPS (omniscient: from the honest messages; "
