@@ -364,9 +364,12 @@ def validate(cfg: RunConfig) -> None:
     if cfg.dtype != "float64":
         _check(cfg.votes != "binomial", "dtype", cfg.dtype, "does not apply with --votes binomial (its O(d) state "
                "stays float64); drop one of --dtype and --votes binomial")
-        for field in ("track_spb", "track_diversity"):
-            _check(getattr(cfg, field) is None, "dtype", cfg.dtype, f"does not apply with {option_name(field)} "
-                   "(its estimators compute from float64 data); drop one of the two")
+        from signsim import problems
+
+        if "data" in problems.get(cfg.problem).options:  # the trackers of a data problem read its data matrix
+            for field in ("track_spb", "track_diversity"):
+                _check(getattr(cfg, field) is None, "dtype", cfg.dtype, f"does not apply with {option_name(field)} "
+                       f"on {cfg.problem} (its estimators compute from float64 data); drop one of the two")
     if cfg.noise_scales is not None:
         _check(isinstance(cfg.noise_scales, str) and cfg.noise_scales.strip() != "", "noise_scales",
                cfg.noise_scales, "expected first:K, power:A or a FILE.npy")

@@ -231,12 +231,17 @@ def _advance(engine: Engine, step: int) -> None:
         raise box["error"]
 
 
+def _float64(x: np.ndarray) -> np.ndarray:
+    return x if x.dtype == np.float64 else x.astype(np.float64)
+
+
 def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
              hooks: list[Hook] | None = None) -> EngineOutput:
     """Run ``engine`` to the end in chunks of about CHUNK_SECONDS; Ctrl-C stops it and keeps the history.
 
     ``hooks`` are (every, fn) pairs: fn(k, x_k) is called at every k that is a multiple of ``every`` (k = 0
-    included, k = K too), between chunks: chunks end at those iterations. A hook must not modify x."""
+    included, k = K too), between chunks: chunks end at those iterations; x_k is float64 (a copy when the state
+    is float32). A hook must not modify x."""
     start = time.perf_counter()
     status = "ok"
     reached = False
@@ -244,7 +249,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
     hooks = hooks or []
     try:
         for _, fn in hooks:
-            fn(0, engine.x)
+            fn(0, _float64(engine.x))
         while not engine.finished:
             step = chunk
             for every, _ in hooks:
@@ -256,7 +261,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             if engine.status == Status.OK:
                 for every, fn in hooks:
                     if engine.k % every == 0 and engine.k > 0:
-                        fn(engine.k, engine.x)
+                        fn(engine.k, _float64(engine.x))
             if progress is not None:
                 progress(engine.k, engine.K)
         if engine.status == Status.DIVERGED:

@@ -176,7 +176,7 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
         for m in range(err.shape[0]):
             s = 0.0
             for i in range(err.shape[1]):
-                s += float(err[m, i]) * float(err[m, i])  # float64 sums also for float32 state (--dtype)
+                s += np.float64(err[m, i]) * np.float64(err[m, i])  # float64 sums also for float32 state (--dtype)
             extra += np.sqrt(s)
         extra /= err.shape[0]
     r = counters[C_ROWS]

@@ -26,7 +26,7 @@ def _margin(x, A, j):
     at the Numba level, so that these flags stay on this loop alone."""
     s = 0.0
     for i in range(x.shape[0]):
-        s += float(A[j, i]) * float(x[i])  # float64 (exact) products of float32 data and iterates (--dtype)
+        s += np.float64(A[j, i]) * np.float64(x[i])  # float64 (exact) products of float32 data and iterates (--dtype)
     return s
 
 
@@ -35,7 +35,7 @@ def sq_norm(x):
     """||x||^2 summed in float64 in index order (also for a float32 x: ``--dtype``)."""
     s = 0.0
     for i in range(x.shape[0]):
-        xi = float(x[i])
+        xi = np.float64(x[i])
         s += xi * xi
     return s
 
@@ -145,7 +145,7 @@ def loss_grad(x, pf, pi, A, b, out):
     lam = pf[0]
     ww = 0.0
     for i in range(d):
-        xi = float(x[i])
+        xi = np.float64(x[i])
         out[i] += lam * xi
         ww += xi * xi
     return s / n + 0.5 * lam * ww

@@ -39,11 +39,12 @@ def _forward(x, A, j, p, H, C, act, z, h, logits):
     k = 0
     while k + 4 <= H:
         # float64 sums and products whatever the type of x and A (float32 under --dtype float32)
-        s0, s1, s2, s3 = float(x[ob1 + k]), float(x[ob1 + k + 1]), float(x[ob1 + k + 2]), float(x[ob1 + k + 3])
+        s0, s1 = np.float64(x[ob1 + k]), np.float64(x[ob1 + k + 1])
+        s2, s3 = np.float64(x[ob1 + k + 2]), np.float64(x[ob1 + k + 3])
         r0 = k * p
         r1, r2, r3 = r0 + p, r0 + 2 * p, r0 + 3 * p
         for i in range(p):
-            a = float(A[j, i])
+            a = np.float64(A[j, i])
             s0 += x[r0 + i] * a
             s1 += x[r1 + i] * a
             s2 += x[r2 + i] * a
@@ -51,17 +52,17 @@ def _forward(x, A, j, p, H, C, act, z, h, logits):
         z[k], z[k + 1], z[k + 2], z[k + 3] = s0, s1, s2, s3
         k += 4
     while k < H:
-        s = float(x[ob1 + k])
+        s = np.float64(x[ob1 + k])
         row = k * p
         for i in range(p):
-            s += x[row + i] * float(A[j, i])
+            s += x[row + i] * np.float64(A[j, i])
         z[k] = s
         k += 1
     for k in range(H):
         h[k] = max(z[k], 0.0) if act == RELU else np.tanh(z[k])
     top = -np.inf
     for c in range(C):
-        s = float(x[ob2 + c])
+        s = np.float64(x[ob2 + c])
         row = ow2 + c * H
         for k in range(H):
             s += x[row + k] * h[k]
