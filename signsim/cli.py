@@ -649,7 +649,7 @@ def _compile_notice(quiet: bool, cfg) -> None:
     from signsim.commands.compile import COMPILE_NOTICE, loop_is_cached
     from signsim.engine.specialize import family_of
 
-    if not quiet and not loop_is_cached(family_of(problems.get(cfg.problem).code)):
+    if not quiet and not loop_is_cached(family_of(problems.get(cfg.problem).code), cfg.dtype):
         print(COMPILE_NOTICE, file=sys.stderr, flush=True)
 
 
