@@ -162,6 +162,11 @@ class Engine(ChunkedState):
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
                 np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64))
 
+    def recorder(self):
+        """The family's copy of ``loop.record``, compiled with its loop for this dtype: a row written between
+        chunks (Ctrl-C) compiles nothing."""
+        return specialize.recorder(specialize.family_of(self.problem.code))
+
     def advance(self, n: int) -> Status:
         p = self.problem
         k1 = min(self.K, self.k + n)

@@ -98,6 +98,17 @@ def family_of(code: int) -> str:
     raise ValueError(f"problem code {code} belongs to no family of engine/specialize.py")
 
 
+#: each family's copy of ``loop.record``, made by ``loops``
+_RECORDERS: dict = {}
+
+
+def recorder(family: str):
+    """``family``'s copy of ``loop.record``: the one its loops call, so a history row written between chunks
+    (Ctrl-C) runs code compiled with the loop (for the same dtype) instead of compiling every family's kernels."""
+    loops(family)
+    return _RECORDERS[family]
+
+
 @functools.cache
 def loops(family: str):
     """(threaded loop, serial loop) for the problems of ``family``; compiled (or loaded from the cache) on first
@@ -110,7 +121,7 @@ def loops(family: str):
     dns.update(made)  # the dispatchers call each other by these names
     lns = {**vars(loop), **made}
     lns["worker_step"] = _copy(loop.worker_step, f"worker_step__{family}", lns)
-    lns["record"] = _copy(loop.record, f"record__{family}", lns)
+    lns["record"] = _RECORDERS[family] = _copy(loop.record, f"record__{family}", lns)
     # nogil: the driver keeps handling signals while a chunk runs in its helper thread
     threaded = _copy(loop.run_chunk_source, f"run_chunk__{family}", lns, parallel=True, nogil=True)
     serial = _copy(loop.run_chunk_source, f"run_chunk_serial__{family}", lns, nogil=True)

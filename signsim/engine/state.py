@@ -21,8 +21,12 @@ class ChunkedState:
         if rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]:
             return
         p = self.problem
-        loop.record(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg, self.x_star,
-                    self.hist, self.counters, self.tally)
+        self.recorder()(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg, self.x_star,
+                        self.hist, self.counters, self.tally)
+
+    def recorder(self):
+        """The compiled ``loop.record`` this engine's loop calls (so that it is compiled already)."""
+        return loop.record
 
     def history(self) -> np.ndarray:
         return self.hist[: self.counters[loop.C_ROWS]].copy()
