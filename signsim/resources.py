@@ -115,5 +115,7 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     hint = ""
     if workers and cfg.method == "signsgd" and not momentum:
         hint = "; for signSGD on a synthetic problem, --votes binomial simulates any number of workers in O(d)"
+    if workers and getattr(cfg, "dtype", "float64") == "float64":
+        hint += "; --dtype float32 halves the workers' vectors"
     require(need, f"this run ({cfg.workers} workers x dimension {dim}, {rows} history rows)",
             "reduce --workers, --dim, --iters (or raise --eval-every) or the data" + hint)

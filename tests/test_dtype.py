@@ -96,7 +96,7 @@ def test_a_run_that_needs_too_much_memory_in_float64_fits_in_float32(cli, monkey
     monkeypatch.setenv("SIGNSIM_MEMORY_LIMIT", str(int(190e6)))
     base = ("run", "--problem", "quadratic", "--method", "signsgd", "--dim", "1000000", "--workers", "8",
             "--iters", "0", "--quiet")
-    assert_one_line_error(cli(*base), "memory")
+    assert_one_line_error(cli(*base), "memory", "--dtype float32")
     r = cli(*base, "--dtype", "float32")
     assert r.code == 0, r.err
 
@@ -275,7 +275,9 @@ def test_a_row_written_between_chunks_compiles_nothing():
     e.advance(3)
     record = e.recorder()
     assert record is specialize.recorder("glm")
-    compiled = list(record.signatures)
-    assert any("float32" in str(sig[1]) for sig in compiled)
+    misses = sum(record.stats.cache_misses.values())
     e.record_now()
-    assert list(record.signatures) == compiled and e.history()[-1, 0] == 3
+    assert e.history()[-1, 0] == 3
+    assert any("float32" in str(sig[1]) for sig in record.signatures)
+    # compiled with the loop in this process, or loaded from Numba's cache where the loop was: not compiled now
+    assert sum(record.stats.cache_misses.values()) == misses
