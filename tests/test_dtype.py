@@ -281,3 +281,16 @@ def test_a_row_written_between_chunks_compiles_nothing():
     assert any("float32" in str(sig[1]) for sig in record.signatures)
     # compiled with the loop in this process, or loaded from Numba's cache where the loop was: not compiled now
     assert sum(record.stats.cache_misses.values()) == misses
+
+
+def test_heterogeneity_of_a_float32_run_is_measured_on_its_data(cli):
+    """Split data: the run reports the workers' biases at x0 (commands/run.py) from its float32 data matrix.
+    zeta^2 is a mean of squared gradient differences: the data's rounding (2^-24 relative per entry) moves it
+    by a few 1e-8 relative (measured 5e-9); 1e-6 leaves a wide margin."""
+    docs = []
+    for dtype in ("float64", "float32"):
+        r = cli("run", "--problem", "logistic", "--split", "iid", "--iters", "5", "--dtype", dtype, "--json")
+        assert r.code == 0, r.err
+        docs.append(r.json())
+    z64, z32 = (d["heterogeneity"]["zeta_sq"] for d in docs)
+    assert z32 == pytest.approx(z64, rel=1e-6)
