@@ -8,7 +8,10 @@ accuracy), and the iterations alone (the engine's steps 1 .. K-2 of another run,
 to K steps; NumPy without its evaluations). Also the floor of the iterations: the time to read the K M tau
 sampled rows once and do nothing else (``generated.row_stream_seconds``). Asserts nothing.
 
-    python benchmarks/bench_logistic.py [--quick] [--repeat R]
+``--dtype float32`` runs the engine with float32 state and data (``signsim run --dtype float32``) against the
+same float64 NumPy implementation, and prints the engine's final loss beside that of a float64 engine run.
+
+    python benchmarks/bench_logistic.py [--quick] [--repeat R] [--dtype float32]
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                    help="the engine's state and data (NumPy stays float64)")
     a = ap.parse_args()
     n, d, M, tau, K = (10_000, 200, 32, 32, 50) if a.quick else (100_000, 1_000, 32, 32, 200)
     X, y = logistic_data(n, d)
@@ -67,16 +72,17 @@ def main() -> None:
         from signsim.config import resolve
         from signsim.engine.driver import Engine, Settings, simulate
 
-        cfg = resolve(dict(RAW, data=path, method="signum", aggregate="majority", workers=M, batch_size=tau,
-                           lr=1e-3, iters=K, eval_every=K))
+        options = dict(RAW, data=path, method="signum", aggregate="majority", workers=M, batch_size=tau, lr=1e-3,
+                       iters=K, eval_every=K)
+        cfg = resolve({**options, "dtype": a.dtype})
         t = time.perf_counter()
-        problem = problems.build(cfg)
+        problem = problems.build(cfg, simulated=True)
         t_build = time.perf_counter() - t
         model, params = noise.parse("none")
         settings = Settings.from_config(cfg, methods.get("signum"))
 
         def engine():
-            return Engine(problem, model, params, settings, M, K, K, cfg.seed)
+            return Engine(problem, model, params, settings, M, K, K, cfg.seed, dtype=a.dtype)
 
         e = engine()
         e.advance(1)  # compile or load from cache
@@ -103,13 +109,20 @@ def main() -> None:
             print(f"  run {r + 1}: engine {te:.3f} s ({te_iters:.3f} s for K iterations without evaluations), numpy "
                   f"{tn:.3f} s ({tn_iters:.3f} s without its evaluations); ratio {tn / te:.2f}x whole, "
                   f"{tn_iters / te_iters:.2f}x iterations")
-    floor = row_stream_seconds(X, K * M * tau)
+        reference = None
+        if a.dtype != "float64":  # the same run with float64 state and data, for its final loss
+            del problem, e
+            p64 = problems.build(resolve(options), simulated=True)
+            reference = simulate(Engine(p64, model, params, settings, M, K, K, cfg.seed)).history[-1, 1]
+    floor = row_stream_seconds(X.astype(np.float32) if a.dtype == "float32" else X, K * M * tau)  # the engine's rows
     print(f"  reading the K M tau = {K * M * tau:,} sampled rows once, and nothing else: {floor:.3f} s (the floor of "
           f"the iterations; engine's iterations / floor {np.median(engine_iters) / floor:.2f})")
-    print(f"logistic n={n}, d={d}, M={M}, tau={tau}, K={K} signum/majority: median ratio numpy / engine "
+    print(f"logistic n={n}, d={d}, M={M}, tau={tau}, K={K} signum/majority, engine {a.dtype}: median ratio numpy "
+          f"(float64) / engine "
           f"{np.median(whole):.2f}x whole run, {np.median(iters):.2f}x iterations alone, over {a.repeat} runs "
           f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores); engine final loss "
-          f"{out.history[-1, 1]:.4f}; loading the data file took {t_build:.2f} s")
+          f"{out.history[-1, 1]:.6f}" + (f" (float64 engine {reference:.6f})" if reference is not None else "")
+          + f"; loading the data file took {t_build:.2f} s")
 
 
 if __name__ == "__main__":

@@ -339,7 +339,7 @@ def _resolve(values: dict[str, Any]):
     if isinstance(vec, np.ndarray) and vec.size > 1:
         from signsim import problems
 
-        dim = problems.build(cfg).dim
+        dim = problems.build(cfg, simulated=True).dim  # only its dimension: the checks of --dtype come later
         if vec.size != dim:
             raise InputError(f"--x0: a vector of length {vec.size}, but {cfg.problem} has dimension {dim}")
         cfg.x0 = vec.tolist()

@@ -39,7 +39,7 @@ def build(cfg, problem=None) -> Built:
     method = methods.get(cfg.method)
     if problem is None:
         check_run(cfg, cfg.dim or 1)  # before anything is allocated ...
-        problem = problems.build(cfg)
+        problem = problems.build(cfg, simulated=True)
     check_run(cfg, problem.dim)  # ... and with the dimension the data gave
     model, params = noise.for_config(cfg, problem.dim)
     settings = Settings.from_config(cfg, method, problem.dim)
@@ -59,5 +59,8 @@ def build(cfg, problem=None) -> Built:
         if binomial.refusal(settings, problem, model, params, cfg.method) is None:
             hint = (f"with {cfg.workers:,} workers, --votes binomial draws the same vote counts in distribution "
                     "at O(d) cost per iteration (docs/theory.md §11)")
-    engine = Engine(problem, model, params, settings, cfg.workers, cfg.iters, cfg.eval_every, cfg.seed)
+    if problem.A.size and problem.A.dtype != np.dtype(cfg.dtype):
+        raise InputError(f"--dtype {cfg.dtype}: the problem given was built with {problem.A.dtype} data")
+    engine = Engine(problem, model, params, settings, cfg.workers, cfg.iters, cfg.eval_every, cfg.seed,
+                    dtype=cfg.dtype)
     return Built(cfg, method, problem, model, params, settings, engine, hint)

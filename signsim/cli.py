@@ -165,6 +165,8 @@ def run_options(problem: str = "rosenbrock", batch_size: str = "1; mlp 32", trac
         _option("weight_decay", float | None, "lambda >= 0: the step adds gamma lambda x (default: 0)", P_RUN),
         _option("votes", str | None, "per-worker | binomial: exact vote counts for any M, for memoryless sign "
                 "workers on a shared exact-gradient problem with closed-form noise (default: per-worker)", P_RUN),
+        _option("dtype", str | None, "float64 | float32: the type of the run's state vectors and data matrix; "
+                "float32 halves their memory, arithmetic stays float64 (signsim run only; default: float64)", P_RUN),
         _option("byzantine", int | None, "number of Byzantine workers (the first ones; see --attack; default: 0)",
                 P_RUN),
         _option("attack", str | None, "invert | random | alie:Z | ipm:EPS (omniscient: from the honest messages; "
@@ -647,7 +649,7 @@ def _compile_notice(quiet: bool, cfg) -> None:
     from signsim.commands.compile import COMPILE_NOTICE, loop_is_cached
     from signsim.engine.specialize import family_of
 
-    if not quiet and not loop_is_cached(family_of(problems.get(cfg.problem).code)):
+    if not quiet and not loop_is_cached(family_of(problems.get(cfg.problem).code), cfg.dtype):
         print(COMPILE_NOTICE, file=sys.stderr, flush=True)
 
 

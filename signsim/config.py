@@ -21,8 +21,10 @@ from signsim.errors import InputError
 COMMON = frozenset({
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum",
     "byzantine", "attack", "sign_zero", "tie", "eval_every", "seed", "stop_loss", "track_spb", "track_diversity",
-    "monotone", "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales",
+    "monotone", "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales", "dtype",
 })
+#: the values of --dtype: the floating-point type of a run's state and data (docs/reference.md)
+DTYPES = ("float64", "float32")
 
 
 @dataclass
@@ -54,6 +56,7 @@ class RunConfig:
     weight_decay: float = 0.0  # lambda: the step adds gamma_k lambda x
     votes: str = "per-worker"  # per-worker | binomial (exact vote counts, docs/theory.md §11)
     noise_scales: str | None = None  # first:K | power:A | FILE.npy: per-coordinate noise scales
+    dtype: str = "float64"  # float64 | float32: the engine's state vectors and the data matrix (opt-in float32)
     # problem-specific
     noise: str | None = None  # the problem's default
     dim: int | None = None
@@ -114,6 +117,7 @@ OPTIONS: dict[str, Decl] = {
     "standardize": Decl(bool), "intercept": Decl(bool), "monotone": Decl(bool),
     "compressor": Decl(str), "error_feedback": Decl(str), "momentum2": Decl(float, 0, 1, hi_open=True),
     "weight_decay": Decl(float, 0, None), "votes": Decl(str), "noise_scales": Decl(str),
+    "dtype": Decl(str),
 }
 _INT = {k for k, d in OPTIONS.items() if d.kind is int}
 _FLOAT = {k for k, d in OPTIONS.items() if d.kind is float}
@@ -356,6 +360,16 @@ def validate(cfg: RunConfig) -> None:
     stages.check_composition(cfg, cfg.method)
     _check(cfg.votes in ("per-worker", "binomial"), "votes", cfg.votes, "unknown value; choose from per-worker, "
            "binomial")
+    _check(cfg.dtype in DTYPES, "dtype", cfg.dtype, f"unknown value; choose from {', '.join(DTYPES)}")
+    if cfg.dtype != "float64":
+        _check(cfg.votes != "binomial", "dtype", cfg.dtype, "does not apply with --votes binomial (its O(d) state "
+               "stays float64); drop one of --dtype and --votes binomial")
+        from signsim import problems
+
+        if "data" in problems.get(cfg.problem).options:  # the trackers of a data problem read its data matrix
+            for field in ("track_spb", "track_diversity"):
+                _check(getattr(cfg, field) is None, "dtype", cfg.dtype, f"does not apply with {option_name(field)} "
+                       f"on {cfg.problem} (its estimators compute from float64 data); drop one of the two")
     if cfg.noise_scales is not None:
         _check(isinstance(cfg.noise_scales, str) and cfg.noise_scales.strip() != "", "noise_scales",
                cfg.noise_scales, "expected first:K, power:A or a FILE.npy")

@@ -76,13 +76,28 @@ def require(nbytes: float, what: str, reduce: str) -> None:
 PER_WORKER = 4096
 
 
+def itemsize(dtype: str = "float64") -> int:
+    """Bytes of one value of ``--dtype``."""
+    return {"float64": 8, "float32": 4}[str(dtype)]
+
+
+def data_bytes(values: int, dtype: str = "float64") -> int:
+    """Peak memory while a data set of ``values`` numbers is loaded and packed: the loaded and the prepared
+    float64 copies, and the packed matrix in ``dtype``, filled from the prepared copy (so with float32 a float64
+    and a float32 copy exist together while it converts)."""
+    return (8 + 8 + itemsize(dtype)) * values
+
+
 def run_bytes(workers: int, dim: int, momentum: bool, error_feedback: bool, history_rows: int,
-              data_values: int = 0, index_scratch: bool = False) -> int:
-    """The memory a run allocates: per worker its gradient, message, momentum and error-feedback vectors, the
-    sparsifiers' index scratch and its generator; the server's vectors; the recorded history; the data (train
-    + test copies)."""
-    per_worker = 8 * dim * (2 + int(momentum) + int(error_feedback) + int(index_scratch)) + PER_WORKER
-    return workers * per_worker + 8 * dim * 8 + history_rows * 16 * 8 + 8 * 3 * data_values
+              data_values: int = 0, index_scratch: bool = False, dtype: str = "float64") -> int:
+    """The memory a run allocates: per worker its gradient, message, momentum and error-feedback vectors (in
+    ``dtype``), the sparsifiers' int64 index scratch and its generator; the server's vectors (x, EF21's g and
+    the aggregate in ``dtype``; the full gradient, x*, x0 and the problem's vectors in float64); the recorded
+    float64 history; the data while it is packed (``data_bytes``)."""
+    v = itemsize(dtype)
+    per_worker = v * dim * (2 + int(momentum) + int(error_feedback)) + 8 * dim * int(index_scratch) + PER_WORKER
+    return (workers * per_worker + (3 * v + 5 * 8) * dim + history_rows * 16 * 8
+            + data_bytes(data_values, dtype))
 
 
 def check_run(cfg, dim: int, data_values: int = 0) -> None:
@@ -96,9 +111,11 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     sparsifier = str(cfg.compressor or method.compressor).startswith(("top-k", "rand-k"))
     rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
     workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers
-    need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier)
+    need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier, getattr(cfg, "dtype", "float64"))
     hint = ""
     if workers and cfg.method == "signsgd" and not momentum:
         hint = "; for signSGD on a synthetic problem, --votes binomial simulates any number of workers in O(d)"
+    if workers and getattr(cfg, "dtype", "float64") == "float64":
+        hint += "; --dtype float32 halves the workers' vectors"
     require(need, f"this run ({cfg.workers} workers x dimension {dim}, {rows} history rows)",
             "reduce --workers, --dim, --iters (or raise --eval-every) or the data" + hint)

@@ -24,7 +24,7 @@ def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
 
 
 def test_the_compile_notice_reaches_stderr_when_kernels_are_missing(cli, monkeypatch):
-    monkeypatch.setattr(compiling, "loop_is_cached", lambda family="*": False)
+    monkeypatch.setattr(compiling, "loop_is_cached", lambda family="*", dtype=None: False)
     r = cli("run", "--iters", "3", "--json")
     assert r.code == 0 and "compiling" in r.err and "signsim compile" in r.err
     assert "compiling" not in cli("run", "--iters", "3", "--quiet").err
@@ -45,3 +45,25 @@ def test_compile_runs_every_warm_up_command(cli):
     r = cli("compile")
     assert r.code == 0, r.err
     assert f"compiled: {len(compiling.warm_commands())} warm-up commands ran" in r.err
+
+
+def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
+    """A float32 run compiles its own copy of the loop: the notice looks for that copy in Numba's index."""
+    import pickle
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    engine = compiling.PACKAGE / "engine"
+    where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
+    where.mkdir()
+
+    def index(*dtypes):
+        keys = {(tuple(["k0", "k1", "k", f"array({dt}, 1d, C)"]), "cpu"): "file.nbc" for dt in dtypes}
+        (where / "loop.run_chunk_serial__glm-1.py311.nbi").write_bytes(pickle.dumps("0.68") + pickle.dumps((0, keys)))
+
+    index("float64")
+    assert compiling.loop_is_cached("glm") and compiling.loop_is_cached("glm", "float64")
+    assert not compiling.loop_is_cached("glm", "float32")
+    index("float64", "float32")
+    assert compiling.loop_is_cached("glm", "float32")
+    (where / "loop.run_chunk_serial__glm-1.py311.nbi").write_bytes(b"damaged")
+    assert compiling.loop_is_cached("glm", "float32")  # unreadable: no notice rather than a wrong one

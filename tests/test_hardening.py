@@ -46,6 +46,7 @@ RUN_OPTIONS = {
     "--data": choice("builtin:digits", "builtin:breast-cancer", "builtin:mnist", "/nonexistent.csv"),
     "--split": choice("shared", "iid", "sorted", "label-skew:0.5", "split-batch", "label-skew:-1"),
     "--activation": choice("relu", "tanh"),
+    "--dtype": choice("float64", "float32"),
 }
 COMMAND_OPTIONS = {
     "run": {},

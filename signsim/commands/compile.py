@@ -38,11 +38,34 @@ def cache_dirs() -> list[Path]:
     return [d / "__pycache__" for d in source_dirs()]
 
 
-def loop_is_cached(family: str = "*") -> bool:
-    """Whether a run loop for ``family`` (any family by default) is in the kernel cache."""
+def loop_is_cached(family: str = "*", dtype: str | None = None) -> bool:
+    """Whether a run loop for ``family`` (any family by default) is in the kernel cache; with ``dtype``
+    (``--dtype``: float64 or float32), one compiled for state of that type, read from Numba's index files (this
+    unpickles Numba types, so it imports Numba; without ``dtype`` nothing is imported)."""
     engine = PACKAGE / "engine"
-    return any(any(d.glob(LOOP_INDEX.format(family=family))) for d in cache_dirs() if d.name.startswith("engine")
-               or d.parent == engine)
+    indexes = [p for d in cache_dirs() if d.name.startswith("engine") or d.parent == engine
+               for p in d.glob(LOOP_INDEX.format(family=family))]
+    if dtype is None:
+        return bool(indexes)
+    return any(_compiled_for(p, dtype) for p in indexes)
+
+
+#: the position of x among the run loop's arguments (``loop._run_chunk``)
+X_ARGUMENT = 3
+
+
+def _compiled_for(index: Path, dtype: str) -> bool:
+    """Whether Numba's cache index ``index`` lists a compilation whose x is an array of ``dtype``. An index
+    that cannot be read counts as a yes: better no notice than a wrong one."""
+    import pickle
+
+    try:
+        with open(index, "rb") as f:
+            pickle.load(f)  # Numba's version
+            _, overloads = pickle.loads(f.read())
+        return any(f"array({dtype}," in str(key[0][X_ARGUMENT]) for key in overloads)
+    except Exception:  # noqa: BLE001 - a damaged or foreign index file
+        return True
 
 
 def clear() -> int:

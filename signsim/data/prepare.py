@@ -29,10 +29,11 @@ class Prepared:
 
 
 def prepare(ds: Dataset, test_fraction: float, standardize: bool, intercept: bool, replicate: int,
-            rng: np.random.Generator) -> Prepared:
+            rng: np.random.Generator, dtype: str = "float64") -> Prepared:
     """Shuffle, hold out round(n * test_fraction) samples, standardize features to mean 0 and standard
     deviation 1 on the training part (constant features are only centred), append a column of ones, and
-    repeat the training set ``replicate`` times (every sample r times: Delta_S / r, docs/theory.md §6)."""
+    repeat the training set ``replicate`` times (every sample r times: Delta_S / r, docs/theory.md §6).
+    ``dtype`` is that of the matrix the problem packs from the result (the memory check counts it)."""
     if not 0 <= test_fraction < 1:
         raise InputError(f"--test-fraction {test_fraction}: must lie in [0, 1)")
     if replicate < 1:
@@ -40,8 +41,11 @@ def prepare(ds: Dataset, test_fraction: float, standardize: bool, intercept: boo
     from signsim.resources import require
 
     features = ds.X.shape[1] + int(intercept)
-    require(8 * 3 * (replicate + 1) * ds.n * features, f"--replicate {replicate} of {ds.name} ({ds.n} samples x "
-            f"{features} features)", "reduce --replicate or use a smaller data set")
+    from signsim.resources import data_bytes
+
+    require(data_bytes((replicate + 1) * ds.n * features, dtype),
+            f"--replicate {replicate} of {ds.name} ({ds.n} samples x {features} features)",
+            "reduce --replicate or use a smaller data set")
     order = rng.permutation(ds.n)
     n_test = int(round(ds.n * test_fraction))
     if ds.n - n_test < 1:

@@ -174,7 +174,7 @@ def compress_msg(kind, param, v, out, sign_zero, gen, iwork):
     if kind == Compressor.STO_SIGN:
         nrm = 0.0
         for i in range(d):
-            nrm += v[i] * v[i]
+            nrm += np.float64(v[i]) * np.float64(v[i])  # float64 products of a float32 v (--dtype)
         nrm = np.sqrt(nrm)
         if nrm == 0.0:
             for i in range(d):
@@ -195,7 +195,7 @@ def compress_msg(kind, param, v, out, sign_zero, gen, iwork):
         s = param
         nrm = 0.0
         for i in range(d):
-            nrm += v[i] * v[i]
+            nrm += np.float64(v[i]) * np.float64(v[i])  # float64 products of a float32 v (--dtype)
         nrm = np.sqrt(nrm)
         nnz = 0
         for i in range(d):
@@ -247,7 +247,7 @@ def compress_msg(kind, param, v, out, sign_zero, gen, iwork):
     if kind == Compressor.NATURAL:
         for i in range(d):
             u = gen.random()
-            a = abs(v[i])
+            a = abs(np.float64(v[i]))
             if a == 0.0 or not np.isfinite(a):
                 out[i] = v[i]
                 continue

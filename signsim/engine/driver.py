@@ -107,24 +107,30 @@ class Engine(ChunkedState):
     """The state of one run between chunks. ``advance(n)`` runs n more iterations in compiled code."""
 
     def __init__(self, problem: ProblemInstance, noise: NoiseModel, noise_params: np.ndarray, s: Settings,
-                 workers: int, iters: int, eval_every: int, seed: int, parallel: bool | None = None):
+                 workers: int, iters: int, eval_every: int, seed: int, parallel: bool | None = None,
+                 dtype: str | np.dtype = np.float64):
         from signsim import accounting
 
         d, M = problem.dim, workers
         self.K, self.k = iters, 0
-        self.x = problem.x0.astype(np.float64).copy()
+        #: the type of the state vectors (x, momentum, error memory, gradients, messages, aggregate); the kernels'
+        #: arithmetic stays float64 and rounds once when it stores into them (``--dtype``, docs/reference.md)
+        self.dtype = dt = np.dtype(dtype)
+        if dt not in (np.float64, np.float32):
+            raise ValueError(f"unsupported state dtype {dt}")
+        self.x = problem.x0.astype(dt)  # astype copies
         if s.compressor in (Compressor.TOP_K, Compressor.RAND_K) and not 1 <= s.compressor_param <= d:
             raise InputError(f"--compressor: k = {s.compressor_param:g} must lie between 1 and the dimension {d}")
         uses_momentum = s.momentum_kind != Momentum.NONE
-        self.mom = np.zeros((M, d) if uses_momentum else (1, 1))
-        self.err = np.zeros((M, d) if s.error_feedback != ErrorFeedback.NONE else (1, 1))
+        self.mom = np.zeros((M, d) if uses_momentum else (1, 1), dtype=dt)
+        self.err = np.zeros((M, d) if s.error_feedback != ErrorFeedback.NONE else (1, 1), dtype=dt)
         sparsifier = s.compressor in (Compressor.TOP_K, Compressor.RAND_K)
         self.iwork = np.zeros((M, d) if sparsifier else (1, 1), dtype=np.int64)  # the sparsifiers' index scratch
-        self.srv = np.zeros(d)
-        self.G = np.zeros((M, d))
-        self.msg = np.zeros((M, d))
-        self.agg = np.zeros(d)
-        self.gbuf = np.zeros(d)
+        self.srv = np.zeros(d, dtype=dt)
+        self.G = np.zeros((M, d), dtype=dt)
+        self.msg = np.zeros((M, d), dtype=dt)
+        self.agg = np.zeros(d, dtype=dt)
+        self.gbuf = np.zeros(d)  # the full gradient behind the history's norms: float64 like the history
         self.wbits = np.zeros(M)
         self.tally = np.zeros(2)
         gens, self.server_gen = run_streams(seed, M)
@@ -225,12 +231,17 @@ def _advance(engine: Engine, step: int) -> None:
         raise box["error"]
 
 
+def _float64(x: np.ndarray) -> np.ndarray:
+    return x if x.dtype == np.float64 else x.astype(np.float64)
+
+
 def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
              hooks: list[Hook] | None = None) -> EngineOutput:
     """Run ``engine`` to the end in chunks of about CHUNK_SECONDS; Ctrl-C stops it and keeps the history.
 
     ``hooks`` are (every, fn) pairs: fn(k, x_k) is called at every k that is a multiple of ``every`` (k = 0
-    included, k = K too), between chunks: chunks end at those iterations. A hook must not modify x."""
+    included, k = K too), between chunks: chunks end at those iterations; x_k is float64 (a copy when the state
+    is float32). A hook must not modify x."""
     start = time.perf_counter()
     status = "ok"
     reached = False
@@ -238,7 +249,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
     hooks = hooks or []
     try:
         for _, fn in hooks:
-            fn(0, engine.x)
+            fn(0, _float64(engine.x))
         while not engine.finished:
             step = chunk
             for every, _ in hooks:
@@ -250,7 +261,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             if engine.status == Status.OK:
                 for every, fn in hooks:
                     if engine.k % every == 0 and engine.k > 0:
-                        fn(engine.k, engine.x)
+                        fn(engine.k, _float64(engine.x))
             if progress is not None:
                 progress(engine.k, engine.K)
         if engine.status == Status.DIVERGED:

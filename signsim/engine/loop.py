@@ -176,7 +176,10 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     if icfg[I_EF] == ErrorFeedback.EF:  # mean over workers of ||e_m||_2
         extra = 0.0
         for m in range(err.shape[0]):
-            extra += np.sqrt(np.sum(err[m] ** 2))
+            s = 0.0
+            for i in range(err.shape[1]):
+                s += np.float64(err[m, i]) * np.float64(err[m, i])  # float64 sums also for float32 state (--dtype)
+            extra += np.sqrt(s)
         extra /= err.shape[0]
     r = counters[C_ROWS]
     hist[r, H_ITER] = k

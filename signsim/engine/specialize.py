@@ -144,6 +144,7 @@ def loops(family: str):
     return threaded, serial
 
 
-def record(code: int):
-    """``loop.record`` for the family of problem ``code`` (what the loop of that family records with)."""
-    return dispatchers(family_of(code))["record"]
+def recorder(family: str):
+    """``family``'s copy of ``loop.record``, the one its loops call: a history row written between chunks
+    (Ctrl-C) runs code compiled with the loop instead of compiling every family's kernels."""
+    return dispatchers(family)["record"]

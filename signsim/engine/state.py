@@ -21,8 +21,13 @@ class ChunkedState:
         if rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]:
             return
         p = self.problem
-        specialize.record(p.code)(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg,
-                                  self.x_star, self.hist, self.counters, self.tally)
+        self.recorder()(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg, self.x_star,
+                        self.hist, self.counters, self.tally)
+
+    def recorder(self):
+        """The family's copy of ``loop.record``, compiled with the engine's loop (for its dtype): a row written
+        between chunks (Ctrl-C) compiles nothing."""
+        return specialize.recorder(specialize.family_of(self.problem.code))
 
     def history(self) -> np.ndarray:
         return self.hist[: self.counters[loop.C_ROWS]].copy()

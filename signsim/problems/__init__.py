@@ -33,8 +33,13 @@ def get(name: str) -> ProblemSpec:
 PROBLEM_VECTORS = 8
 
 
-def build(cfg) -> ProblemInstance:
+def build(cfg, simulated: bool = False) -> ProblemInstance:
+    """The problem of ``cfg``. A data problem packs its data matrix in ``cfg.dtype``; only a simulated run
+    (``simulated``: ``signsim.build``) takes float32 data, the diagnostics compute from float64 data."""
     spec = get(cfg.problem)
+    if getattr(cfg, "dtype", "float64") != "float64" and not simulated:
+        raise InputError(f"--dtype {cfg.dtype}: applies to simulated runs only (run, compare, sweep); the "
+                         "diagnostics estimate from float64 data: drop --dtype")
     if cfg.dim is not None:
         from signsim.resources import require
 
@@ -45,8 +50,6 @@ def build(cfg) -> ProblemInstance:
 
         probe = spec.build(replace(cfg, x0=None))
         if len(x0) != probe.dim:
-            from signsim.errors import InputError
-
             raise InputError(f"--x0: a vector of length {len(x0)}, but {probe.name} has dimension {probe.dim}")
         probe.x0 = np.asarray(x0, dtype=np.float64)
         return probe

@@ -44,20 +44,25 @@ def load_prepared(cfg, intercept: bool) -> Loaded:
     """Data set -> held-out split, standardization, intercept, replication -> split over workers.
     The problem's random stream gives three generators: test split, worker split, initialization."""
     r_prepare, r_split, r_init = problem_streams(cfg.seed, 3)
-    prep = prepare(load(cfg.data), cfg.test_fraction, cfg.standardize, intercept, cfg.replicate, r_prepare)
+    prep = prepare(load(cfg.data), cfg.test_fraction, cfg.standardize, intercept, cfg.replicate, r_prepare,
+                   getattr(cfg, "dtype", "float64"))
     split = make_split(cfg.split, prep.y_train, cfg.workers, r_split)
     return Loaded(prep, split, r_init)
 
 
 def pack(prep: Prepared, y_train: np.ndarray, y_test: np.ndarray, split: Split, pi_extra: list[int],
-         pf: list[float]) -> dict:
+         pf: list[float], dtype: str = "float64") -> dict:
+    """The kernels' arrays; the data matrix A (training rows, then held-out rows) in ``dtype`` (``--dtype``),
+    filled from the float64 prepared rows without a float64 copy of the whole (labels stay float64)."""
     from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN
 
     pi = np.zeros(4 + len(pi_extra), dtype=np.int64)
     pi[[P_MODE, P_NTRAIN, P_NTEST, P_FEATURES]] = [split.mode, prep.n_train, len(y_test), prep.features]
     pi[4:] = pi_extra
-    return dict(pf=np.asarray(pf, dtype=np.float64), pi=pi,
-                A=np.ascontiguousarray(np.vstack([prep.X_train, prep.X_test])),
+    A = np.empty((prep.n_train + prep.X_test.shape[0], prep.features), dtype=dtype)
+    A[: prep.n_train] = prep.X_train
+    A[prep.n_train:] = prep.X_test
+    return dict(pf=np.asarray(pf, dtype=np.float64), pi=pi, A=A,
                 b=np.concatenate([y_train, y_test]).astype(np.float64), ptr=split.ptr, idx=split.idx)
 
 

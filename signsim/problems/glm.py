@@ -26,7 +26,17 @@ def _margin(x, A, j):
     at the Numba level, so that these flags stay on this loop alone."""
     s = 0.0
     for i in range(x.shape[0]):
-        s += A[j, i] * x[i]
+        s += np.float64(A[j, i]) * np.float64(x[i])  # float64 (exact) products of float32 data and iterates (--dtype)
+    return s
+
+
+@njit(cache=True)
+def sq_norm(x):
+    """||x||^2 summed in float64 in index order (also for a float32 x: ``--dtype``)."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        xi = np.float64(x[i])
+        s += xi * xi
     return s
 
 
@@ -113,7 +123,7 @@ def loss(x, pf, pi, A, b):
         _loss_parallel(x, kind, n, A, b, sums)
         for c in range(C):
             s += sums[c]
-    return s / n + 0.5 * pf[0] * np.sum(x * x)
+    return s / n + 0.5 * pf[0] * sq_norm(x)
 
 
 @njit(cache=True)
@@ -141,8 +151,9 @@ def _loss_grad_hits(x, pf, pi, A, b, out):
     lam = pf[0]
     ww = 0.0
     for i in range(d):
-        out[i] += lam * x[i]
-        ww += x[i] * x[i]
+        xi = np.float64(x[i])
+        out[i] += lam * xi
+        ww += xi * xi
     return s / n + 0.5 * lam * ww, hits
 
 

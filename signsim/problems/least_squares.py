@@ -13,7 +13,7 @@ CODE = int(Problem.LEAST_SQUARES)  # assigned in signsim.codes
 def build(cfg) -> ProblemInstance:
     loaded = load_prepared(cfg, intercept=cfg.intercept)
     prep = loaded.prep
-    arrays = pack(prep, prep.y_train, prep.y_test, loaded.split, [glm.LEAST_SQUARES], [cfg.l2])
+    arrays = pack(prep, prep.y_train, prep.y_test, loaded.split, [glm.LEAST_SQUARES], [cfg.l2], cfg.dtype)
     return glm_instance("least-squares", CODE, cfg, arrays, loaded.split)
 
 

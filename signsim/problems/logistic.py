@@ -32,7 +32,7 @@ def build(cfg) -> ProblemInstance:
     loaded = load_prepared(cfg, intercept=cfg.intercept)
     prep, split = loaded.prep, loaded.split
     y_train, y_test = signed_labels(prep.y_train, prep.y_test, cfg.positive_class, cfg.data)
-    arrays = pack(prep, y_train, y_test, split, [glm.LOGISTIC], [cfg.l2])
+    arrays = pack(prep, y_train, y_test, split, [glm.LOGISTIC], [cfg.l2], cfg.dtype)
     return glm_instance("logistic", CODE, cfg, arrays, split)
 
 

@@ -19,7 +19,7 @@ from signsim.codes import Problem
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
-from signsim.problems.glm import _chunks
+from signsim.problems.glm import _chunks, sq_norm
 from signsim.problems.prefetch import prefetch_row
 from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
 
@@ -38,11 +38,13 @@ def _forward(x, A, j, p, H, C, act, z, h, logits):
     # sum keeps its order, so z is exactly what one unit at a time gives, without waiting on one add chain)
     k = 0
     while k + 4 <= H:
-        s0, s1, s2, s3 = x[ob1 + k], x[ob1 + k + 1], x[ob1 + k + 2], x[ob1 + k + 3]
+        # float64 sums and products whatever the type of x and A (float32 under --dtype float32)
+        s0, s1 = np.float64(x[ob1 + k]), np.float64(x[ob1 + k + 1])
+        s2, s3 = np.float64(x[ob1 + k + 2]), np.float64(x[ob1 + k + 3])
         r0 = k * p
         r1, r2, r3 = r0 + p, r0 + 2 * p, r0 + 3 * p
         for i in range(p):
-            a = A[j, i]
+            a = np.float64(A[j, i])
             s0 += x[r0 + i] * a
             s1 += x[r1 + i] * a
             s2 += x[r2 + i] * a
@@ -50,17 +52,17 @@ def _forward(x, A, j, p, H, C, act, z, h, logits):
         z[k], z[k + 1], z[k + 2], z[k + 3] = s0, s1, s2, s3
         k += 4
     while k < H:
-        s = x[ob1 + k]
+        s = np.float64(x[ob1 + k])
         row = k * p
         for i in range(p):
-            s += x[row + i] * A[j, i]
+            s += x[row + i] * np.float64(A[j, i])
         z[k] = s
         k += 1
     for k in range(H):
         h[k] = max(z[k], 0.0) if act == RELU else np.tanh(z[k])
     top = -np.inf
     for c in range(C):
-        s = x[ob2 + c]
+        s = np.float64(x[ob2 + c])
         row = ow2 + c * H
         for k in range(H):
             s += x[row + k] * h[k]
@@ -156,7 +158,7 @@ def loss(x, pf, pi, A, b):
         s = 0.0
         for c in range(K):
             s += sums[c]
-    return s / n + 0.5 * pf[0] * np.sum(x * x)
+    return s / n + 0.5 * pf[0] * sq_norm(x)
 
 
 @njit(cache=True)
@@ -226,7 +228,7 @@ def evaluate(x, pf, pi, A, b, out):
             hits += counts[c]
             for i in range(dim):
                 out[i] += part[c, i]
-    return s / n + 0.5 * pf[0] * np.sum(x * x), hits / n
+    return s / n + 0.5 * pf[0] * sq_norm(x), hits / n
 
 
 @njit(cache=True, _nrt=True)  # allocates its scratch: keeps Numba's runtime when called from the worker step
@@ -343,7 +345,7 @@ def build(cfg) -> ProblemInstance:
         raise InputError(f"--data {cfg.data}: a classifier needs at least two classes")
     y_train, y_test = np.searchsorted(classes, prep.y_train), np.searchsorted(classes, prep.y_test)
     p, H, C, act = prep.features, cfg.hidden, classes.size, ACTIVATIONS[cfg.activation]
-    arrays = pack(prep, y_train, y_test, loaded.split, [H, C, act], [cfg.l2])
+    arrays = pack(prep, y_train, y_test, loaded.split, [H, C, act], [cfg.l2], cfg.dtype)
     rng = loaded.init_rng
     w1_scale = np.sqrt((2.0 if act == RELU else 1.0) / p)
     x0 = np.concatenate([w1_scale * rng.standard_normal(H * p), np.zeros(H),

@@ -21,7 +21,8 @@ FULL, TERM = 0, 1
 def loss(x, pf, pi, A, b):
     s = 0.0
     for i in range(x.shape[0] - 1):
-        s += 100.0 * (x[i + 1] - x[i] * x[i]) ** 2 + (1.0 - x[i]) ** 2
+        xi = np.float64(x[i])  # float64 arithmetic also on a float32 x (--dtype)
+        s += 100.0 * (np.float64(x[i + 1]) - xi * xi) ** 2 + (1.0 - xi) ** 2
     return s
 
 
@@ -30,8 +31,9 @@ def grad(x, pf, pi, A, b, out):
     d = x.shape[0]
     out[:] = 0.0
     for i in range(d - 1):
-        r = x[i + 1] - x[i] * x[i]
-        out[i] += -400.0 * x[i] * r - 2.0 * (1.0 - x[i])
+        xi = np.float64(x[i])
+        r = np.float64(x[i + 1]) - xi * xi
+        out[i] += -400.0 * xi * r - 2.0 * (1.0 - xi)
         out[i + 1] += 200.0 * r
 
 
@@ -45,8 +47,9 @@ def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     scale = (d - 1.0) / tau
     for _ in range(tau):
         j = draws.index(gen, d - 1)
-        r = x[j + 1] - x[j] * x[j]
-        out[j] += scale * (-400.0 * x[j] * r - 2.0 * (1.0 - x[j]))
+        xj = np.float64(x[j])
+        r = np.float64(x[j + 1]) - xj * xj
+        out[j] += scale * (-400.0 * xj * r - 2.0 * (1.0 - xj))
         out[j + 1] += scale * 200.0 * r
 
 
