@@ -162,3 +162,31 @@ def test_a_run_compiles_no_kernel_of_another_family(tmp_path):
     r = subprocess.run([sys.executable, "-c", FAMILY_ISOLATION], capture_output=True, text=True, env=env,
                        timeout=600)
     assert r.returncode == 0 and "isolated" in r.stdout, r.stderr[-2000:]
+
+
+WORKER_STEP_FIRST = """
+from signsim import config
+from signsim.build import build
+from signsim.engine.driver import simulate
+
+for problem in ("logistic", "mlp"):
+    engine = build(config.resolve({"problem": problem, "method": "signum", "iters": 2, "workers": 2,
+                                    "batch_size": 2})).engine
+    assert simulate(engine).status == "ok", problem
+print("compiled")
+"""
+
+
+def test_each_data_family_compiles_with_its_worker_step_first(tmp_path):
+    """The worker step is compiled without Numba's runtime, and the kernels it calls inherit that unless they
+    ask for it; an allocating kernel on the workers' path that forgot to ask compiles only if something else
+    compiled it first. A fresh process with an empty cache compiles each data family's loop before anything
+    else, so such a kernel fails here (the analytic family is covered by the isolation test above)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-c", WORKER_STEP_FIRST], capture_output=True, text=True, env=env,
+                       timeout=900)
+    assert r.returncode == 0 and "compiled" in r.stdout, r.stderr[-2000:]
