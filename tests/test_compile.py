@@ -39,6 +39,30 @@ def test_warm_up_covers_every_problem_noise_model_and_method():
     for name in methods.registry():
         assert any(f"--method {name} " in c for c in cmds), name
     assert any(c.startswith("check-spb") for c in cmds) and any(c.startswith("diversity") for c in cmds)
+    from signsim.engine import specialize
+
+    families = {specialize.family_of(problems.get(p).code) for p in problems.registry()}
+    float32 = {specialize.family_of(problems.get(c.split()[2]).code) for c in cmds if "--dtype float32" in c}
+    assert float32 == families
+
+
+def test_warm_up_reaches_every_family_threaded_loop():
+    """The warm-up runs that should take the threaded loop do: one per family of problems."""
+    from signsim import config
+    from signsim.build import build
+    from signsim.engine import loop, specialize
+
+    threaded = set()
+    for args in compiling.warm_commands():
+        if args[0] != "run" or "--workers" not in args:
+            continue
+        options = {args[i][2:].replace("-", "_"): args[i + 1] for i in range(1, len(args) - 1, 2)
+                   if args[i].startswith("--") and args[i] not in ("--quiet",)}
+        options = {k: (int(v) if v.isdigit() else v) for k, v in options.items()}
+        engine = build(config.resolve(options)).engine
+        if engine.icfg[loop.I_PARALLEL]:
+            threaded.add(specialize.family_of(engine.problem.code))
+    assert threaded == set(specialize.FAMILIES)
 
 
 def test_compile_runs_every_warm_up_command(cli):

@@ -99,6 +99,11 @@ def warm_commands() -> list[list[str]]:
         spec = model.example_spec
         cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--noise", spec, *fast])
     cmds += [["run", "--method", m, "--dim", "3", *fast] for m in methods.registry()]
+    # each family's threaded loop (a step of at least driver.PARALLEL_WORK numbers) and its float32 copies
+    cmds += [["run", "--problem", "quadratic", "--dim", "2000", "--workers", "32", *fast],
+             ["run", "--problem", "logistic", "--workers", "32", "--batch-size", "64", *fast],
+             ["run", "--problem", "mlp", "--workers", "32", "--batch-size", "8", *fast]]
+    cmds += [["run", "--problem", p, "--dtype", "float32", *fast] for p in ("rosenbrock", "logistic", "mlp")]
     for p in ("logistic", "mlp", "quadratic", "rosenbrock"):
         cmds.append(["check-spb", "--problem", p, "--samples", "64", "--quiet"])
         cmds.append(["diversity", "--problem", p, "--pairs", "8", "--quiet"])
