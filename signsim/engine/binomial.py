@@ -221,7 +221,6 @@ class BinomialEngine(ChunkedState):
 
         d, M = problem.dim, workers
         self.K, self.k = iters, 0
-        self.problem = problem
         self.x = problem.x0.astype(np.float64).copy()
         self.agg, self.gbuf, self.trial = np.zeros(d), np.zeros(d), np.zeros(d)
         self.err = np.zeros((1, 1))  # no worker keeps an error: loop.record's error column stays empty
@@ -233,11 +232,7 @@ class BinomialEngine(ChunkedState):
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.deterministic = is_deterministic(noise, self.nparams)
         self.M = M
-        self.x_star = problem.x_star.astype(np.float64) if problem.x_star is not None else np.zeros(0)
-        self.hist = np.full((iters // eval_every + 2, loop.N_HIST), np.nan)
-        self.counters = np.zeros(2, dtype=np.int64)
-        self.status = Status.OK
-        self.abandoned: np.ndarray | None = None  # x before a chunk left running after an interrupt
+        self.init_history(problem, iters, eval_every)
 
     def advance(self, n: int) -> Status:
         p = self.problem

@@ -141,12 +141,7 @@ class Engine(ChunkedState):
         down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, M, d, s.sign_zero, s.tie)
         self.icfg, self.fcfg = self.settings_arrays(problem, noise, s, eval_every, parallel, sparse_down, down)
         self.nparams = np.asarray(noise_params, dtype=np.float64)
-        self.problem = problem
-        self.x_star = problem.x_star.astype(np.float64) if problem.x_star is not None else np.zeros(0)
-        self.hist = np.full((iters // eval_every + 2, loop.N_HIST), np.nan)
-        self.counters = np.zeros(2, dtype=np.int64)
-        self.status = Status.OK
-        self.abandoned: np.ndarray | None = None  # x before a chunk left running after an interrupt
+        self.init_history(problem, iters, eval_every)
 
     @staticmethod
     def settings_arrays(problem, noise, s: Settings, eval_every: int, parallel: bool, sparse_down: bool,

@@ -1,6 +1,7 @@
 """What every engine shares between chunks of iterations (``driver.Engine``, ``binomial.BinomialEngine``):
-the recorded history and the test for the end of a run. An engine sets ``K``, ``k``, ``status``, ``hist``,
-``counters``, ``x``, ``err``, ``gbuf``, ``tally``, ``icfg``, ``fcfg``, ``x_star`` and ``problem``."""
+the recorded history and the test for the end of a run. ``init_history`` sets ``problem``, ``x_star``,
+``hist``, ``counters`` and ``status``; an engine sets ``K``, ``k``, ``x``, ``err``, ``gbuf``, ``tally``,
+``icfg`` and ``fcfg``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,15 @@ from signsim.engine import loop, specialize
 
 
 class ChunkedState:
+    def init_history(self, problem, iters: int, eval_every: int) -> None:
+        """The state every engine starts a run with: the problem, x*, an empty history, no iteration done."""
+        self.problem = problem
+        self.x_star = problem.x_star.astype(np.float64) if problem.x_star is not None else np.zeros(0)
+        self.hist = np.full((iters // eval_every + 2, loop.N_HIST), np.nan)
+        self.counters = np.zeros(2, dtype=np.int64)
+        self.status = Status.OK
+        self.abandoned: np.ndarray | None = None  # x before a chunk left running after an interrupt
+
     @property
     def finished(self) -> bool:
         return self.status != Status.OK or (self.k >= self.K and self.counters[loop.C_ROWS] > 0)

@@ -127,6 +127,20 @@ def loss(x, pf, pi, A, b):
 
 
 @njit(cache=True)
+def add_chunks(part, sums, counts, out):
+    """A chunked full-data pass's total: out += the chunks' partial gradients, and (sum of the losses, sum of
+    the hit counts), in chunk order (the same result on any thread count)."""
+    s = 0.0
+    hits = 0
+    for c in range(part.shape[0]):
+        s += sums[c]
+        hits += counts[c]
+        for i in range(out.shape[0]):
+            out[i] += part[c, i]
+    return s, hits
+
+
+@njit(cache=True)
 def _loss_grad_hits(x, pf, pi, A, b, out):
     """f(w), grad f(w) into ``out`` and the number of training rows classified right, in one pass over the
     training rows (each row read once), on all threads for a large data set (fixed row chunks summed in order:
@@ -141,13 +155,7 @@ def _loss_grad_hits(x, pf, pi, A, b, out):
         sums = np.zeros(C)
         counts = np.zeros(C, dtype=np.int64)
         _loss_grad_parallel(x, kind, n, A, b, part, sums, counts)
-        s = 0.0
-        hits = 0
-        for c in range(C):
-            s += sums[c]
-            hits += counts[c]
-            for i in range(d):
-                out[i] += part[c, i]
+        s, hits = add_chunks(part, sums, counts, out)
     lam = pf[0]
     ww = 0.0
     for i in range(d):

@@ -19,7 +19,7 @@ from signsim.codes import Problem
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
-from signsim.problems.glm import _chunks, sq_norm
+from signsim.problems.glm import _chunks, add_chunks, sq_norm
 from signsim.problems.prefetch import prefetch_row
 from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
 
@@ -221,13 +221,7 @@ def evaluate(x, pf, pi, A, b, out):
         sums = np.zeros(K)
         counts = np.zeros(K, dtype=np.int64)
         _evaluate_parallel(x, A, b, n, p, H, C, act, part, sums, counts)
-        s = 0.0
-        hits = 0
-        for c in range(K):
-            s += sums[c]
-            hits += counts[c]
-            for i in range(dim):
-                out[i] += part[c, i]
+        s, hits = add_chunks(part, sums, counts, out)
     return s / n + 0.5 * pf[0] * sq_norm(x), hits / n
 
 
