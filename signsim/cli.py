@@ -291,8 +291,8 @@ def run(**opts: Any) -> None:
         _run_comparison(values, given, out, json_, show, plot)
         return
     cfg = cfgmod.resolve({**values, **given})
-    doc = _with_progress(lambda progress: run_command(cfg, progress, lambda: _compile_notice(opts["quiet"], cfg)), show,
-                         f"{cfg.method} on {cfg.problem}")
+    with _compile_notice(opts["quiet"], "run", cfg, spinner=False):
+        doc = _with_progress(lambda progress: run_command(cfg, progress), show, f"{cfg.method} on {cfg.problem}")
     _emit(doc, out, json_)
     if plot is not None:
         from signsim.render.figures import runs_overview, save
@@ -336,13 +336,15 @@ def check_spb(**opts: Any) -> None:
     if opts["grads"] is not None:
         from signsim.commands import grads
 
-        doc = grads.check_spb(opts["grads"], _grads_values(opts), {k: opts[k] for k in names})
+        with _compile_notice(opts["quiet"], "check-spb", spinner=not opts["json_"]):
+            doc = grads.check_spb(opts["grads"], _grads_values(opts), {k: opts[k] for k in names})
     else:
         merged, _ = _diagnostic_values(opts)
         merged.setdefault("batch_size", 1)
         cfg = cfgmod.resolve(merged)
         spb = SpbOptions.build(**{k: opts[k] for k in names}, workers_given="workers" in merged)
-        doc = check_command(cfg, spb)
+        with _compile_notice(opts["quiet"], "check-spb", cfg, spinner=not opts["json_"]):
+            doc = check_command(cfg, spb)
     _emit(doc, opts["out"], opts["json_"])
     _show(opts, lambda tables: tables.spb_report(doc))
     raise typer.Exit(0 if doc["verdict"] == "holds" else 1)
@@ -371,7 +373,8 @@ def diversity(**opts: Any) -> None:
     if opts["grads"] is not None:
         from signsim.commands import grads
 
-        doc = grads.diversity(opts["grads"], _grads_values(opts), {k: opts[k] for k in names})
+        with _compile_notice(opts["quiet"], "diversity", spinner=not opts["json_"]):
+            doc = grads.diversity(opts["grads"], _grads_values(opts), {k: opts[k] for k in names})
         _emit(doc, opts["out"], opts["json_"])
         _show(opts, lambda tables: tables.diversity_report(doc))
         return
@@ -379,14 +382,16 @@ def diversity(**opts: Any) -> None:
     if experiment is not None:
         from signsim.commands.experiments import run as run_experiment
 
-        with _progress_bar(not (opts["quiet"] or opts["json_"])) as new_task:
+        with _compile_notice(opts["quiet"], "diversity", spinner=False), \
+                _progress_bar(not (opts["quiet"] or opts["json_"])) as new_task:
             doc = run_experiment(merged, experiment, new_task)
         _emit(doc, opts["out"], opts["json_"])
         _show(opts, lambda tables: tables.experiment_tables(doc))
         return
     cfg = cfgmod.resolve(merged)
     o = DiversityOptions.build(**{k: opts[k] for k in names})
-    doc = diversity_command(cfg, o)
+    with _compile_notice(opts["quiet"], "diversity", cfg, spinner=not opts["json_"]):
+        doc = diversity_command(cfg, o)
     _emit(doc, opts["out"], opts["json_"])
     _show(opts, lambda tables: tables.diversity_report(doc))
 
@@ -425,7 +430,8 @@ def bound(**opts: Any) -> None:
     cfg = cfgmod.resolve({**values, **given})
     o = BoundOptions(constants=opts["constant"] or [], box=opts["box"] if opts["box"] is not None else 2.0,
                      at=opts["at"] or "init")
-    doc = bound_command(cfg, o, run_doc)
+    with _compile_notice(opts["quiet"], "bound", cfg, spinner=not opts["json_"]):
+        doc = bound_command(cfg, o, run_doc)
     _emit(doc, opts["out"], opts["json_"])
     if plot is not None:
         from signsim.render.figures import bound_overview, save
@@ -457,6 +463,8 @@ def sweep(
     jobs: Annotated[int | None, _opt("local: worker processes (default: the number of cores this process may "
                                      "use); dask --scheduler local: LocalCluster workers (default: 2)")] = None,
     scheduler: Annotated[str | None, _opt("dask: scheduler address, or 'local' for a LocalCluster")] = None,
+    dask_timeout: Annotated[float | None, _opt("dask: stop when the scheduler has had no worker for this many "
+                                               "seconds, keeping the finished runs (default: 60)")] = None,
     dry_run: Annotated[bool, _flag("list the expanded runs and exit", "--dry-run")] = False,
     force: Annotated[bool, _flag("allow --jobs above the number of cores", "--force")] = False,
     json_: Annotated[bool, _flag("print the summary JSON on stdout, nothing else", "--json")] = False,
@@ -484,7 +492,12 @@ def sweep(
 
             emit(stderr_console(), sweep_plan(rows, spec.parameters))
         return
-    ex = make(executor, jobs, scheduler, force)
+    ex = make(executor, jobs, scheduler, force, dask_timeout)
+    if not quiet and (executor == "local" or scheduler == "local"):  # remote workers keep their own caches
+        from signsim.commands.compile import sweep_notices
+
+        for line in sweep_notices(file, out):
+            print(line, file=sys.stderr, flush=True)
     log_lines: list[str] = []
     with _progress_bar(show) as new_task:
         progress = new_task(f"sweep {file.name}")
@@ -497,6 +510,8 @@ def sweep(
     for line in log_lines:
         print(f"signsim: {line}", file=sys.stderr)
     _emit(doc, None, json_)
+    if doc["stopped"]:
+        _fail(doc["stopped"], 1)
     if show:
         from signsim.render.tables import emit, stderr_console, sweep_summary
 
@@ -546,7 +561,7 @@ def _run_comparison(values, given, out, json_, show, plot) -> None:
     from signsim.commands.compare import compare
 
     variants = values.pop("compare")
-    with _progress_bar(show) as new_task:
+    with _compile_notice(not show and not json_, "run", spinner=False), _progress_bar(show) as new_task:
         doc = compare(values, variants, given, new_task)
     _emit(doc, out, json_)
     if plot is not None:
@@ -642,28 +657,92 @@ def list_() -> None:
         emit(console, "")
 
 
-def _compile_notice(quiet: bool, cfg) -> None:
-    """One line on stderr, terminal or not, when the run loop for ``cfg``'s problem is not in the kernel cache
-    yet (called once the run is built, so the engine's modules are loaded already)."""
-    from signsim import problems
-    from signsim.commands.compile import COMPILE_NOTICE, loop_is_cached
-    from signsim.engine.specialize import family_of
+class _compile_notice:
+    """While a command runs: one line on stderr just before its first kernel compiles (a cache miss:
+    ``signsim.commands.compile.watch``), naming the kernels of ``cfg``'s family of problems and dtype (all
+    kernels with ``cfg`` None); then, on a terminal and unless a progress bar shows already (``spinner``
+    False), a spinner with the time spent compiling. Nothing with --quiet."""
 
-    if not quiet and not loop_is_cached(family_of(problems.get(cfg.problem).code), cfg.dtype):
-        print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+    def __init__(self, quiet: bool, command: str, cfg=None, spinner: bool = True):
+        self.quiet, self.command, self.cfg = quiet, command, cfg
+        self.spinner = spinner and sys.stderr.isatty()
+        self.watch = self.bar = None
+
+    def __enter__(self):
+        if not self.quiet:
+            from signsim.commands.compile import watch
+
+            self.watch = watch(self._first, self._busy)
+            self.watch.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.watch is not None:
+            self.watch.__exit__(*exc)
+        return False
+
+    def _first(self) -> None:
+        from signsim.commands.compile import notice
+
+        family = None
+        if self.cfg is not None:
+            from signsim import problems
+            from signsim.engine.specialize import family_of
+
+            family = family_of(problems.get(self.cfg.problem).code)
+        print(notice(self.command, family, self.cfg.dtype if self.cfg is not None else "float64"),
+              file=sys.stderr, flush=True)
+
+    def _busy(self, compiling: bool) -> None:
+        if not self.spinner:
+            return
+        if compiling:
+            import time
+
+            from rich.progress import Progress, ProgressColumn, SpinnerColumn
+            from rich.text import Text
+
+            from signsim.render.tables import stderr_console
+
+            self.t0 = t0 = getattr(self, "t0", None) or time.monotonic()  # the time spent over every compile
+
+            class Spent(ProgressColumn):
+                def render(self, task):
+                    return Text(f"compiling kernels: {time.monotonic() - t0:.0f} s")
+
+            self.bar = Progress(SpinnerColumn(), Spent(), console=stderr_console(), transient=True)
+            self.bar.add_task("", total=None)
+            self.bar.start()
+        elif self.bar is not None:
+            self.bar.stop()
+            self.bar = None
 
 
 @app.command("compile", cls=_Command,
-             help=_text("Compile every kernel ahead of time (e.g. in a Docker image or a CI cache step); "
-             "--clear empties signsim's kernel cache instead."))
-def compile_(clear: Annotated[bool, _flag("remove the cached kernels and exit", "--clear")] = False) -> None:
+             help=_text("Compile kernels ahead of time (e.g. in a Docker image or a CI cache step): every kernel, "
+             "or those of --command, --family and --dtype; --clear empties signsim's kernel cache instead."))
+def compile_(
+    clear: Annotated[bool, _flag("remove the cached kernels and exit", "--clear")] = False,
+    command: Annotated[list[str] | None, _opt("only the kernels of this command: run | check-spb | diversity | bound "
+                                              "(repeatable; --at run:K also takes run's)", "--command")] = None,
+    family: Annotated[list[str] | None, _opt("only this family of problems: analytic (rosenbrock, quadratic, "
+                                             "sign-trap, vote-trap) | glm (logistic, least-squares) | mlp "
+                                             "(repeatable)", "--family")] = None,
+    dtype: Annotated[str | None, _opt("only this dtype: float64 | float32", "--dtype")] = None,
+) -> None:
+    import time
+
     from signsim.commands import compile as compiling
 
     if clear:
         print(f"removed {compiling.clear()} cached kernel files", file=sys.stderr)
         return
-    n = compiling.compile_all(main, lambda line: print(line, file=sys.stderr, flush=True))
-    print(f"compiled: {n} warm-up commands ran", file=sys.stderr)
+    cmds = compiling.select(command, family, dtype)
+    print(f"signsim: {len(cmds)} warm-up commands: about {compiling.estimate(cmds):.0f} s on 2 cores",
+          file=sys.stderr, flush=True)
+    start = time.monotonic()
+    n = compiling.compile_all(main, lambda line: print(line, file=sys.stderr, flush=True), cmds)
+    print(f"compiled: {n} warm-up commands ran in {time.monotonic() - start:.0f} s", file=sys.stderr)
 
 
 def _interrupted_code() -> int:

@@ -10,9 +10,11 @@ before a run whether it will compile first.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import signsim
@@ -24,6 +26,70 @@ LOOP_INDEX = "loop.run_chunk*__{family}-*.nbi"
 
 COMPILE_NOTICE = ("signsim: compiling the simulation kernels (the first run of each kind of problem after an "
                   "install or an upgrade takes 10-30 s on 2 cores; 'signsim compile' does it ahead of time)")
+
+
+def notice(command: str, family: str | None, dtype: str) -> str:
+    """The line a command prints before its first kernel compiles: what compiles (``family``: the problem's
+    family, None for the kernels of --grads) and how to do it ahead of time."""
+    what = f"the {family} kernels ({dtype})" if family else f"the kernels ({dtype})"
+    ahead = f"signsim compile --command {command}" + (f" --family {family}" if family else "") + \
+        (f" --dtype {dtype}" if dtype != "float64" else "")
+    return (f"signsim: compiling {what} for {command}: once after an install or an upgrade, "
+            f"seconds to minutes on 2 cores; '{ahead}' does it ahead of time")
+
+
+def _ours(event) -> bool:
+    """Whether a Numba compile event is for one of signsim's kernels (not, e.g., a typed List's methods, which
+    Numba compiles in every process)."""
+    fn = getattr((event.data or {}).get("dispatcher"), "py_func", None)
+    module = getattr(fn, "__module__", None) or ""
+    return module == "signsim" or module.startswith("signsim.")
+
+
+@contextlib.contextmanager
+def watch(first: Callable[[], None], busy: Callable[[bool], None] = lambda compiling: None) -> Iterator[None]:
+    """While the block runs: ``first()`` just before the first of signsim's kernels compiles, and ``busy(True)``
+    / ``busy(False)`` around each outermost compile. Numba broadcasts its ``numba:compile`` event only on a cache
+    miss (a kernel loaded from the cache is no event), so this says exactly when a compile happens, whatever
+    the command and whichever kernels it needs. Imports Numba."""
+    from numba.core import event
+
+    lock = threading.Lock()
+    state = {"depth": 0, "seen": False}
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            if not _ours(ev):
+                return
+            with lock:
+                state["depth"] += 1
+                outermost, fresh = state["depth"] == 1, not state["seen"]
+                state["seen"] = True
+            with contextlib.suppress(Exception):  # a display problem must not break a compile
+                if fresh:
+                    first()
+                if outermost:
+                    busy(True)
+
+        def on_end(self, ev):
+            if not _ours(ev):
+                return
+            with lock:
+                state["depth"] -= 1
+                outermost = state["depth"] == 0
+            if outermost:
+                with contextlib.suppress(Exception):
+                    busy(False)
+
+    listener = Listener()
+    event.register("numba:compile", listener)
+    try:
+        yield
+    finally:
+        event.unregister("numba:compile", listener)
+        if state["depth"] > 0:  # interrupted inside a compile
+            with contextlib.suppress(Exception):
+                busy(False)
 
 
 def source_dirs() -> list[Path]:
@@ -48,6 +114,26 @@ def loop_is_cached(family: str = "*", dtype: str | None = None) -> bool:
     if dtype is None:
         return bool(indexes)
     return any(_compiled_for(p, dtype) for p in indexes)
+
+
+def sweep_notices(path, out) -> list[str]:
+    """The compile notices of a sweep run by local processes (which load the kernels this process's cache
+    holds): one per family of problems and dtype among its unfinished runs whose run loop is not cached yet."""
+    from signsim import problems
+    from signsim.commands.sweep import plan
+    from signsim.engine.specialize import family_of
+    from signsim.sweep.store import Store
+
+    _, tasks = plan(path)
+    store = Store(out)
+    needed = set()
+    for t in tasks:
+        if t["error"] or store.finished(t["run_id"]):
+            continue
+        c = t["config"]
+        with contextlib.suppress(Exception):  # a bad run is reported by the sweep itself
+            needed.add((family_of(problems.get(c.get("problem") or "rosenbrock").code), c.get("dtype") or "float64"))
+    return [notice("sweep", family, dtype) for family, dtype in sorted(needed) if not loop_is_cached(family, dtype)]
 
 
 #: the position of x among the run loop's arguments (``loop._run_chunk``)
@@ -107,13 +193,62 @@ def warm_commands() -> list[list[str]]:
     for p in ("logistic", "mlp", "quadratic", "rosenbrock"):
         cmds.append(["check-spb", "--problem", p, "--samples", "64", "--quiet"])
         cmds.append(["diversity", "--problem", p, "--pairs", "8", "--quiet"])
+    cmds.append(["bound", "--problem", "rosenbrock", "--quiet"])  # the majority-vote table's exact law
     return cmds
 
 
-def compile_all(main: Callable[[list[str]], None], report: Callable[[str], None] = lambda s: None) -> int:
-    """Run every warm-up command in this process through the CLI's ``main`` (handed down by the CLI: commands
-    do not import it); return how many ran."""
-    cmds = warm_commands()
+#: the commands ``signsim compile --command`` selects by (``--at run:K`` of the diagnostics takes run's loop)
+COMMANDS = ("run", "check-spb", "diversity", "bound")
+DTYPES = ("float64", "float32")
+
+
+def group(args: list[str]) -> tuple[str, str, str]:
+    """(command, family of problems, dtype) of a warm-up command line."""
+    from signsim import problems
+    from signsim.engine.specialize import family_of
+
+    problem = args[args.index("--problem") + 1] if "--problem" in args else "rosenbrock"
+    dtype = args[args.index("--dtype") + 1] if "--dtype" in args else "float64"
+    return args[0], family_of(problems.get(problem).code), dtype
+
+
+def select(commands: list[str] | None = None, families: list[str] | None = None,
+           dtype: str | None = None) -> list[list[str]]:
+    """The warm-up commands of the given commands, families of problems and dtype (each: all when None)."""
+    from signsim.engine.specialize import FAMILIES
+    from signsim.errors import InputError
+
+    for flag, given, known in (("--command", commands, COMMANDS), ("--family", families, tuple(FAMILIES)),
+                               ("--dtype", [dtype] if dtype else None, DTYPES)):
+        for value in given or ():
+            if value not in known:
+                raise InputError(f"{flag} {value}: choose from {', '.join(known)}")
+    return [c for c in warm_commands() if (lambda g: (not commands or g[0] in commands)
+                                           and (not families or g[1] in families) and (not dtype or g[2] == dtype))
+            (group(c))]
+
+
+#: seconds each group of warm-up commands took in ``signsim compile`` from an empty kernel cache, on a 2-core
+#: machine: (command, family, dtype) -> seconds (the estimate that ``signsim compile`` prints first)
+SECONDS: dict[tuple[str, str, str], float] = {}
+
+
+def estimate(cmds: list[list[str]]) -> float:
+    """Seconds the warm-up commands ``cmds`` take (``SECONDS``), leaving out the run groups whose loop is in the
+    kernel cache already."""
+    total = 0.0
+    for g in {group(c) for c in cmds}:
+        if g[0] == "run" and loop_is_cached(g[1], g[2]):
+            continue
+        total += SECONDS.get(g, 0.0)
+    return total
+
+
+def compile_all(main: Callable[[list[str]], None], report: Callable[[str], None] = lambda s: None,
+                cmds: list[list[str]] | None = None) -> int:
+    """Run the warm-up commands ``cmds`` (every one by default) in this process through the CLI's ``main``
+    (handed down by the CLI: commands do not import it); return how many ran."""
+    cmds = warm_commands() if cmds is None else cmds
     for i, args in enumerate(cmds, 1):
         report(f"[{i}/{len(cmds)}] signsim {' '.join(args)}")
         try:

@@ -53,6 +53,7 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
           log: Callable[[str], None] | None = None) -> dict[str, Any]:
     from signsim import interrupts
     from signsim.commands.run import run
+    from signsim.sweep.executors import ExecutorStopped
     from signsim.sweep.store import Store, manifest
 
     spec, tasks = plan(path)
@@ -64,6 +65,7 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
     skipped = len(tasks) - len(todo)
     done = 0
     interrupted = False
+    stopped = None
     if progress:
         progress(skipped, len(tasks))
     by_index = {t["index"]: t for t in tasks}
@@ -79,6 +81,9 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
                         log(f"run {task['index']} ({task['run_id']}) failed: {doc.get('error')}")
                     if progress:
                         progress(skipped + done, len(tasks))
+        except ExecutorStopped as e:  # what finished is stored already; the rest stays missing
+            stopped = str(e)
+            executor.close()
         except KeyboardInterrupt:
             interrupts.acknowledge()
             interrupted = True
@@ -98,4 +103,4 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
             store.write_manifest(manifest(spec, tasks, executor.describe(), statuses))
     summary = summarize(spec, tasks, docs)
     return {"signsim_version": __version__, "command": "sweep", "out": str(out), "runs": len(tasks),
-            "skipped": skipped, "ran": done, "interrupted": interrupted, **summary}
+            "skipped": skipped, "ran": done, "interrupted": interrupted, "stopped": stopped, **summary}

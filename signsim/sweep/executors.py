@@ -23,6 +23,12 @@ from signsim.errors import InputError
 from signsim.sweep.worker import execute, failed
 
 DRAIN_SECONDS = 10.0
+#: --dask-timeout's default: seconds a Dask sweep waits while its scheduler has no worker
+DASK_TIMEOUT = 60.0
+
+
+class ExecutorStopped(Exception):
+    """The executor cannot go on (a Dask scheduler without workers): the runs not finished stay missing."""
 
 
 def default_jobs() -> int:
@@ -187,7 +193,8 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, scheduler: str | None, jobs: int | None, force: bool = False):
+    def __init__(self, scheduler: str | None, jobs: int | None, force: bool = False,
+                 timeout: float = DASK_TIMEOUT):
         try:
             import distributed  # noqa: F401
         except ImportError:
@@ -201,7 +208,10 @@ class DaskExecutor:
                              "that many processes anyway")
         if scheduler != "local":
             check_address(scheduler)
-        self.scheduler, self.jobs = scheduler, jobs or 2
+        if not 0 < timeout < 1e9:
+            raise InputError(f"--dask-timeout {timeout:g}: must be a number of seconds > 0")
+        self.scheduler, self.jobs, self.timeout = scheduler, jobs or 2, timeout
+        self.ran: set[str] = set()  # the addresses of the workers that ran a run
         self.client = self.cluster = None
         self.futures: list = []
         self.tasks: dict[int, dict[str, Any]] = {}
@@ -210,11 +220,45 @@ class DaskExecutor:
         self.marker_dir: str | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "scheduler": self.scheduler,
-                "workers": self.jobs if self.scheduler == "local" else None}
+        """The executor as the manifest records it: ``workers`` the addresses of the Dask workers that ran a run
+        of this invocation (a LocalCluster also its size, ``jobs``)."""
+        return {"name": self.name, "scheduler": self.scheduler, **({"jobs": self.jobs} if self.scheduler == "local"
+                                                                  else {}), "workers": sorted(self.ran)}
+
+    def _connected(self) -> int:
+        """The number of workers the scheduler has now."""
+        return len(self.client.ncores())  # asks the scheduler
+
+    def _finished(self, pending: list) -> Iterator[Any]:
+        """The futures of ``pending`` as they finish; ExecutorStopped once the scheduler has had no worker for
+        ``timeout`` seconds (at the start, or after losing every worker)."""
+        import time
+
+        from distributed import wait
+
+        alone_since = None
+        poll = min(1.0, self.timeout / 4)
+        while pending:
+            try:
+                done = list(wait(pending, timeout=poll, return_when="FIRST_COMPLETED").done)
+            except TimeoutError:
+                done = []
+            keys = {f.key for f in done}
+            pending = [f for f in pending if f.key not in keys]
+            yield from done
+            if not pending:
+                return
+            if self._connected():
+                alone_since = None
+            elif alone_since is None:
+                alone_since = time.monotonic()
+            elif time.monotonic() - alone_since >= self.timeout:
+                raise ExecutorStopped(f"--scheduler {self.scheduler}: no Dask worker for {self.timeout:g} s "
+                                      f"(--dask-timeout); stopped with {len(pending)} runs not finished (the "
+                                      "finished ones are kept: the same command resumes)")
 
     def run(self, tasks: list[dict[str, Any]], runner) -> Iterator[tuple[int, dict[str, Any]]]:
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import Client, LocalCluster
 
         try:
             if self.scheduler == "local":
@@ -235,10 +279,12 @@ class DaskExecutor:
                         for t in tasks]
         self.index = {f.key: t["index"] for f, t in zip(self.futures, tasks, strict=True)}
         self.reported = set()
-        for f in as_completed(self.futures):
+        for f in self._finished(list(self.futures)):
             i = self.index[f.key]
             try:
                 doc = f.result()
+                with contextlib.suppress(Exception):  # where it ran, for the manifest
+                    self.ran.update(self.client.who_has([f]).get(f.key, ()))
             except Exception as e:  # noqa: BLE001 - a dead worker (KilledWorker) or a lost task: recorded
                 doc = failed(self.tasks[i], f"the run did not finish: {type(e).__name__}: "
                                             f"{' '.join(str(e).split())[:300]}")
@@ -293,11 +339,14 @@ def check_address(address: str) -> None:
         raise InputError(f"--scheduler {address}: expected HOST:PORT (e.g. tcp://127.0.0.1:8786) or 'local'")
 
 
-def make(name: str, jobs: int | None, scheduler: str | None, force: bool = False):
+def make(name: str, jobs: int | None, scheduler: str | None, force: bool = False,
+         dask_timeout: float | None = None):
     if name == "local":
         if scheduler:
             raise InputError("--scheduler applies to --executor dask only")
+        if dask_timeout is not None:
+            raise InputError("--dask-timeout applies to --executor dask only")
         return LocalExecutor(jobs, force)
     if name == "dask":
-        return DaskExecutor(scheduler, jobs, force)
+        return DaskExecutor(scheduler, jobs, force, DASK_TIMEOUT if dask_timeout is None else dask_timeout)
     raise InputError(f"--executor {name}: choose from local, dask")
