@@ -308,6 +308,7 @@ def run(**opts: Any) -> None:
     else:
         for w in doc["warnings"]:
             print(f"warning: {w}", file=sys.stderr)
+    _diverged([doc])
     if doc["status"] == "interrupted":
         raise typer.Exit(_interrupted_code())
 
@@ -575,6 +576,7 @@ def _run_comparison(values, given, out, json_, show, plot) -> None:
         for w in sorted({w for d in doc["runs"] for w in d["warnings"]}):
             emit(console, f"[yellow]warning:[/] {w}")
         emit(console, comparison_table(doc))
+    _diverged(doc["runs"])
     if doc["status"] == "interrupted":
         raise typer.Exit(_interrupted_code())
 
@@ -612,6 +614,15 @@ class _progress_bar:
         if self.show:
             self.bar.__exit__(*exc)
         return False
+
+
+def _diverged(docs: list[dict[str, Any]]) -> None:
+    """One line on stderr per diverged run (exit code unchanged: a diverged run is a result)."""
+    from signsim.commands.run import diverged_message
+
+    for doc in docs:
+        if (line := diverged_message(doc)) is not None:
+            print(f"signsim: {line}", file=sys.stderr)
 
 
 def _with_progress(work, show: bool, label: str):

@@ -12,6 +12,7 @@ import threading
 
 import pytest
 
+from .test_cli_help import _flat, _help
 from .test_hostile_sweeps import wait_for, write
 
 pytest.importorskip("distributed")
@@ -107,4 +108,4 @@ def test_the_timeout_applies_to_dask_only_and_must_be_positive(cli, tmp_path):
     assert r.code == 2 and "--dask-timeout applies to --executor dask only" in r.err
     r = cli("sweep", p, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1", "--dask-timeout", "0")
     assert r.code == 2 and "--dask-timeout 0" in r.err
-    assert f"(default: {DASK_TIMEOUT:g})" in " ".join(cli("sweep", "--help").out.split())
+    assert f"keeping the finished runs (default: {DASK_TIMEOUT:g})" in _flat(_help("sweep", "--help"))

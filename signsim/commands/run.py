@@ -95,6 +95,18 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     return doc
 
 
+def diverged_message(doc: dict[str, Any]) -> str | None:
+    """The line a diverged run prints on stderr (None for any other status): where it stopped and its last
+    recorded loss."""
+    if doc.get("status") != "diverged":
+        return None
+    fin = doc["final"]
+    label = f"{doc['label']}: " if doc.get("label") else ""
+    loss = fin.get("loss")
+    return (f"{label}the run diverged at iteration {fin['iters_done']} (loss {'NaN' if loss is None else f'{loss:.3g}'}"
+            "): the loss, its gradient or the iterate became NaN or infinite; the history up to there is kept")
+
+
 def first_hit(history: list[dict[str, Any]], target: float) -> int | None:
     for row in history:
         if row["loss"] is not None and row["loss"] <= target:

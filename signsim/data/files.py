@@ -13,6 +13,11 @@ def existing(spec: str, name: str | None = None) -> Path:
 
     target = spec if name is None else name
     where = f"--data {spec}" if name is None or name == spec else f"--data {spec}: {name}"
+    if name is None and not Path(target).exists() and not Path(target).is_symlink():
+        from signsim.data.builtin import NAMES
+
+        raise InputError(f"{where}: no such file (the data sets shipped with signsim: "
+                         f"{', '.join(f'builtin:{n}' for n in NAMES)}; 'signsim list' names every data source)")
     return input_file(target, where)
 
 

@@ -5,7 +5,7 @@ from signsim.codes import Problem
 from signsim.problems import glm
 from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, load_prepared, pack
-from signsim.problems.logistic import glm_instance
+from signsim.problems.logistic import X0, glm_instance
 
 CODE = int(Problem.LEAST_SQUARES)  # assigned in signsim.codes
 
@@ -21,6 +21,6 @@ SPEC = ProblemSpec(
     name="least-squares", code=CODE,
     summary="least squares on --data with the labels as targets, --l2",
     options=DATA_OPTIONS | {"intercept", "x0"},
-    defaults={**DATA_DEFAULTS, "data": "builtin:breast-cancer", "intercept": True},
+    defaults={**DATA_DEFAULTS, "data": "builtin:breast-cancer", "intercept": True, "x0": X0},
     build=build,
 )

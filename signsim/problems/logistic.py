@@ -13,6 +13,8 @@ from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
 
 CODE = int(Problem.LOGISTIC)  # assigned in signsim.codes
+#: the starting point x0 (every coordinate) when --x0 is not given
+X0 = 0.0
 
 
 def signed_labels(y_train, y_test, positive, spec):
@@ -45,7 +47,7 @@ def glm_instance(name, code, cfg, arrays, split) -> ProblemInstance:
 
     n = int(pi[1])
     return ProblemInstance(
-        name=name, code=code, dim=d, x0=np.full(d, cfg.x0 if cfg.x0 is not None else 0.0),
+        name=name, code=code, dim=d, x0=np.full(d, cfg.x0 if cfg.x0 is not None else X0),
         loss_ref=lambda x: glm.loss_ref(x, pf, pi, A, b),
         grad_ref=lambda x: per_sample_grads(x, np.arange(n)).mean(axis=0),
         oracle_ref=oracle_ref_from(per_sample_grads, split, d), heterogeneous=split.heterogeneous,
@@ -58,6 +60,6 @@ SPEC = ProblemSpec(
     name="logistic", code=CODE,
     summary="logistic regression on --data (labels -> +-1, --positive-class for multi-class), --l2",
     options=DATA_OPTIONS | {"positive_class", "intercept", "x0"},
-    defaults={**DATA_DEFAULTS, "data": "builtin:breast-cancer", "intercept": True},
+    defaults={**DATA_DEFAULTS, "data": "builtin:breast-cancer", "intercept": True, "x0": X0},
     build=build,
 )

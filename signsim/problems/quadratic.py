@@ -12,6 +12,8 @@ from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
 CODE = int(Problem.QUADRATIC)  # assigned in signsim.codes
+#: the starting point x0 (every coordinate) when --x0 is not given
+X0 = 1.0
 
 
 @njit(cache=True)
@@ -41,7 +43,7 @@ def build(cfg) -> ProblemInstance:
         raise InputError(f"--kappa {kappa}: the condition number must be a finite number >= 1")
     L = np.logspace(0.0, np.log10(kappa), d) if d > 1 else np.ones(1)
     return ProblemInstance(
-        name="quadratic", code=CODE, dim=d, x0=np.full(d, cfg.x0 if cfg.x0 is not None else 1.0),
+        name="quadratic", code=CODE, dim=d, x0=np.full(d, cfg.x0 if cfg.x0 is not None else X0),
         loss_ref=lambda x: float(0.5 * np.sum(L * x * x)), grad_ref=lambda x: L * x,
         oracle_ref=lambda x, worker, gen, tau: L * x,
         pf=L, x_star=np.zeros(d), f_star=0.0, L=L.copy(), exact_oracle=True,
@@ -52,6 +54,6 @@ SPEC = ProblemSpec(
     name="quadratic", code=CODE,
     summary="1/2 sum L_i x_i^2, L_i log-spaced in [1, --kappa]; exact gradient plus --noise",
     options=frozenset({"dim", "kappa", "x0", "noise"}),
-    defaults={"dim": 10, "kappa": 100.0, "noise": "gaussian:1"},
+    defaults={"dim": 10, "x0": X0, "kappa": 100.0, "noise": "gaussian:1"},
     build=build,
 )

@@ -14,6 +14,8 @@ from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
 CODE = int(Problem.ROSENBROCK)  # assigned in signsim.codes
+#: the starting point x0 (every coordinate) when --x0 is not given
+X0 = 0.0
 FULL, TERM = 0, 1
 
 
@@ -84,7 +86,7 @@ def build(cfg) -> ProblemInstance:
         return g
 
     return ProblemInstance(
-        name="rosenbrock", code=CODE, dim=d, x0=np.full(d, cfg.x0 if cfg.x0 is not None else 0.0),
+        name="rosenbrock", code=CODE, dim=d, x0=np.full(d, cfg.x0 if cfg.x0 is not None else X0),
         loss_ref=loss_ref, grad_ref=grad_ref, oracle_ref=oracle_ref,
         pi=np.array([kind], dtype=np.int64), x_star=np.ones(d), f_star=0.0, exact_oracle=kind == FULL,
     )
@@ -94,6 +96,6 @@ SPEC = ProblemSpec(
     name="rosenbrock", code=CODE,
     summary="sum 100(x_{i+1}-x_i^2)^2 + (1-x_i)^2, d = --dim (10); oracle full or one term, plus --noise",
     options=frozenset({"dim", "oracle", "x0", "noise"}),
-    defaults={"dim": 10, "oracle": "full", "noise": "gaussian:1"},
+    defaults={"dim": 10, "x0": X0, "oracle": "full", "noise": "gaussian:1"},
     build=build,
 )

@@ -18,6 +18,8 @@ from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
 CODE = int(Problem.SIGN_TRAP)  # assigned in signsim.codes
+#: the starting point x0 (every coordinate) when --x0 is not given
+X0 = 1.0
 
 
 @njit(cache=True)
@@ -71,7 +73,7 @@ def build(cfg) -> ProblemInstance:
     H = a.T @ a
     return ProblemInstance(
         name="sign-trap", code=CODE, dim=2,
-        x0=np.full(2, cfg.x0 if cfg.x0 is not None else 1.0),
+        x0=np.full(2, cfg.x0 if cfg.x0 is not None else X0),
         loss_ref=lambda x: float(0.5 * np.sum((a @ x) ** 2)), grad_ref=lambda x: H @ x, oracle_ref=oracle_ref,
         pf=np.array([eps]), x_star=np.zeros(2), f_star=0.0, L=np.abs(H).sum(axis=1),
     )
@@ -81,6 +83,6 @@ SPEC = ProblemSpec(
     name="sign-trap", code=CODE,
     summary="d = 2 counterexample: signSGD stuck on x1 + x2 = 2, error feedback converges (--trap-eps)",
     options=frozenset({"trap_eps", "x0", "noise"}),
-    defaults={"noise": "none", "trap_eps": 0.5, "sign_zero": "zero", "tie": "zero"},
+    defaults={"x0": X0, "noise": "none", "trap_eps": 0.5, "sign_zero": "zero", "tie": "zero"},
     build=build,
 )

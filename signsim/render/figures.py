@@ -12,6 +12,7 @@ import numpy as np
 from signsim import history
 from signsim.diagnostics import tracking
 from signsim.errors import InputError
+from signsim.render import where as point_words
 
 
 def _history(field: str, log: bool) -> tuple[str, str, str, bool]:
@@ -413,7 +414,7 @@ def rho_sorted(doc: dict[str, Any]):
     ax.set_xlabel("coordinates, sorted by rho_i")
     ax.set_ylabel("success probability rho_i")
     ax.set_ylim(min(0.0, np.nanmin(l_) if l_.size else 0) - 0.02, 1.02)
-    ax.set_title(f"{doc['problem']['name']} at {doc['point']}, tau = {doc['tau']}: SPB {doc['verdict']}")
+    ax.set_title(f"{doc['problem']['name']} {point_words(doc['point'])}, tau = {doc['tau']}: SPB {doc['verdict']}")
     legend_below(fig)
     return fig
 
@@ -430,7 +431,7 @@ def speedup_predicted(doc: dict[str, Any]):
     ax.set_yscale("log", base=2)
     ax.set_xlabel("batch size B")
     ax.set_ylabel("speedup over B = 1")
-    ax.set_title(f"{doc['problem']['name']} at {doc['point']} ({doc['method_of_estimate']})")
+    ax.set_title(f"{doc['problem']['name']} {point_words(doc['point'])} ({doc['method_of_estimate']})")
     legend_below(fig)
     return fig
 
@@ -495,7 +496,7 @@ def diversity_heuristics(doc: dict[str, Any]):
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("B_S = n Delta (expected over the transformation)")
-    ax.set_title(f"diversity at {doc['point']} (n = {doc['n']})", fontsize=10)
+    ax.set_title(f"diversity {point_words(doc['point'])} (n = {doc['n']})", fontsize=10)
     if measured:
         ax2 = axes[0, 1]
         for label in dict.fromkeys(r["transform"] for r in measured):

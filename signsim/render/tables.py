@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from signsim import history
+from signsim.render import where
 
 
 def fmt(v: Any) -> str:
@@ -33,15 +34,6 @@ def human_bits(bits: int) -> str:
 def bits_text(bits: int) -> str:
     """A bit count, with its size in kB / MB / GB once it is at least a kilobyte ("6000", "16,000 (2 kB)")."""
     return fmt(bits) if bits < 8e3 else f"{fmt(bits)} ({human_bits(bits)})"
-
-
-def where(point: str) -> str:
-    """'at init', 'after 500 iterations of ssdm', 'on 1000 given samples' (a point as documents name it)."""
-    if point.startswith("after "):
-        return point
-    if point.endswith(" given samples"):
-        return f"on {point}"
-    return f"at {point}"
 
 
 def wrap_title(title: str, width: int) -> list[str]:
@@ -82,6 +74,16 @@ def _split_title(title: str) -> list[str]:
     return [p for p in parts if p]
 
 
+#: the one style of every table: a rule under the bold header, no outer box, one space between columns
+STYLE = {"box": box.SIMPLE_HEAD, "show_edge": False, "pad_edge": False, "padding": (0, 1, 0, 0),
+         "header_style": "bold"}
+
+
+def new_table(title: str | None = None, header: bool = True) -> Table:
+    """A table in the style of every signsim table (``STYLE``)."""
+    return Table(title=title, show_header=header, **STYLE)
+
+
 def emit(console: Console, item: Any) -> None:
     """Print a table (its title above it, wrapped at the console width between expressions) or a line of text,
     with no trailing spaces on any line (piped output stays clean)."""
@@ -99,19 +101,7 @@ def emit(console: Console, item: Any) -> None:
 
 
 def _fit(console: Console, table: Table) -> None:
-    """A boxed table whose words cannot all fit the console width loses its box lines (one space between
-    columns instead of three); nothing is cut with an ellipsis (a token wider than its column folds)."""
-    def narrowest() -> int:
-        """The width with every column at its longest word (no_wrap columns whole; unclamped)."""
-        wide = console.options.update_width(10**6)
-        extra = sum(m.maximum - m.minimum for m in (table._measure_column(console, wide, c)
-                                                     for c in table.columns if c.no_wrap))
-        return table.__rich_measure__(console, wide).minimum + extra
-
-    if table.box is not None and narrowest() > console.width:
-        table.box, table.show_edge, table.pad_edge, table.padding = box.SIMPLE_HEAD, False, False, (0, 1, 0, 0)
-        if narrowest() > console.width:
-            table.box = None
+    """Nothing is cut with an ellipsis: a token wider than its column folds."""
     for column in table.columns:
         column.overflow = "fold"
     _allocate(console, table)
@@ -157,7 +147,7 @@ def run_summary(doc: dict[str, Any]) -> Table:
     cfg, fin = doc["config"], doc["final"]
     title = (f"{cfg['method']} on {doc['problem']['name']} (d = {doc['problem']['dim']}), "
              f"M = {cfg['workers']}, K = {cfg['iters']}: {doc['status']}")
-    table = Table(title=title, show_header=True, header_style="bold")
+    table = new_table(title)
     table.add_column("quantity")
     table.add_column("start", justify="right")
     table.add_column("final", justify="right")
@@ -177,7 +167,7 @@ def run_summary(doc: dict[str, Any]) -> Table:
 def listing(sections: dict[str, list[tuple[str, str]]]) -> list[Table]:
     tables = []
     for title, rows in sections.items():
-        t = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
+        t = new_table(title, header=False)
         t.add_column("name", style="bold")
         t.add_column("description")
         for name, text in rows:
@@ -194,8 +184,8 @@ def comparison_table(doc: dict[str, Any]) -> Table:
     """Every run's final values, and its loss (and test accuracy) at the smallest total communication."""
     c = doc["comparison"]
     acc = any(r["final_test_acc"] is not None for r in c["rows"])
-    table = Table(title=f"@B: at equal communication, B = {c['budget_megabytes']:.3g} MB (up + down)",
-                  header_style="bold")
+    table = new_table(f"runs compared at equal communication B = {c['budget_megabytes']:.3g} MB (up + down; the least "
+                      "any run sent)")
     cols = ["run", "iters", "MB", "final loss", "loss@B"] + (["test acc@B", "final acc"] if acc else []) + ["status"]
     for col in cols:
         table.add_column(col, justify="left" if col in ("run", "status") else "right")
@@ -218,9 +208,9 @@ MAX_WORKER_ROWS = 12
 def spb_report(doc: dict[str, Any]) -> list[Any]:
     """Summary table, the per-worker table (workers that differ) and the table of worst coordinates."""
     p = doc["problem"]
-    summary = Table(title=f"SPB {where(doc['point'])}: {p['name']} (d = {doc['dim']}), tau = {doc['tau']}, "
+    summary = new_table(f"SPB {where(doc['point'])}: {p['name']} (d = {doc['dim']}), tau = {doc['tau']}, "
                     f"estimator {doc['method_of_estimate']}" + (f", S = {doc['samples']}" if doc["samples"] else ""),
-                    show_header=False, title_justify="left")
+                    header=False)
     summary.add_column("quantity")
     summary.add_column("value", justify="right")
     colour = {"holds": "green", "violated": "red", "inconclusive": "yellow"}[doc["verdict"]]
@@ -252,7 +242,7 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
         out.append(f"l^{{1,2}}: not a bound on ||g||_rho here: {doc['l12_note']}")
     if "per_worker" in doc:
         out.append(worker_table(doc["per_worker"]))
-    worst = Table(title=f"worst {len(doc['worst'])} coordinates", header_style="bold", title_justify="left")
+    worst = new_table(f"worst {len(doc['worst'])} coordinates")
     zeros = bool(doc.get("n_with_zeros"))
     mc = doc["method_of_estimate"] == "monte-carlo"
     cols = ["i", "g_i", "sigma_i", "GSNR", "P(agree)"] + (["P(0)", "P(disagree)", "rho_i"] if zeros else []) + \
@@ -290,7 +280,7 @@ def _at(doc: dict[str, Any], key: str, i: int) -> Any:
 
 def worker_table(rows: list[dict[str, Any]]) -> Table:
     """One row per worker, or (many workers) the first, the worst and a min / median / max summary."""
-    t = Table(title=f"per worker ({len(rows)} workers)", header_style="bold", title_justify="left")
+    t = new_table(f"per worker ({len(rows)} workers)")
     for col in ("worker", "min rho_i", "violated", "E<g, sign g_hat_m>", "||E g_hat_m - g||"):
         t.add_column(col, justify="right")
 
@@ -316,8 +306,8 @@ def worker_table(rows: list[dict[str, Any]]) -> Table:
 
 def diversity_report(doc: dict[str, Any]) -> list[Any]:
     p = doc["problem"]
-    t = Table(title=f"gradient diversity {where(doc['point'])}: {p['name']} (d = {p['dim']}), estimator "
-              f"{doc['method_of_estimate']}", show_header=False, title_justify="left")
+    t = new_table(f"gradient diversity {where(doc['point'])}: {p['name']} (d = {p['dim']}), estimator "
+              f"{doc['method_of_estimate']}", header=False)
     t.add_column("quantity")
     t.add_column("value", justify="right")
     rows = [("n", fmt(doc["n"]) if doc["n"] is not None else "infinite (population)"),
@@ -341,7 +331,7 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
         rows.append(("every worker unbiased for grad f", "yes" if h["unbiased"] else "[bold red]no[/]"))
     for label, value in rows:
         t.add_row(label, value)
-    sp = Table(title="predicted speedup B B_S / (B + B_S - 1)", header_style="bold", title_justify="left")
+    sp = new_table("predicted speedup B B_S / (B + B_S - 1)")
     sp.add_column("B", justify="right")
     sp.add_column("speedup", justify="right")
     sp.add_column("efficiency", justify="right")
@@ -349,7 +339,7 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
         sp.add_row(fmt(r["B"]), fmt(r["predicted"]), f"{100 * r['predicted'] / r['B']:.0f}%")
     out = [t, sp]
     if "workers" in doc:
-        w = Table(title="per worker", header_style="bold", title_justify="left")
+        w = new_table("per worker")
         groups = doc.get("sampling", {}).get("scheme") == "split-batch"  # the rows are label groups, not workers
         w.title = "per label group (split-batch)" if groups else w.title
         bias = None if groups else (doc.get("heterogeneity") or {}).get("bias")
@@ -361,8 +351,7 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
             w.add_row(str(r["worker"]), fmt(r["n"]), fmt(r["delta_S"]), fmt(r["B_S"]), *extra)
         out.append(w)
     if doc.get("transforms"):
-        tt = Table(title="transformed per-sample gradients (expected over the transformation)", header_style="bold",
-                   title_justify="left")
+        tt = new_table("transformed per-sample gradients (expected over the transformation)")
         for col in ("transform", "Delta_S", "B_S", "B_simple", "speedup at B = 64"):
             tt.add_column(col, justify="left" if col == "transform" else "right")
         for r in doc["transforms"]:
@@ -374,8 +363,7 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
 
 def replication_table(doc: dict[str, Any]) -> Table:
     e = doc["experiment"]
-    t = Table(title=f"iterations of mini-batch SGD to reach loss {e['target_loss']:g} (mean of {e['seeds']} seeds)",
-              header_style="bold", title_justify="left")
+    t = new_table(f"iterations of mini-batch SGD to reach loss {e['target_loss']:g} (mean of {e['seeds']} seeds)")
     for col in ("replicate", "B", "lr", "iters", "speedup", "predicted", "B_S", "Delta_S"):
         t.add_column(col, justify="right")
     for r in doc["rows"]:
@@ -386,9 +374,8 @@ def replication_table(doc: dict[str, Any]) -> Table:
 
 def dimension_table(doc: dict[str, Any]) -> Table:
     e = doc["experiment"]
-    t = Table(title=f"B_S against the number of features d (synthetic:glm, {e['features']} features, "
-                    f"{e['labels']} labels; slope of log B_S on log d: {doc['slope']:.3f} +- {doc['slope_se']:.3f})",
-              header_style="bold", title_justify="left")
+    t = new_table(f"B_S against the number of features d (synthetic:glm, {e['features']} features, "
+                    f"{e['labels']} labels; slope of log B_S on log d: {doc['slope']:.3f} +- {doc['slope_se']:.3f})")
     for col in ("d", "seed", "n", "B_S", "Delta_S"):
         t.add_column(col, justify="right")
     for r in doc["rows"]:
@@ -397,8 +384,7 @@ def dimension_table(doc: dict[str, Any]) -> Table:
 
 
 def heuristics_table(doc: dict[str, Any]) -> list[Any]:
-    t = Table(title=f"diversity of transformed per-sample gradients {where(doc['point'])} (n = {doc['n']})",
-              header_style="bold", title_justify="left")
+    t = new_table(f"diversity of transformed per-sample gradients {where(doc['point'])} (n = {doc['n']})")
     for col in ("transform", "B_S", "Delta_S", "B_simple", "speedup at B = 64"):
         t.add_column(col, justify="right" if col != "transform" else "left")
     for r in doc["rows"]:
@@ -406,8 +392,7 @@ def heuristics_table(doc: dict[str, Any]) -> list[Any]:
         t.add_row(r["transform"], fmt(r["B_S"]), fmt(r["delta_S"]), fmt(r["B_simple"]), fmt(at64))
     out: list[Any] = [t]
     if doc.get("measured"):
-        m = Table(title="mini-batch SGD: iterations to the target loss, with and without the transformation",
-                  header_style="bold", title_justify="left")
+        m = new_table("mini-batch SGD: iterations to the target loss, with and without the transformation")
         for col in ("transform", "B", "iters", "speedup"):
             m.add_column(col, justify="right" if col != "transform" else "left")
         for r in doc["measured"]:
@@ -426,14 +411,14 @@ def experiment_tables(doc: dict[str, Any]) -> list[Any]:
 
 
 def bound_report(doc: dict[str, Any]) -> list[Any]:
-    c = Table(title="constants", header_style="bold", title_justify="left")
+    c = new_table("constants")
     for col in ("name", "value", "source"):
         c.add_column(col, justify="right" if col == "value" else "left")
     for k in doc["constants"]:
         c.add_row(k["name"], fmt(k["value"]), _glue(k["source"]))
     overlay = "overlay" in doc
-    b = Table(title="bounds" + (f" beside the run ({doc['overlay']['iters_done']} iterations)" if overlay else
-                                f" at K = {doc['config']['iters']}"), header_style="bold", title_justify="left")
+    b = new_table("bounds" + (f" beside the run ({doc['overlay']['iters_done']} iterations)" if overlay else
+                                f" at K = {doc['config']['iters']}"))
     for col in ("bound", "on", "run", "bound at K") + (("observed", "") if overlay else ()):
         b.add_column(col, justify="right" if col in ("bound at K", "observed") else "left")
     for r in doc["bounds"]:
@@ -448,9 +433,8 @@ def bound_report(doc: dict[str, Any]) -> list[Any]:
         b.add_row(*row)
     mt = doc["majority_table"]
     per_worker = ", each worker's own law" if mt.get("workers_differ") else ""
-    m = Table(title=f"majority vote: E<g, vote> / ||g||_1 {where(mt['point'])} ({mt['method_of_estimate']}, "
-              f"sampling {mt.get('sampling', '-')}{per_worker}, min rho = {fmt(mt['rho_min'])})", header_style="bold",
-              title_justify="left")
+    m = new_table(f"majority vote: E<g, vote> / ||g||_1 {where(mt['point'])} ({mt['method_of_estimate']}, "
+              f"sampling {mt.get('sampling', '-')}{per_worker}, min rho = {fmt(mt['rho_min'])})")
     for col in ("M", "ratio", "1 - exp(-(2 rho - 1)^2 l)"):
         m.add_column(col, justify="right")
     for r in mt["rows"]:
@@ -464,7 +448,7 @@ def bound_report(doc: dict[str, Any]) -> list[Any]:
 
 
 def sweep_plan(rows: list[dict[str, Any]], parameters: list[str]) -> Table:
-    t = Table(title=f"{len(rows)} runs", header_style="bold", title_justify="left")
+    t = new_table(f"{len(rows)} runs")
     for col in ("#", "run id", *parameters, "seed", "repeat", "state"):
         t.add_column(col)
     for r in rows:
@@ -477,7 +461,7 @@ def sweep_plan(rows: list[dict[str, Any]], parameters: list[str]) -> Table:
 def sweep_summary(doc: dict[str, Any]) -> list[Any]:
     head = (f"{doc['runs']} runs in {doc['out']}: ran {doc['ran']}, skipped {doc['skipped']} already finished; "
             + ", ".join(f"{k} {v}" for k, v in sorted(doc["statuses"].items())))
-    t = Table(title="best final loss per method (mean ± std over repeats)", header_style="bold", title_justify="left")
+    t = new_table("best final loss per method (mean ± std over repeats)")
     for col in ("method", "settings", "final loss", "runs"):
         t.add_column(col, justify="right" if col in ("final loss", "runs") else "left")
     for m, r in doc["best_per_method"].items():

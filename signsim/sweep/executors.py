@@ -25,6 +25,8 @@ from signsim.sweep.worker import execute, failed
 DRAIN_SECONDS = 10.0
 #: --dask-timeout's default: seconds a Dask sweep waits while its scheduler has no worker
 DASK_TIMEOUT = 60.0
+#: --jobs's default for --executor dask --scheduler local: LocalCluster workers
+LOCAL_CLUSTER_JOBS = 2
 
 
 class ExecutorStopped(Exception):
@@ -210,7 +212,7 @@ class DaskExecutor:
             check_address(scheduler)
         if not 0 < timeout < 1e9:
             raise InputError(f"--dask-timeout {timeout:g}: must be a number of seconds > 0")
-        self.scheduler, self.jobs, self.timeout = scheduler, jobs or 2, timeout
+        self.scheduler, self.jobs, self.timeout = scheduler, jobs or LOCAL_CLUSTER_JOBS, timeout
         self.ran: set[str] = set()  # the addresses of the workers that ran a run
         self.client = self.cluster = None
         self.futures: list = []
