@@ -24,9 +24,21 @@ def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
 
 
 def test_the_compile_notice_reaches_stderr_when_kernels_are_missing(cli, monkeypatch):
-    monkeypatch.setattr(compiling, "loop_is_cached", lambda family="*", dtype=None: False)
+    """The CLI's side of the notice: as if a kernel compiled (``watch`` reports a cache miss at once)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def missing(first, busy=lambda compiling: None):
+        first()
+        yield
+
+    monkeypatch.setattr(compiling, "watch", missing)
     r = cli("run", "--iters", "3", "--json")
-    assert r.code == 0 and "compiling" in r.err and "signsim compile" in r.err
+    assert r.code == 0 and "compiling the analytic kernels (float64) for run" in r.err and "signsim compile" in r.err
+    r = cli("run", "--problem", "logistic", "--dtype", "float32", "--iters", "3", "--json")
+    assert "compiling the glm kernels (float32) for run" in r.err and "--family glm --dtype float32" in r.err
+    for command in ("check-spb", "diversity", "bound"):
+        assert f"kernels (float64) for {command}" in cli(command, "--json").err, command
     assert "compiling" not in cli("run", "--iters", "3", "--quiet").err
 
 

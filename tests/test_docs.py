@@ -168,6 +168,7 @@ def test_readme_tour_runs_in_order_and_writes_under_results_only(tmp_path):
                            text=True, timeout=600)
         assert p.returncode == expected, (f"README tour: `{line}` exited {p.returncode}, the README says {expected}\n"
                                           f"{p.stderr[-3000:]}")
+        assert "diverged" not in p.stderr, f"README tour: `{line}` diverged\n{p.stderr[-3000:]}"
     after = _snapshot(copy)
     changed = sorted(rel for rel in after if after[rel] != before.get(rel) or rel not in before)
     outside = [rel for rel in changed if rel != "results" and not rel.startswith("results/")]

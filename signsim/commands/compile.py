@@ -24,10 +24,6 @@ SUFFIXES = (".nbi", ".nbc")
 #: the kernels whose cache entry says "the run loop of this family of problems is compiled"
 LOOP_INDEX = "loop.run_chunk*__{family}-*.nbi"
 
-COMPILE_NOTICE = ("signsim: compiling the simulation kernels (the first run of each kind of problem after an "
-                  "install or an upgrade takes 10-30 s on 2 cores; 'signsim compile' does it ahead of time)")
-
-
 def notice(command: str, family: str | None, dtype: str) -> str:
     """The line a command prints before its first kernel compiles: what compiles (``family``: the problem's
     family, None for the kernels of --grads) and how to do it ahead of time."""
