@@ -82,6 +82,19 @@ def test_compile_selects_by_command_family_and_dtype(cli):
     assert "signsim: 1 warm-up commands: about" in r.err and "compiled: 1 warm-up commands ran in" in r.err
 
 
+def test_compile_warms_the_binomial_engine():
+    """``--votes binomial`` compiled silently, and ``signsim compile`` did not compile it ahead of time."""
+    from signsim import config
+    from signsim.build import build
+    from signsim.commands import compile as compiling
+    from signsim.engine.binomial import BinomialEngine
+
+    (args,) = [c for c in compiling.warm_commands() if "--votes" in c]
+    options = dict(zip(args[1:-3:2], args[2:-3:2], strict=True))
+    options = {k[2:].replace("-", "_"): int(v) if v.isdigit() else v for k, v in options.items()}
+    assert isinstance(build(config.resolve(options)).engine, BinomialEngine)
+
+
 def test_the_family_help_of_compile_names_every_problem():
     from signsim import problems
     from signsim.cli import app

@@ -186,6 +186,8 @@ def warm_commands() -> list[list[str]]:
              ["run", "--problem", "logistic", "--workers", "32", "--batch-size", "64", *fast],
              ["run", "--problem", "mlp", "--workers", "32", "--batch-size", "8", *fast]]
     cmds += [["run", "--problem", p, "--dtype", "float32", *fast] for p in ("rosenbrock", "logistic", "mlp")]
+    # the binomial engine (--votes binomial: analytic problems only)
+    cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--method", "signsgd", "--votes", "binomial", *fast])
     for p in ("logistic", "mlp", "quadratic", "rosenbrock"):
         cmds.append(["check-spb", "--problem", p, "--samples", "64", "--quiet"])
         cmds.append(["diversity", "--problem", p, "--pairs", "8", "--quiet"])
