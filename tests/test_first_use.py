@@ -2,7 +2,6 @@
 says so (item 5), and the smaller things of item 6 (titles, the missing-data message, --jobs, x0, one table
 style)."""
 
-import json
 import os
 import subprocess
 import sys
@@ -68,7 +67,10 @@ def test_compile_selects_by_command_family_and_dtype(cli):
 
     every = compiling.warm_commands()
     picked = compiling.select(["check-spb"], ["mlp"])
-    assert picked == [c for c in every if c[0] == "check-spb" and "mlp" in c] and len(picked) == 1
+    assert picked == [c for c in every if c[0] == "check-spb" and "mlp" in c] and len(picked) == 2
+    for family in ("analytic", "glm", "mlp"):  # the sampling estimators too (auto takes a closed form often)
+        assert any("monte-carlo" in c for c in compiling.select(["check-spb"], [family])), family
+        assert any("two-batch" in c for c in compiling.select(["diversity"], [family])), family
     float32 = compiling.select(None, None, "float32")
     assert float32 and all("float32" in c for c in float32)
     assert compiling.select() == every
@@ -96,10 +98,11 @@ def test_compile_warms_the_binomial_engine():
 
 
 def test_the_family_help_of_compile_names_every_problem():
+    from typer.testing import CliRunner
+
     from signsim import problems
     from signsim.cli import app
     from signsim.engine.specialize import family_of
-    from typer.testing import CliRunner
 
     shown = " ".join(CliRunner().invoke(app, ["compile", "--help"], env={"COLUMNS": "200"}).output.split())
     for name in problems.registry():

@@ -188,9 +188,11 @@ def warm_commands() -> list[list[str]]:
     cmds += [["run", "--problem", p, "--dtype", "float32", *fast] for p in ("rosenbrock", "logistic", "mlp")]
     # the binomial engine (--votes binomial: analytic problems only)
     cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--method", "signsgd", "--votes", "binomial", *fast])
-    for p in ("logistic", "mlp", "quadratic", "rosenbrock"):
+    for p in ("logistic", "mlp", "quadratic", "rosenbrock"):  # each default estimator, and the sampling ones
         cmds.append(["check-spb", "--problem", p, "--samples", "64", "--quiet"])
+        cmds.append(["check-spb", "--problem", p, "--samples", "64", "--estimator", "monte-carlo", "--quiet"])
         cmds.append(["diversity", "--problem", p, "--pairs", "8", "--quiet"])
+        cmds.append(["diversity", "--problem", p, "--pairs", "8", "--estimator", "two-batch", "--quiet"])
     cmds.append(["bound", "--problem", "rosenbrock", "--quiet"])  # the majority-vote table's exact law
     return cmds
 
