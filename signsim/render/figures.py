@@ -424,7 +424,7 @@ def speedup_predicted(doc: dict[str, Any]):
     B = np.array([r["B"] for r in doc["speedup"]], dtype=float)
     ax.plot(B, B, ":", color="grey", label="linear speedup")
     B_S = doc["B_S"]
-    name = "inf" if B_S is None else f"{B_S:.3g}"
+    name = "none (no finite variance)" if doc.get("sigma_note") else "inf" if B_S is None else f"{B_S:.3g}"
     ax.plot(B, [r["predicted"] for r in doc["speedup"]], marker="o", label=f"predicted, B_S = {name}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
