@@ -98,8 +98,8 @@ def gradient_blocks(problem, x: np.ndarray) -> Iterator[np.ndarray]:
 
 def transformed(blocks, specs: list[str], sign_zero: str, delta: float) -> list[dict[str, Any]]:
     """For each transformation of the per-sample gradients (``blocks()`` yields them in row blocks): Delta_S,
-    B_S and B_simple in expectation over it (closed forms, docs/theory.md §10.4) and the predicted speedups,
-    beside the raw gradients' (the row "none")."""
+    B_S and B_simple from the expectations of A and C over it (B_S^T = n E[A] / E[C], closed forms,
+    docs/theory.md §10.4) and the predicted speedups, beside the raw gradients' (the row "none")."""
     from signsim.diagnostics import transforms as tr
     from signsim.diagnostics.diversity import batch_grid, largest_batch, predicted_speedup
 

@@ -494,7 +494,7 @@ def diversity_heuristics(doc: dict[str, Any]):
     ax.bar(range(len(names)), [r["B_S"] for r in doc["rows"]], color=["grey"] + ["C0"] * (len(names) - 1))
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
     ax.set_yscale("log")
-    ax.set_ylabel("B_S = n Delta (expected over the transformation)")
+    ax.set_ylabel("B_S^T = n E[A] / E[C] (over the transformation)")
     ax.set_title(f"diversity at {doc['point']} (n = {doc['n']})", fontsize=10)
     if measured:
         ax2 = axes[0, 1]

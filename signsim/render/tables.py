@@ -368,8 +368,8 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
             w.add_row(str(r["worker"]), fmt(r["n"]), fmt(r["delta_S"]), fmt(r["B_S"]), *extra)
         out.append(w)
     if doc.get("transforms"):
-        tt = Table(title="transformed per-sample gradients (expected over the transformation)", header_style="bold",
-                   title_justify="left")
+        tt = Table(title="transformed per-sample gradients (B_S^T = n E[A] / E[C]: a ratio of expectations over "
+                         "the transformation)", header_style="bold", title_justify="left")
         for col in ("transform", "Delta_S", "B_S", "B_simple", "speedup at B = 64"):
             tt.add_column(col, justify="left" if col == "transform" else "right")
         for r in doc["transforms"]:
