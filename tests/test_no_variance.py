@@ -224,3 +224,11 @@ def test_a_negative_squared_norm_reports_no_ratio():
     doc = summary(Diversity(None, None, -2.0, 5.0), 1.0)
     assert doc["B_S"] is None and doc["B_simple"] is None and doc["speedup"] == []
     assert doc["grad_sq"] == -2.0 and any("||G||^2 is negative" in w for w in doc["warnings"])
+
+
+def test_bound_with_a_split_batch_split(cli):
+    """The split-batch minibatch sigma of bound's constants (it called noise_variance without the dimension)."""
+    r = cli("bound", "--problem", "logistic", "--split", "split-batch", "--json")
+    assert r.code == 0, r.err
+    c = {x["name"]: x for x in r.json()["constants"]}
+    assert c["sigma_total"]["value"] > 0 and "split-batch" in c["sigma_total"]["source"]
