@@ -84,6 +84,16 @@ def test_compile_selects_by_command_family_and_dtype(cli):
     assert "signsim: 1 warm-up commands: about" in r.err and "compiled: 1 warm-up commands ran in" in r.err
 
 
+def test_compile_estimates_every_group_it_runs(tmp_path, monkeypatch):
+    from signsim.commands import compile as compiling
+
+    every = compiling.warm_commands()
+    assert {compiling.group(c) for c in every} == set(compiling.SECONDS)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # nothing cached: every group counts
+    assert compiling.estimate(every) == sum(compiling.SECONDS.values())
+    assert compiling.estimate(compiling.select(["bound"])) == compiling.SECONDS[("bound", "analytic", "float64")]
+
+
 def test_compile_warms_the_binomial_engine():
     """``--votes binomial`` compiled silently, and ``signsim compile`` did not compile it ahead of time."""
     from signsim import config

@@ -228,9 +228,19 @@ def select(commands: list[str] | None = None, families: list[str] | None = None,
             (group(c))]
 
 
-#: seconds each group of warm-up commands took in ``signsim compile`` from an empty kernel cache, on a 2-core
-#: machine: (command, family, dtype) -> seconds (the estimate that ``signsim compile`` prints first)
-SECONDS: dict[tuple[str, str, str], float] = {}
+#: CPU seconds each group of warm-up commands took, (command, family, dtype) -> seconds: ``signsim compile`` from
+#: an empty kernel cache, in this order, on a 2-core machine at load average 8-10 (the whole list: 313 s of CPU
+#: time; the sampling estimators' and the binomial engine's commands timed on their own); the estimate that
+#: ``signsim compile`` prints first. On a quiet machine the whole list took about 3 minutes.
+SECONDS: dict[tuple[str, str, str], float] = {
+    ("run", "analytic", "float64"): 59, ("run", "glm", "float64"): 50, ("run", "mlp", "float64"): 75,
+    ("run", "analytic", "float32"): 28, ("run", "glm", "float32"): 27, ("run", "mlp", "float32"): 77,
+    ("check-spb", "analytic", "float64"): 9, ("check-spb", "glm", "float64"): 19,
+    ("check-spb", "mlp", "float64"): 5,
+    ("diversity", "analytic", "float64"): 18, ("diversity", "glm", "float64"): 12,
+    ("diversity", "mlp", "float64"): 1,
+    ("bound", "analytic", "float64"): 2,
+}
 
 
 def estimate(cmds: list[list[str]]) -> float:
