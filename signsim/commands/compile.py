@@ -238,7 +238,7 @@ SECONDS: dict[tuple[str, str, str], float] = {
     ("check-spb", "analytic", "float64"): 9, ("check-spb", "glm", "float64"): 19,
     ("check-spb", "mlp", "float64"): 5,
     ("diversity", "analytic", "float64"): 18, ("diversity", "glm", "float64"): 12,
-    ("diversity", "mlp", "float64"): 1,
+    ("diversity", "mlp", "float64"): 13,
     ("bound", "analytic", "float64"): 2,
 }
 
