@@ -47,6 +47,7 @@ GROUPS = {
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
     "signsim.accounting": "base", "signsim.paths": "base", "signsim.results": "base",
     "signsim.interrupts": "base", "signsim.seeding": "base", "signsim.transform_specs": "base", "signsim.draws": "base",
+    "signsim.options": "base",
     "signsim": "base",
 }
 #: (importer, imported) module pairs allowed against the layers, with their reason
