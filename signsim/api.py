@@ -669,7 +669,7 @@ def spb_from_samples(G: Any, *, workers: int | None = None, batch_size: int = 1,
     ``verdict``, ``rho_norm``, ``rho_M_norm``, ``vote_agree``, ``sigma``, ``sufficient``, ..."""
     from signsim.diagnostics.samples import spb_document
 
-    o = _sample_options("spb_from_samples", dict(workers=workers, batch_size=batch_size, sign_zero=sign_zero,
+    o = _sample_options(spb_from_samples, dict(workers=workers, batch_size=batch_size, sign_zero=sign_zero,
                                                  tie=tie, confidence=confidence, interval=interval,
                                                  correction=correction, samples=samples, seed=seed, top=top))
     return Result(spb_document(G, **o))
@@ -681,18 +681,20 @@ def diversity_from_samples(G: Any, *, delta: float = 1.0) -> Result:
     blocks)."""
     from signsim.diagnostics.samples import diversity_document
 
-    return Result(diversity_document(G, **_sample_options("diversity_from_samples", {"delta": delta})))
+    return Result(diversity_document(G, **_sample_options(diversity_from_samples, {"delta": delta})))
 
 
-def _sample_options(function: str, given: dict[str, Any]) -> dict[str, Any]:
+def _sample_options(function: Callable[..., Any], given: dict[str, Any]) -> dict[str, Any]:
     """The keywords of a ``*_from_samples`` function checked by ``signsim.options``; None is refused where the
-    option has a value by default (it is not "not given" here: the signature shows the default)."""
-    table = of_function(function)
-    for name, raw in given.items():
-        if raw is None and table[name].default is not None:
-            o = table[name]
-            raise InputError(f"{o.flag} None: expected {range_text(o) if o.kind in ('int', 'float') else 'a ' + o.kind}"
-                             f" (default {o.default})")
-    out = _given(function, given)
-    return {name: out.get(name) for name in given}
+    signature has a value by default (None is not "not given" here: the signature shows the default)."""
+    import inspect
 
+    table = of_function(function.__name__)
+    defaults = inspect.signature(function).parameters
+    for name, raw in given.items():
+        if raw is None and defaults[name].default is not None:
+            o = table[name]
+            wanted = range_text(o) if o.kind in ("int", "float") else "one of " + ", ".join(o.choices)
+            raise InputError(f"{o.flag} None: expected {wanted} (default {defaults[name].default})")
+    out = _given(function.__name__, given)
+    return {name: out.get(name) for name in given}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -477,11 +478,11 @@ def coerce(o: Option, value: Any) -> Any:
                 pass
             raise InputError(f"{name} {value!r}: not a valid number{_several(text)}")
         raise InputError(f"{name} {value!r}: not a valid number")
+    if isinstance(value, os.PathLike) and o.kind in ("path", "file", "str"):  # a file name (--data, --at too)
+        value = os.fspath(value)
     if o.kind in ("path", "file"):
-        import os
-
-        if isinstance(value, str) or (isinstance(value, os.PathLike) and isinstance(os.fspath(value), str)):
-            return os.fspath(value)
+        if isinstance(value, str):
+            return value
         raise InputError(f"{name} {value!r}: expected a file name (a str or a path)")
     if o.kind == "strs":
         if isinstance(value, str):

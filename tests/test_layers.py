@@ -10,7 +10,7 @@ own group:
     config       config.py, experiment_config.py   (each config section parsed here, below the commands)
     domain       problems/, methods/, noise/, data/, resources.py
     base         the package itself (__version__), errors, codes, history, stages, accounting, paths, results,
-                 interrupts, seeding, transform_specs
+                 interrupts, seeding, transform_specs, options
 
 Two groups of the same layer do not import each other. Exceptions, each for a stated reason:
 

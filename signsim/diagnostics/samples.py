@@ -42,6 +42,8 @@ def _check_block(b: Any, d: int | None, where: str, first_row: int) -> np.ndarra
         a = a.reshape(1, -1)
     if a.ndim != 2:
         raise InputError(f"{where}: expected rows of per-sample gradients (n x d), got a block of shape {a.shape}")
+    if a.shape[1] == 0:
+        raise InputError(f"{where}: a block with 0 columns (no coordinates), shape {a.shape}")
     if d is not None and a.shape[1] != d:
         raise InputError(f"{where}: blocks of different widths ({d} and {a.shape[1]} columns)")
     a = np.asarray(a, dtype=np.float64)
@@ -215,6 +217,11 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
                          "an array (or a memory map), not an iterable of blocks")
     S = sums(G, where)
     M = 1 if workers is None else workers
+    if workers is not None:  # the vote's law: M message laws and the law of their sum, per coordinate
+        from signsim.resources import require
+
+        require(8.0 * S.s1.size * (6 * M + 2), f"--workers {M}: the law of the vote of {M} workers over "
+                f"{S.s1.size} coordinates", "reduce --workers")
     if batch_size == 1:
         laws = exact_laws(S, M)
     else:
