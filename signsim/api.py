@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from signsim.errors import InputError
-from signsim.options import API_OF, RECORD, flag, of_command, of_function, range_text, suggest
+from signsim.options import API_OF, RECORD, flag, of_command, of_function, range_text, unknown_option
 from signsim.options import value as checked
 
 __all__ = ["Result", "run", "check_spb", "diversity", "bound", "sweep", "spb_from_samples",
@@ -194,7 +194,7 @@ def _names(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _unknown(name: str, known: Mapping[str, Any]) -> InputError:
-    return InputError(f"unknown option {flag(name)}{suggest(name, known).replace('_', '-')}")
+    return unknown_option(name, known)
 
 
 def _is_path(value: Any) -> bool:

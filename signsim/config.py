@@ -127,7 +127,7 @@ def parse_options(raw: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def unknown_option(name: str, known=RECORD) -> InputError:
-    return InputError(f"unknown option {option_name(name)}{_options.suggest(name, known).replace('_', '-')}")
+    return _options.unknown_option(name, known)
 
 
 def resolve(explicit: dict[str, Any]) -> RunConfig:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import difflib
 import math
-import os
 import operator
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -335,6 +335,13 @@ def suggest(value: Any, choices: Iterable[str]) -> str:
         return f" (did you mean '{lower[value.lower()]}'?)"
     close = difflib.get_close_matches(value.lower(), list(lower), n=1, cutoff=0.6)
     return f" (did you mean '{lower[close[0]]}'?)" if close else ""
+
+
+def unknown_option(name: str, known: Iterable[str]) -> InputError:
+    """"unknown option --name", naming the closest known option."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    hint = f" (did you mean '{flag(close[0])}'?)" if close else ""
+    return InputError(f"unknown option {flag(name)}{hint}")
 
 
 def unknown(value: str, choices: Iterable[str], where: str, what: str = "value") -> InputError:
