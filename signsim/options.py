@@ -512,3 +512,14 @@ def value(o: Option, raw: Any) -> Any:
     if v is None or o.kind == "callable":
         return v
     return check(o, v, f"{o.flag} {shown(v)}")
+
+
+def check_fields(obj: Any, command: str) -> None:
+    """Every field of a command's options dataclass that is one of the command's options, checked."""
+    from dataclasses import fields
+
+    table = of_command(command)
+    for f in fields(obj):
+        v = getattr(obj, f.name)
+        if f.name in table and v is not None:
+            check(table[f.name], v, f"{table[f.name].flag} {shown(v)}")
