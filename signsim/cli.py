@@ -518,7 +518,8 @@ def plot(
                                     "in a sweep directory)")] = None,
     x: Annotated[str | None, _opt("iter | bits | megabytes | time (curves against it; default: iter) | workers | "
                                   "byzantine | batch-size (final values against this run option)")] = None,
-    y: Annotated[str | None, _opt("loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
+    y: Annotated[str | None, _opt("loss | test-loss | grad-norm | grad-norm-l1 | distance | accuracy | "
+                                  "train-accuracy | "
                                   "spb-fraction | rho-min | rho-norm | B_S (default: loss)")] = None,
     group_by: Annotated[str | None, _opt("sweeps: one line per value of this option (the title names the "
                                          "options averaged over)")] = None,
