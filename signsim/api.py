@@ -143,6 +143,8 @@ class Result:
             return d.get("speedup", [])
         if kind == "diversity-replication":
             return d.get("rows", [])
+        if kind == "diversity-stability":
+            return d.get("summary", [])
         if kind == "bound":
             return [{"key": b["key"], "K": v["K"], "bound": v["bound"]} for b in d["bounds"] for v in b["values"]]
         return []

@@ -422,6 +422,10 @@ def experiment_tables(doc: dict[str, Any]) -> list[Any]:
         return [dimension_table(doc)]
     if doc["command"] == "diversity-heuristics":
         return heuristics_table(doc)
+    if doc["command"] == "diversity-stability":
+        from signsim.render import batch_figures
+
+        return batch_figures.stability_table(doc)
     return [replication_table(doc)]
 
 
