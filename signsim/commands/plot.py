@@ -46,7 +46,7 @@ def classify(doc: Any, name: str) -> tuple[str, Any]:
     if kind == "run" and "history" in doc:
         return "runs", [doc]
     if kind in ("check-spb", "diversity", "diversity-replication", "diversity-dimension", "diversity-heuristics",
-                "diversity-stability", "bound"):
+                "diversity-stability", "diversity-conflicts", "diversity-lower-bound", "bound"):
         return kind, doc
     raise InputError(f"{name}: not signsim results (command {kind!r})")
 
@@ -147,6 +147,14 @@ def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None
         from signsim.render import batch_figures
 
         return batch_figures.stability_figure(data)
+    if kind == "diversity-conflicts":
+        from signsim.render import batch_figures
+
+        return batch_figures.conflicts_figure(data)
+    if kind == "diversity-lower-bound":
+        from signsim.render import batch_figures
+
+        return batch_figures.lower_bound_figure(data)
     return figures.bound_overview(data)
 
 

@@ -68,3 +68,80 @@ def stability_table(doc: dict[str, Any]) -> list[Any]:
         t.add_row(str(s["B"]), fmt(s["lr"]), fmt(s["iters"]), fmt(s["distance"]), fmt(s["loss_diff_mean"]),
                   fmt(s["loss"]), fmt(s["test_loss"]), fmt(s["gap"]))
     return [t]
+
+
+def conflicts_figure(doc: dict[str, Any]):
+    """B_S against conflict + 1 on log-log axes, one marker per value kind (every seed a point), beside the
+    sparse-conflict bound n / (conflict + 1) (docs/theory.md §6.2)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    rows = [r for r in doc["rows"] if r["B_S"] is not None]
+    for i, values in enumerate(doc["experiment"]["values"]):
+        mine = [r for r in rows if r["values"] == values]
+        ax.plot([r["conflict"] + 1 for r in mine], [r["B_S"] for r in mine], "os"[i % 2], color=f"C{i % 10}",
+                alpha=0.7, label=f"B_S, {values} values (one point per seed)")
+    c = np.array(sorted({r["conflict"] for r in doc["rows"]}), dtype=float)
+    n = doc["experiment"]["samples"]
+    ax.plot(c + 1, n / (c + 1), "-", color="black", label="bound n / (conflict + 1) [reconstructed]")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("conflict + 1 (samples sharing a coordinate with each sample, itself included)")
+    ax.set_ylabel("batch-size bound B_S at the point")
+    e = doc["experiment"]
+    ax.set_title(f"synthetic:sparse, n = {n}, s = {e['s']}, {e['labels']} labels, at {e['at']}", fontsize=10)
+    legend_below(fig)
+    return fig
+
+
+def conflicts_table(doc: dict[str, Any]) -> list[Any]:
+    t = Table(title="B_S of sparse data against the conflict degree, beside the bound n / (conflict + 1) "
+                    f"(holds in every row: {doc['bound_holds']})", header_style="bold", title_justify="left")
+    for col in ("values", "conflict", "seed", "n", "B_S", "bound", "B_S / bound"):
+        t.add_column(col, justify="right" if col != "values" else "left")
+    for r in doc["rows"]:
+        t.add_row(r["values"], str(r["conflict"]), str(r["seed"]), fmt(r["n"]), fmt(r["B_S"]), fmt(r["bound"]),
+                  fmt(r["ratio"]))
+    return [t]
+
+
+def lower_bound_figure(doc: dict[str, Any]):
+    """Left: iterations to the target against B (the fewest over the step factors, mean over seeds), the
+    iterations at which E f_k reaches it with the optimal step (closed form), and linear speedup from B = 1.
+    Right: gradient computations B T_B. B_S marked on both."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    rows = doc["rows"]
+    B = np.array([r["B"] for r in rows], dtype=float)
+    best = np.array([np.nan if r["best_iters"] is None else r["best_iters"] for r in rows])
+    pred = np.array([np.nan if r["predicted_optimal"] is None else r["predicted_optimal"] for r in rows])
+    ax = axes[0]
+    ax.plot(B, best, "o-", color="C0", label="measured: fewest iterations over the step factors")
+    ax.plot(B, pred, "--", color="C1", label="closed form: E f_k reaches the target, optimal step")
+    if rows and rows[0]["B"] == 1 and np.isfinite(best[0]):
+        ax.plot(B, best[0] / B, ":", color="grey", label="linear speedup from B = 1")
+    ax.set_ylabel("iterations to the target")
+    axes[1].plot(B, best * B, "o-", color="C0", label="measured: fewest iterations over the step factors")
+    axes[1].plot(B, pred * B, "--", color="C1", label="closed form: E f_k reaches the target, optimal step")
+    axes[1].set_ylabel("gradient computations B x iterations")
+    for ax in axes:
+        _mark_bound(ax, {"": doc["B_S"]})
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("batch size B")
+    fig.suptitle(f"least squares, {doc['groups']} groups of identical samples (n = {doc['n']}): target "
+                 f"f <= {doc['experiment']['target_ratio']:g} f(x_0)", fontsize=10)
+    legend_below(fig)
+    return fig
+
+
+def lower_bound_table(doc: dict[str, Any]) -> list[Any]:
+    e = doc["experiment"]
+    t = Table(title=f"iterations to f <= {e['target_ratio']:g} f(x_0) (mean of {e['seeds']} seeds, the fewest over "
+                    f"the step factors {e['lr_factors']}); B_S = {fmt(doc['B_S'])}",
+              header_style="bold", title_justify="left")
+    for col in ("B", "iters", "factor", "speedup", "closed form", "gradients"):
+        t.add_column(col, justify="right")
+    for r in doc["rows"]:
+        t.add_row(str(r["B"]), fmt(r["best_iters"]), fmt(r["best_factor"]), fmt(r["speedup"]),
+                  fmt(r["predicted_optimal"]), fmt(r["gradients"]))
+    return [t]
