@@ -40,8 +40,8 @@ def stability_figure(doc: dict[str, Any]):
     ax.set_ylabel("||w_S - w_S'||_2 (mean over pairs)")
     ax.set_title("coupled runs, S and S' differ in one sample", fontsize=10)
     B = np.array([s["B"] for s in doc["summary"]], dtype=float)
-    for ax, key, label in ((axes[1], "loss_diff_mean", "mean over held-out z of |f_z(w_S) - f_z(w_S')|, at the end"),
-                           (axes[2], "gap", "generalization gap: test loss - training loss")):
+    for ax, key, label in ((axes[1], "loss_diff_mean", "final mean |f_z(w_S) - f_z(w_S')|, held-out z"),
+                           (axes[2], "gap", "final test loss - training loss")):
         y = np.array([np.nan if s[key] is None else s[key] for s in doc["summary"]])
         sd = np.array([np.nan if s[f"{key}_sd"] is None else s[f"{key}_sd"] for s in doc["summary"]])
         ax.errorbar(B, y, yerr=sd, marker="o", color="C0", capsize=3, label="mean +- sd over pairs")
