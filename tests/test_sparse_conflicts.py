@@ -161,6 +161,9 @@ def test_experiments_from_configs(tmp_path, cli):
     ones = [row for row in doc["rows"] if row["values"] == "ones"]
     assert [row["B_S"] for row in ones] == pytest.approx([16, 4])
     assert cli("plot", str(tmp_path / "c.json"), "--out", str(tmp_path / "c.png")).code == 0
+    toml.write_text(toml.read_text().replace("least-squares", "quadratic"))
+    r = cli("diversity", "--config", str(toml))
+    assert r.code == 2 and "needs problem" in r.err and r.err.count("\n") == 1
 
     lb = tmp_path / "lb.toml"
     lb.write_text('problem = "least-squares"\ndata = "synthetic:sparse:n=64:s=1:conflict=7:values=ones"\n'

@@ -104,6 +104,13 @@ def test_experiment_runs_from_a_config(small_data, tmp_path, cli):
     assert r.code == 0, r.err
 
 
+def test_needs_a_data_problem(cli, tmp_path):
+    toml = tmp_path / "q.toml"
+    toml.write_text('problem = "quadratic"\n[experiment]\nkind = "stability"\n')
+    r = cli("diversity", "--config", str(toml))
+    assert r.code == 2 and "needs a data problem" in r.err and r.err.count("\n") == 1
+
+
 @pytest.mark.parametrize(("raw", "needle"), [
     ({"kind": "stability", "replacement": "other"}, "'replacement' must be"),
     ({"kind": "stability", "pairs": 0}, "'pairs' must be a positive integer"),

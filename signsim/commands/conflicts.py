@@ -22,7 +22,12 @@ def conflicts(base: dict[str, Any], e: ConflictsExperiment,
               progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> dict[str, Any]:
     from signsim.commands.diversity import DiversityOptions, diversity
     from signsim.config import resolve
+    from signsim.errors import InputError
 
+    problem = base.get("problem")
+    if problem not in ("least-squares", "logistic"):
+        raise InputError(f"[experiment] kind = \"conflicts\": needs problem = \"least-squares\" or \"logistic\" "
+                         f"(a GLM on synthetic:sparse data), not {problem!r}")
     rows = []
     for values in e.values:
         for c in e.conflicts:
