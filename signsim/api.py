@@ -473,8 +473,9 @@ DIVERSITY_OPTIONS = {"at": "str", "delta": "float", "estimator": "str", "pairs":
 def diversity(config: Any = None, *, out: str | Path | None = None, **options: Any) -> Result:
     """``signsim diversity``: gradient diversity Δ_S, the batch-size bound B_S, B_simple and the predicted
     speedup at a point (docs/theory.md §6); a config with an ``[experiment]`` table runs the experiment its
-    ``kind`` names (replication, dimension, heuristics, stability, conflicts, lower-bound). Takes the run options and ``at``, ``delta``, ``estimator``, ``pairs``, ``small_batch``,
-    ``big_batch``; the problem defaults to logistic, as on the command line."""
+    ``kind`` names (replication, dimension, heuristics, stability, conflicts, lower-bound). Takes the run
+    options and ``at``, ``delta``, ``estimator``, ``pairs``, ``small_batch``, ``big_batch``;
+    the problem defaults to logistic, as on the command line."""
     from signsim.commands.diversity import DiversityOptions
     from signsim.commands.diversity import diversity as diversity_command
 

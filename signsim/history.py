@@ -41,8 +41,7 @@ COLUMNS = (
     Column("extra", "ef_error_norm", "mean over workers of ||e_m||_2", recorded=ERROR_FEEDBACK),
     Column("train_acc", "train_acc", "training accuracy", recorded=CLASSIFIER),
     Column("test_acc", "test_acc", "test accuracy", recorded=CLASSIFIER),
-    Column("test_loss", "test_loss", "test loss (f with the held-out samples in place of the training ones)",
-           recorded=DATA),
+    Column("test_loss", "test_loss", "test loss f_test(x_k) on the held-out samples", recorded=DATA),
     Column("bits_up", "bits_up", "bits sent up so far (all workers)", integer=True),
     Column("bits_down", "bits_down", "bits broadcast so far (times M)", integer=True),
 )
