@@ -143,9 +143,7 @@ class Result:
             return d.get("speedup", [])
         if kind == "diversity-replication":
             return d.get("rows", [])
-        if kind == "diversity-stability":
-            return d.get("summary", [])
-        if kind in ("diversity-conflicts", "diversity-lower-bound"):
+        if kind in ("diversity-stability", "diversity-conflicts", "diversity-lower-bound"):
             return d.get("rows", [])
         if kind == "bound":
             return [{"key": b["key"], "K": v["K"], "bound": v["bound"]} for b in d["bounds"] for v in b["values"]]

@@ -95,9 +95,9 @@ def test_experiment_runs_from_a_config(small_data, tmp_path, cli):
     assert r.code == 0, r.err
     doc = r.json()
     assert doc["command"] == "diversity-stability"
-    assert [s["B"] for s in doc["summary"]] == [1, 4]
-    assert [s["iters"] for s in doc["summary"]] == [42, 10]  # 2 passes over n = 21, at the same gradient budget
-    for s in doc["summary"]:
+    assert [s["B"] for s in doc["rows"]] == [1, 4]
+    assert [s["iters"] for s in doc["rows"]] == [42, 10]  # 2 passes over n = 21, at the same gradient budget
+    for s in doc["rows"]:
         assert s["gap"] == pytest.approx(s["test_loss"] - s["loss"])
     assert doc["B_S"]["init"] > 0
     r = cli("plot", str(tmp_path / "s.json"), "--out", str(tmp_path / "s.png"))

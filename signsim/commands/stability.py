@@ -55,7 +55,6 @@ def stability(base: dict[str, Any], e: StabilityExperiment,
     for B in e.batch_sizes:
         lr = min(B * cfg1.lr, e.lr_max) if e.lr_scaling == "linear" else cfg1.lr
         iters = max(1, round(budget / (M * B)))
-        every = max(1, iters // e.records)
         tick = progress(f"B = {B}") if progress is not None else None
         finals: dict[str, list] = {k: [] for k in ("distance", "loss_diff_mean", "loss", "test_loss", "gap",
                                                    "test_acc")}
@@ -66,8 +65,9 @@ def stability(base: dict[str, Any], e: StabilityExperiment,
             position = int(rng.integers(n))
             replacement = None if e.replacement == "copy" else int(rng.integers(n_test))
             pair = neighbour(problem, position, replacement)
-            cfg = replace(cfg1, batch_size=B, lr=lr, iters=iters, eval_every=iters, seed=seed)
-            records, out_s, _ = coupled_runs(cfg, pair, every)
+            cfg = resolve({**base, "batch_size": B, "lr": lr, "iters": iters, "seed": seed})
+            cfg = replace(cfg, eval_every=cfg.iters)  # history at the start and the end only
+            records, out_s, _ = coupled_runs(cfg, pair, max(1, cfg.iters // e.records))
             statuses.append(out_s.status)
             for r in records:
                 curves.append({"B": B, "pair": p, "gradients": r["iter"] * M * B, **r})
@@ -92,7 +92,7 @@ def stability(base: dict[str, Any], e: StabilityExperiment,
     return {"signsim_version": __version__, "command": "diversity-stability", "base": base,
             "experiment": e.__dict__, "n": n, "n_test": n_test, "problem": problem.name,
             "B_S": {"init": _finite(B_S_init), "end_of_serial_run": _finite(B_S_end)},
-            "summary": summary, "curves": curves}
+            "rows": summary, "curves": curves}
 
 
 def _finite(v: float | None) -> float | None:

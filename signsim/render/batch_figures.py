@@ -31,7 +31,7 @@ def stability_figure(doc: dict[str, Any]):
     plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), constrained_layout=True)
     ax = axes[0]
-    for i, s in enumerate(doc["summary"]):
+    for i, s in enumerate(doc["rows"]):
         rows = [r for r in doc["curves"] if r["B"] == s["B"]]
         grads = sorted({r["gradients"] for r in rows})
         mean = [np.mean([r["distance"] for r in rows if r["gradients"] == g]) for g in grads]
@@ -39,11 +39,11 @@ def stability_figure(doc: dict[str, Any]):
     ax.set_xlabel("gradient computations")
     ax.set_ylabel("||w_S - w_S'||_2 (mean over pairs)")
     ax.set_title("coupled runs, S and S' differ in one sample", fontsize=10)
-    B = np.array([s["B"] for s in doc["summary"]], dtype=float)
+    B = np.array([s["B"] for s in doc["rows"]], dtype=float)
     for ax, key, label in ((axes[1], "loss_diff_mean", "final mean |f_z(w_S) - f_z(w_S')|, held-out z"),
                            (axes[2], "gap", "final test loss - training loss")):
-        y = np.array([np.nan if s[key] is None else s[key] for s in doc["summary"]])
-        sd = np.array([np.nan if s[f"{key}_sd"] is None else s[f"{key}_sd"] for s in doc["summary"]])
+        y = np.array([np.nan if s[key] is None else s[key] for s in doc["rows"]])
+        sd = np.array([np.nan if s[f"{key}_sd"] is None else s[f"{key}_sd"] for s in doc["rows"]])
         ax.errorbar(B, y, yerr=sd, marker="o", color="C0", capsize=3, label="mean +- sd over pairs")
         _mark_bound(ax, _stability_marks(doc))
         ax.set_xscale("log", base=2)
@@ -64,7 +64,7 @@ def stability_table(doc: dict[str, Any]) -> list[Any]:
               header_style="bold", title_justify="left")
     for col in ("B", "lr", "iters", "||w_S - w_S'||", "|loss diff|", "train loss", "test loss", "gap"):
         t.add_column(col, justify="right")
-    for s in doc["summary"]:
+    for s in doc["rows"]:
         t.add_row(str(s["B"]), fmt(s["lr"]), fmt(s["iters"]), fmt(s["distance"]), fmt(s["loss_diff_mean"]),
                   fmt(s["loss"]), fmt(s["test_loss"]), fmt(s["gap"]))
     return [t]
