@@ -389,6 +389,9 @@ def diversity(**opts: Any) -> None:
     doc = diversity_command(cfg, o)
     _emit(doc, opts["out"], opts["json_"])
     _show(opts, lambda tables: tables.diversity_report(doc))
+    if opts["quiet"] or opts["json_"]:  # the table shows them otherwise
+        for w in doc["warnings"]:
+            print(f"warning: {w}", file=sys.stderr)
 
 
 @_command("bound", [

@@ -50,6 +50,7 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
     from signsim.diagnostics.point import resolve_point
     from signsim.diagnostics.spb_report import at_point, estimate_fields, l12_assumptions, workers_fields
     from signsim.diagnostics.votes import agree_disagree, message_law
+    from signsim.noise.base import no_variance
 
     problem = problems.build(cfg)
     model, params = noise.for_config(cfg, problem.dim)
@@ -65,7 +66,7 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
         "options": {k: v for k, v in asdict(o).items() if k != "workers_given"},
         "problem": problem.facts(),
         "point": where,
-        **estimate_fields(est, ver, o.top, l12_assumptions(problem, model)),
+        **estimate_fields(est, ver, o.top, l12_assumptions(problem, model, params), no_variance(model, params)),
     }
     differ = laws.sampling.distinct > 1 or cfg.byzantine > 0
     if o.workers_given or differ:
