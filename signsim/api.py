@@ -558,10 +558,11 @@ def check_spb(config: Any = None, *, out: str | Path | None = None, **options: A
 
 def diversity(config: Any = None, *, out: str | Path | None = None, **options: Any) -> Result:
     """``signsim diversity``: gradient diversity Δ_S, the batch-size bound B_S, B_simple and the predicted
-    speedup at a point (docs/theory.md §6); a config with an ``[experiment]`` table runs the replicated-data
-    experiment. Takes the run options and ``at`` (also a vector), ``delta``, ``estimator``, ``pairs``,
-    ``small_batch``, ``big_batch``, ``transform`` (a spec or a list of them), ``grads``; the problem defaults to
-    logistic, as on the command line."""
+    speedup at a point (docs/theory.md §6); a config with an ``[experiment]`` table runs the experiment its
+    ``kind`` names (replication, dimension, heuristics, stability, conflicts, lower-bound). Takes the run
+    options and ``at`` (also a vector), ``delta``, ``estimator``, ``pairs``, ``small_batch``, ``big_batch``,
+    ``transform`` (a spec or a list of them), ``grads``; the problem defaults to logistic, as on the command
+    line."""
     return Result(execute("diversity", config, {**options, "out": out}))
 
 

@@ -228,11 +228,11 @@ def diversity(**opts: Any) -> None:
     _emit(doc, opts["json"])
     if doc["command"] == "diversity":
         _show(opts, lambda tables: tables.diversity_report(doc))
-        if opts["quiet"] or opts["json"]:  # the table shows them otherwise
-            for w in doc.get("warnings", []):
-                print(f"warning: {w}", file=sys.stderr)
     else:
         _show(opts, lambda tables: tables.experiment_tables(doc))
+    if opts["quiet"] or opts["json"]:  # the table shows them otherwise
+        for w in doc.get("warnings", ()):
+            print(f"warning: {w}", file=sys.stderr)
 
 
 @_command("bound", help="Evaluate the theorems' convergence bounds for a problem's constants, the majority-vote "

@@ -271,8 +271,8 @@ TABLE: tuple[Option, ...] = (
            "directory)", ("plot",)),
     Option("x", "str", "iter | bits | megabytes | time (curves against it; default: iter) | workers | byzantine | "
            "batch-size (final values against this run option)", ("plot",)),
-    Option("y", "str", "loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | spb-fraction | "
-           "rho-min | rho-norm | B_S (default: loss)", ("plot",)),
+    Option("y", "str", "loss | test-loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
+           "spb-fraction | rho-min | rho-norm | B_S (default: loss)", ("plot",)),
     Option("group_by", "str", "sweeps: one line per value of this option (the title names the options averaged "
            "over)", ("plot",)),
     Option("where", "strs", "sweeps: keep only runs with KEY=VALUE (repeatable; all must hold)", ("plot",)),

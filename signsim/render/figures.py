@@ -36,6 +36,7 @@ X_AXES = {
 #: --y choices: (source, key, label, log scale)
 Y_AXES = {
     "loss": _history("loss", True),
+    "test-loss": _history("test_loss", True),
     "grad-norm": _history("grad_norm", True),
     "grad-norm-l1": _history("grad_norm_l1", True),
     "distance": _history("distance", True),

@@ -429,6 +429,15 @@ def experiment_tables(doc: dict[str, Any]) -> list[Any]:
         return [dimension_table(doc)]
     if doc["command"] == "diversity-heuristics":
         return heuristics_table(doc)
+    if doc["command"] == "diversity-stability":
+        from signsim.render import batch_figures
+
+        return batch_figures.stability_table(doc)
+    if doc["command"] in ("diversity-conflicts", "diversity-lower-bound"):
+        from signsim.render import batch_figures
+
+        return (batch_figures.conflicts_table if doc["command"] == "diversity-conflicts"
+                else batch_figures.lower_bound_table)(doc)
     return [replication_table(doc)]
 
 
