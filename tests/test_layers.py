@@ -63,15 +63,20 @@ ORCHESTRATION = {
     "replication": {"run", "diversity"},  # runs to a target loss, B_S where the B = 1 run reaches it
     "heuristics": {"run"},  # runs to a target loss with and without Langevin noise
     "dimension": {"diversity"},  # B_S of generated data per dimension
-    "experiments": {"replication", "dimension", "heuristics"},  # the runner of each [experiment] kind
+    "conflicts": {"diversity"},  # B_S of sparse data per conflict degree
+    "lower_bound": {"run"},  # runs to a target loss per batch size
+    "experiments": {"replication", "dimension", "heuristics", "stability", "conflicts", "lower_bound"},
 }
 #: the names a composed command offers for composing (its entry point, its options, shared orchestration)
 COMPOSABLE = {
-    "run": {"run", "iterations_to_target"},
+    "run": {"run", "iterations_to_target", "first_hit"},
     "diversity": {"diversity", "DiversityOptions"},
     "replication": {"replication"},
     "dimension": {"dimension"},
     "heuristics": {"heuristics"},
+    "stability": {"stability"},
+    "conflicts": {"conflicts"},
+    "lower_bound": {"lower_bound"},
 }
 
 
