@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from signsim.data.base import is_real
 from signsim.errors import InputError
 
 #: rows per block when walking through an array (or a memory map): about this many bytes of float64
@@ -36,7 +37,7 @@ def _check_block(b: Any, d: int | None, where: str, first_row: int) -> np.ndarra
         a = np.asarray(b)
     except (TypeError, ValueError) as e:
         raise InputError(f"{where}: a block is not a numeric array ({' '.join(str(e).split())})") from None
-    if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool) or np.iscomplexobj(a):
+    if not is_real(a.dtype):
         raise InputError(f"{where}: expected real numbers, got dtype {a.dtype}")
     if a.ndim == 1:
         a = a.reshape(1, -1)

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from signsim import __version__
+from signsim.errors import InputError
 from signsim.history import CSV_FIELDS
-from signsim.results import dumps, write_atomic
+from signsim.results import dumps, read_json, write_atomic
 
 FINISHED = ("ok", "diverged")
 
@@ -55,9 +55,9 @@ class Store:
         if not p.is_file():
             return None
         try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError, OSError):
-            self._warn(run_id, "not a readable JSON file")
+            doc = read_json(p, str(p))
+        except InputError as e:  # the reason, without the file name the warning starts with
+            self._warn(run_id, str(e).removeprefix(f"{p}: "))
             return None
         problem = complete(doc)
         if problem:
