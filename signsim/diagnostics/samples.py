@@ -84,7 +84,8 @@ def blocks(G: Any, where: str = "G") -> Iterator[np.ndarray]:
 
 @dataclass
 class SampleSums:
-    """Per coordinate over the n rows: sum, sum of squares, and how many are > 0, < 0 and = 0."""
+    """Per coordinate over the n rows: sum, sum of squares (in units of ``unit`` and ``unit``^2, see
+    ``signsim.diagnostics.scaling``), and how many are > 0, < 0 and = 0."""
 
     n: int
     s1: np.ndarray
@@ -92,32 +93,37 @@ class SampleSums:
     pos: np.ndarray
     neg: np.ndarray
     zero: np.ndarray
+    unit: float = 1.0
 
     @property
     def grad(self) -> np.ndarray:
-        return self.s1 / self.n
-
-    @property
-    def sq_norms(self) -> float:
-        """sum_j ||G_j||^2."""
-        return float(self.s2.sum())
+        return self.s1 / self.n * self.unit
 
 
 def sums(G: Any, where: str = "G") -> SampleSums:
-    """One pass over G."""
+    """One pass over G (its sums in a power-of-two unit: finite and exact however large or small G's entries)."""
+    from signsim.diagnostics.scaling import Units
+
     acc = None
     n = 0
+    units = Units()
     for a in blocks(G, where):
         if acc is None:
             d = a.shape[1]
             acc = [np.zeros(d) for _ in range(5)]
+        r = units.fit(float(np.max(np.abs(a))))
+        if r != 1.0:
+            acc[0] *= r
+            acc[1] *= r * r
+        if units.unit != 1.0:
+            a = a / units.unit
         acc[0] += a.sum(axis=0)
         acc[1] += np.einsum("ij,ij->j", a, a)
         acc[2] += (a > 0).sum(axis=0)
         acc[3] += (a < 0).sum(axis=0)
         acc[4] += (a == 0).sum(axis=0)
         n += a.shape[0]
-    return SampleSums(n, *acc)
+    return SampleSums(n, *acc, unit=units.unit)
 
 
 def _sampling(n: int, workers: int):
@@ -135,9 +141,9 @@ def exact_laws(S: SampleSums, workers: int):
 
     n = S.n
     law = Law((S.pos / n)[None, :], (S.zero / n)[None, :], ((n - S.pos - S.zero) / n)[None, :])
-    mu = S.s1 / n
-    sigma = np.sqrt(np.maximum(S.s2 / n - mu**2, 0.0))[None, :]
-    return WorkerLaws("exact", _sampling(n, workers), S.grad, law, mu[None, :], sigma, sigma.copy(), 1)
+    mu = S.s1 / n  # in units of S.unit
+    sigma = np.sqrt(np.maximum(S.s2 / n - mu**2, 0.0))[None, :] * S.unit
+    return WorkerLaws("exact", _sampling(n, workers), S.grad, law, mu[None, :] * S.unit, sigma, sigma.copy(), 1)
 
 
 def monte_carlo_laws(G: np.ndarray, S: SampleSums, tau: int, samples: int, seed: int, workers: int):
@@ -155,7 +161,7 @@ def monte_carlo_laws(G: np.ndarray, S: SampleSums, tau: int, samples: int, seed:
         k = min(chunk, samples - lo)
         idx = rng.integers(S.n, size=(k, tau))
         order = np.argsort(idx, axis=None)  # sorted reads are kind to memory maps
-        rows = np.asarray(G[idx.ravel()[order]], dtype=np.float64)
+        rows = np.asarray(G[idx.ravel()[order]], dtype=np.float64) / S.unit  # S's unit: finite squares
         back = np.empty_like(order)
         back[order] = np.arange(order.size)
         batch = rows[back].reshape(k, tau, -1).mean(axis=1)
@@ -166,9 +172,9 @@ def monte_carlo_laws(G: np.ndarray, S: SampleSums, tau: int, samples: int, seed:
     law = Law((pos / samples)[None, :], (zero / samples)[None, :], ((samples - pos - zero) / samples)[None, :])
     mean = m1 / samples
     var = np.maximum(m2 / samples - mean**2, 0.0) * samples / max(samples - 1, 1)
-    return WorkerLaws("monte-carlo", _sampling(S.n, workers), S.grad, law, mean[None, :],
-                      np.sqrt(var * tau)[None, :], np.sqrt(var)[None, :], tau, samples, pos[None, :],
-                      zero[None, :])
+    sd = np.sqrt(var) * S.unit
+    return WorkerLaws("monte-carlo", _sampling(S.n, workers), S.grad, law, mean[None, :] * S.unit,
+                      (sd * np.sqrt(tau))[None, :], sd[None, :], tau, samples, pos[None, :], zero[None, :])
 
 
 def _source(G: Any, n: int, d: int) -> dict[str, Any]:
@@ -252,7 +258,7 @@ def diversity_document(G: Any, delta: float = 1.0, where: str = "G") -> dict[str
     if not (delta > 0 and math.isfinite(delta)):
         raise InputError(f"--delta {delta}: must be a finite number > 0")
     S = sums(G, where)
-    div = from_sums(S.n, S.sq_norms, S.s1)
+    div = from_sums(S.n, float(S.s2.sum()), S.s1, S.unit)
     return {"signsim_version": __version__, "command": "diversity", "source": "samples",
             "options": {"estimator": "exact", "delta": delta}, "problem": _source(G, S.n, S.s1.size),
             "point": f"{S.n} given samples", "method_of_estimate": "exact", **summary(div, delta)}
