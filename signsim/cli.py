@@ -383,6 +383,8 @@ def diversity(**opts: Any) -> None:
             doc = run_experiment(merged, experiment, new_task)
         _emit(doc, opts["out"], opts["json_"])
         _show(opts, lambda tables: tables.experiment_tables(doc))
+        if doc.get("status") == "interrupted":
+            raise typer.Exit(_interrupted_code())
         return
     cfg = cfgmod.resolve(merged)
     o = DiversityOptions.build(**{k: opts[k] for k in names})
