@@ -64,12 +64,12 @@ def fmt(nbytes: float) -> str:
 
 
 def require(nbytes: float, what: str, reduce: str) -> None:
-    """InputError when ``nbytes`` exceeds the memory this process can use (with headroom)."""
-    from signsim.errors import InputError
+    """InputError (``MemoryLimit``) when ``nbytes`` exceeds the memory this process can use (with headroom)."""
+    from signsim.errors import MemoryLimit
 
     avail = available_bytes()
     if nbytes > HEADROOM * avail:
-        raise InputError(f"{what} needs about {fmt(nbytes)} of memory, {fmt(avail)} available; {reduce}")
+        raise MemoryLimit(f"{what} needs about {fmt(nbytes)} of memory, {fmt(avail)} available; {reduce}")
 
 
 #: Python and Numba objects per worker (its random generator and bookkeeping), bytes

@@ -92,6 +92,12 @@ class Settings:
         )
 
 
+def check_settings(s: Settings, d: int) -> None:
+    """What the settings ``s`` need of the problem's dimension ``d`` (checked before anything is allocated)."""
+    if s.compressor in (Compressor.TOP_K, Compressor.RAND_K) and not 1 <= s.compressor_param <= d:
+        raise InputError(f"--compressor: k = {s.compressor_param:g} must lie between 1 and the dimension {d}")
+
+
 @dataclass
 class EngineOutput:
     history: np.ndarray  # rows of loop.HIST
@@ -118,8 +124,7 @@ class Engine(ChunkedState):
         if dt not in (np.float64, np.float32):
             raise ValueError(f"unsupported state dtype {dt}")
         self.x = problem.x0.astype(dt)  # astype copies
-        if s.compressor in (Compressor.TOP_K, Compressor.RAND_K) and not 1 <= s.compressor_param <= d:
-            raise InputError(f"--compressor: k = {s.compressor_param:g} must lie between 1 and the dimension {d}")
+        check_settings(s, d)
         uses_momentum = s.momentum_kind != Momentum.NONE
         self.mom = np.zeros((M, d) if uses_momentum else (1, 1), dtype=dt)
         self.err = np.zeros((M, d) if s.error_feedback != ErrorFeedback.NONE else (1, 1), dtype=dt)

@@ -40,6 +40,35 @@ class Store:
         self.warnings: list[str] = []  # run files that were found damaged or incomplete (they are rerun)
         self._warned: set[str] = set()
 
+    def check(self, run_ids: list[str]) -> None:
+        """Before any run: every file the sweep will write is a regular file or absent, and ``runs`` a directory
+        or absent (a FIFO, a device, a directory where a file belongs, a file where ``runs`` belongs: InputError
+        naming it, nothing run, nothing removed)."""
+        import os
+        import stat
+
+        from signsim.paths import kind
+
+        def what(p: Path) -> int | None:
+            try:
+                return os.stat(p).st_mode
+            except FileNotFoundError:
+                return None
+            except OSError as e:
+                raise InputError(f"sweep directory {self.root}: {p.name}: cannot use it ({e.strerror})") from None
+
+        mode = what(self.runs)
+        if mode is not None and not stat.S_ISDIR(mode):
+            what_ = "a regular file" if stat.S_ISREG(mode) else kind(mode)
+            raise InputError(f"sweep directory {self.root}: {self.runs} is {what_}, where the sweep keeps its "
+                             "run files (a directory); move it away or choose another --out")
+        for p in [self.root / "results.csv", self.root / "manifest.json",
+                  *([self.path(r) for r in run_ids] if mode is not None else [])]:
+            m = what(p)
+            if m is not None and not stat.S_ISREG(m):
+                raise InputError(f"sweep directory {self.root}: {p} is {kind(m)}, not a regular file; remove it or "
+                                 "choose another --out")
+
     def path(self, run_id: str) -> Path:
         return self.runs / f"{run_id}.json"
 
