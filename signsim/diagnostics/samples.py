@@ -100,6 +100,30 @@ class SampleSums:
         return self.s1 / self.n * self.unit
 
 
+#: float64 vectors of the dimension d held at once besides the blocks: the five sums of ``sums`` and what the
+#: diversity (``DIVERSITY_VECTORS``) or the sign laws, moments and intervals of check-spb (``SPB_VECTORS``)
+#: compute from them
+DIVERSITY_VECTORS = 8
+SPB_VECTORS = 32
+
+
+def check_memory(G: Any, vectors: int, where: str, batch_size: int = 1) -> None:
+    """InputError (the documented estimate line) when ``vectors`` float64 vectors of G's dimension, a few row
+    blocks and a minibatch of ``batch_size`` rows cannot fit in memory, before anything is allocated. Only for
+    an array (an iterable's blocks are the caller's)."""
+    from signsim.resources import require
+
+    if not hasattr(G, "shape") or len(G.shape) != 2:
+        return
+    d = int(G.shape[1])
+    block = max(8 * d, BLOCK_BYTES)
+    minibatch = 8 * batch_size * (d + 3) if batch_size > 1 else 0  # the rows of one minibatch and its indices
+    require(8 * d * vectors + 3 * block + minibatch,
+            f"{where}: the diagnostics of {int(G.shape[0])} x {d} gradients" +
+            (f" in minibatches of {batch_size}" if batch_size > 1 else ""),
+            "reduce --batch-size" if minibatch > 8 * d * vectors + 3 * block else "use fewer coordinates")
+
+
 def sums(G: Any, where: str = "G") -> SampleSums:
     """One pass over G (its sums in a power-of-two unit: finite and exact however large or small G's entries)."""
     from signsim.diagnostics.scaling import Units
@@ -111,7 +135,7 @@ def sums(G: Any, where: str = "G") -> SampleSums:
         if acc is None:
             d = a.shape[1]
             acc = [np.zeros(d) for _ in range(5)]
-        r = units.fit(float(np.max(np.abs(a))))
+        r = units.fit(max(-float(a.min()), float(a.max())))  # no copy of the block
         if r != 1.0:
             acc[0] *= r
             acc[1] *= r * r
@@ -129,7 +153,9 @@ def sums(G: Any, where: str = "G") -> SampleSums:
 def _sampling(n: int, workers: int):
     """Every worker samples all n rows uniformly (check-spb's ``shared`` scheme): one law for everybody."""
     from signsim.diagnostics.estimators import Sampling
+    from signsim.resources import check_workers
 
+    check_workers(workers)
     return Sampling("shared", f"every worker samples all {n} rows uniformly", np.zeros(workers, dtype=np.int64))
 
 
@@ -220,6 +246,7 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
     if batch_size > 1 and not hasattr(G, "shape"):
         raise InputError(f"--batch-size {batch_size}: minibatches are drawn at random from G, which needs G as "
                          "an array (or a memory map), not an iterable of blocks")
+    check_memory(G, SPB_VECTORS, where, batch_size)
     S = sums(G, where)
     M = 1 if workers is None else workers
     if batch_size == 1:
@@ -257,6 +284,7 @@ def diversity_document(G: Any, delta: float = 1.0, where: str = "G") -> dict[str
 
     if not (delta > 0 and math.isfinite(delta)):
         raise InputError(f"--delta {delta}: must be a finite number > 0")
+    check_memory(G, DIVERSITY_VECTORS, where)
     S = sums(G, where)
     div = from_sums(S.n, float(S.s2.sum()), S.s1, S.unit)
     return {"signsim_version": __version__, "command": "diversity", "source": "samples",
