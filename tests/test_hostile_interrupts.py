@@ -158,8 +158,11 @@ def _drain_until_exit(p, master, timeout: float = 60) -> bytes:
                 out += os.read(master, 65536)
             except OSError:
                 break
-    p.wait(max(0.1, end - time.monotonic()))
     os.close(master)
+    if p.poll() is None:  # it did not stop: end it (and its session) so that nothing is left running
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        pytest.fail(f"still running {timeout} s after the signal: {out[-2000:]!r}")
     return out
 
 
