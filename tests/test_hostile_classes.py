@@ -166,8 +166,6 @@ def test_transformed_diversity_of_gradients_of_any_magnitude(spec, exponent, see
     c = 2.0**exponent
     t = tr.parse(spec)
     if spec == "langevin:0.5":
-        if 0.5 * c > 1e100:
-            return
         t = tr.parse(f"langevin:{0.5 * c!r}")
     base, big = tr.closed_form(tr.parse(spec), G), tr.closed_form(t, [G[:5] * c, G[5:] * c])
     assert np.isfinite(big.B_S) and big.B_S == pytest.approx(base.B_S, rel=1e-12)
@@ -203,7 +201,7 @@ def test_transform_parameters_are_checked_with_a_true_message(value, name):
         return
     p = float(value)
     assert {"qsgd": 1 <= p <= MAX_LEVELS and p == int(p), "dropout": 0 <= p < 1,
-            "langevin": 0 <= p <= 1e100}[name], (name, value, t)
+            "langevin": 0 <= p < np.inf}[name], (name, value, t)
 
 
 def test_qsgd_1e300_is_not_called_an_integer_below_1(cli):

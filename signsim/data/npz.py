@@ -67,7 +67,7 @@ def load(spec: str) -> Dataset:
         if np.iscomplexobj(arr):
             raise InputError(f"--data {spec}: array '{key}' is complex; expected real numbers")
         if not is_real(arr.dtype):
-            raise InputError(f"--data {spec}: array '{key}' does not hold real numbers (dtype {arr.dtype})")
+            raise InputError(f"--data {spec}: array '{key}' is not numeric (dtype {arr.dtype}); expected real numbers")
     return checked(path.name, X, y, f"--data {spec}")
 
 
