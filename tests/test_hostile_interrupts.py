@@ -159,6 +159,10 @@ def _drain_until_exit(p, master, timeout: float = 60) -> bytes:
             except OSError:
                 break
     os.close(master)
+    try:
+        p.wait(max(1.0, end - time.monotonic()))  # the terminal closes just before the process exits
+    except subprocess.TimeoutExpired:
+        pass
     if p.poll() is None:  # it did not stop: end it (and its session) so that nothing is left running
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
