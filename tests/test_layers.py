@@ -10,7 +10,7 @@ own group:
     config       config.py, experiment_config.py   (each config section parsed here, below the commands)
     domain       problems/, methods/, noise/, data/, resources.py
     base         the package itself (__version__), errors, codes, history, stages, accounting, paths, results,
-                 interrupts, seeding, transform_specs
+                 interrupts, seeding, transform_specs, options
 
 Two groups of the same layer do not import each other. Exceptions, each for a stated reason:
 
@@ -47,6 +47,7 @@ GROUPS = {
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
     "signsim.accounting": "base", "signsim.paths": "base", "signsim.results": "base",
     "signsim.interrupts": "base", "signsim.seeding": "base", "signsim.transform_specs": "base", "signsim.draws": "base",
+    "signsim.options": "base",
     "signsim": "base",
 }
 #: (importer, imported) module pairs allowed against the layers, with their reason
