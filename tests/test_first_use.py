@@ -35,15 +35,15 @@ def test_watch_reports_the_first_compile_of_a_signsim_kernel_only():
 
     calls = []
     ours, theirs = _kernel("signsim.fake"), _kernel("elsewhere")
-    with watch(lambda: calls.append("first"), lambda busy: calls.append(busy)):
+    with watch(lambda name: calls.append(f"first {name}"), lambda busy: calls.append(busy)):
         theirs(1)  # not a signsim kernel (e.g. Numba's own typed containers): no notice
         assert calls == []
         ours(1)  # a cache miss: the notice, then busy around the compile
         ours(2)  # compiled already: nothing
         ours(2.5)  # a new signature compiles again: busy, but no second notice
-    assert calls == ["first", True, False, True, False]
+    assert calls == ["first add_one", True, False, True, False]
     _kernel("signsim.fake")(1)
-    assert calls == ["first", True, False, True, False]  # the listener is gone after the block
+    assert calls == ["first add_one", True, False, True, False]  # the listener is gone after the block
 
 
 @pytest.mark.slow

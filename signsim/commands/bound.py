@@ -199,9 +199,9 @@ def majority_table(problem, model, params, x, cfg: RunConfig) -> dict[str, Any]:
 def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None) -> dict[str, Any]:
     from signsim import noise, problems
     from signsim.diagnostics.point import resolve_point
+    from signsim.options import check_fields
 
-    if not (o.box > 0 and math.isfinite(o.box)):
-        raise InputError(f"--box {o.box}: must be a finite number > 0")
+    check_fields(o, "bound")  # --box and --at against their rows of signsim.options
     problem = problems.build(cfg)
     model, params = noise.for_config(cfg, problem.dim)
     x0 = problem.x0.astype(np.float64)

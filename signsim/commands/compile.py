@@ -43,8 +43,9 @@ def _ours(event) -> bool:
 
 
 @contextlib.contextmanager
-def watch(first: Callable[[], None], busy: Callable[[bool], None] = lambda compiling: None) -> Iterator[None]:
-    """While the block runs: ``first()`` just before the first of signsim's kernels compiles, and ``busy(True)``
+def watch(first: Callable[[str], None], busy: Callable[[bool], None] = lambda compiling: None) -> Iterator[None]:
+    """While the block runs: ``first(name)`` just before the first of signsim's kernels compiles (``name`` that
+    kernel's, e.g. ``run_chunk_serial__mlp``: a family's copy ends in ``__FAMILY``), and ``busy(True)``
     / ``busy(False)`` around each outermost compile. Numba broadcasts its ``numba:compile`` event only on a cache
     miss (a kernel loaded from the cache is no event), so this says exactly when a compile happens, whatever
     the command and whichever kernels it needs. Imports Numba."""
@@ -63,7 +64,7 @@ def watch(first: Callable[[], None], busy: Callable[[bool], None] = lambda compi
                 state["seen"] = True
             with contextlib.suppress(Exception):  # a display problem must not break a compile
                 if fresh:
-                    first()
+                    first(getattr(getattr(ev.data.get("dispatcher"), "py_func", None), "__name__", ""))
                 if outermost:
                     busy(True)
 
