@@ -402,15 +402,20 @@ def _write(doc: dict[str, Any], out: str | Path | None) -> None:
 
 
 def run(config: Any = None, *, out: str | Path | None = None,
-        progress: Callable[[int, int], None] | None = None, **options: Any) -> Result:
+        progress: Callable[[int, int], None] | None = None, plugins: Any = None, **options: Any) -> Result:
     """``signsim run``: simulate one run (or the ``[[compare]]`` variants of a config file).
 
     ``data=(X, y)`` takes arrays (NumPy, or a SciPy sparse X) instead of a file; ``x0`` a number or a vector
     of length d. ``progress(done, total)`` is called as the run advances; ``out`` writes the results JSON.
     A run stopped by Ctrl-C returns its partial history with status ``interrupted``. The warnings the
-    command line prints (``result["warnings"]``) are also issued as ``UserWarning``."""
+    command line prints (``result["warnings"]``) are also issued as ``UserWarning``. ``plugins``: files of your own
+    stages (a path or a list of paths; the ``--plugin`` option, docs/api.md)."""
     from signsim.commands.run import run as run_command
 
+    if plugins is not None:
+        from signsim.stages.plugins import paths
+
+        options["plugin"] = ",".join(paths(plugins))
     file_values = _coerced(_file_values(config))
     given = _coerced(_names(options))
     values = {**file_values, **given}
@@ -553,10 +558,10 @@ def _plain(obj: Any) -> Any:
 
 def sweep(path: str | Path, *, out: str | Path | None = None, executor: str = "local", jobs: int | None = None,
           scheduler: str | None = None, dry_run: bool = False,
-          progress: Callable[[int, int], None] | None = None) -> Result:
+          progress: Callable[[int, int], None] | None = None, plugins: Any = None) -> Result:
     """``signsim sweep FILE``: run a grid of runs into ``out`` (default ``results/<file stem>``), skipping
     runs already finished there. ``to_dict()`` is the summary document, ``history`` the rows of
-    ``results.csv``; ``dry_run=True`` only expands and checks the grid."""
+    ``results.csv``; ``dry_run=True`` only expands and checks the grid; ``plugins`` as for ``run``."""
     from signsim.commands.sweep import plan
     from signsim.commands.sweep import sweep as sweep_command
     from signsim.sweep.executors import make
@@ -564,8 +569,13 @@ def sweep(path: str | Path, *, out: str | Path | None = None, executor: str = "l
 
     path = Path(path)
     target = Path(out) if out is not None else Path("results") / path.stem
+    plugin = None
+    if plugins is not None:
+        from signsim.stages.plugins import paths
+
+        plugin = ",".join(paths(plugins))
     if dry_run:
-        spec, tasks = plan(path)
+        spec, tasks = plan(path, plugin)
         store = Store(target)
         rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
                  "finished": store.finished(t["run_id"]), "error": t["error"]} for t in tasks]
@@ -573,7 +583,7 @@ def sweep(path: str | Path, *, out: str | Path | None = None, executor: str = "l
                       [{"index": r["index"], "run_id": r["run_id"], **r["params"], "finished": r["finished"],
                         "error": r["error"]} for r in rows])
     ex = make(executor, coerce("jobs", jobs, "int"), scheduler)
-    doc = sweep_command(path, target, ex, progress, None)
+    doc = sweep_command(path, target, ex, progress, None, plugin)
     return Result(doc, _csv_rows(target / "results.csv"))
 
 

@@ -179,6 +179,8 @@ def run_options(problem: str = "rosenbrock", batch_size: str = "1; mlp 32", trac
         _option("monotone", bool | None, "keep a step only if f does not increase (signSGD option 2; default: off)",
                 P_RUN, "--monotone/--no-monotone"),
         _option("seed", int | None, "random seed (default: 0)", P_RUN),
+        _option("plugin", str | None, "FILE.py[,FILE.py]: your own stages, written to the stage contract "
+                "(docs/api.md)", P_RUN),
     ]
     if tracks:
         options += [
@@ -461,6 +463,7 @@ def sweep(
     force: Annotated[bool, _flag("allow --jobs above the number of cores", "--force")] = False,
     json_: Annotated[bool, _flag("print the summary JSON on stdout, nothing else", "--json")] = False,
     quiet: Annotated[bool, _flag("no progress bar or table", "--quiet", "-q")] = False,
+    plugin: Annotated[str | None, _opt("FILE.py[,FILE.py]: your own stages, for every run (docs/api.md)")] = None,
 ) -> None:
     from signsim.commands.sweep import plan
     from signsim.commands.sweep import sweep as sweep_command
@@ -471,7 +474,7 @@ def sweep(
     out = output_dir(out if out is not None else str(Path("results") / file.stem), "--out")
     show = not (quiet or json_)
     if dry_run:
-        spec, tasks = plan(file)
+        spec, tasks = plan(file, plugin)
         store = Store(out)
         rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
                  "finished": store.finished(t["run_id"]), "error": t["error"]} for t in tasks]
@@ -489,7 +492,7 @@ def sweep(
     with _progress_bar(show) as new_task:
         progress = new_task(f"sweep {file.name}")
         try:
-            doc = sweep_command(file, out, ex, progress, log_lines.append)
+            doc = sweep_command(file, out, ex, progress, log_lines.append, plugin)
         finally:
             for line in log_lines:
                 print(f"signsim: {line}", file=sys.stderr)
@@ -626,12 +629,16 @@ def list_() -> None:
     from signsim import data, methods, noise, problems
     from signsim.data.splits import SUMMARIES
     from signsim.render.tables import emit, listing
-    from signsim.stages import COMPRESSORS
+    from signsim.stages import tables
 
+    stage_rows = {kind: [(f, s + ("" if dft == "-" else f"; default {dft}")) for f, dft, s, _ in tables.rows(kind, False)]
+                  for kind in ("compressor", "aggregation", "attack")}
     sections = {
         "problems": [(s.name, s.summary) for s in problems.registry().values()],
         "methods": [(s.name, f"{s.summary}; defaults: {s.defaults()}") for s in methods.registry().values()],
-        "compressors": [(c.form, f"{c.summary}; {c.kind}") for c in COMPRESSORS.values()],
+        "compressors": stage_rows["compressor"],
+        "aggregations": stage_rows["aggregation"],
+        "attacks": stage_rows["attack"],
         "noise models": [(m.name, m.summary) for m in noise.registry().values()],
         "data sources": [(d.name, d.summary) for d in data.registry().values()],
         "data splits": list(SUMMARIES.items()),
@@ -651,6 +658,25 @@ def _compile_notice(quiet: bool, cfg) -> None:
 
     if not quiet and not loop_is_cached(family_of(problems.get(cfg.problem).code), cfg.dtype):
         print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+
+
+@app.command("check-stage", cls=_Command,
+             help=_text("The contract test of a compressor (yours with --plugin): bias, E||C(x)-x||^2/||x||^2 against "
+                        "its omega or 1 - alpha, bits against its formula, kernel against its NumPy reference, on "
+                        "standard vectors; exit 1 when a declared property is violated."))
+def check_stage(
+    spec: Annotated[str, typer.Argument(help=_text("compressor spec, e.g. qsgd:4 or your plugin's name"),
+                                        show_default=False)],
+    plugin: Annotated[str | None, _opt("FILE.py[,FILE.py]: load your own stages first")] = None,
+    samples: Annotated[int, _opt("draws per vector (default: 2000)")] = 2000,
+    seed: Annotated[int, _opt("random seed (default: 0)")] = 0,
+) -> None:
+    from signsim.commands.check_stage import check_stage as run_check
+
+    lines, ok = run_check(spec, plugin, samples, seed)
+    print("\n".join(lines))
+    if not ok:
+        raise typer.Exit(1)
 
 
 @app.command("compile", cls=_Command,

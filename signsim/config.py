@@ -22,6 +22,7 @@ COMMON = frozenset({
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum",
     "byzantine", "attack", "sign_zero", "tie", "eval_every", "seed", "stop_loss", "track_spb", "track_diversity",
     "monotone", "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales", "dtype",
+    "plugin",
 })
 #: the values of --dtype: the floating-point type of a run's state and data (docs/reference.md)
 DTYPES = ("float64", "float32")
@@ -57,6 +58,7 @@ class RunConfig:
     votes: str = "per-worker"  # per-worker | binomial (exact vote counts, docs/theory.md §11)
     noise_scales: str | None = None  # first:K | power:A | FILE.npy: per-coordinate noise scales
     dtype: str = "float64"  # float64 | float32: the engine's state vectors and the data matrix (opt-in float32)
+    plugin: str | None = None  # FILE.py[,FILE.py...]: researchers' own stages (signsim.stages.plugins)
     # problem-specific
     noise: str | None = None  # the problem's default
     dim: int | None = None
@@ -117,7 +119,7 @@ OPTIONS: dict[str, Decl] = {
     "standardize": Decl(bool), "intercept": Decl(bool), "monotone": Decl(bool),
     "compressor": Decl(str), "error_feedback": Decl(str), "momentum2": Decl(float, 0, 1, hi_open=True),
     "weight_decay": Decl(float, 0, None), "votes": Decl(str), "noise_scales": Decl(str),
-    "dtype": Decl(str),
+    "dtype": Decl(str), "plugin": Decl(str),
 }
 _INT = {k for k, d in OPTIONS.items() if d.kind is int}
 _FLOAT = {k for k, d in OPTIONS.items() if d.kind is float}
@@ -273,7 +275,7 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         raise InputError(f"{option_name(not_applicable[0])} does not apply to problem '{spec.name}'")
     method = methods.get(explicit.get("method", RunConfig.method))
     values = {**spec.defaults, **explicit}
-    values.setdefault("aggregate", method.default_aggregate.name.lower())
+    values.setdefault("aggregate", method.default_aggregate)
     values.setdefault("momentum", method.default_momentum)
     values.setdefault("compressor", method.compressor)
     values.setdefault("error_feedback", method.error_feedback)
@@ -282,6 +284,10 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     if method.default_lr is not None:
         values.setdefault("lr", method.default_lr)
     cfg = RunConfig(**values)
+    if cfg.plugin is not None:  # absolute paths: sweep workers (Dask ones too) load the same files
+        from signsim.stages import plugins
+
+        cfg.plugin = plugins.absolute(cfg.plugin)
     cap = os.environ.get("SIGNSIM_MAX_ITERS")
     if cap:  # a testing aid: every run stops after at most this many iterations
         try:
@@ -348,6 +354,10 @@ def validate(cfg: RunConfig) -> None:
 
         check_syntax(cfg.split)
     method = methods.get(cfg.method)
+    if cfg.plugin is not None:
+        from signsim.stages import plugins
+
+        plugins.load(cfg.plugin)
     stages.parse_aggregate(cfg.aggregate)
     stages.parse_attack(cfg.attack)
     stages.parse_compressor(cfg.compressor)

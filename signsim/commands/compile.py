@@ -19,8 +19,9 @@ import signsim
 
 PACKAGE = Path(signsim.__file__).resolve().parent
 SUFFIXES = (".nbi", ".nbc")
-#: the kernels whose cache entry says "the run loop of this family of problems is compiled"
-LOOP_INDEX = "loop.run_chunk*__{family}-*.nbi"
+#: the kernels whose cache entry says "a run loop of this family of problems is compiled" (one per composition of
+#: stages, ``signsim.engine.compose``)
+LOOP_INDEX = "loop.run_chunk*__{family}__*-*.nbi"
 
 COMPILE_NOTICE = ("signsim: compiling the simulation kernels (the first run of each kind of problem after an "
                   "install or an upgrade takes 10-30 s on 2 cores; 'signsim compile' does it ahead of time)")
