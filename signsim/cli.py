@@ -631,14 +631,15 @@ def list_() -> None:
     from signsim.render.tables import emit, listing
     from signsim.stages import tables
 
-    stage_rows = {kind: [(f, s + ("" if dft == "-" else f"; default {dft}")) for f, dft, s, _ in tables.rows(kind, False)]
-                  for kind in ("compressor", "aggregation", "attack")}
+    def stage_rows(kind: str) -> list[tuple[str, str]]:
+        return [(f, s + ("" if dft == "-" else f"; default {dft}")) for f, dft, s, _ in tables.rows(kind, False)]
+
     sections = {
         "problems": [(s.name, s.summary) for s in problems.registry().values()],
         "methods": [(s.name, f"{s.summary}; defaults: {s.defaults()}") for s in methods.registry().values()],
-        "compressors": stage_rows["compressor"],
-        "aggregations": stage_rows["aggregation"],
-        "attacks": stage_rows["attack"],
+        "compressors": stage_rows("compressor"),
+        "aggregations": stage_rows("aggregation"),
+        "attacks": stage_rows("attack"),
         "noise models": [(m.name, m.summary) for m in noise.registry().values()],
         "data sources": [(d.name, d.summary) for d in data.registry().values()],
         "data splits": list(SUMMARIES.items()),
