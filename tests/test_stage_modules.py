@@ -43,6 +43,15 @@ def test_check_stage_catches_a_wrong_constant(monkeypatch):
     assert any("exceeds omega" in f for r in rows for f in r.failures)
 
 
+def test_check_stage_catches_a_bias(monkeypatch):
+    """sto-sign declared unbiased (it is not: E C(x) = x / ||x||) fails the bias test."""
+    mod = registry.builtin("compressor")["sto-sign"]
+    monkeypatch.setattr(mod, "KIND", "unbiased")
+    monkeypatch.setattr(mod, "constant", lambda d: float(d))
+    rows = check.check(registry.parse("compressor", "sto-sign"), samples=200, seed=1)
+    assert any(f.startswith("biased") for r in rows for f in r.failures)
+
+
 def test_check_stage_command_prints_a_table_and_exits_by_the_verdict(cli):
     r = cli("check-stage", "qsgd:2", "--samples", "100")
     assert r.code == 0 and "qsgd:2" in r.out and "gaussian" in r.out and "FAIL" not in r.out

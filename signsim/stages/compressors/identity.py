@@ -1,4 +1,4 @@
-"""identity: C(v) = v, sent as 32-bit floats (docs/theory.md §8). omega = 0."""
+"""identity: C(v) = v, sent as 32-bit floats (docs/theory.md §8.1). omega = 0."""
 
 NAME = "identity"
 PARAMS = ()

@@ -1,5 +1,5 @@
 """natural: sign(v_i) 2^e or 2^(e+1) (2^e <= |v_i| < 2^(e+1)), unbiased stochastic rounding to a power of two
-(Horváth et al. 2019; docs/theory.md §8). omega = 1/8. 9 d bits (a sign and an 8-bit exponent per coordinate).
+(Horváth et al. 2019; docs/theory.md §8.1). omega = 1/8. 9 d bits (a sign and an 8-bit exponent per coordinate).
 One uniform per coordinate."""
 
 import math

@@ -1,4 +1,4 @@
-"""onebit: 1-bit SGD (Seide et al. 2014; docs/theory.md §8): the mean of {v_j >= 0} where v_i >= 0, the mean of
+"""onebit: 1-bit SGD (Seide et al. 2014; docs/theory.md §8.1): the mean of {v_j >= 0} where v_i >= 0, the mean of
 {v_j < 0} elsewhere. Contractive, alpha = 1/d. d + 64 bits (the sign mask and the two means)."""
 
 NAME = "onebit"

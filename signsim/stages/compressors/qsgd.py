@@ -1,5 +1,5 @@
 """qsgd:S: C(v)_i = ||v||_2 sign(v_i) l_i / s, l_i = floor(s |v_i| / ||v||_2) + 1 with probability the fractional
-part, else the floor (Alistarh et al. 2017; docs/theory.md §8). Unbiased, omega = min(d / s^2, sqrt(d) / s).
+part, else the floor (Alistarh et al. 2017; docs/theory.md §8.1). Unbiased, omega = min(d / s^2, sqrt(d) / s).
 Bits: 32 (norm) + 1 (format flag) + min(d (1 + L), n (I + 1 + L)), L = ceil(log2(s + 1)), n the non-zero
 levels, I = max(1, ceil(log2 d)). One uniform per coordinate, in coordinate order (also for v = 0)."""
 

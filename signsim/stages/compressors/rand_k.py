@@ -1,5 +1,5 @@
 """rand-k:K: (d / K) v_i on K coordinates drawn without replacement (a partial Fisher-Yates shuffle, K uniforms),
-0 elsewhere (docs/theory.md §8). Unbiased, omega = d / K - 1; K = ceil(d / 10) when omitted. K (32 + I) bits."""
+0 elsewhere (docs/theory.md §8.1). Unbiased, omega = d / K - 1; K = ceil(d / 10) when omitted. K (32 + I) bits."""
 
 import math
 

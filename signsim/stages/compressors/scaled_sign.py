@@ -1,4 +1,4 @@
-"""scaled-sign: C(v) = (||v||_1 / d) sign(v) (docs/theory.md §8), contractive with alpha = 1/d. d bits (2 d
+"""scaled-sign: C(v) = (||v||_1 / d) sign(v) (docs/theory.md §8.1), contractive with alpha = 1/d. d bits (2 d
 ternary) + 32 for the scale."""
 
 from signsim.stages.base import SIGN_ZERO_ZERO, sign_value

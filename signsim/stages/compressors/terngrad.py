@@ -1,5 +1,5 @@
-"""terngrad: C(v)_i = s sign(v_i) b_i, s = max|v|, b_i ~ Bernoulli(|v_i| / s) (Wen et al. 2017; docs/theory.md
-§8). Unbiased, omega = sqrt(d) - 1. 32 + 2 d bits. One uniform per coordinate (none for v = 0)."""
+"""terngrad: C(v)_i = s sign(v_i) b_i, s = max|v|, b_i ~ Bernoulli(|v_i| / s) (Wen et al. 2017;
+docs/theory.md §8.1). Unbiased, omega = sqrt(d) - 1. 32 + 2 d bits. One uniform per coordinate (none for v = 0)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""top-k:K: v_i on the K largest |v_i| (ties: the lower index), 0 elsewhere (docs/theory.md §8). Contractive,
+"""top-k:K: v_i on the K largest |v_i| (ties: the lower index), 0 elsewhere (docs/theory.md §8.1). Contractive,
 alpha = K / d; K = ceil(d / 10) when omitted. K (32 + I) bits: K (index, float) pairs."""
 
 import math
