@@ -114,6 +114,13 @@ def _option(name: str, kind: Any, help: str, panel: str, *decls: str, default: A
                              annotation=Annotated[kind, opt])
 
 
+def _compressor_forms() -> str:
+    """The built-in compressors' spec forms, from their modules (light: they import nothing heavy)."""
+    from signsim.stages import registry
+
+    return " | ".join(registry.form(m) for m in registry.builtin("compressor").values())
+
+
 def run_options(problem: str = "rosenbrock", batch_size: str = "1; mlp 32", tracks: bool = True) \
         -> list[inspect.Parameter]:
     """Every option that describes a run, shared by run, check-spb, diversity and bound; ``problem`` and
@@ -149,12 +156,11 @@ def run_options(problem: str = "rosenbrock", batch_size: str = "1; mlp 32", trac
         _option("activation", str | None, "mlp: relu | tanh (default: relu)", P_DATA),
         _option("method", str | None, "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | "
                 "terngrad | topk-ef | randk | ef21 | natural | onebit-sgd (signsim list; default: ssdm)", P_RUN),
-        _option("compressor", str | None, "identity | sign | sto-sign | scaled-sign | qsgd:S | terngrad | top-k:K | "
-                "rand-k:K | natural | onebit (default: the method's)", P_RUN),
+        _option("compressor", str | None, f"{_compressor_forms()} (signsim list; default: the method's)", P_RUN),
         _option("error_feedback", str | None, "none | ef | ef21 (default: the method's)", P_RUN),
         _option("workers", int | None, "number of workers M (default: 8; vote-trap 3)", P_RUN),
-        _option("aggregate", str | None, "server rule: majority | mean | median | trimmed:BETA (default: the "
-                "method's)", P_RUN),
+        _option("aggregate", str | None, "server rule: majority | mean | median | trimmed:BETA | krum:F | "
+                "cclip:TAU[:L] (default: the method's)", P_RUN),
         _option("batch_size", int | None, f"minibatch size tau per worker (default: {batch_size})", P_RUN),
         _option("iters", int | None, "iterations K (default: 2000)", P_RUN),
         _option("lr", float | None, "step size gamma_0 (default: 0.01, or the method's or problem's own)", P_RUN),

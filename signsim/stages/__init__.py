@@ -29,7 +29,7 @@ class CompressorInfo:
     defaults: str
 
 
-def compressors() -> dict[str, CompressorInfo]:
+def compressor_table() -> dict[str, CompressorInfo]:
     return {n: CompressorInfo(n, form(m), m.SUMMARY, m.KIND, registry.defaults(m))
             for n, m in registry.stages("compressor").items()}
 
@@ -41,7 +41,7 @@ def names(kind: str) -> list[str]:
 def __getattr__(name: str):
     # the tables by name, always current (plugins join them when loaded)
     if name == "COMPRESSORS":
-        return compressors()
+        return compressor_table()
     if name == "ERROR_FEEDBACK":
         return registry.stages("error_feedback")
     if name == "AGGREGATES":
