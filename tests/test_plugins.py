@@ -15,14 +15,18 @@ from signsim.engine.reference import ReferenceRun
 
 from .conftest import make_engine
 
-API_MD = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "configs" / "plugins" / "scaled_sto_sign.py"
 
 
 def example_source() -> str:
     """The plugin file of docs/api.md's worked example."""
-    text = API_MD.read_text()
-    section = text.split("## Your own stage", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    return EXAMPLE.read_text()
+
+
+def test_the_worked_example_in_docs_is_the_example_file():
+    section = (ROOT / "docs" / "api.md").read_text().split("## Your own stage", 1)[1]
+    assert re.search(r"```python\n(.*?)```", section, re.S).group(1) == example_source()
 
 
 @pytest.fixture(scope="module")
