@@ -255,6 +255,8 @@ TABLE: tuple[Option, ...] = (
     Option("quiet", "bool", "no progress bar or table", _R, P_OUT, default=False, decls=("--quiet", "-q"),
            cli_only="Python prints no table or progress bar"),
     Option("progress", "callable", "progress(done, total), called as the run advances", ("run",), api_only=True),
+    Option("plugins", "str", "files of your own stages, a path or a list (joined into --plugin; docs/api.md)", ("run",),
+           api_only=True),
     # sweep
     Option("out", "file", "output directory (default: results/<file stem>)", ("sweep",)),
     Option("executor", "str", "local | dask (default: local)", ("sweep",), default="local", choices=("local", "dask")),

@@ -12,9 +12,10 @@ from scipy.stats import norm
 
 from signsim import stages
 from signsim.codes import SignZero
+from signsim.diagnostics import stage_check as check
 from signsim.engine import compose
 from signsim.errors import InputError
-from signsim.stages import check, registry, tables
+from signsim.stages import registry, tables
 
 from .test_stages import check_replay
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import re
 import types
 
@@ -147,3 +148,62 @@ def loops(family: str, stages: dict):
     """(threaded loop, serial loop) for the problems of ``family`` and the stages ``stages`` (kind -> module);
     compiled (or loaded from the cache) on first call."""
     return _loops(family, composition_key(stages), tuple(sorted(stages.items())))
+
+
+def smoke_test(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage
+    """Compile a plugin's kernels and run them once on a small vector: InputError naming the plugin when a kernel
+    does not compile or writes wrong values (a contract broken at run time, never a crash or a silent NaN run).
+    Built-in stages are checked by the test suite instead."""
+    from signsim.errors import InputError
+    from signsim.stages.plugins import _fail, is_plugin
+
+    mod = stage.module
+    if not is_plugin(mod):
+        return
+    where = mod.__file__
+    p = stage.param_array()
+    gen = np.random.default_rng(0)
+    d = max(2, min(int(d), 64))
+    v = np.linspace(-1.0, 1.5, d)
+    try:
+        if stage.kind == "compressor":
+            out = np.zeros(d)
+            bits = stage_function(mod, "kernel", False)(v, out, p, 0, gen, np.zeros(d, dtype=np.int64))
+            if not (isinstance(bits, (int, float)) and math.isfinite(bits) and bits > 0):
+                raise _fail(where, f"kernel must return the message's bits, a finite number > 0 (got {bits!r})")
+            if not np.all(np.isfinite(out)):
+                raise _fail(where, "kernel wrote non-finite values into out for a finite v")
+            ref = np.asarray(mod.reference(v.copy(), stage.params, 0, np.random.default_rng(0)))
+            if ref.shape != (d,):
+                raise _fail(where, f"reference returned shape {ref.shape}, expected ({d},)")
+        elif stage.kind == "momentum":
+            g, m = v.copy(), np.zeros(d)
+            r = stage_function(mod, "kernel", False)(0, g, m, p)
+            if np.shape(r) != (d,) or not np.all(np.isfinite(r)):
+                raise _fail(where, "kernel must return a finite vector of length d")
+        elif stage.kind == "aggregation":
+            msg = np.vstack([v, -v, 2 * v])
+            agg = msg.sum(axis=0) if mod.SUMMED else np.zeros(d)
+            if mod.SUMMED:
+                stage_function(mod, "finish", False)(agg, 3, p, 0, gen)
+            else:
+                stage_function(mod, "robust", False)(msg, agg, p)
+            if not np.all(np.isfinite(agg)):
+                raise _fail(where, "the aggregate of finite messages is not finite")
+        elif stage.kind == "attack":
+            out = v.copy()
+            stage_function(mod, "row", False)(out, p, gen)
+            msg = np.vstack([v, v, -v])
+            stage_function(mod, "rows", False)(msg, 1, p)
+            if not (np.all(np.isfinite(out)) and np.all(np.isfinite(msg))):
+                raise _fail(where, "the attack wrote non-finite values for finite messages")
+        elif stage.kind == "error_feedback":
+            e, g = np.zeros(d), v.copy()
+            u = stage_function(mod, "before", False)(0.1, v.copy(), g, e)
+            if np.shape(u) != (d,):
+                raise _fail(where, "before must return a vector of length d")
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 - Numba's typing errors and the kernel's own: one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise _fail(where, f"its {stage.kind} kernel does not compile or run: {type(e).__name__}: {first}") from None

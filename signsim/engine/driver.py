@@ -164,7 +164,7 @@ class Engine(ChunkedState):
 
         self.plugins = [st.module for st in s.stage_list() if plugins.is_plugin(st.module)]
         for st in s.stage_list():
-            plugins.smoke_test(st, d)  # a plugin's kernels compile and behave, or one error line naming it
+            compose.smoke_test(st, d)  # a plugin's kernels compile and behave, or one error line naming it
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.init_history(problem, iters, eval_every)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import math
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -126,7 +125,12 @@ def paths(plugins) -> list[str]:
     """The files of ``plugins``: a path, several joined by commas (the ``plugin`` option), or a list."""
     if plugins is None:
         return []
-    items = str(plugins).split(",") if isinstance(plugins, (str, Path)) else [str(p) for p in plugins]
+    if isinstance(plugins, (str, Path)):
+        items = str(plugins).split(",")
+    elif isinstance(plugins, (list, tuple)) and all(isinstance(p, (str, Path)) for p in plugins):
+        items = [str(p) for p in plugins]
+    else:
+        raise InputError(f"plugins {plugins!r}: expected a file name or a list of file names")
     return [p.strip() for p in items if p.strip()]
 
 
@@ -159,63 +163,3 @@ def load_entry_points() -> None:
 
 def is_plugin(mod: ModuleType) -> bool:
     return not mod.__name__.startswith("signsim.")
-
-
-def smoke_test(stage, d: int) -> None:
-    """Compile a plugin's kernels and run them once on a small vector: InputError naming the plugin when a kernel
-    does not compile or writes wrong values (a contract broken at run time, never a crash or a silent NaN run).
-    Built-in stages are checked by the test suite instead."""
-    import numpy as np
-
-    from signsim.engine import compose
-
-    mod = stage.module
-    if not is_plugin(mod):
-        return
-    where = mod.__file__
-    p = stage.param_array()
-    gen = np.random.default_rng(0)
-    d = max(2, min(int(d), 64))
-    v = np.linspace(-1.0, 1.5, d)
-    try:
-        if stage.kind == "compressor":
-            out = np.zeros(d)
-            bits = compose.stage_function(mod, "kernel", False)(v, out, p, 0, gen, np.zeros(d, dtype=np.int64))
-            if not (isinstance(bits, (int, float)) and math.isfinite(bits) and bits > 0):
-                raise _fail(where, f"kernel must return the message's bits, a finite number > 0 (got {bits!r})")
-            if not np.all(np.isfinite(out)):
-                raise _fail(where, "kernel wrote non-finite values into out for a finite v")
-            ref = np.asarray(mod.reference(v.copy(), stage.params, 0, np.random.default_rng(0)))
-            if ref.shape != (d,):
-                raise _fail(where, f"reference returned shape {ref.shape}, expected ({d},)")
-        elif stage.kind == "momentum":
-            g, m = v.copy(), np.zeros(d)
-            r = compose.stage_function(mod, "kernel", False)(0, g, m, p)
-            if np.shape(r) != (d,) or not np.all(np.isfinite(r)):
-                raise _fail(where, "kernel must return a finite vector of length d")
-        elif stage.kind == "aggregation":
-            msg = np.vstack([v, -v, 2 * v])
-            agg = msg.sum(axis=0) if mod.SUMMED else np.zeros(d)
-            if mod.SUMMED:
-                compose.stage_function(mod, "finish", False)(agg, 3, p, 0, gen)
-            else:
-                compose.stage_function(mod, "robust", False)(msg, agg, p)
-            if not np.all(np.isfinite(agg)):
-                raise _fail(where, "the aggregate of finite messages is not finite")
-        elif stage.kind == "attack":
-            out = v.copy()
-            compose.stage_function(mod, "row", False)(out, p, gen)
-            msg = np.vstack([v, v, -v])
-            compose.stage_function(mod, "rows", False)(msg, 1, p)
-            if not (np.all(np.isfinite(out)) and np.all(np.isfinite(msg))):
-                raise _fail(where, "the attack wrote non-finite values for finite messages")
-        elif stage.kind == "error_feedback":
-            e, g = np.zeros(d), v.copy()
-            u = compose.stage_function(mod, "before", False)(0.1, v.copy(), g, e)
-            if np.shape(u) != (d,):
-                raise _fail(where, "before must return a vector of length d")
-    except InputError:
-        raise
-    except Exception as e:  # noqa: BLE001 - Numba's typing errors and the kernel's own: one line
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise _fail(where, f"its {stage.kind} kernel does not compile or run: {type(e).__name__}: {first}") from None
