@@ -5,7 +5,6 @@ Random streams come from ``signsim.seeding`` (one per worker, one for the server
 
 from __future__ import annotations
 
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -17,7 +16,7 @@ from signsim.codes import Schedule, SignZero, Status, Tie, choice
 from signsim.engine import compose, loop, specialize
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
-from signsim.interrupts import abandon, acknowledge, check, deferred
+from signsim.interrupts import acknowledge, interruptible
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -112,6 +111,13 @@ class Settings:
         )
 
 
+def check_settings(s: Settings, d: int) -> None:
+    """What the settings ``s`` need of the problem's dimension ``d`` (checked before anything is allocated)."""
+    c = s.compressor
+    if hasattr(c.module, "check_params") and c.resolved:  # a stage's own limits that involve d (k <= d)
+        c.module.check_params(c.params, d, "--compressor", c.spec)
+
+
 @dataclass
 class EngineOutput:
     history: np.ndarray  # rows of loop.HIST
@@ -138,6 +144,7 @@ class Engine(ChunkedState):
         if dt not in (np.float64, np.float32):
             raise ValueError(f"unsupported state dtype {dt}")
         self.x = problem.x0.astype(dt)  # astype copies
+        check_settings(s, d)
         if not s.compressor.resolved:
             raise ValueError("the compressor's parameters must be resolved with the dimension")
         self.settings = s
@@ -221,42 +228,14 @@ def worker_generators(gens: list[np.random.Generator], parallel: bool):
 
 Hook = tuple[int, Callable[[int, np.ndarray], None]]
 
-#: a chunk runs in a helper thread (the compiled loop releases the GIL) so that the main thread acts on
-#: Ctrl-C and SIGTERM at once, even when one iteration (a huge minibatch) takes minutes
-SIGNAL_POLL = 0.05
-
 
 def _advance(engine: Engine, step: int) -> None:
-    """``engine.advance(step)``; on Ctrl-C or SIGTERM during the chunk, the chunk is abandoned to its thread
-    (a daemon: it ends with the process) and ``engine.abandoned`` holds x as the chunk began."""
-    if threading.current_thread() is not threading.main_thread():
-        with deferred():
-            engine.advance(step)
-        return
+    """``engine.advance(step)`` in a helper thread (``interrupts.interruptible``: the compiled loop releases the
+    GIL), so that the main thread acts on Ctrl-C and SIGTERM at once, even when one iteration (a huge
+    minibatch) takes minutes or the loop compiles; an abandoned chunk leaves ``engine.abandoned`` holding x as
+    the chunk began."""
     x_before = engine.x.copy()
-    box: dict = {}
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            engine.advance(step)
-        except BaseException as e:  # noqa: BLE001 - handed to the main thread
-            box["error"] = e
-        finally:
-            done.set()
-
-    threading.Thread(target=work, daemon=True, name="signsim-chunk").start()
-    try:
-        while not done.wait(SIGNAL_POLL):
-            check()
-        check()
-    except KeyboardInterrupt:
-        if not done.is_set():
-            engine.abandoned = x_before
-            abandon()
-        raise
-    if "error" in box:
-        raise box["error"]
+    interruptible(lambda: engine.advance(step), lambda: setattr(engine, "abandoned", x_before))
 
 
 def _float64(x: np.ndarray) -> np.ndarray:
