@@ -29,9 +29,9 @@ def _kernel_cache_dir() -> str:
 
     here = Path(__file__).resolve().parent
     h = hashlib.sha1()
-    for folder in ("engine", "problems", "noise", "diagnostics"):
-        for f in sorted((here / folder).glob("*.py")):
-            h.update(f.name.encode())
+    for folder in ("engine", "problems", "noise", "diagnostics", "stages"):
+        for f in sorted((here / folder).rglob("*.py")):
+            h.update(str(f.relative_to(here)).encode())
             h.update(f.read_bytes())
     # the loop reads its codes and history columns from these; the problems' kernels draw through draws.py and
     # sample by the split modes of data/splits.py

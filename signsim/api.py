@@ -532,13 +532,18 @@ OUTPUTS = ("out", "json", "quiet", "plot", "config", "progress")
 
 
 def run(config: Any = None, *, out: str | Path | None = None,
-        progress: Callable[[int, int], None] | None = None, **options: Any) -> Result:
+        progress: Callable[[int, int], None] | None = None, plugins: Any = None, **options: Any) -> Result:
     """``signsim run``: simulate one run (or the ``[[compare]]`` variants of a config file).
 
     ``data=(X, y)`` takes arrays (NumPy, or a SciPy sparse X) instead of a file; ``x0`` a number or a vector
     of length d. ``progress(done, total)`` is called as the run advances; ``out`` writes the results JSON.
     A run stopped by Ctrl-C returns its partial history with status ``interrupted``. The warnings the
-    command line prints (``result["warnings"]``) are also issued as ``UserWarning``."""
+    command line prints (``result["warnings"]``) are also issued as ``UserWarning``. ``plugins``: files of your own
+    stages, a path or a list (the ``plugin`` option, docs/api.md)."""
+    if plugins is not None:
+        from signsim.stages.plugins import paths
+
+        options["plugin"] = ",".join(paths(plugins))
     doc = execute("run", config, {**options, "out": out, "progress": progress})
     import warnings
 
@@ -582,7 +587,7 @@ def _plain(obj: Any) -> Any:
 
 def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs: Any = None, scheduler: Any = None,
                    dask_timeout: Any = None, dry_run: Any = False, force: Any = False, progress: Any = None,
-                   log: Callable[[str], None] | None = None) -> tuple[dict[str, Any], Any, Path]:
+                   log: Callable[[str], None] | None = None, plugin: Any = None) -> tuple[dict[str, Any], Any, Path]:
     """The sweep's document (the summary, or the dry run's list of runs), its spec and its directory: the one
     path of ``signsim sweep`` and ``signsim.sweep``."""
     from signsim.commands.sweep import plan
@@ -595,27 +600,29 @@ def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs:
         raise InputError(f"sweep file: expected a file name (a str or a path), got {path!r}")
     path = Path(path)
     o = _given("sweep", {"out": out, "executor": executor, "jobs": jobs, "scheduler": scheduler,
-                         "dask_timeout": dask_timeout, "dry_run": dry_run, "force": force, "progress": progress})
+                         "dask_timeout": dask_timeout, "dry_run": dry_run, "force": force, "progress": progress,
+                         "plugin": plugin})
     target = output_dir(o.get("out", str(Path("results") / path.stem)), "--out")
     if o.get("dry_run"):
-        spec, tasks = plan(path)
+        spec, tasks = plan(path, o.get("plugin"))
         store = Store(target)
         rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
                  "finished": store.finished(t["run_id"]), "error": t["error"]} for t in tasks]
         return {"command": "sweep", "dry_run": True, "runs": rows}, spec, target
     ex = make(o.get("executor", "local"), o.get("jobs"), o.get("scheduler"), o.get("force", False),
               o.get("dask_timeout"))
-    return sweep_command(path, target, ex, o.get("progress"), log), None, target
+    return sweep_command(path, target, ex, o.get("progress"), log, o.get("plugin")), None, target
 
 
 def sweep(path: str | Path, *, out: str | Path | None = None, executor: str = "local", jobs: int | None = None,
           scheduler: str | None = None, dask_timeout: float | None = None, dry_run: bool = False, force: bool = False,
-          progress: Callable[[int, int], None] | None = None) -> Result:
+          progress: Callable[[int, int], None] | None = None, plugin: str | None = None) -> Result:
     """``signsim sweep FILE``: run a grid of runs into ``out`` (default ``results/<file stem>``), skipping
     runs already finished there. ``to_dict()`` is the summary document, ``history`` the rows of
     ``results.csv``; ``dry_run=True`` only expands and checks the grid."""
     doc, _, target = sweep_document(path, out=out, executor=executor, jobs=jobs, scheduler=scheduler,
-                                    dask_timeout=dask_timeout, dry_run=dry_run, force=force, progress=progress)
+                                    dask_timeout=dask_timeout, dry_run=dry_run, force=force, progress=progress,
+                                    plugin=plugin)
     if doc.get("dry_run"):
         return Result(doc, [{"index": r["index"], "run_id": r["run_id"], **r["params"], "finished": r["finished"],
                              "error": r["error"]} for r in doc["runs"]])

@@ -369,12 +369,17 @@ def list_() -> None:
     from signsim import data, methods, noise, problems
     from signsim.data.splits import SUMMARIES
     from signsim.render.tables import emit, listing
-    from signsim.stages import COMPRESSORS
+    from signsim.stages import tables
+
+    def stage_rows(kind: str) -> list[tuple[str, str]]:
+        return [(f, s + ("" if dft == "-" else f"; default {dft}")) for f, dft, s, _ in tables.rows(kind, False)]
 
     sections = {
         "problems": [(s.name, s.summary) for s in problems.registry().values()],
         "methods": [(s.name, f"{s.summary}; defaults: {s.defaults()}") for s in methods.registry().values()],
-        "compressors": [(c.form, f"{c.summary}; {c.kind}") for c in COMPRESSORS.values()],
+        "compressors": stage_rows("compressor"),
+        "aggregations": stage_rows("aggregation"),
+        "attacks": stage_rows("attack"),
         "noise models": [(m.name, m.summary) for m in noise.registry().values()],
         "data sources": [(d.name, d.summary) for d in data.registry().values()],
         "data splits": list(SUMMARIES.items()),
@@ -457,6 +462,27 @@ class _compile_notice:
         elif self.bar is not None:
             self.bar.stop()
             self.bar = None
+
+
+@app.command("check-stage", cls=_Command,
+             help=_text("The contract test of a compressor (yours with --plugin): bias, E||C(x)-x||^2/||x||^2 against "
+                        "its omega or 1 - alpha, bits against its formula, kernel against its NumPy reference, on "
+                        "standard vectors; exit 1 when a declared property is violated."))
+def check_stage(
+    spec: Annotated[str, typer.Argument(help=_text("compressor spec, e.g. qsgd:4 or your plugin's name"),
+                                        show_default=False)],
+    plugin: Annotated[str | None, typer.Option(help=_text("FILE.py[,FILE.py]: load your own stages first"),
+                                               show_default=False)] = None,
+    samples: Annotated[int, typer.Option(help=_text("draws per vector (default: 2000)"), show_default=False)] = 2000,
+    seed: Annotated[int, typer.Option(help=_text("random seed (default: 0)"), show_default=False)] = 0,
+) -> None:
+    from signsim.commands.check_stage import check_stage as run_check
+
+    lines, ok = run_check(spec, plugin, samples, seed)
+    print("\n".join(lines))
+    if not ok:
+        raise typer.Exit(1)
+
 
 @_command("compile", help="Compile kernels ahead of time (e.g. in a Docker image or a CI cache step): every "
           "kernel, or those of --command, --family and --dtype; --clear empties signsim's kernel cache instead.")

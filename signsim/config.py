@@ -146,7 +146,7 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         raise InputError(f"{option_name(not_applicable[0])} does not apply to problem '{spec.name}'")
     method = methods.get(explicit.get("method", RunConfig.method))
     values = {**spec.defaults, **explicit}
-    values.setdefault("aggregate", method.default_aggregate.name.lower())
+    values.setdefault("aggregate", method.default_aggregate)
     values.setdefault("momentum", method.default_momentum)
     values.setdefault("compressor", method.compressor)
     values.setdefault("error_feedback", method.error_feedback)
@@ -155,6 +155,10 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     if method.default_lr is not None:
         values.setdefault("lr", method.default_lr)
     cfg = RunConfig(**values)
+    if cfg.plugin is not None:  # absolute paths: sweep workers (Dask ones too) load the same files
+        from signsim.stages import plugins
+
+        cfg.plugin = plugins.absolute(cfg.plugin)
     cap = os.environ.get("SIGNSIM_MAX_ITERS")
     if cap:  # a testing aid: every run stops after at most this many iterations
         try:
@@ -197,6 +201,10 @@ def validate(cfg: RunConfig) -> None:
 
         check_syntax(cfg.split)
     method = methods.get(cfg.method)
+    if cfg.plugin is not None:
+        from signsim.stages import plugins
+
+        plugins.load(cfg.plugin)
     stages.parse_aggregate(cfg.aggregate)
     stages.parse_attack(cfg.attack)
     stages.parse_compressor(cfg.compressor)

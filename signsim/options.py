@@ -154,11 +154,12 @@ TABLE: tuple[Option, ...] = (
     _run("method", "str", "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | topk-ef "
          "| randk | ef21 | natural | onebit-sgd (signsim list; default: ssdm)", P_RUN, default="ssdm"),
     _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S | terngrad | top-k:K | rand-k:K | "
-         "natural | onebit (default: the method's)", P_RUN),
+         "natural | onebit | noisy-sign:[uniform:]SIGMA | dither:S (signsim list; default: the method's)", P_RUN),
     _run("error_feedback", "str", "none | ef | ef21 (default: the method's)", P_RUN),
     _run("workers", "int", "number of workers M (default: 8; vote-trap 3)", P_RUN, default=8, lo=1, hi=MAX_SIZE,
          also=("spb_from_samples",)),
-    _run("aggregate", "str", "server rule: majority | mean | median | trimmed:BETA (default: the method's)", P_RUN),
+    _run("aggregate", "str", "server rule: majority | mean | median | trimmed:BETA | krum:F | cclip:TAU[:L] "
+         "(default: the method's)", P_RUN),
     _run("batch_size", "int", "minibatch size tau per worker (default: {default})", P_RUN, default=1, lo=1,
          hi=MAX_SIZE, command_defaults=(("check-spb", 1),),
          shown_defaults=(("run", "1; mlp 32"), ("diversity", "1; mlp 32"), ("bound", "1; mlp 32")),
@@ -193,6 +194,7 @@ TABLE: tuple[Option, ...] = (
          default=False, decls=("--monotone/--no-monotone",)),
     _run("seed", "int", "random seed (default: 0)", P_RUN, default=0, lo=0, hi=2**64 - 1,
          also=("spb_from_samples",)),
+    _run("plugin", "str", "FILE.py[,FILE.py]: your own stages, written to the stage contract (docs/api.md)", P_RUN),
     _run("track_spb", "int", "every N iterations, record the fraction of coordinates satisfying SPB, min rho and "
          "the rho-norms", P_OUT, commands=("run",), lo=1, hi=MAX_SIZE),
     _run("track_diversity", "int", "every N iterations, record the gradient diversity and B_S", P_OUT,
@@ -253,6 +255,8 @@ TABLE: tuple[Option, ...] = (
     Option("quiet", "bool", "no progress bar or table", _R, P_OUT, default=False, decls=("--quiet", "-q"),
            cli_only="Python prints no table or progress bar"),
     Option("progress", "callable", "progress(done, total), called as the run advances", ("run",), api_only=True),
+    Option("plugins", "str", "files of your own stages, a path or a list (joined into --plugin; docs/api.md)", ("run",),
+           api_only=True),
     # sweep
     Option("out", "file", "output directory (default: results/<file stem>)", ("sweep",)),
     Option("executor", "str", "local | dask (default: local)", ("sweep",), default="local", choices=("local", "dask")),
@@ -267,6 +271,7 @@ TABLE: tuple[Option, ...] = (
            decls=("--json",), cli_only="Python returns the summary (Result.to_dict() is the JSON document)"),
     Option("quiet", "bool", "no progress bar or table", ("sweep",), default=False, decls=("--quiet", "-q"),
            cli_only="Python prints no table or progress bar"),
+    Option("plugin", "str", "FILE.py[,FILE.py]: your own stages, for every run (docs/api.md)", ("sweep",)),
     Option("progress", "callable", "progress(done, total), called as runs finish", ("sweep",), api_only=True),
     # plot (in Python: Result.figure)
     Option("out", "file", "figure file: .png, .pdf or .svg (default: <first input>.png, or figure.png in a sweep "
@@ -304,7 +309,8 @@ SAMPLE_FUNCTIONS = {"spb_from_samples": "check-spb", "diversity_from_samples": "
 RECORD_ORDER = (
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum", "byzantine",
     "attack", "sign_zero", "tie", "eval_every", "stop_loss", "monotone", "track_spb", "track_diversity", "seed",
-    "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales", "dtype", "noise", "dim",
+    "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales", "dtype", "plugin", "noise",
+    "dim",
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
     "replicate", "positive_class", "l2", "hidden", "activation",
 )

@@ -103,12 +103,13 @@ def run_bytes(workers: int, dim: int, momentum: bool, error_feedback: bool, hist
 def check_run(cfg, dim: int, data_values: int = 0) -> None:
     """InputError when the run described by ``cfg`` (with dimension ``dim``) cannot fit in memory. With
     ``--votes binomial`` no worker holds any state (docs/theory.md §11)."""
-    from signsim import methods
+    from signsim import methods, stages
 
     method = methods.get(cfg.method)
-    momentum = (cfg.momentum or 0) > 0 or method.momentum_kind == "lion"
-    ef = (cfg.error_feedback or method.error_feedback) != "none"
-    sparsifier = str(cfg.compressor or method.compressor).startswith(("top-k", "rand-k"))
+    # the state each stage declares (its module): a momentum buffer, an error memory, integer scratch
+    momentum = stages.momentum_stage(method, cfg).module.STATE
+    ef = stages.parse_error_feedback(cfg.error_feedback or method.error_feedback).module.STATE
+    sparsifier = stages.parse_compressor(cfg.compressor or method.compressor).module.SCRATCH
     rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
     workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers
     need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier, getattr(cfg, "dtype", "float64"))

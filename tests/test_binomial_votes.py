@@ -5,8 +5,9 @@ import pytest
 from scipy import stats
 
 from signsim import noise
-from signsim.codes import Attack, SignZero
+from signsim.codes import SignZero
 from signsim.engine import binomial
+from signsim.engine.binomial import ATTACK_INVERT, ATTACK_RANDOM
 
 CASES = [("gaussian:1", 1), ("gaussian:1", 4), ("skewed:1", 1), ("bimodal:1", 1), ("laplace:0.5", 1),
          ("uniform:2", 1), ("cauchy:0.3", 3), ("none", 1)]
@@ -24,7 +25,7 @@ def simulate_sums(model, p, tau, g, M, byz, attack, sign_zero, rng, reps):
             s[zeros] = np.where(rng.random(zeros.sum()) < 0.5, -1.0, 1.0)
         elif sign_zero == SignZero.PLUS:
             s[zeros] = 1.0
-        if attack == Attack.INVERT:
+        if attack == ATTACK_INVERT:
             s[:byz] = -s[:byz]
         else:
             s[:byz] = np.abs(s[:byz]) * np.where(rng.random((byz, g.size)) < 0.5, -1.0, 1.0)
@@ -44,7 +45,7 @@ def binomial_sums(model, p, tau, g, M, byz, attack, sign_zero, seed, reps):
 
 
 @pytest.mark.parametrize("spec,tau", CASES)
-@pytest.mark.parametrize("M,byz,attack", [(7, 0, Attack.INVERT), (8, 3, Attack.INVERT), (9, 2, Attack.RANDOM)])
+@pytest.mark.parametrize("M,byz,attack", [(7, 0, ATTACK_INVERT), (8, 3, ATTACK_INVERT), (9, 2, ATTACK_RANDOM)])
 def test_vote_sums_have_the_per_worker_distribution(spec, tau, M, byz, attack):
     model, p = noise.parse(spec)
     reps = 3000
@@ -64,7 +65,7 @@ def test_vote_sums_have_the_per_worker_distribution(spec, tau, M, byz, attack):
 def test_zero_gradient_without_noise_follows_the_sign_zero_policy(sign_zero):
     model, p = noise.parse("none")
     g = np.array([0.0, 1.0, -1.0])
-    out = binomial_sums(model, p, 1, g, 5, 0, Attack.INVERT, sign_zero, 0, 2000)
+    out = binomial_sums(model, p, 1, g, 5, 0, ATTACK_INVERT, sign_zero, 0, 2000)
     assert np.all(out[:, 1] == 5) and np.all(out[:, 2] == -5)
     if sign_zero == SignZero.ZERO:
         assert np.all(out[:, 0] == 0)
@@ -78,7 +79,7 @@ def test_zero_gradient_without_noise_follows_the_sign_zero_policy(sign_zero):
 def test_a_million_workers_mean_matches_closed_form():
     model, p = noise.parse("gaussian:1")
     M = 10**6
-    out = binomial_sums(model, p, 1, G, M, 0, Attack.INVERT, SignZero.RANDOM, 3, 400)
+    out = binomial_sums(model, p, 1, G, M, 0, ATTACK_INVERT, SignZero.RANDOM, 3, 400)
     rho = stats.norm.cdf(np.abs(G))  # P(correct sign); the zero coordinate has rho = 1/2
     expected = M * np.sign(G) * (2 * rho - 1)
     sd = np.sqrt(M * 4 * rho * (1 - rho))

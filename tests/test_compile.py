@@ -12,7 +12,8 @@ def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
     engine = compiling.PACKAGE / "engine"
     where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
     where.mkdir()
-    for name in ("loop.run_chunk_serial__mlp-1.py311.nbi", "loop.run_chunk_serial__mlp-1.py311.1.nbc"):
+    for name in ("loop.run_chunk_serial__mlp__0123456789-1.py311.nbi",
+                 "loop.run_chunk_serial__mlp__0123456789-1.py311.1.nbc"):
         (where / name).write_bytes(b"x")
     (where / "keep.txt").write_text("not a kernel")
     assert compiling.loop_is_cached() and compiling.loop_is_cached("mlp")
@@ -94,12 +95,13 @@ def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
 
     def index(*dtypes):
         keys = {(tuple(["k0", "k1", "k", f"array({dt}, 1d, C)"]), "cpu"): "file.nbc" for dt in dtypes}
-        (where / "loop.run_chunk_serial__glm-1.py311.nbi").write_bytes(pickle.dumps("0.68") + pickle.dumps((0, keys)))
+        index_file = where / "loop.run_chunk_serial__glm__0123456789-1.py311.nbi"
+        index_file.write_bytes(pickle.dumps("0.68") + pickle.dumps((0, keys)))
 
     index("float64")
     assert compiling.loop_is_cached("glm") and compiling.loop_is_cached("glm", "float64")
     assert not compiling.loop_is_cached("glm", "float32")
     index("float64", "float32")
     assert compiling.loop_is_cached("glm", "float32")
-    (where / "loop.run_chunk_serial__glm-1.py311.nbi").write_bytes(b"damaged")
+    (where / "loop.run_chunk_serial__glm__0123456789-1.py311.nbi").write_bytes(b"damaged")
     assert compiling.loop_is_cached("glm", "float32")  # unreadable: no notice rather than a wrong one

@@ -5,12 +5,11 @@ import itertools
 import numpy as np
 import pytest
 
-from signsim import methods
-from signsim.codes import Compressor, SignZero
-from signsim.engine import compress
+from signsim import methods, stages
+from signsim.codes import SignZero
+from signsim.engine import compose
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
-from signsim.engine.reference import compress as ref_compress
 
 from .conftest import make_engine
 
@@ -69,15 +68,12 @@ def test_sign_and_tie_policies_match_reference(sign_zero, tie, workers):
 def test_sign_zero_policies_on_a_zero_coordinate():
     gen = np.random.default_rng(0)
     v = np.array([2.0, 0.0, -3.0])
-    out = np.zeros(3)
-    compress.compress_row(Compressor.SIGN, v, out, SignZero.PLUS, gen)
-    assert out.tolist() == [1, 1, -1]
-    compress.compress_row(Compressor.SIGN, v, out, SignZero.ZERO, gen)
-    assert out.tolist() == [1, 0, -1]
+    sign = stages.parse_compressor("sign")
+    assert compose.compress_once(sign, v, SignZero.PLUS, gen)[0].tolist() == [1, 1, -1]
+    assert compose.compress_once(sign, v, SignZero.ZERO, gen)[0].tolist() == [1, 0, -1]
     seen = set()
     for _ in range(50):
-        compress.compress_row(Compressor.SIGN, v, out, SignZero.RANDOM, gen)
-        seen.add(out[1])
+        seen.add(compose.compress_once(sign, v, SignZero.RANDOM, gen)[0][1])
     assert seen == {-1.0, 1.0}
 
 
@@ -86,7 +82,8 @@ def test_stochastic_sign_is_unbiased_after_scaling():
     v = np.array([0.3, -1.2, 0.0, 2.0])
     gen = np.random.default_rng(4)
     S = 40000
-    draws = np.array([ref_compress(Compressor.STO_SIGN, v, SignZero.RANDOM, gen) for _ in range(S)])
+    sto = stages.parse_compressor("sto-sign")
+    draws = np.array([sto.module.reference(v, sto.params, SignZero.RANDOM, gen) for _ in range(S)])
     est = np.linalg.norm(v) * draws.mean(axis=0)
     se = np.linalg.norm(v) * draws.std(axis=0) / np.sqrt(S)
     assert np.all(np.abs(est - v) <= 5 * se)
@@ -95,8 +92,7 @@ def test_stochastic_sign_is_unbiased_after_scaling():
 def test_error_feedback_compressor_is_scaled_sign():
     """Delta = (||p||_1 / d) sign(p); the error e = p - Delta is what is kept."""
     p = np.array([1.0, -3.0, 0.5, 0.5])
-    out = np.zeros(4)
-    compress.compress_row(Compressor.SCALED_SIGN_EF, p, out, SignZero.RANDOM, np.random.default_rng(0))
+    out, _ = compose.compress_once(stages.parse_compressor("scaled-sign"), p, SignZero.RANDOM, np.random.default_rng(0))
     np.testing.assert_allclose(out, 1.25 * np.sign(p))
 
 

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 
 from signsim import accounting, methods, noise, problems, stages
-from signsim.codes import Aggregate, Attack, Compressor, ErrorFeedback, Momentum, Noise, Problem, SignZero, Tie
+from signsim.codes import Noise, Problem, SignZero, Tie
 from signsim.engine import dispatch
 from signsim.engine.driver import simulate
-from signsim.engine.reference import ReferenceRun, compress
+from signsim.engine.reference import ReferenceRun
+from signsim.stages import registry
 
 from .conftest import make_engine
 
@@ -24,11 +25,10 @@ def noise_spec(name):
 def test_codes_are_assigned_once_and_match_the_registries():
     assert sorted(s.code for s in problems.registry().values()) == sorted(int(c) for c in Problem)
     assert sorted(m.code for m in noise.registry().values()) == sorted(int(c) for c in Noise)
-    assert [c.code for c in stages.COMPRESSORS.values()] == list(Compressor)
-    assert [c for c, _ in stages.AGGREGATES.values()] == list(Aggregate)
-    assert [c for c, _ in stages.ATTACKS.values()] == list(Attack)
-    assert list(stages.ERROR_FEEDBACK.values()) == list(ErrorFeedback)
-    assert list(stages.MOMENTA.values()) == list(Momentum)
+    for kind in registry.BUILTIN:  # every built-in stage module named once, under the name it declares
+        mods = registry.builtin(kind)
+        assert len(mods) == len(registry.BUILTIN[kind])
+        assert [m.__name__.rsplit(".", 1)[1] for m in mods.values()] == list(registry.BUILTIN[kind])
 
 
 def test_every_problem_code_belongs_to_exactly_one_family_of_loops():
@@ -54,10 +54,12 @@ def test_a_family_loop_refuses_a_problem_of_another_family():
     icfg = e.icfg.copy()
     icfg[loop.I_PROBLEM] = problems.get("logistic").code
     assert specialize.family_of(int(icfg[loop.I_PROBLEM])) == "glm"
-    serial = specialize.loops("analytic")[1]
+    from signsim.engine import compose
+
+    serial = compose.loops("analytic", e.settings.stages())[1]
     with pytest.raises(ValueError, match="unknown problem code"):
         serial(0, 1, 1, e.x, e.mom, e.err, e.iwork, e.srv, e.G, e.msg, e.agg, e.wbits, e.tally, e.gbuf, e.gens,
-               e.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx, e.nparams, icfg, e.fcfg, e.x_star, e.hist,
+               e.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx, e.nparams, icfg, e.fcfg, e.sp, e.x_star, e.hist,
                e.counters)
 
 
@@ -89,14 +91,15 @@ def test_every_noise_model_runs_through_dispatch_and_the_reference(name):
 @pytest.mark.parametrize("name", list(stages.COMPRESSORS))
 def test_every_compressor_has_accounting_a_reference_and_a_constant(name):
     info = stages.COMPRESSORS[name]
-    code, param = stages.parse_compressor(name, 20)
-    assert accounting.uplink_bits(code, 20, SignZero.RANDOM, param) > 0
-    for agg in Aggregate:
-        assert accounting.downlink_bits(code, agg, 5, 20, SignZero.RANDOM, Tie.RANDOM) > 0
-    out = compress(code, np.linspace(-1, 1, 20), SignZero.RANDOM, np.random.default_rng(0), param)
+    stage = stages.parse_compressor({"noisy-sign": "noisy-sign:1"}.get(name, name), 20)
+    assert accounting.uplink_bits(stage, 20, SignZero.RANDOM) > 0
+    for agg in stages.AGGREGATES:  # with a parameter where one is required
+        spec = {"krum": "krum:1", "cclip": "cclip:1"}.get(agg, agg)
+        assert accounting.downlink_bits(stage, spec, 5, 20, SignZero.RANDOM, Tie.RANDOM) > 0
+    out = stage.module.reference(np.linspace(-1, 1, 20), stage.params, SignZero.RANDOM, np.random.default_rng(0))
     assert out.shape == (20,)
     assert info.kind in ("unbiased", "contractive", "biased")
-    assert (info.constant is None) == (info.kind == "biased")
+    assert (stage.module.constant(20, *stage.params) is None) == (info.kind == "biased")
 
 
 def test_unknown_codes_raise_in_every_dispatch():
@@ -118,13 +121,14 @@ def test_unknown_codes_raise_in_every_dispatch():
 def test_list_and_help_name_every_registry_entry(cli):
     listed = cli("list").out
     helped = " ".join(cli("run", "--help").out.split())
-    for name in PROBLEMS + NOISES + METHODS + list(stages.COMPRESSORS):
+    builtin = {kind: list(registry.builtin(kind)) for kind in registry.BUILTIN}  # plugins loaded by other tests aside
+    for name in PROBLEMS + NOISES + METHODS + builtin["compressor"]:
         assert name in listed, name
-    for name in PROBLEMS + METHODS + list(stages.COMPRESSORS) + list(stages.AGGREGATES) + list(stages.ATTACKS):
+    for name in PROBLEMS + METHODS + builtin["compressor"] + builtin["aggregation"] + builtin["attack"]:
         assert name in helped, name
     for name in NOISES:
         assert name in helped or name == "none", name
-    for name in stages.ERROR_FEEDBACK:
+    for name in builtin["error_feedback"]:
         assert name in helped
 
 

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 
 from signsim import accounting, methods, stages
-from signsim.codes import Aggregate, Attack, Compressor, SignZero
-from signsim.engine import compress, loop
+from signsim.codes import SignZero
+from signsim.engine import compose, loop
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.errors import InputError
+from signsim.stages import registry
+from signsim.stages.sorting import sort_in_place, top_k_order
 
 from .conftest import make_engine, run_engine
 
@@ -98,11 +100,7 @@ def test_nonsense_combinations_exit_2_naming_both_options(cli):
 # --- compressors, one at a time, through the kernel -------------------------------------------------------
 
 def kernel(spec, v, gen, sign_zero=SignZero.RANDOM):
-    code, param = stages.parse_compressor(spec, v.size)
-    out = np.zeros_like(v)
-    gen = np.random.default_rng(0) if gen is None else gen
-    bits = compress.compress_msg(int(code), param, v, out, int(sign_zero), gen, np.zeros(v.size, dtype=np.int64))
-    return out, bits
+    return compose.compress_once(stages.parse_compressor(spec, v.size), v, sign_zero, gen)
 
 
 UNBIASED = ["identity", "qsgd:1", "qsgd:4", "terngrad", "rand-k:1", "rand-k:3", "natural"]
@@ -175,14 +173,13 @@ def test_bits_per_message_against_the_formulas(d):
     for spec, bits in expect.items():
         out, counted = kernel(spec, v, np.random.default_rng(0))
         assert counted == bits, spec
-        code, param = stages.parse_compressor(spec, d)
-        assert accounting.uplink_bits(code, d, SignZero.RANDOM, param) == bits, spec
+        assert accounting.uplink_bits(stages.parse_compressor(spec, d), d, SignZero.RANDOM) == bits, spec
     assert kernel("sign", v, None, SignZero.ZERO)[1] == 2 * d
     for s in (1, 3, 4, 15):
         out, counted = kernel(f"qsgd:{s}", v, np.random.default_rng(s))
         n, L = np.count_nonzero(out), math.ceil(math.log2(s + 1))
         assert counted == 33 + min(d * (1 + L), n * (index_bits(d) + 1 + L))
-        assert counted == accounting.uplink_bits(Compressor.QSGD, d, SignZero.RANDOM, s, n)
+        assert counted == accounting.uplink_bits(f"qsgd:{s}", d, SignZero.RANDOM, n)
 
 
 def test_sparse_broadcast_is_counted_per_iteration(cli):
@@ -227,61 +224,64 @@ def test_ef21_and_top_k_with_ef_leave_the_sign_trap(method):
     assert out.history[-1, 1] < 1e-3 * stuck.history[-1, 1]
 
 
+def robust(spec, msg, agg):
+    stage = stages.parse_aggregate(spec)
+    compose.stage_function(stage.module, "robust", False)(msg, agg, stage.param_array())
+
+
+def omniscient(spec, B, msg):
+    stage = stages.parse_attack(spec)
+    compose.stage_function(stage.module, "rows", False)(msg, B, stage.param_array())
+
+
 def test_median_and_trimmed_mean_exact_on_small_inputs():
     msg = np.array([[1.0, -5.0], [7.0, 2.0], [3.0, 0.0], [100.0, 1.0], [-2.0, 4.0]])
     agg = np.zeros(2)
-    compress.robust_aggregate(Aggregate.MEDIAN, 0.0, msg, agg)
+    robust("median", msg, agg)
     assert agg.tolist() == [3.0, 1.0]
-    compress.robust_aggregate(Aggregate.MEDIAN, 0.0, msg[:4], agg)
+    robust("median", msg[:4], agg)
     assert agg.tolist() == [5.0, 0.5]
-    compress.robust_aggregate(Aggregate.TRIMMED, 0.2, msg, agg)  # drop 1 each end
+    robust("trimmed:0.2", msg, agg)  # drop 1 each end
     assert agg.tolist() == [11 / 3, 1.0]
-    compress.robust_aggregate(Aggregate.TRIMMED, 0.0, msg, agg)
+    robust("trimmed:0", msg, agg)
     assert agg.tolist() == pytest.approx([109 / 5, 2 / 5])
 
 
 def test_alie_and_ipm_move_the_aggregate_as_defined():
     honest = np.array([[1.0, 4.0], [2.0, 4.0], [3.0, 10.0]])
     mu, sd = honest.mean(axis=0), honest.std(axis=0)
-    for attack, param, value in [(Attack.ALIE, 1.5, mu - 1.5 * sd), (Attack.IPM, 0.5, -0.5 * mu)]:
+    for attack, value in [("alie:1.5", mu - 1.5 * sd), ("ipm:0.5", -0.5 * mu)]:
         msg = np.vstack([np.zeros((2, 2)), honest])
-        compress.omniscient_attack(attack, param, 2, msg)
+        omniscient(attack, 2, msg)
         np.testing.assert_allclose(msg[:2], [value, value], rtol=1e-15)
         np.testing.assert_allclose(msg[2:], honest)
         # the mean moves from mu to (3 mu + 2 value) / 5; IPM with eps > 0 flips its inner product with mu
         mean = msg.mean(axis=0)
         np.testing.assert_allclose(mean, (3 * mu + 2 * value) / 5)
     msg = np.vstack([np.zeros((3, 2)), honest])
-    compress.omniscient_attack(Attack.IPM, 2.0, 3, msg)
+    omniscient("ipm:2", 3, msg)
     assert msg.mean(axis=0) @ mu < 0
 
 
 def test_unknown_codes_are_errors_not_fallthrough():
-    """Kernels outside the parallel worker loop raise; the ones inside it write NaN (a raise would make Numba run
-    the loop serially), and check_codes raises before the loop."""
+    """The kernels inside the parallel worker loop cannot raise (a raise would make Numba run the loop serially):
+    an unknown sign(0) code writes NaN there, and the loop checks its codes before it starts."""
     out = np.zeros(3)
     gen = np.random.default_rng(0)
-    scratch = np.zeros(3, dtype=np.int64)
-    assert np.isnan(compress.compress_msg(99, 0.0, np.ones(3), out, 0, gen, scratch)) and np.isnan(out).all()
-    out[:] = 1.0
-    compress.attack_row(99, out, gen)
+    out, _ = kernel("sign", np.zeros(3), gen, 9)
     assert np.isnan(out).all()
-    compress.compress_msg(int(Compressor.SIGN), 0.0, np.zeros(3), out, 9, gen, np.zeros(3, dtype=np.int64))
-    assert np.isnan(out).all()
-    with pytest.raises(ValueError):
-        compress.finish_aggregate(99, 2, out, 0, gen)
+    majority = registry.parse("aggregation", "majority")
     with pytest.raises(ValueError, match="tie"):
-        compress.finish_aggregate(int(Aggregate.MAJORITY), 2, np.zeros(3), 9, gen)
-    good = dict(compressor=0, sign_zero=0, attack=0, aggregate=0, tie=0)
-    compress.check_codes(**good)
-    for name, word in [("compressor", "compressor"), ("sign_zero", "sign-zero"), ("attack", "attack"),
-                       ("aggregate", "aggregate"), ("tie", "tie")]:
+        compose.stage_function(majority.module, "finish", False)(np.zeros(3), 2, majority.param_array(), 9, gen)
+    good = dict(sign_zero=0, tie=0)
+    loop.check_settings(**good)
+    for name, word in [("sign_zero", "sign-zero"), ("tie", "tie")]:
         with pytest.raises(ValueError, match=word):
-            compress.check_codes(**{**good, name: 99})
+            loop.check_settings(**{**good, name: 99})
 
 
 def test_an_unknown_code_stops_the_run_before_the_loop():
-    for index in (loop.I_COMPRESSOR, loop.I_MOMENTUM, loop.I_EF, loop.I_NOISE, loop.I_PROBLEM, loop.I_ATTACK):
+    for index in (loop.I_NOISE, loop.I_PROBLEM, loop.I_SIGN_ZERO, loop.I_TIE):
         engine, *_ = make_engine(problem="quadratic", dim=3, iters=2)
         engine.icfg[index] = 99
         with pytest.raises(ValueError, match="unknown"):
@@ -289,11 +289,15 @@ def test_an_unknown_code_stops_the_run_before_the_loop():
 
 
 def test_parse_stage_specs():
-    assert stages.parse_compressor("top-k", 25) == (Compressor.TOP_K, 3.0)
-    assert stages.parse_aggregate("trimmed") == (Aggregate.TRIMMED, 0.1)
-    assert stages.parse_attack("alie:2") == (Attack.ALIE, 2.0)
-    with pytest.raises(InputError, match="--compressor"):
-        stages.parse_compressor("sign:3")
+    top = stages.parse_compressor("top-k", 25)
+    assert (top.name, top.params, top.spec) == ("top-k", (3.0,), "top-k:3")
+    assert stages.parse_compressor("qsgd").spec == "qsgd:4"
+    assert stages.parse_aggregate("trimmed").params == (0.1,)
+    assert stages.parse_attack("alie:2").params == (2.0,)
+    for spec in ("sign:3", "sign:", "qsgd:1e160", "qsgd:2.5", "qsgd:0", "qsgd:4:4", "qsgd:nan", "zip"):
+        with pytest.raises(InputError, match="--compressor") as e:
+            stages.parse_compressor(spec)
+        assert spec in str(e.value)
 
 
 def test_written_out_sorts_against_python_sorted():
@@ -303,9 +307,9 @@ def test_written_out_sorts_against_python_sorted():
         k = int(rng.integers(1, d + 1))
         v = rng.integers(-3, 4, size=d).astype(float)  # many ties in |v|
         heap = np.full(d, -1, dtype=np.int64)
-        compress.top_k_order(v, k, heap)
+        compose._helper(top_k_order)(v, k, heap)
         assert list(heap[:k]) == sorted(range(d), key=lambda i: (-abs(v[i]), i))[:k]
         a = rng.standard_normal(int(rng.integers(0, 20)))
         b = a.copy()
-        compress.sort_in_place(b)
+        compose._helper(sort_in_place)(b)
         assert b.tolist() == sorted(a.tolist())

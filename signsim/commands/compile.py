@@ -21,8 +21,9 @@ import signsim
 
 PACKAGE = Path(signsim.__file__).resolve().parent
 SUFFIXES = (".nbi", ".nbc")
-#: the kernels whose cache entry says "the run loop of this family of problems is compiled"
-LOOP_INDEX = "loop.run_chunk*__{family}-*.nbi"
+#: the kernels whose cache entry says "a run loop of this family of problems is compiled" (one per composition of
+#: stages, ``signsim.engine.compose``)
+LOOP_INDEX = "loop.run_chunk*__{family}__*-*.nbi"
 
 def notice(command: str, family: str | None, dtype: str) -> str:
     """The line a command prints before its first kernel compiles: what compiles (``family``: the problem's

@@ -13,10 +13,13 @@ import numpy as np
 from signsim import __version__
 
 
-def plan(path: str | Path) -> tuple[Any, list[dict[str, Any]]]:
+def plan(path: str | Path, plugin: str | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    """The sweep file's spec and its runs; ``plugin`` (``--plugin``) joins every run's own plugins."""
     from signsim.sweep.spec import expand, load
 
     spec = load(path)
+    if plugin:
+        spec.base["plugin"] = ",".join(p for p in (spec.base.get("plugin"), plugin) if p)
     return spec, [asdict(t) for t in expand(spec)]
 
 
@@ -83,13 +86,13 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
 
 
 def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, int], None] | None = None,
-          log: Callable[[str], None] | None = None) -> dict[str, Any]:
+          log: Callable[[str], None] | None = None, plugin: str | None = None) -> dict[str, Any]:
     from signsim import interrupts
     from signsim.commands.run import run
     from signsim.sweep.executors import ExecutorStopped
     from signsim.sweep.store import Store, manifest
 
-    spec, tasks = plan(path)
+    spec, tasks = plan(path, plugin)
     store = Store(out)
     store.check([t["run_id"] for t in tasks])
     todo = [t for t in tasks if not store.finished(t["run_id"])]

@@ -23,7 +23,7 @@ import math
 import numpy as np
 from numba import njit
 
-from signsim.codes import Aggregate, Attack, SignZero, Status, Tie
+from signsim.codes import SignZero, Status, Tie
 from signsim.engine import loop, specialize
 from signsim.engine.dispatch import problem_loss, problem_loss_grad
 from signsim.engine.loop import record
@@ -33,6 +33,12 @@ from signsim.noise.base import N_NOISE_PARAMS
 
 #: noise models with an in-kernel CDF of the mean of tau draws: name -> the batch sizes it holds for
 #: ("any" or 1); every other registered model is refused by ``refusal``
+#: the blind attacks and the server rules this engine draws, by the codes its kernels take (``icfg``'s ``attack``
+#: and ``aggregate``)
+ATTACKS = {"invert": 0, "random": 1}
+RULES = {"mean": 0, "majority": 1}
+ATTACK_INVERT, ATTACK_RANDOM = ATTACKS["invert"], ATTACKS["random"]
+RULE_MEAN, RULE_MAJORITY = RULES["mean"], RULES["majority"]
 CLOSED_FORM_TAU = {"none": "any", "gaussian": "any", "cauchy": "any", "laplace": 1, "uniform": 1, "bimodal": 1,
                    "skewed": 1}
 
@@ -105,9 +111,9 @@ def vote_sum(g, code, p, tau, deterministic, M, byzantine, attack, sign_zero, ge
         hp, h0 = _counts(gen, honest, plus, zero)
         bp, b0 = _counts(gen, byzantine, plus, zero)
         bm = byzantine - bp - b0
-        if attack == Attack.INVERT:
+        if attack == ATTACK_INVERT:
             bp, bm = bm, bp
-        elif attack == Attack.RANDOM:
+        elif attack == ATTACK_RANDOM:
             nonzero = bp + bm
             bp = gen.binomial(nonzero, 0.5) if nonzero > 0 else 0
             bm = nonzero - bp
@@ -121,7 +127,7 @@ def broadcast(agg, M, aggregate, tie, gen):
     """Turn the sums into the broadcast in place: the majority vote (ties by ``tie``) or the mean."""
     for i in range(agg.shape[0]):
         s = agg[i]
-        if aggregate == Aggregate.MAJORITY:
+        if aggregate == RULE_MAJORITY:
             if s > 0:
                 agg[i] = 1.0
             elif s < 0:
@@ -130,7 +136,7 @@ def broadcast(agg, M, aggregate, tie, gen):
                 agg[i] = 1.0 if gen.random() < 0.5 else -1.0
             else:
                 agg[i] = 0.0
-        elif aggregate == Aggregate.MEAN:
+        elif aggregate == RULE_MEAN:
             agg[i] = s / M
         else:
             raise ValueError("binomial votes: only majority and mean aggregation")
@@ -139,18 +145,16 @@ def broadcast(agg, M, aggregate, tie, gen):
 def refusal(s, problem, model, params, method: str) -> str | None:
     """Why ``--votes binomial`` would not be exact for the settings ``s`` (a ``driver.Settings``) on this
     problem and noise model (None when it is); docs/theory.md §11."""
-    from signsim.codes import Compressor, ErrorFeedback, Momentum
-
-    if s.compressor != Compressor.SIGN or s.error_feedback != ErrorFeedback.NONE:
+    if s.compressor.name != "sign" or s.error_feedback.name != "none":
         return (f"--votes binomial needs workers that send sign(g_hat) without error feedback (signsgd); "
                 f"--method {method} composes another compressor or error feedback")
-    if s.momentum_kind != Momentum.NONE:
+    if s.momentum_kind.name != "none":
         return f"--votes binomial needs memoryless workers; --method {method} keeps a momentum (set --momentum 0)"
-    if s.aggregate not in (Aggregate.MAJORITY, Aggregate.MEAN):
-        return f"--votes binomial needs --aggregate majority or mean, not {s.aggregate.name.lower()}"
-    if s.byzantine and s.attack not in (Attack.INVERT, Attack.RANDOM):
+    if s.aggregate.name not in RULES:
+        return f"--votes binomial needs --aggregate majority or mean, not {s.aggregate.name}"
+    if s.byzantine and s.attack.name not in ATTACKS:
         return (f"--votes binomial supports the blind attacks invert and random, not --attack "
-                f"{s.attack.name.lower()} (it reads the honest messages)")
+                f"{s.attack.name} (it reads the honest messages)")
     if not problem.exact_oracle or problem.heterogeneous or problem.finite_sum is not None:
         return (f"--votes binomial needs one exact-gradient oracle shared by all workers, with synthetic noise; "
                 f"--problem {problem.name} here samples data or differs between workers")
@@ -215,7 +219,6 @@ class BinomialEngine(ChunkedState):
 
     def __init__(self, problem, noise, noise_params, s, workers: int, iters: int, eval_every: int, seed: int):
         from signsim import accounting
-        from signsim.codes import Compressor
         from signsim.engine.driver import Engine
         from signsim.seeding import run_streams
 
@@ -226,9 +229,11 @@ class BinomialEngine(ChunkedState):
         self.err = np.zeros((1, 1))  # no worker keeps an error: loop.record's error column stays empty
         self.tally = np.zeros(2)
         _, self.gen = run_streams(seed, 0)  # the server's stream draws every count
-        self.up_bits = float(M * accounting.uplink_bits(Compressor.SIGN, d, s.sign_zero))
-        down = accounting.downlink_bits(Compressor.SIGN, s.aggregate, M, d, s.sign_zero, s.tie)
+        self.up_bits = float(M * accounting.uplink_bits(s.compressor, d, s.sign_zero))
+        down = accounting.downlink_bits(s.compressor, s.aggregate, M, d, s.sign_zero, s.tie)
         self.icfg, self.fcfg = Engine.settings_arrays(problem, noise, s, eval_every, False, False, down)
+        self.icfg[loop.I_AGGREGATE] = RULES[s.aggregate.name]
+        self.icfg[loop.I_ATTACK] = ATTACKS.get(s.attack.name, -1)
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.deterministic = is_deterministic(noise, self.nparams)
         self.M = M

@@ -12,19 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from signsim.codes import (
-    Aggregate,
-    Attack,
-    Compressor,
-    ErrorFeedback,
-    Momentum,
-    Schedule,
-    SignZero,
-    Status,
-    Tie,
-    choice,
-)
-from signsim.engine import loop, specialize
+from signsim.codes import Schedule, SignZero, Status, Tie, choice
+from signsim.engine import compose, loop, specialize
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.interrupts import acknowledge, interruptible
@@ -32,6 +21,7 @@ from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
 from signsim.seeding import run_streams
+from signsim.stages.registry import Stage
 
 #: a run uses the parallel loop over workers when a step touches at least this many numbers
 PARALLEL_WORK = 50_000
@@ -41,14 +31,15 @@ CHUNK_SECONDS = 0.1
 
 @dataclass
 class Settings:
-    """A method's resolved stages and settings, as the engine sees them (docs/theory.md §2, §8)."""
+    """A method's resolved stages and settings, as the engine sees them (docs/theory.md §2, §8). The stages are
+    ``signsim.stages.Stage``s: module and parameters, every default resolved."""
 
-    compressor: Compressor
-    aggregate: Aggregate
+    compressor: Stage
+    aggregate: Stage
     sign_zero: SignZero
     tie: Tie
     schedule: Schedule
-    attack: Attack
+    attack: Stage
     lr: float
     momentum: float
     stop_loss: float
@@ -56,46 +47,75 @@ class Settings:
     byzantine: int
     batch_size: int
     monotone: bool = False
-    momentum_kind: Momentum = Momentum.NONE
+    momentum_kind: Stage | None = None
     momentum2: float = 0.0
     weight_decay: float = 0.0
-    compressor_param: float = 0.0
-    error_feedback: ErrorFeedback = ErrorFeedback.NONE
-    aggregate_param: float = 0.0
-    attack_param: float = 0.0
+    error_feedback: Stage | None = None
+
+    def __post_init__(self):
+        from signsim.stages import registry
+
+        if self.momentum_kind is None:
+            self.momentum_kind = registry.parse("momentum", "none")
+        if self.error_feedback is None:
+            self.error_feedback = registry.parse("error_feedback", "none")
+
+    @property
+    def compressor_param(self) -> float:
+        return self.compressor.params[0] if self.compressor.params else 0.0
+
+    @property
+    def aggregate_param(self) -> float:
+        return self.aggregate.params[0] if self.aggregate.params else 0.0
+
+    @property
+    def attack_param(self) -> float:
+        return self.attack.params[0] if self.attack.params else 0.0
+
+    def stages(self) -> dict:
+        """kind -> the module of each stage the loop composes (no attack without Byzantine workers)."""
+        return {"momentum": self.momentum_kind.module, "compressor": self.compressor.module,
+                "error_feedback": self.error_feedback.module, "aggregation": self.aggregate.module,
+                "attack": self.attack.module if self.byzantine else compose.NO_ATTACK}
+
+    def stage_list(self) -> list[Stage]:
+        return [self.momentum_kind, self.compressor, self.error_feedback, self.aggregate, self.attack]
+
+    def stage_params(self) -> np.ndarray:
+        """The loop's ``sp``: one row of parameters per stage (``loop.SP_*``); momentum's are (beta, beta2)."""
+        from signsim.stages.base import MAX_PARAMS
+
+        sp = np.zeros((4, MAX_PARAMS))
+        sp[loop.SP_MOMENTUM, :2] = self.momentum, self.momentum2
+        for row, stage in ((loop.SP_COMPRESSOR, self.compressor), (loop.SP_AGGREGATION, self.aggregate),
+                           (loop.SP_ATTACK, self.attack)):
+            sp[row, :len(stage.params)] = stage.params
+        return sp
 
     @classmethod
     def from_config(cls, cfg, method: MethodSpec, dim: int | None = None) -> Settings:
-        """The stages of ``cfg``; ``dim`` resolves a sparsifier's default k (needed by top-k and rand-k
-        without one)."""
+        """The stages of ``cfg``; ``dim`` resolves a default that depends on the dimension (a sparsifier's k)."""
         from signsim import stages
 
-        compressor, cparam = stages.parse_compressor(cfg.compressor or method.compressor, dim)
-        aggregate, aparam = stages.parse_aggregate(cfg.aggregate)
-        attack, tparam = stages.parse_attack(cfg.attack)
-        if method.momentum_kind == "lion":
-            kind = Momentum.LION
-        elif cfg.momentum > 0:
-            kind = Momentum.EMA_FIRST if method.momentum_from_first else Momentum.EMA
-        else:
-            kind = Momentum.NONE
         return cls(
-            compressor=compressor, aggregate=aggregate, sign_zero=choice(SignZero, cfg.sign_zero),
-            tie=choice(Tie, cfg.tie), schedule=choice(Schedule, cfg.lr_schedule), attack=attack, lr=cfg.lr,
+            compressor=stages.parse_compressor(cfg.compressor or method.compressor, dim),
+            aggregate=stages.parse_aggregate(cfg.aggregate), sign_zero=choice(SignZero, cfg.sign_zero),
+            tie=choice(Tie, cfg.tie), schedule=choice(Schedule, cfg.lr_schedule),
+            attack=stages.parse_attack(cfg.attack), lr=cfg.lr,
             stop_loss=cfg.stop_loss if cfg.stop_loss is not None else -np.inf,
             momentum=cfg.momentum, momentum_from_first=method.momentum_from_first, byzantine=cfg.byzantine,
-            batch_size=cfg.batch_size, monotone=bool(cfg.monotone), momentum_kind=kind,
+            batch_size=cfg.batch_size, monotone=bool(cfg.monotone), momentum_kind=stages.momentum_stage(method, cfg),
             momentum2=cfg.momentum2 if cfg.momentum2 is not None else 0.0,
-            weight_decay=getattr(cfg, "weight_decay", 0.0) or 0.0, compressor_param=cparam,
+            weight_decay=getattr(cfg, "weight_decay", 0.0) or 0.0,
             error_feedback=stages.parse_error_feedback(cfg.error_feedback or method.error_feedback),
-            aggregate_param=aparam, attack_param=tparam,
         )
 
 
 def check_settings(s: Settings, d: int) -> None:
     """What the settings ``s`` need of the problem's dimension ``d`` (checked before anything is allocated)."""
-    if s.compressor in (Compressor.TOP_K, Compressor.RAND_K) and not 1 <= s.compressor_param <= d:
-        raise InputError(f"--compressor: k = {s.compressor_param:g} must lie between 1 and the dimension {d}")
+    c = s.compressor
+    if hasattr(c.module, "check_params") and c.resolved:  # a stage's own limits that involve d (k <= d)
+        c.module.check_params(c.params, d, "--compressor", c.spec)
 
 
 @dataclass
@@ -125,11 +145,13 @@ class Engine(ChunkedState):
             raise ValueError(f"unsupported state dtype {dt}")
         self.x = problem.x0.astype(dt)  # astype copies
         check_settings(s, d)
-        uses_momentum = s.momentum_kind != Momentum.NONE
-        self.mom = np.zeros((M, d) if uses_momentum else (1, 1), dtype=dt)
-        self.err = np.zeros((M, d) if s.error_feedback != ErrorFeedback.NONE else (1, 1), dtype=dt)
-        sparsifier = s.compressor in (Compressor.TOP_K, Compressor.RAND_K)
-        self.iwork = np.zeros((M, d) if sparsifier else (1, 1), dtype=np.int64)  # the sparsifiers' index scratch
+        if not s.compressor.resolved:
+            raise ValueError("the compressor's parameters must be resolved with the dimension")
+        self.settings = s
+        self.mom = np.zeros((M, d) if s.momentum_kind.module.STATE else (1, 1), dtype=dt)
+        self.err = np.zeros((M, d) if s.error_feedback.module.STATE else (1, 1), dtype=dt)
+        # the sparsifiers' index scratch
+        self.iwork = np.zeros((M, d) if s.compressor.module.SCRATCH else (1, 1), dtype=np.int64)
         self.srv = np.zeros(d, dtype=dt)
         self.G = np.zeros((M, d), dtype=dt)
         self.msg = np.zeros((M, d), dtype=dt)
@@ -144,6 +166,12 @@ class Engine(ChunkedState):
         sparse_down = accounting.broadcast_is_sparse(s.compressor, s.aggregate)
         down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, M, d, s.sign_zero, s.tie)
         self.icfg, self.fcfg = self.settings_arrays(problem, noise, s, eval_every, parallel, sparse_down, down)
+        self.sp = s.stage_params()
+        from signsim.stages import plugins
+
+        self.plugins = [st.module for st in s.stage_list() if plugins.is_plugin(st.module)]
+        for st in s.stage_list():
+            compose.smoke_test(st, d)  # a plugin's kernels compile and behave, or one error line naming it
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.init_history(problem, iters, eval_every)
 
@@ -151,13 +179,11 @@ class Engine(ChunkedState):
     def settings_arrays(problem, noise, s: Settings, eval_every: int, parallel: bool, sparse_down: bool,
                         down_bits: float) -> tuple[np.ndarray, np.ndarray]:
         """The loop's ``icfg`` and ``fcfg`` arrays, filled by the names in ``loop.ICFG`` and ``loop.FCFG``."""
-        ints = dict(compressor=s.compressor, aggregate=s.aggregate, sign_zero=s.sign_zero, tie=s.tie,
-                    schedule=s.schedule, byzantine=s.byzantine, attack=s.attack, eval_every=eval_every,
-                    momentum=s.momentum_kind, parallel=parallel, tau=s.batch_size, problem=problem.code,
-                    noise=noise.code, monotone=s.monotone, error_feedback=s.error_feedback, sparse_down=sparse_down)
-        floats = dict(lr=s.lr, beta=s.momentum, stop_loss=s.stop_loss, beta2=s.momentum2,
-                      weight_decay=s.weight_decay, compressor_param=s.compressor_param,
-                      aggregate_param=s.aggregate_param, attack_param=s.attack_param, down_bits=down_bits)
+        ints = dict(aggregate=0, sign_zero=s.sign_zero, tie=s.tie, schedule=s.schedule, byzantine=s.byzantine,
+                    attack=0, eval_every=eval_every, parallel=parallel, tau=s.batch_size, problem=problem.code,
+                    noise=noise.code, monotone=s.monotone, track_error=s.error_feedback.module.TRACK_ERROR,
+                    sparse_down=sparse_down)
+        floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits)
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
                 np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64))
 
@@ -166,12 +192,22 @@ class Engine(ChunkedState):
         k1 = min(self.K, self.k + n)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Numba's type-safety notes on prange indices
-            threaded, serial = specialize.loops(specialize.family_of(p.code))
+            threaded, serial = compose.loops(specialize.family_of(p.code), self.settings.stages())
             kernel = threaded if self.icfg[loop.I_PARALLEL] else serial
-            self.status = Status(kernel(
-                self.k, k1, self.K, self.x, self.mom, self.err, self.iwork, self.srv, self.G, self.msg, self.agg,
-                self.wbits, self.tally, self.gbuf, self.gens, self.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx,
-                self.nparams, self.icfg, self.fcfg, self.x_star, self.hist, self.counters))
+            try:
+                status = kernel(
+                    self.k, k1, self.K, self.x, self.mom, self.err, self.iwork, self.srv, self.G, self.msg, self.agg,
+                    self.wbits, self.tally, self.gbuf, self.gens, self.server_gen, p.pf, p.pi, p.A, p.b, p.ptr,
+                    p.idx, self.nparams, self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters)
+            except Exception as e:
+                from numba.core.errors import NumbaError
+
+                if not (self.plugins and isinstance(e, NumbaError)):
+                    raise
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                names = ", ".join(m.__file__ for m in self.plugins)
+                raise InputError(f"plugin {names}: the loop composed with it does not compile: {first}") from None
+            self.status = Status(status)
         self.k = int(self.counters[loop.C_DONE])
         return self.status
 

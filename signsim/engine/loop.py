@@ -30,16 +30,8 @@ from numba.core import types as nbtypes
 from numba.extending import overload
 
 from signsim import history
-from signsim.codes import Aggregate, Attack, ErrorFeedback, Momentum, Schedule, Status
-from signsim.engine.compress import (
-    attack_row,
-    check_codes,
-    compress_msg,
-    finish_aggregate,
-    omniscient_attack,
-    robust_aggregate,
-    sparse_broadcast_bits,
-)
+from signsim.codes import Schedule, SignZero, Status, Tie
+from signsim.engine.compress import sparse_broadcast_bits
 from signsim.engine.dispatch import (
     add_noise,
     check_noise,
@@ -51,18 +43,19 @@ from signsim.engine.dispatch import (
     problem_test_loss,
 )
 
-#: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names)
-ICFG = ("compressor", "aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every",
-        "momentum", "parallel", "tau", "problem", "noise", "monotone", "error_feedback", "sparse_down")
+#: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names);
+#: ``aggregate`` and ``attack`` are read by the binomial engine only (``engine/binomial.py``)
+ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
+        "noise", "monotone", "track_error", "sparse_down")
 #: float settings, by name, in the order of ``fcfg``
-FCFG = ("lr", "beta", "stop_loss", "beta2", "weight_decay", "compressor_param", "aggregate_param",
-        "attack_param", "down_bits")
-(I_COMPRESSOR, I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_MOMENTUM,
- I_PARALLEL, I_TAU, I_PROBLEM, I_NOISE, I_MONOTONE, I_EF, I_SPARSE_DOWN) = range(len(ICFG))
+FCFG = ("lr", "stop_loss", "weight_decay", "down_bits")
+(I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
+ I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN) = range(len(ICFG))
 N_ICFG = len(ICFG)
-(F_LR, F_BETA, F_STOP_LOSS, F_BETA2, F_WEIGHT_DECAY, F_COMPRESSOR_PARAM, F_AGGREGATE_PARAM, F_ATTACK_PARAM,
- F_DOWN_BITS) = range(len(FCFG))
+F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS = range(len(FCFG))
 N_FCFG = len(FCFG)
+#: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
+SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK = range(4)
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
 # ``tally``: bits sent so far, up (all messages) and down (every broadcast times M)
@@ -74,6 +67,50 @@ H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, 
                     "bits_down"))
 H_TEST_LOSS = history.index("test_loss")
 N_HIST = history.N_COLUMNS
+
+
+# The stages of a run, by the names the loop calls them: ``signsim.engine.compose`` gives each run's copy of
+# ``worker_step`` and of the loop the kernels of its own stages under these names (and the two flags), so these
+# stand-ins are never compiled.
+def momentum_step(k, g, m, p):  # -> v
+    raise NotImplementedError
+
+
+def ef_before(lr, v, g, e):  # -> u, what is compressed
+    raise NotImplementedError
+
+
+def ef_after(e, out):
+    raise NotImplementedError
+
+
+def ef_direction(agg, srv):  # -> the direction of the step
+    raise NotImplementedError
+
+
+def compress(v, out, p, sign_zero, gen, iwork):  # out <- C(v); -> bits
+    raise NotImplementedError
+
+
+def attack_row(out, p, gen):
+    raise NotImplementedError
+
+
+def attack_rows(msg, B, p):
+    raise NotImplementedError
+
+
+def finish_aggregate(agg, M, p, tie, gen):
+    raise NotImplementedError
+
+
+def robust_aggregate(msg, agg, p):
+    raise NotImplementedError
+
+
+OMNISCIENT = False  # the attack replaces the Byzantine rows once every message is known
+SUMMED = True  # the server rule starts from the sum of the messages
+STEP_SCALED = True  # x <- x - gamma_k direction (False: x <- x - direction, EF's step sits in the messages)
 
 
 def worker_gen(gens, m):
@@ -103,59 +140,29 @@ def step_size(schedule, lr0, k):
 # indices are drawn by ``signsim.draws``), so its array views and arguments cost no atomic reference counts,
 # which otherwise made up over half of a small problem's step. Kernels it calls that must allocate (the MLP
 # oracle's scratch) ask for the runtime themselves; none returns an array.
-@njit(cache=True, _nrt=False)
-def worker_step(m, k, lr, x, mom, err, iwork, G, msg, wbits, gen, pf, pi, A, b, ptr, idx, nparams, icfg, fcfg):
+def worker_gradient(m, x, G, gen, pf, pi, A, b, ptr, idx, nparams, icfg):
+    """G[m] <- worker m's stochastic gradient: the problem's oracle, then the noise model. Compiled once per family
+    of problems (``signsim.engine.specialize``) and shared by every composition of stages, so that a new composition
+    compiles only its own small ``worker_step`` and loop."""
     g = G[m]
     problem_oracle(icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], pf, pi, A, b, ptr, idx, g)
     add_noise(icfg[I_NOISE], nparams, gen, icfg[I_TAU], g)
-    v = g
-    kind = icfg[I_MOMENTUM]
-    if kind == Momentum.EMA or kind == Momentum.EMA_FIRST:
-        beta = fcfg[F_BETA]
-        v = mom[m]
-        if k == 0 and kind == Momentum.EMA_FIRST:
-            for i in range(v.shape[0]):  # a loop, not v[:] = g: no shape-mismatch error to compile
-                v[i] = g[i]
-        else:
-            for i in range(v.shape[0]):
-                v[i] = beta * v[i] + (1.0 - beta) * g[i]
-    elif kind == Momentum.LION:
-        b1 = fcfg[F_BETA]
-        b2 = fcfg[F_BETA2]
-        mm = mom[m]
-        for i in range(g.shape[0]):
-            c = b1 * mm[i] + (1.0 - b1) * g[i]
-            mm[i] = b2 * mm[i] + (1.0 - b2) * g[i]
-            g[i] = c
-    elif kind != Momentum.NONE:  # unknown (checked before the loop): poison, a raise would serialize it
-        for i in range(g.shape[0]):
-            g[i] = np.nan
+
+
+def worker_step(m, k, lr, x, mom, err, iwork, G, msg, wbits, gen, pf, pi, A, b, ptr, idx, nparams, icfg, sp):
+    """One worker's iteration: gradient, momentum, error feedback, compression, attack (the composed stages)."""
+    worker_gradient(m, x, G, gen, pf, pi, A, b, ptr, idx, nparams, icfg)
+    g = G[m]
+    mm = mom[0] if mom.shape[0] == 1 else mom[m]  # mom is a 1 x 1 placeholder without momentum
+    v = momentum_step(k, g, mm, sp[SP_MOMENTUM])
     out = msg[m]
-    ef = icfg[I_EF]
     e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
-    u = v
-    if ef == ErrorFeedback.EF:  # u = p = gamma_k v + e
-        for i in range(e.shape[0]):
-            e[i] += lr * v[i]
-        u = e
-    elif ef == ErrorFeedback.EF21:  # u = v - g_m, written over g (no longer needed)
-        for i in range(e.shape[0]):
-            g[i] = v[i] - e[i]
-        u = g
-    elif ef != ErrorFeedback.NONE:  # unknown (checked before the loop): poison
-        u = g
-        for i in range(g.shape[0]):
-            g[i] = np.nan
+    u = ef_before(lr, v, g, e)
     iw = iwork[0] if iwork.shape[0] == 1 else iwork[m]  # 1 x 1 without a sparsifier
-    wbits[m] = compress_msg(icfg[I_COMPRESSOR], fcfg[F_COMPRESSOR_PARAM], u, out, icfg[I_SIGN_ZERO], gen, iw)
-    if ef == ErrorFeedback.EF:  # e <- p - msg
-        for i in range(e.shape[0]):
-            e[i] -= out[i]
-    elif ef == ErrorFeedback.EF21:  # g_m <- g_m + msg
-        for i in range(e.shape[0]):
-            e[i] += out[i]
+    wbits[m] = compress(u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
+    ef_after(e, out)
     if m < icfg[I_BYZANTINE]:
-        attack_row(icfg[I_ATTACK], out, gen)
+        attack_row(out, sp[SP_ATTACK], gen)
 
 
 @njit(cache=True)
@@ -175,7 +182,7 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
             dist += (x[i] - x_star[i]) ** 2
         dist = np.sqrt(dist)
     extra = np.nan
-    if icfg[I_EF] == ErrorFeedback.EF:  # mean over workers of ||e_m||_2
+    if icfg[I_TRACK_ERROR]:  # mean over workers of ||e_m||_2
         extra = 0.0
         for m in range(err.shape[0]):
             s = 0.0
@@ -203,8 +210,17 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     return Status.OK
 
 
+@njit(cache=True)
+def check_settings(sign_zero, tie):
+    """Raise for an unknown sign(0) or tie code (the loop calls this before its parallel part)."""
+    if not (sign_zero == SignZero.RANDOM or sign_zero == SignZero.PLUS or sign_zero == SignZero.ZERO):
+        raise ValueError("unknown sign-zero code")
+    if not (tie == Tie.RANDOM or tie == Tie.ZERO):
+        raise ValueError("unknown tie code")
+
+
 def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gbuf, gens, server_gen,
-              pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, x_star, hist, counters):
+               pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, sp, x_star, hist, counters):
     """Run iterations k0 <= k < k1 of a K-iteration run; record history every ``eval_every`` iterations
     and at k = K. Returns a Status; ``counters`` holds the rows written and the iterations completed,
     ``tally`` the bits sent."""
@@ -212,18 +228,10 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
     lr0 = fcfg[F_LR]
     wd = fcfg[F_WEIGHT_DECAY]
     every = icfg[I_EVAL_EVERY]
-    ef = icfg[I_EF]
-    rule = icfg[I_AGGREGATE]
     B = icfg[I_BYZANTINE]
-    omniscient = B > 0 and (icfg[I_ATTACK] == Attack.ALIE or icfg[I_ATTACK] == Attack.IPM)
-    summed = rule == Aggregate.MEAN or rule == Aggregate.MAJORITY
-    check_codes(icfg[I_COMPRESSOR], icfg[I_SIGN_ZERO], icfg[I_ATTACK], rule, icfg[I_TIE])
+    check_settings(icfg[I_SIGN_ZERO], icfg[I_TIE])
     check_problem(icfg[I_PROBLEM])
     check_noise(icfg[I_NOISE])
-    if not (Momentum.NONE <= icfg[I_MOMENTUM] <= Momentum.LION):
-        raise ValueError("unknown momentum code")
-    if not (ErrorFeedback.NONE <= ef <= ErrorFeedback.EF21):
-        raise ValueError("unknown error-feedback code")
     for k in range(k0, k1):
         if k % every == 0:
             status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
@@ -232,18 +240,18 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         for m in prange(M):
             worker_step(m, k, lr, x, mom, err, iwork, G, msg, wbits, worker_gen(gens, m), pf, pi, A, b, ptr, idx,
-                        nparams, icfg, fcfg)
-        if omniscient:
-            omniscient_attack(icfg[I_ATTACK], fcfg[F_ATTACK_PARAM], B, msg)
-        if summed:
+                        nparams, icfg, sp)
+        if OMNISCIENT and B > 0:
+            attack_rows(msg, B, sp[SP_ATTACK])
+        if SUMMED:
             for i in prange(d):
                 s = 0.0
                 for m in range(M):
                     s += msg[m, i]
                 agg[i] = s
-            finish_aggregate(rule, M, agg, icfg[I_TIE], server_gen)
+            finish_aggregate(agg, M, sp[SP_AGGREGATION], icfg[I_TIE], server_gen)
         else:
-            robust_aggregate(rule, fcfg[F_AGGREGATE_PARAM], msg, agg)
+            robust_aggregate(msg, agg, sp[SP_AGGREGATION])
         up = 0.0
         for m in range(M):
             up += wbits[m]
@@ -252,12 +260,8 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
             tally[T_DOWN] += M * sparse_broadcast_bits(agg)
         else:
             tally[T_DOWN] += M * fcfg[F_DOWN_BITS]
-        direction = agg
-        if ef == ErrorFeedback.EF21:
-            for i in range(d):
-                srv[i] += agg[i]
-            direction = srv
-        scale = 1.0 if ef == ErrorFeedback.EF else lr
+        direction = ef_direction(agg, srv)
+        scale = lr if STEP_SCALED else 1.0
         if icfg[I_MONOTONE]:
             # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration
             trial = G[0]
@@ -281,5 +285,6 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
     return Status.OK
 
 
-#: compiled once per family of problems by ``signsim.engine.specialize.loops`` (threaded and serial), never here
+#: compiled for each family of problems and composition of stages by ``signsim.engine.compose.loops``
+#: (threaded and serial), never here
 run_chunk_source = _run_chunk

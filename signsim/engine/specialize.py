@@ -1,20 +1,19 @@
 """The run loop specialized to one family of problems, from one source.
 
-Numba compiles every branch of a dispatch on integer codes, so a loop able to run every problem compiles
-every problem's kernels: on the first run of the default Rosenbrock problem, more than half of the compile time
-went to the kernels of the MLP and the GLMs. Each family of problem kernel modules (``FAMILIES``) therefore
-gets its own copy of the loop's functions (``dispatch``'s problem dispatchers, ``loop.worker_step``,
-``loop.record`` and the loop itself, threaded and serial). In a family's copy, the names of the kernel modules
-of the other families point to a stand-in without code: its kernels write NaN and its CODE matches no problem,
-so a problem of another family is an unknown code there, which the checks before the loop reject. The copies
-carry their own names (``run_chunk_serial__analytic``, ...), so Numba caches each family's loop in its own
-files, and a run compiles or loads only its family's. The diagnostics' kernels and the binomial engine's
-loop are copied the same way (``kernel``), and Python callers take the family's dispatchers and ``record``
-from ``dispatchers``.
-
-A new problem module joins one family here (a test checks that every problem code belongs to exactly one, and
-that a run of one family compiles none of another's kernels); a new dispatcher the loop calls joins
-``DISPATCHERS``, and a new kind of kernel on the problem modules gets its ``_absent_*`` stand-in.
+Numba compiles every branch of a dispatch on integer codes, so a loop able to run every problem compiles every
+problem's kernels: on the first run of the default Rosenbrock problem, more than half of the compile time went to
+the kernels of the MLP and the GLMs. Each family of problem kernel modules (``FAMILIES``) therefore gets its own
+copy of the loop's functions (``dispatch``'s problem dispatchers, ``loop.worker_gradient``, ``loop.record``, and
+through ``signsim.engine.compose`` the worker step and the loop itself, threaded and serial). In a family's copy,
+the names of the kernel modules of the other families point to a stand-in without code: its kernels write NaN and
+its CODE matches no problem, so a problem of another family is an unknown code there, which the checks before the
+loop reject. The copies carry their own names (``record__analytic``, ``run_chunk__analytic__<stages>``, ...), so
+Numba caches each family's loop in its own files, and a run compiles or loads only its family's. The diagnostics'
+kernels and the binomial engine's loop are copied the same way (``kernel``), and Python callers take the family's
+dispatchers and ``record`` from ``dispatchers``. A new problem module joins one family here (a test checks that
+every problem code belongs to exactly one, and that a run of one family compiles none of another's kernels); a new
+dispatcher the loop calls joins ``DISPATCHERS``, and a new kind of kernel on the problem modules gets its
+``_absent_*`` stand-in.
 """
 
 from __future__ import annotations
@@ -127,6 +126,9 @@ def dispatchers(family: str) -> dict:
     made = {name: _copy(getattr(dispatch, name), f"{name}__{family}", dns) for name in DISPATCHERS}
     dns.update(made)  # the dispatchers call each other by these names
     made["record"] = _copy(loop.record, f"record__{family}", {**vars(loop), **made})
+    # without Numba's runtime, like the worker step that calls it (nothing there allocates)
+    made["worker_gradient"] = _copy(loop.worker_gradient, f"worker_gradient__{family}", {**vars(loop), **made},
+                                    _nrt=False)
     return made
 
 
@@ -136,18 +138,6 @@ def kernel(compiled, family: str):
     to ``dispatch``'s problem dispatchers and to ``record`` go to the family's copies."""
     ns = {**compiled.py_func.__globals__, **dispatchers(family)}
     return _copy(compiled, f"{compiled.py_func.__name__}__{family}", ns)
-
-
-@functools.cache
-def loops(family: str):
-    """(threaded loop, serial loop) for the problems of ``family``; compiled (or loaded from the cache) on first
-    call."""
-    lns = {**vars(loop), **dispatchers(family)}
-    lns["worker_step"] = _copy(loop.worker_step, f"worker_step__{family}", lns)
-    # nogil: the driver keeps handling signals while a chunk runs in its helper thread
-    threaded = _copy(loop.run_chunk_source, f"run_chunk__{family}", lns, parallel=True, nogil=True)
-    serial = _copy(loop.run_chunk_source, f"run_chunk_serial__{family}", lns, nogil=True)
-    return threaded, serial
 
 
 def recorder(family: str):

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from functools import cache
 
-from signsim.codes import Aggregate
 from signsim.errors import InputError
 from signsim.methods.base import MethodSpec
 
-MEAN, MAJ = Aggregate.MEAN, Aggregate.MAJORITY
+MEAN, MAJ = "mean", "majority"
 
 ALIASES = (
     MethodSpec("sgd", "SGD: workers send g_hat, the server averages (32-bit floats both ways)", "identity", MEAN,

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from signsim.codes import Aggregate
-
 
 @dataclass(frozen=True)
 class MethodSpec:
@@ -19,7 +17,8 @@ class MethodSpec:
     summary: str
     #: the compressor spec (``signsim.stages.COMPRESSORS``), e.g. "sign" or "qsgd:4"
     compressor: str
-    default_aggregate: Aggregate
+    #: the aggregation spec (``signsim.stages.aggregation``), e.g. "majority"
+    default_aggregate: str
     #: "none" | "ef" | "ef21"
     error_feedback: str = "none"
     #: "ema" (exponential moving average, off at beta = 0) or "lion"
@@ -37,7 +36,10 @@ class MethodSpec:
 
     def defaults(self) -> str:
         """The stages and defaults, one line (for ``signsim list``)."""
-        parts = [f"compressor {self.compressor}", f"aggregate {self.default_aggregate.name.lower()}"]
+        from signsim.stages import registry
+
+        compressor = registry.parse("compressor", self.compressor)
+        parts = [f"compressor {compressor.spec}", f"aggregate {self.default_aggregate}"]
         if self.error_feedback != "none":
             parts.append(f"error feedback {self.error_feedback}")
         if self.momentum_kind == "lion":

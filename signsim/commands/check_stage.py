@@ -1,0 +1,23 @@
+"""``signsim check-stage SPEC [--plugin FILE]``: a compressor's contract test (``signsim.diagnostics.stage_check``)."""
+
+from __future__ import annotations
+
+from signsim.errors import InputError
+
+
+def check_stage(spec: str, plugin: str | None = None, samples: int = 2000, seed: int = 0) -> tuple[list[str], bool]:
+    """(the table's lines, whether every declared property holds)."""
+    from signsim.diagnostics import stage_check as check
+    from signsim.engine.compose import smoke_test
+    from signsim.stages import plugins, registry
+
+    if samples < 2 or samples > 10**7:
+        raise InputError(f"--samples {samples}: must lie between 2 and 10000000")
+    if seed < 0:
+        raise InputError(f"--seed {seed}: must be >= 0")
+    plugins.load(plugins.absolute(plugin) if plugin else None)
+    stage = registry.parse("compressor", spec, option="check-stage")
+    d = check.DIMS[-1]  # a plugin's kernels compile and behave, or one error line naming it
+    smoke_test(registry.parse("compressor", spec, d, option="check-stage"), d)
+    rows = check.check(stage, samples, seed)
+    return check.table(stage, rows), all(not r.failures for r in rows)

@@ -1,0 +1,142 @@
+"""The stages a method is composed of (docs/theory.md §2, §8), one module each:
+
+    momentum -> compressor -> error feedback -> attack -> aggregation
+
+``signsim.stages.base`` says what a stage module declares; ``signsim.stages.registry`` collects them (built-in
+folders and plugins); this module parses the options that choose them (``--compressor``, ``--error-feedback``,
+``--aggregate``, ``--attack``) and describes a run's stages for its results. Pure Python, nothing heavy: the
+CLI, the config and ``signsim list`` use it freely; the engine compiles the kernels when a run composes them
+(``signsim.engine.compose``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from signsim.errors import InputError
+from signsim.stages import registry
+from signsim.stages.registry import Stage, form, parse
+
+
+@dataclass(frozen=True)
+class CompressorInfo:
+    """A compressor as ``signsim list`` shows it: its spec form, summary, kind and defaults."""
+
+    name: str
+    form: str
+    summary: str
+    kind: str
+    defaults: str
+
+
+def compressor_table() -> dict[str, CompressorInfo]:
+    return {n: CompressorInfo(n, form(m), m.SUMMARY, m.KIND, registry.defaults(m))
+            for n, m in registry.stages("compressor").items()}
+
+
+def names(kind: str) -> list[str]:
+    return list(registry.stages(kind))
+
+
+def __getattr__(name: str):
+    # the tables by name, always current (plugins join them when loaded)
+    if name == "COMPRESSORS":
+        return compressor_table()
+    if name == "ERROR_FEEDBACK":
+        return registry.stages("error_feedback")
+    if name == "AGGREGATES":
+        return registry.stages("aggregation")
+    if name == "ATTACKS":
+        return registry.stages("attack")
+    if name == "MOMENTA":
+        return registry.stages("momentum")
+    if name == "CONTRACTIVE":
+        return frozenset(n for n, m in registry.stages("compressor").items() if accepts_error_feedback(m))
+    raise AttributeError(name)
+
+
+def accepts_error_feedback(mod) -> bool:
+    """Error feedback (EF, EF21) needs a contractive compressor (the identity included: alpha = 1)."""
+    return mod.KIND == "contractive" or (mod.KIND == "unbiased" and not mod.PARAMS and mod.constant(2) == 0.0)
+
+
+def parse_compressor(spec: str, dim: int | None = None) -> Stage:
+    """``name[:params]``; the default k of a sparsifier needs ``dim`` (open until then)."""
+    return parse("compressor", spec, dim)
+
+
+def parse_aggregate(spec: str) -> Stage:
+    """``mean | majority | median | trimmed[:beta]`` (beta in [0, 1/2), default 0.1), or a plugin's."""
+    return parse("aggregation", spec)
+
+
+def parse_attack(spec: str) -> Stage:
+    """``invert | random | alie[:z] | ipm[:eps]`` (z default 1, eps default 0.1), or a plugin's."""
+    return parse("attack", spec)
+
+
+def parse_error_feedback(spec: str) -> Stage:
+    return parse("error_feedback", spec)
+
+
+def momentum_stage(method, cfg) -> Stage:
+    """The momentum stage of a method: Lion's, EMA (from m_0 = g_hat(x_0) for SSDM) when beta > 0, else none."""
+    if method.momentum_kind == "lion":
+        name = "lion"
+    elif cfg.momentum > 0:
+        name = "ema-first" if method.momentum_from_first else "ema"
+    else:
+        name = "none"
+    return parse("momentum", name)
+
+
+def compressor_constant(spec: str, dim: int) -> dict[str, float | str | None]:
+    """{"kind": ..., "omega" or "alpha": value, and the parameters} of a compressor spec at dimension ``dim``."""
+    stage = parse_compressor(spec, dim)
+    mod = stage.module
+    out: dict[str, float | str | None] = {"kind": mod.KIND}
+    value = mod.constant(dim, *stage.params)
+    if value is not None:
+        out["alpha" if mod.KIND == "contractive" else "omega"] = value
+    for p, v in zip(mod.PARAMS, stage.params, strict=True):
+        out[p.name] = p.shown(v) if p.kind == "choice" else (int(v) if p.kind == "int" else v)
+    return out
+
+
+def check_composition(cfg, method_name: str) -> None:
+    """Combinations that make no sense exit 2 naming both options."""
+    comp = parse_compressor(cfg.compressor).module
+    ef = cfg.error_feedback
+    agg = parse_aggregate(cfg.aggregate).name  # beta < 1/2 keeps at least one value of every column
+    attack = parse_attack(cfg.attack).module
+    if ef != "none" and not accepts_error_feedback(comp):
+        contractive = sorted(n for n, m in registry.stages("compressor").items() if accepts_error_feedback(m))
+        raise InputError(f"--error-feedback {ef} with --compressor {cfg.compressor}: error feedback needs a "
+                         f"contractive compressor ({', '.join(contractive)})")
+    if ef != "none" and agg == "majority":
+        raise InputError(f"--aggregate {cfg.aggregate} does not apply to method '{method_name}' with "
+                         f"--error-feedback {ef} (the server must average the corrected messages)")
+    if ef == "ef21" and agg != "mean":
+        raise InputError(f"--aggregate {cfg.aggregate} with --error-feedback ef21: EF21's server sums the "
+                         "increments, which only the mean allows")
+    if attack.OMNISCIENT and cfg.byzantine >= cfg.workers:
+        raise InputError(f"--attack {cfg.attack} with --byzantine {cfg.byzantine}: the attack needs at least one "
+                         "honest worker")
+    if hasattr(registry.stages("aggregation")[agg], "check_workers"):
+        registry.stages("aggregation")[agg].check_workers(cfg.workers, cfg.byzantine, cfg.aggregate)
+
+
+def describe(settings, cfg, dim: int) -> dict:
+    """The resolved stages of a run, for its results document (every default written out, with the
+    compressor's omega or alpha)."""
+    c = settings.compressor
+    return {
+        "momentum": settings.momentum_kind.name,
+        "compressor": {"spec": c.spec, **compressor_constant(c.spec, dim)},
+        "error_feedback": settings.error_feedback.name,
+        "aggregate": {"rule": settings.aggregate.name, "spec": settings.aggregate.spec,
+                      "param": settings.aggregate_param},
+        "attack": {"rule": settings.attack.name, "spec": settings.attack.spec, "param": settings.attack_param,
+                   "byzantine": settings.byzantine},
+        "weight_decay": settings.weight_decay,
+    }

@@ -1,0 +1,47 @@
+"""trimmed:BETA: sort each column, drop t = floor(beta M) values at each end, average the rest in sorted order
+(Yin et al. 2018; docs/theory.md §8); beta in [0, 1/2), default 0.1. 32 d bits."""
+
+import math
+
+import numpy as np
+
+from signsim.stages.base import FLOAT_BITS, Param
+from signsim.stages.sorting import sort_in_place
+
+NAME = "trimmed"
+PARAMS = (Param("beta", "float", default=0.1, low=0.0, high=0.5, high_open=True),)
+SUMMARY = "coordinate-wise mean without the floor(beta M) largest and smallest values"
+THEORY = "§8.4"
+SUMMED = False
+
+
+def finish(agg, M, p, tie, gen):
+    return
+
+
+def robust(msg, agg, p):
+    M, d = msg.shape
+    t = int(math.floor(p[0] * M))
+    col = np.empty(M)
+    for i in range(d):
+        for m in range(M):
+            col[m] = msg[m, i]
+        sort_in_place(col)
+        s = 0.0
+        for m in range(t, M - t):
+            s += col[m]
+        agg[i] = s / (M - 2 * t)
+
+
+def sparse(compressor):
+    return False
+
+
+def down_bits(compressor, cparams, M, d, sign_zero, tie):
+    return FLOAT_BITS * d
+
+
+def reference(msgs, p, tie, server, prev):
+    M = msgs.shape[0]
+    t = int(np.floor(p[0] * M))
+    return np.sort(msgs, axis=0)[t:M - t].mean(axis=0)

@@ -1,0 +1,27 @@
+"""random: a Byzantine worker sends |msg_i| with a fair random sign, one uniform per coordinate (Bernstein et al.
+2019; docs/theory.md §2). Blind."""
+
+NAME = "random"
+PARAMS = ()
+SUMMARY = "send |msg_i| with a fair random sign"
+THEORY = "§8.5"
+OMNISCIENT = False
+
+
+def row(out, p, gen):
+    for i in range(out.shape[0]):
+        out[i] = abs(out[i]) if gen.random() < 0.5 else -abs(out[i])
+
+
+def rows(msg, B, p):
+    return
+
+
+def reference(msg, p, gen):
+    import numpy as np
+
+    return np.where(gen.random(msg.size) < 0.5, 1.0, -1.0) * np.abs(msg)
+
+
+def reference_rows(msgs, B, p):
+    return msgs

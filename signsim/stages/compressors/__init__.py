@@ -1,0 +1,1 @@
+"""The compressors stages, one module each (see ``signsim.stages.base`` for what a module declares)."""

@@ -1,0 +1,54 @@
+"""sto-sign: +1 with probability 1/2 + v_i / (2 ||v||_2), else -1; 0 for v = 0 (docs/theory.md §3, §8). d bits;
+||v||_2 C(v) is unbiased. One uniform per coordinate, in coordinate order."""
+
+import math
+
+NAME = "sto-sign"
+PARAMS = ()
+SUMMARY = "+1 w.p. 1/2 + v_i/(2||v||_2) else -1; ||v||_2 C(v) is unbiased"
+KIND = "biased"
+THEORY = "§8.1"
+SCRATCH = False
+BROADCAST = "sign-sum"
+
+
+def constant(d):
+    return None
+
+
+def may_be_zero(sign_zero):
+    return True  # the stochastic sign of the zero vector is 0
+
+
+def kernel(v, out, p, sign_zero, gen, iwork):
+    d = v.shape[0]
+    nrm = 0.0
+    for i in range(d):
+        nrm += float(v[i]) * float(v[i])  # float64 products of a float32 v (--dtype)
+    nrm = math.sqrt(nrm)
+    if nrm == 0.0:
+        for i in range(d):
+            out[i] = 0.0
+    else:
+        for i in range(d):
+            out[i] = 1.0 if gen.random() < 0.5 + v[i] / (2.0 * nrm) else -1.0
+    return 1.0 * d
+
+
+def bits(d, p, sign_zero, nonzero):
+    return d
+
+
+def reference(v, p, sign_zero, gen):
+    import numpy as np
+
+    nrm = np.linalg.norm(v)
+    if nrm == 0:
+        return np.zeros_like(v)
+    return np.where(gen.random(v.size) < 0.5 + v / (2 * nrm), 1.0, -1.0)
+
+
+def sum_values(M, sign_zero):
+    """How many values the sum of M messages takes per coordinate: M + 1 (values +-1; the zero vector, which has
+    probability 0 under noise, is not counted separately)."""
+    return M + 1

@@ -1,0 +1,1 @@
+"""The error_feedback stages, one module each (see ``signsim.stages.base`` for what a module declares)."""

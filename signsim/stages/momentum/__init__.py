@@ -1,0 +1,1 @@
+"""The momentum stages, one module each (see ``signsim.stages.base`` for what a module declares)."""

@@ -1,0 +1,165 @@
+"""Researchers' own stages: a Python file written to the stage contract (``signsim.stages.base``) plus one line,
+``STAGE = "compressor"`` (or "momentum", "error_feedback", "aggregation", "attack"), runs in signsim's engine
+without touching the package (docs/api.md, "Your own stage"). Loaded from ``--plugin FILE`` (run, sweep,
+check-stage), the ``plugin`` key of a config or sweep file, ``signsim.run(..., plugins=[...])``, or an
+installed package's entry point in the group ``signsim.stages`` (the entry point names the module).
+
+A plugin that breaks the contract gets one error line naming it (``InputError``): a missing or mistyped
+declaration, a name that clashes with a stage already known, a kernel that does not compile, or a kernel that
+writes the wrong values (``smoke_test``: non-finite output, a bit count that is not a positive finite number)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from signsim.errors import InputError
+from signsim.stages import registry
+from signsim.stages.base import KINDS, Param
+
+#: what each kind of stage must declare: attribute -> "function" or a type
+REQUIRED: dict[str, dict[str, object]] = {
+    "compressor": {"NAME": str, "PARAMS": tuple, "SUMMARY": str, "KIND": str, "SCRATCH": bool, "BROADCAST": str,
+                   "constant": "function", "may_be_zero": "function", "kernel": "function", "bits": "function",
+                   "reference": "function"},
+    "momentum": {"NAME": str, "PARAMS": tuple, "SUMMARY": str, "STATE": bool, "kernel": "function",
+                 "reference": "function"},
+    "error_feedback": {"NAME": str, "PARAMS": tuple, "SUMMARY": str, "STATE": bool, "STEP_SCALED": bool,
+                       "TRACK_ERROR": bool, "before": "function", "after": "function", "direction": "function",
+                       "reference_before": "function", "reference_after": "function",
+                       "reference_direction": "function"},
+    "aggregation": {"NAME": str, "PARAMS": tuple, "SUMMARY": str, "SUMMED": bool, "finish": "function",
+                    "robust": "function", "sparse": "function", "down_bits": "function", "reference": "function"},
+    "attack": {"NAME": str, "PARAMS": tuple, "SUMMARY": str, "OMNISCIENT": bool, "row": "function",
+               "rows": "function", "reference": "function", "reference_rows": "function"},
+}
+COMPRESSOR_KINDS = ("unbiased", "contractive", "biased")
+BROADCASTS = ("floats", "sparse", "sign-sum")
+
+#: the plugin files loaded in this process, by resolved path (loading one twice is a no-op)
+LOADED: dict[str, ModuleType] = {}
+_ENTRY_POINTS_LOADED = False
+
+
+def _fail(where: str, what: str) -> InputError:
+    return InputError(f"plugin {where}: {what}")
+
+
+def check_contract(mod: ModuleType, where: str) -> str:
+    """The kind of the stage module ``mod``, or InputError naming ``where`` and what is wrong."""
+    kind = getattr(mod, "STAGE", None)
+    if kind not in KINDS:
+        raise _fail(where, f"STAGE must be one of {', '.join(KINDS)} (got {kind!r})")
+    for attr, want in REQUIRED[kind].items():
+        if not hasattr(mod, attr):
+            raise _fail(where, f"a {kind} stage must declare {attr}")
+        value = getattr(mod, attr)
+        if want == "function":
+            if not callable(value) or not hasattr(value, "__code__"):
+                raise _fail(where, f"{attr} must be a plain Python function (the engine compiles it)")
+        elif not isinstance(value, want):
+            raise _fail(where, f"{attr} must be a {want.__name__}")
+    if not mod.NAME or ":" in mod.NAME or mod.NAME != mod.NAME.strip():
+        raise _fail(where, f"NAME {mod.NAME!r} must be a non-empty word without ':'")
+    if not all(isinstance(p, Param) for p in mod.PARAMS):
+        raise _fail(where, "PARAMS must be a tuple of signsim.stages.base.Param")
+    if kind == "compressor":
+        if mod.KIND not in COMPRESSOR_KINDS:
+            raise _fail(where, f"KIND must be one of {', '.join(COMPRESSOR_KINDS)} (got {mod.KIND!r})")
+        if mod.BROADCAST not in BROADCASTS:
+            raise _fail(where, f"BROADCAST must be one of {', '.join(BROADCASTS)} (got {mod.BROADCAST!r})")
+        if mod.BROADCAST == "sign-sum" and not callable(getattr(mod, "sum_values", None)):
+            raise _fail(where, "a compressor whose BROADCAST is sign-sum must declare sum_values(M, sign_zero)")
+    known = registry.stages(kind)
+    if mod.NAME in known and known[mod.NAME] is not mod:
+        other = known[mod.NAME]
+        origin = "a built-in" if other.__name__.startswith("signsim.") else f"the plugin {other.__file__}:"
+        raise _fail(where, f"the {kind} name '{mod.NAME}' clashes with {origin} {kind} of that name")
+    return kind
+
+
+def load_file(path: str | Path) -> ModuleType:
+    """Import the plugin file ``path`` and register its stage."""
+    p = Path(path).expanduser()
+    where = str(path)
+    if not p.is_file() or p.suffix != ".py":
+        raise _fail(where, "not a readable .py file")
+    key = str(p.resolve())
+    if key in LOADED:
+        return LOADED[key]
+    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
+    name = f"signsim_plugin_{p.stem.replace('-', '_')}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # Numba's cache and pickling (sweep workers) find it by this name
+    try:
+        spec.loader.exec_module(mod)
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the plugin's own code failed: one line naming it
+        del sys.modules[name]
+        raise _fail(where, f"cannot be imported: {type(e).__name__}: {e}") from None
+    kind = check_contract(mod, where)
+    registry.PLUGINS[kind][mod.NAME] = mod
+    LOADED[key] = mod
+    return mod
+
+
+def load_module(module_name: str, where: str | None = None) -> ModuleType:
+    """Register the stage of an installed module (an entry point's target)."""
+    where = where or module_name
+    try:
+        mod = importlib.import_module(module_name)
+    except Exception as e:  # noqa: BLE001
+        raise _fail(where, f"cannot be imported: {type(e).__name__}: {e}") from None
+    kind = check_contract(mod, where)
+    registry.PLUGINS[kind][mod.NAME] = mod
+    return mod
+
+
+def paths(plugins) -> list[str]:
+    """The files of ``plugins``: a path, several joined by commas (the ``plugin`` option), or a list."""
+    if plugins is None:
+        return []
+    if isinstance(plugins, (str, Path)):
+        items = str(plugins).split(",")
+    elif isinstance(plugins, (list, tuple)) and all(isinstance(p, (str, Path)) for p in plugins):
+        items = [str(p) for p in plugins]
+    else:
+        raise InputError(f"plugins {plugins!r}: expected a file name or a list of file names")
+    return [p.strip() for p in items if p.strip()]
+
+
+def absolute(plugins) -> str:
+    """The ``plugin`` option with every path made absolute (a file that does not exist stays as written, for
+    its error)."""
+    out = []
+    for p in paths(plugins):
+        q = Path(p).expanduser()
+        out.append(str(q.resolve()) if q.exists() else p)
+    return ",".join(out)
+
+
+def load(plugins) -> list[ModuleType]:
+    """Load every plugin of ``plugins`` (see ``paths``)."""
+    return [load_file(p) for p in paths(plugins)]
+
+
+def load_entry_points() -> None:
+    """Register the stages of installed packages (entry point group ``signsim.stages``), once per process."""
+    global _ENTRY_POINTS_LOADED
+    if _ENTRY_POINTS_LOADED:
+        return
+    _ENTRY_POINTS_LOADED = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="signsim.stages"):
+        load_module(ep.value.partition(":")[0], f"{ep.name} (entry point {ep.value})")
+
+
+def is_plugin(mod: ModuleType) -> bool:
+    return not mod.__name__.startswith("signsim.")

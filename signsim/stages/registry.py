@@ -1,0 +1,139 @@
+"""The stages signsim knows: the built-in modules of each kind (one folder each), the plugins loaded in this
+process (``signsim.stages.plugins``), and the parsing of a spec ``NAME[:p1[:p2...]]`` into a resolved ``Stage``.
+
+Nothing about a stage is written here: its name, grammar, defaults, constants and kernels are read from its
+module (``signsim.stages.base`` lists what a module declares)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+from signsim.errors import InputError
+from signsim.stages.base import KINDS, MAX_PARAMS, OPTION
+
+#: the built-in stage modules of each kind, by folder and module name, in the order signsim lists them
+BUILTIN: dict[str, tuple[str, ...]] = {
+    "momentum": ("none", "ema", "ema_first", "lion"),
+    "compressor": ("identity", "sign", "sto_sign", "scaled_sign", "qsgd", "terngrad", "top_k", "rand_k",
+                   "natural", "onebit", "noisy_sign", "dither"),
+    "error_feedback": ("none", "ef", "ef21"),
+    "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip"),
+    "attack": ("invert", "random", "alie", "ipm"),
+}
+FOLDER = {"momentum": "momentum", "compressor": "compressors", "error_feedback": "error_feedback",
+          "aggregation": "aggregation", "attack": "attacks"}
+
+#: stages from plugins, by kind and name (``signsim.stages.plugins.load`` adds to it)
+PLUGINS: dict[str, dict[str, ModuleType]] = {k: {} for k in KINDS}
+_BUILTIN_CACHE: dict[str, dict[str, ModuleType]] = {}
+
+
+def builtin(kind: str) -> dict[str, ModuleType]:
+    """The built-in modules of ``kind``, by stage name, in order."""
+    if kind not in _BUILTIN_CACHE:
+        mods = [importlib.import_module(f"signsim.stages.{FOLDER[kind]}.{m}") for m in BUILTIN[kind]]
+        _BUILTIN_CACHE[kind] = {m.NAME: m for m in mods}
+    return _BUILTIN_CACHE[kind]
+
+
+def stages(kind: str) -> dict[str, ModuleType]:
+    """Every stage of ``kind`` this process knows: the built-ins, then the plugins loaded (files, and installed
+    packages' entry points in the group ``signsim.stages``)."""
+    from signsim.stages import plugins
+
+    plugins.load_entry_points()
+    return {**builtin(kind), **PLUGINS[kind]}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a run: its module and its parameters, every default resolved."""
+
+    kind: str
+    module: ModuleType
+    params: tuple[float, ...]
+    resolved: bool = True  # False while a default that needs the dimension is still open
+
+    @property
+    def name(self) -> str:
+        return self.module.NAME
+
+    @property
+    def spec(self) -> str:
+        """The spec with every parameter written out (``qsgd`` -> ``qsgd:4``)."""
+        if not self.module.PARAMS or not self.resolved:
+            return self.name
+        return ":".join([self.name, *(p.shown(v) for p, v in zip(self.module.PARAMS, self.params, strict=True))])
+
+    def param_array(self, extra: tuple[float, ...] = ()):
+        import numpy as np
+
+        values = list(self.params) + list(extra)
+        out = np.zeros(MAX_PARAMS)
+        out[:len(values)] = values
+        return out
+
+
+def parse(kind: str, spec: str, dim: int | None = None, option: str | None = None) -> Stage:
+    """``NAME[:p1[:p2...]]`` -> Stage; a default that depends on the dimension stays open without ``dim``."""
+    option = option or OPTION[kind]
+    spec = str(spec)
+    table = stages(kind)
+    name, sep, rest = spec.partition(":")
+    if name not in table:
+        raise InputError(f"{option} {spec}: unknown value; choose from {', '.join(table)}")
+    mod = table[name]
+    params = mod.PARAMS
+    raw = rest.split(":") if sep else []
+    if hasattr(mod, "parse_args"):  # a grammar of its own (optional leading words, ...)
+        raw = mod.parse_args(raw, option, spec)
+    if not params and sep:
+        raise InputError(f"{option} {spec}: {name} takes no parameter")
+    if len(raw) > len(params):
+        raise InputError(f"{option} {spec}: {name} takes at most {len(params)} parameter"
+                         f"{'s' if len(params) != 1 else ''} ({':'.join(p.name for p in params)})")
+    values: list[float] = []
+    resolved = True
+    for i, p in enumerate(params):
+        if i < len(raw) and raw[i] != "":
+            values.append(p.parse(raw[i], option, spec))
+        elif p.default is not None:
+            values.append(float(p.choices.index(p.default)) if p.kind == "choice" else float(p.default))
+        elif p.default_of_d is not None:
+            if dim is None:
+                values.append(0.0)
+                resolved = False
+            else:
+                values.append(float(p.default_of_d(dim)))
+        else:
+            raise InputError(f"{option} {spec}: {name} needs its parameter {p.name}")
+    stage = Stage(kind, mod, tuple(values), resolved)
+    if hasattr(mod, "check_params") and resolved:
+        mod.check_params(stage.params, dim, option, spec)
+    return stage
+
+
+def form(mod: ModuleType) -> str:
+    """The spec form of a stage, e.g. ``qsgd:S``, ``top-k:K`` (or the module's own ``FORM``)."""
+    if hasattr(mod, "FORM"):
+        return mod.FORM
+    return ":".join([mod.NAME, *(p.name.upper() if p.kind != "choice" else "|".join(p.choices)
+                                 for p in mod.PARAMS)])
+
+
+def defaults(mod: ModuleType) -> str:
+    """Its defaults, e.g. ``s = 4``, ``k = ceil(d/10)`` (for ``signsim list`` and the docs)."""
+    out = []
+    for p in mod.PARAMS:
+        if p.default is not None:
+            out.append(f"{p.name} = {p.default}")
+        elif p.default_of_d is not None:
+            out.append(f"{p.name} = {p.default_text or 'from d'}")
+    return ", ".join(out)
+
+
+def source_files() -> list:
+    """The source files of every stage module loaded (built-in and plugin), for cache keys."""
+    return [m.__file__ for k in KINDS for m in stages(k).values()]

@@ -1,0 +1,145 @@
+"""Researchers' own stages (docs/api.md, "Your own stage"): the worked example of docs/api.md, written to a
+temporary directory, runs end to end as a plugin (run, replay, bits, check-stage, a sweep with 2 jobs), and a plugin
+that breaks the contract stops with one error line naming it."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from signsim.engine import compose, loop
+from signsim.engine.driver import simulate
+from signsim.engine.reference import ReferenceRun
+
+from .conftest import make_engine
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "configs" / "plugins" / "scaled_sto_sign.py"
+
+
+def example_source() -> str:
+    """The plugin file of docs/api.md's worked example."""
+    return EXAMPLE.read_text()
+
+
+def test_the_worked_example_in_docs_is_the_example_file():
+    section = (ROOT / "docs" / "api.md").read_text().split("## Your own stage", 1)[1]
+    assert re.search(r"```python\n(.*?)```", section, re.S).group(1) == example_source()
+
+
+@pytest.fixture(scope="module")
+def plugin(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("plugin") / "scaled_sto_sign.py"
+    p.write_text(example_source())
+    return p
+
+
+def test_the_documented_plugin_runs_replays_and_counts_its_bits(cli, plugin):
+    r = cli("run", "--plugin", plugin, "--compressor", "scaled-sto-sign", "--aggregate", "mean", "--problem",
+            "quadratic", "--dim", "8", "--workers", "3", "--iters", "6", "--eval-every", "1", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["status"] == "ok" and doc["stages"]["compressor"]["spec"] == "scaled-sto-sign"
+    assert doc["stages"]["compressor"]["omega"] == 7.0
+    ups = np.diff([row["bits_up"] for row in doc["history"]])
+    assert np.all(ups == 3 * (8 + 32))  # d sign bits and one float per message, 3 workers
+    assert np.all(np.diff([row["bits_down"] for row in doc["history"]]) == 3 * 32 * 8)  # floats
+    engine, problem, model, params, settings, cfg = make_engine(
+        plugin=str(plugin), compressor="scaled-sto-sign", aggregate="mean", problem="quadratic", dim=8, workers=3,
+        iters=6, eval_every=1)
+    simulate(engine)
+    ref = ReferenceRun(problem, model, params, settings, cfg.workers, cfg.seed)
+    for _ in range(6):
+        ref.step()
+    np.testing.assert_allclose(engine.x, ref.x, rtol=1e-12, atol=1e-14)
+    assert engine.tally[loop.T_UP] == ref.bits_up and engine.tally[loop.T_DOWN] == ref.bits_down
+    np.testing.assert_array_equal(engine.x, doc["x_final"])
+
+
+def test_the_documented_plugin_passes_check_stage(cli, plugin):
+    r = cli("check-stage", "scaled-sto-sign", "--plugin", plugin, "--samples", "400")
+    assert r.code == 0, r.out + r.err
+    assert "FAIL" not in r.out and "scaled-sto-sign" in r.out
+
+
+def test_the_documented_plugin_in_a_sweep_with_two_jobs(cli, plugin, tmp_path):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('problem = "quadratic"\ndim = 6\nworkers = 3\niters = 5\ncompressor = "scaled-sto-sign"\n'
+                     'aggregate = "mean"\n[grid]\nlr = [0.01, 0.02]\n')
+    out = tmp_path / "out"
+    r = cli("sweep", sweep, "--out", out, "--jobs", "2", "--force", "--plugin", plugin, "--json")
+    assert r.code == 0, r.err
+    assert r.json()["statuses"] == {"ok": 2}
+    for f in (out / "runs").glob("*.json"):
+        doc = json.loads(f.read_text())
+        assert doc["stages"]["compressor"]["spec"] == "scaled-sto-sign"
+        assert doc["config"]["plugin"] == str(plugin.resolve())
+
+
+BROKEN = {
+    "missing": ("NAME = 'p-missing'\n", "must declare"),
+    "clash": ("NAME = 'sign'\n", "clashes with a built-in"),
+    "not-compiling": ("NAME = 'p-bad-kernel'\n", "does not compile"),
+    "non-finite": ("NAME = 'p-nan'\n", "non-finite"),
+    "bad-bits": ("NAME = 'p-bits'\n", "bits"),
+    "not-a-kind": ("NAME = 'p-kind'\n", "STAGE must be one of"),
+}
+
+
+def broken_source(case: str) -> str:
+    src = example_source().replace('NAME = "scaled-sto-sign"\n', BROKEN[case][0])
+    if case == "missing":
+        src = src.replace("def bits(", "def _bits(")
+    elif case == "not-compiling":
+        src = src.replace("    return d + 32.0\n", "    return undefined_name + d\n")
+    elif case == "non-finite":
+        src = src.replace("            out[i] = 0.0\n        else:", "            out[i] = 0.0\n        elif i == 0:\n"
+                          "            out[i] = math.nan\n        else:")
+    elif case == "bad-bits":
+        src = src.replace("    return d + 32.0\n", "    return -1.0\n")
+    elif case == "not-a-kind":
+        src = src.replace('STAGE = "compressor"', 'STAGE = "compresor"')
+    return src
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_plugin_that_breaks_the_contract_gets_one_line_naming_it(cli, tmp_path, case):
+    p = tmp_path / f"broken_{case.replace('-', '_')}.py"
+    p.write_text(broken_source(case))
+    name = BROKEN[case][0].split("'")[1]
+    r = cli("run", "--plugin", p, "--compressor", name, "--aggregate", "mean", "--problem", "quadratic", "--dim",
+            "4", "--workers", "2", "--iters", "2")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert str(p.name) in lines[0] and BROKEN[case][1] in lines[0], lines[0]
+
+
+def test_a_missing_plugin_file_is_exit_2(cli, tmp_path):
+    r = cli("run", "--plugin", tmp_path / "nope.py", "--iters", "2")
+    assert r.code == 2 and "nope.py" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_an_edited_plugin_compiles_under_a_new_name(tmp_path, plugin):
+    """Numba's cache does not notice an edited callee: the kernel's name carries a hash of the plugin's source."""
+    from signsim.stages import plugins
+
+    mod = plugins.load_file(plugin)
+    before = compose.stage_function(mod, "kernel", True).py_func.__name__
+    assert compose.source_hash(mod) in before
+    copy = tmp_path / "copy.py"
+    copy.write_text(plugin.read_text() + "\n# edited\n")
+    mod.__file__ = str(copy)  # the same module, its source edited
+    try:
+        assert compose.source_hash(mod) != before.rsplit("__", 2)[-2]
+    finally:
+        mod.__file__ = str(plugin)
+
+
+def test_python_api_takes_plugins(plugin):
+    import signsim
+
+    res = signsim.run(plugins=[plugin], compressor="scaled-sto-sign", aggregate="mean", problem="quadratic", dim=5,
+                      workers=2, iters=3)
+    assert res["status"] == "ok" and res["stages"]["compressor"]["spec"] == "scaled-sto-sign"
