@@ -89,19 +89,13 @@ def test_resume_runs_only_what_is_missing(cli, tmp_path):
     assert cli("sweep", SMOKE, "--out", root, "--json").json()["ran"] == 0
 
 
-def test_failing_runs_are_recorded_and_the_rest_finish(cli, tmp_path):
+def test_invalid_runs_exit_2_before_any_work_and_failing_runs_are_recorded(cli, tmp_path):
     p = write(tmp_path, 'iters = 20\n[grid]\nproblem = ["vote-trap", "least-squares"]\nworkers = [3, 4]\n')
-    data = tmp_path / "d.npz"
     r = cli("sweep", p, "--out", tmp_path / "out", "--jobs", "2", "--json")
-    assert r.code == 1  # some runs failed
-    doc = r.json()
-    assert doc["statuses"] == {"ok": 3, "failed": 1}
-    failed = [json.loads(f.read_text()) for f in (tmp_path / "out" / "runs").glob("*.json")]
-    errors = [d["error"] for d in failed if d["status"] == "failed"]
-    assert len(errors) == 1 and "--workers 4" in errors[0]
-    # a run that raises while running (its data file is missing) is recorded too
-    q = write(tmp_path, f'problem = "least-squares"\niters = 5\n[grid]\ndata = ["{data}", "builtin:digits"]\n',
-              name="q.toml")
+    assert r.code == 2 and "--workers 4" in r.err  # checked before the first run: nothing ran
+    assert not list((tmp_path / "out").glob("runs/*.json"))
+    # a run refused only at its turn (its memory estimate exceeds the machine) is recorded; the rest finish
+    q = write(tmp_path, 'problem = "rosenbrock"\niters = 5\n[grid]\nworkers = [3, 2000000000]\n', name="q.toml")
     r2 = cli("sweep", q, "--out", tmp_path / "out2", "--jobs", "1", "--json")
     assert r2.code == 1 and r2.json()["statuses"] == {"ok": 1, "failed": 1}
     statuses = (tmp_path / "out2" / "results.csv").read_text()
