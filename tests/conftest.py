@@ -2,7 +2,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,3 +72,18 @@ def run_engine(**options):
 def binomial_tolerance(p: float, n: int, z: float = 5.0) -> float:
     """z standard errors of a proportion estimated from n independent trials."""
     return z * np.sqrt(max(p * (1 - p), 1e-12) / n)
+
+
+def wait_until_ready(proc: subprocess.Popen, ready: Path, timeout: float = 600) -> None:
+    """Wait until a signsim process started with ``SIGNSIM_READY_FILE=ready`` says its compiled work is under way
+    (it creates the file: docs/reference.md), rather than sleeping for a guessed time; fail, with its stderr, if
+    it ends first."""
+    end = time.monotonic() + timeout
+    while not ready.exists():
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            pytest.fail(f"signsim exited ({proc.returncode}) before its work was under way: {err}")
+        if time.monotonic() > end:
+            proc.kill()
+            pytest.fail(f"signsim did not report its work under way within {timeout:g} s")
+        time.sleep(0.02)
