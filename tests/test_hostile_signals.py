@@ -45,16 +45,16 @@ def interrupt(args, sig=signal.SIGINT, after=None, twice=False, env=None):
         else:
             time.sleep(after)
             assert p.poll() is None, p.communicate()
-    start = time.time()
-    if sig == signal.SIGINT:
-        os.killpg(p.pid, sig)
-        if twice:
-            time.sleep(0.05)
+        start = time.time()
+        if sig == signal.SIGINT:
             os.killpg(p.pid, sig)
-    else:
-        os.kill(p.pid, sig)
-    _, err = p.communicate(timeout=60)
-    return p.returncode, err, time.time() - start
+            if twice:
+                time.sleep(0.05)
+                os.killpg(p.pid, sig)
+        else:
+            os.kill(p.pid, sig)
+        _, err = p.communicate(timeout=60)
+        return p.returncode, err, time.time() - start
 
 
 def assert_clean(err):
