@@ -35,8 +35,11 @@ def style():
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], **kwargs):
-    """A new :class:`Figure` with constrained layout and its axes, as ``pyplot.subplots`` returns them
-    (``squeeze``, ``sharey`` and the like are passed on to ``Figure.subplots``)."""
+    """A new :class:`Figure` on an Agg canvas, with constrained layout, and its axes, as ``pyplot.subplots``
+    returns them (``squeeze``, ``sharey`` and the like are passed on to ``Figure.subplots``)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     with style():
         fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)  # this figure's canvas (a renderer to draw and measure with), not a backend
         return fig, fig.subplots(nrows, ncols, **kwargs)
