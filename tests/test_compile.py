@@ -98,7 +98,6 @@ def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
 def test_an_interrupted_warm_up_command_stops_the_compile(monkeypatch):
     """Ctrl-C or SIGTERM during one warm-up command (it exits 130 or 143) stops `signsim compile` as an
     interrupt, not as a failed command with a traceback (found by the fuzz tests on a loaded machine)."""
-    import pytest
 
     monkeypatch.setattr(compiling, "warm_commands", lambda: [["run", "--iters", "2"]] * 3)
     ran = []
