@@ -25,7 +25,8 @@ signsim plot "$out/many-workers-gaussian.json" --x workers --y loss --out "$fig/
 signsim plot "$out/many-workers-byzantine.json" --x byzantine --y loss --out "$fig/many-workers-byzantine.png"
 signsim diversity --config configs/paper/diversity-replication.toml --out "$out/replication.json" --quiet
 signsim plot "$out/replication.json" --out "$fig/diversity-replication.png"
-for name in diversity-dimension diversity-heuristics diversity-heuristics-mlp; do
+for name in diversity-dimension diversity-heuristics diversity-heuristics-mlp stability-logistic stability-mlp \
+    sparse-conflicts lower-bound; do
   signsim diversity --config "configs/paper/$name.toml" --out "$out/$name.json" --quiet
   signsim plot "$out/$name.json" --out "$fig/$name.png"
 done

@@ -13,15 +13,16 @@ result's table as NumPy columns and ``to_pandas()`` the same table as a DataFram
 from __future__ import annotations
 
 import json
-import math
+import os
 from collections.abc import Callable, Mapping
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from signsim.errors import InputError
+from signsim.options import API_OF, RECORD, flag, of_command, of_function, range_text, unknown_option
+from signsim.options import value as checked
 
 __all__ = ["Result", "run", "check_spb", "diversity", "bound", "sweep", "spb_from_samples",
            "diversity_from_samples"]
@@ -176,62 +177,7 @@ def columns(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# options: the CLI's names and coercions
-
-
-def _run_kinds() -> dict[str, str]:
-    """RunConfig field -> int | float | bool | str, read from its annotations."""
-    from signsim.config import RunConfig
-
-    kinds = {}
-    for f in fields(RunConfig):
-        t = str(f.type)
-        kinds[f.name] = next((k for k in ("bool", "int", "float") if k in t.replace("|", " ").split()), "str")
-    return kinds
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def coerce(name: str, value: Any, kind: str) -> Any:
-    """A Python value -> what the CLI's flag of this type would give, or InputError naming the option."""
-    opt = _flag(name)
-    if value is None:
-        return None
-    if kind == "bool":
-        if isinstance(value, bool | np.bool_):
-            return bool(value)
-        raise InputError(f"{opt} {value!r}: must be True or False")
-    if kind == "int":
-        if isinstance(value, bool | np.bool_):
-            raise InputError(f"{opt} {value!r}: not a valid integer")
-        if isinstance(value, int | np.integer):
-            return int(value)
-        if isinstance(value, float | np.floating) and math.isfinite(value) and float(value).is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                pass
-        raise InputError(f"{opt} {value!r}: not a valid integer")
-    if kind == "float":
-        if isinstance(value, bool | np.bool_):
-            raise InputError(f"{opt} {value!r}: not a valid number")
-        if isinstance(value, int | float | np.integer | np.floating):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value.strip())
-            except ValueError:
-                pass
-        raise InputError(f"{opt} {value!r}: not a valid number")
-    if isinstance(value, Path):
-        return str(value)
-    if not isinstance(value, str):
-        raise InputError(f"{opt} {value!r}: must be a string")
-    return value
+# options: the names, types and ranges of signsim.options, one path for the command line and Python
 
 
 def _names(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -239,9 +185,53 @@ def _names(options: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in options.items():
         name = str(key).replace("-", "_")
         if name in out:
-            raise InputError(f"{_flag(name)} given twice (as '{key}' and with the other spelling)")
+            raise InputError(f"{flag(name)} given twice (as '{key}' and with the other spelling)")
         out[name] = value
     return out
+
+
+def _unknown(name: str, known: Mapping[str, Any]) -> InputError:
+    return unknown_option(name, known)
+
+
+def _is_path(value: Any) -> bool:
+    return isinstance(value, str | os.PathLike)
+
+
+def _given(function: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword options of ``function`` -> their values, coerced and checked by ``signsim.options`` (None:
+    not given, dropped); an unknown name raises InputError naming the close ones. Python values the command
+    line cannot give keep their own checks: ``data=(X, y)``, a vector ``x0`` or ``at``, a Result or dict
+    ``overlay``, a dict ``constant``."""
+    table = of_function(function)
+    out: dict[str, Any] = {}
+    for name, raw in _names(options).items():
+        o = table.get(name)
+        if o is None:
+            raise _unknown(name, table)
+        if raw is None:
+            continue
+        if name == "data" and not _is_path(raw):
+            out[name] = _memory_data(raw)
+        elif name == "x0" and not isinstance(raw, str) and np.ndim(raw) > 0:
+            out[name] = _vector(raw)
+        elif (name == "at" and not _is_path(raw)) or (name == "overlay" and isinstance(raw, Result | Mapping)):
+            out[name] = raw  # a vector (_Point), a run's results (_overlay)
+        elif name == "constant" and isinstance(raw, Mapping):
+            out[name] = [f"{k}={v}" for k, v in raw.items()]
+        else:
+            out[name] = checked(o, raw)
+    return out
+
+
+def _record(values: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """A dict of run options (a ``config`` dict, a ``[[compare]]`` variant, a run's recorded config): coerced
+    and checked as keywords are."""
+    raw = _names(values)
+    unknown = [k for k in raw if k not in RECORD]
+    if unknown:
+        raise InputError(f"{where + ': ' if where else ''}{_unknown(unknown[0], RECORD)}")
+    return _given("run", raw)
 
 
 def _file_values(config: Any) -> dict[str, Any]:
@@ -250,41 +240,22 @@ def _file_values(config: Any) -> dict[str, Any]:
 
     if config is None:
         return {}
-    if isinstance(config, str | Path):
-        return cfgmod.load_toml(config)
-    if isinstance(config, Mapping):
-        return _names(config)
-    raise InputError(f"config: expected a TOML file name or a dict of options, got {type(config).__name__}")
-
-
-def _split(config: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-    """config < options, by RunConfig field, coerced; unknown names raise InputError."""
-    return _coerced({**_file_values(config), **_names(options)})
-
-
-def _coerced(merged: dict[str, Any]) -> dict[str, Any]:
-    kinds = _run_kinds()
+    if _is_path(config):
+        return cfgmod.load_toml(checked(of_command("run")["config"], config))
+    if not isinstance(config, Mapping):
+        raise InputError(f"config: expected a TOML file name or a dict of options, got {type(config).__name__}")
+    raw = _names(config)
     out: dict[str, Any] = {}
-    for name, value in merged.items():
-        if name == "compare":
-            out[name] = _variants(value)
-            continue
-        if name == "experiment":
-            if isinstance(value, Mapping):
-                from signsim.experiment_config import parse as parse_experiment
+    if "compare" in raw:
+        out["compare"] = _variants(raw.pop("compare"))
+    if "experiment" in raw:
+        experiment = raw.pop("experiment")
+        if isinstance(experiment, Mapping):
+            from signsim.experiment_config import parse as parse_experiment
 
-                value = parse_experiment(dict(value), "config: [experiment]")
-            out[name] = value
-            continue
-        if name not in kinds:
-            raise InputError(f"unknown option {_flag(name)}")
-        if name == "data" and value is not None and not isinstance(value, str | Path):
-            out[name] = _memory_data(value)
-        elif name == "x0" and value is not None and not isinstance(value, str) and np.ndim(value) > 0:
-            out[name] = _vector(value)
-        else:
-            out[name] = coerce(name, value, kinds[name])
-    return {k: v for k, v in out.items() if v is not None}
+            experiment = parse_experiment(dict(experiment), "config: [experiment]")
+        out["experiment"] = experiment
+    return {**_record(raw, "config"), **out}
 
 
 def _variants(value: Any) -> list[dict[str, Any]]:
@@ -295,26 +266,41 @@ def _variants(value: Any) -> list[dict[str, Any]]:
     for i, v in enumerate(value, start=1):
         v = dict(v)
         label = v.pop("label", None)
-        entry = _coerced(_names(v))
-        entry.pop("compare", None)
+        entry = _record(v, f"config: [[compare]] #{i}")
         entry["label"] = str(label) if label is not None else f"variant {i}"
         out.append(entry)
     return out
+
+
+def _real(a: Any, where: str) -> np.ndarray:
+    """A real numeric array (a complex one is refused, not cut to its real part)."""
+    try:
+        arr = np.asarray(a)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise InputError(f"{where}: expected real numbers")
+    if np.iscomplexobj(arr):
+        raise InputError(f"{where}: expected real numbers, got complex values (dtype {arr.dtype})")
+    return arr.astype(np.float64)
 
 
 def _memory_data(value: Any) -> str:
     from signsim.data.memory import register
 
     if isinstance(value, tuple | list) and len(value) == 2:
-        return register(value[0], value[1], "data")
+        X, y = value
+        for name, a in (("X", X), ("y", y)):
+            dtype = getattr(a, "dtype", None)
+            if (dtype is not None and np.issubdtype(dtype, np.complexfloating)) or \
+                    (dtype is None and np.iscomplexobj(np.asarray(a, dtype=object).tolist())):
+                raise InputError(f"data: {name} holds complex values; expected real numbers")
+        return register(X, y, "data")
     raise InputError("data: expected a data set name or file, or a pair (X, y) of arrays")
 
 
 def _vector(value: Any) -> np.ndarray:
-    try:
-        v = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError("--x0: expected a number or a numeric vector") from None
+    v = _real(value, "--x0")
     if v.ndim != 1 or v.size == 0:
         raise InputError(f"--x0: expected a number or a vector, got shape {v.shape}")
     if not np.isfinite(v).all():
@@ -329,10 +315,7 @@ def _resolve(values: dict[str, Any]):
     vec = values.get("x0")
     if isinstance(vec, np.ndarray):
         values = {**values, "x0": float(vec[0]) if vec.size == 1 else 0.0}
-    try:
-        cfg = cfgmod.resolve(values)
-    except TypeError as e:  # a value of the wrong type that the checks above let through
-        raise InputError(f"invalid option value ({e})") from None
+    cfg = cfgmod.resolve(values)
     if isinstance(vec, np.ndarray) and vec.size > 1:
         from signsim import problems
 
@@ -353,14 +336,11 @@ class _Point:
         self.at, self.tmp = at, None
 
     def __enter__(self) -> str | None:
-        if self.at is None or isinstance(self.at, str | Path):
-            return None if self.at is None else str(self.at)
+        if self.at is None or _is_path(self.at):
+            return None if self.at is None else os.fspath(self.at)
         import tempfile
 
-        try:
-            v = np.asarray(self.at, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError("--at: expected init, optimum, run:K, a .npy file or a vector") from None
+        v = _real(self.at, "--at")
         self.tmp = tempfile.TemporaryDirectory(prefix="signsim-at-")
         path = Path(self.tmp.name) / "x.npy"
         np.save(path, v)
@@ -379,23 +359,173 @@ class _Point:
         return self.NAME if self.tmp is not None else where
 
 
-def _extras(given: dict[str, Any], kinds: dict[str, str]) -> dict[str, Any]:
-    return {k: coerce(k, v, kinds[k]) for k, v in given.items() if v is not None}
+def _out(out: str | None) -> Path | None:
+    """--out checked before any work (a bad path is an error, not a lost run)."""
+    if out is None:
+        return None
+    from signsim.paths import output_file
+
+    output_file(out, "--out")
+    return Path(out)
 
 
-def _pop(values: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    return {k: values.pop(k) for k in list(values) if k in names}
-
-
-def _write(doc: dict[str, Any], out: str | Path | None) -> None:
+def _write(doc: dict[str, Any], out: Path | None) -> None:
     if out is not None:
+        from signsim.interrupts import deferred
         from signsim.results import dumps, write_atomic
 
-        write_atomic(Path(out), dumps(doc) + "\n")
+        with deferred():  # a further Ctrl-C while the results are written acts once they are written
+            write_atomic(out, dumps(doc) + "\n")
+
+
+def _command_defaults(command: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The command's own defaults (check-spb and diversity: the logistic problem) under the given values."""
+    own = {name: d for name, o in RECORD.items() if (d := o.command_default(command)) is not None}
+    return {**own, **values}
+
+
+def _take(given: dict[str, Any], names: Mapping[str, Any]) -> dict[str, Any]:
+    """The command's own options (not run options), removed from ``given``."""
+    return {k: given.pop(k, None) for k in names if k not in RECORD}
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the commands
+# the commands: the one path from options to a results document, for the command line and for Python
+
+Progress = Callable[[int, int], None]
+ProgressFor = Callable[[str], Progress | None]
+
+
+def execute(command: str, config: Any = None, options: Mapping[str, Any] | None = None, *,
+            progress_for: ProgressFor | None = None, on_start: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Run ``command`` (run, check-spb, diversity, bound) with ``config`` (a TOML file or a dict) under
+    ``options`` (its keywords, by the names of ``signsim.options``; text is parsed, as flags are): merge
+    (config < options), check, run, write ``out``; return the results document. ``progress_for(label)`` gives
+    the progress callback of each run; ``on_start(cfg)`` is called once a single run is built."""
+    given = _given(API_OF[command], options or {})
+    progress = given.pop("progress", None)
+    if progress is not None and progress_for is None:
+        progress_for = lambda label: progress  # noqa: E731
+    out = _out(given.pop("out", None))
+    file_values = _file_values(config)
+    doc = RUNNERS[command](file_values, given, progress_for, on_start)
+    _write(doc, out)
+    return doc
+
+
+def _run(file_values: dict[str, Any], given: dict[str, Any], progress_for, on_start) -> dict[str, Any]:
+    from signsim.commands.run import run as run_command
+
+    if "experiment" in file_values:
+        raise InputError("config: an [experiment] table runs with 'signsim diversity' (signsim.diversity), not run")
+    variants = file_values.pop("compare", None)
+    given.pop("compare", None)  # options override every variant, as flags do on the command line
+    if variants is not None:
+        from signsim.commands.compare import compare
+
+        return compare(file_values, variants, given, progress_for)
+    cfg = _resolve({**file_values, **given})
+    progress = progress_for(f"{cfg.method} on {cfg.problem}") if progress_for else None
+    return run_command(cfg, progress, (lambda: on_start(cfg)) if on_start else None)
+
+
+def _check_spb(file_values: dict[str, Any], given: dict[str, Any], progress_for, on_start) -> dict[str, Any]:
+    from signsim.commands.check_spb import SpbOptions
+    from signsim.commands.check_spb import check_spb as check_command
+
+    own = _take(given, of_command("check-spb"))
+    grads = own.pop("grads")
+    file_values.pop("compare", None)
+    file_values.pop("experiment", None)
+    own = {k: v for k, v in own.items() if k not in OUTPUTS}
+    if grads is not None:
+        from signsim.commands import grads as from_grads
+
+        return from_grads.check_spb(Path(grads), {**file_values, **given}, own)
+    values = _command_defaults("check-spb", {**file_values, **given})
+    cfg = _resolve(values)
+    point = _Point(own.pop("at"))
+    with point as at:
+        doc = check_command(cfg, SpbOptions.build(workers_given="workers" in values, at=at, **own))
+    doc["point"] = point.name(doc["point"])
+    doc["options"]["at"] = point.name(doc["options"]["at"])
+    return doc
+
+
+def _diversity(file_values: dict[str, Any], given: dict[str, Any], progress_for, on_start) -> dict[str, Any]:
+    from signsim.commands.diversity import DiversityOptions
+    from signsim.commands.diversity import diversity as diversity_command
+
+    own = _take(given, of_command("diversity"))
+    grads = own.pop("grads")
+    own = {k: v for k, v in own.items() if k not in OUTPUTS}
+    file_values.pop("compare", None)
+    experiment = file_values.pop("experiment", None)
+    if grads is not None:
+        from signsim.commands import grads as from_grads
+
+        return from_grads.diversity(Path(grads), {**file_values, **given}, own)
+    values = _command_defaults("diversity", {**file_values, **given})
+    if experiment is not None:
+        from signsim.commands.experiments import run as run_experiment
+
+        return run_experiment(values, experiment, progress_for or (lambda label: None))
+    cfg = _resolve(values)
+    point = _Point(own.pop("at"))
+    with point as at:
+        doc = diversity_command(cfg, DiversityOptions.build(at=at, **own))
+    doc["point"] = point.name(doc["point"])
+    doc["options"]["at"] = point.name(doc["options"]["at"])
+    return doc
+
+
+def _bound(file_values: dict[str, Any], given: dict[str, Any], progress_for, on_start) -> dict[str, Any]:
+    from signsim.commands.bound import BoundOptions
+    from signsim.commands.bound import bound as bound_command
+
+    own = _take(given, of_command("bound"))
+    file_values.pop("compare", None)
+    file_values.pop("experiment", None)
+    values = {**file_values, **given}
+    run_doc = None
+    if own["overlay"] is not None:
+        run_doc, base = _overlay(own["overlay"])
+        values = {**base, **values}  # the run's config < the config file < the options
+    point = _Point(own["at"])
+    cfg = _resolve(values)
+    with point as at:
+        o = BoundOptions(constants=own["constant"] or [], box=own["box"] if own["box"] is not None else 2.0,
+                         at=at or "init")
+        doc = bound_command(cfg, o, run_doc)
+    doc["majority_table"]["point"] = point.name(doc["majority_table"]["point"])
+    return doc
+
+
+def _overlay(overlay: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's results (a file, a Result or a dict) and its config as options."""
+    where = "--overlay"
+    if isinstance(overlay, Result):
+        run_doc = overlay.to_dict()
+    elif isinstance(overlay, Mapping):
+        run_doc = json.loads(json.dumps(overlay, default=_plain))
+    else:
+        from signsim.results import load_results
+
+        where = f"--overlay {overlay}"
+        run_doc = load_results(overlay, "run", "--overlay")
+    if run_doc.get("command") != "run" or "comparison" in run_doc or not isinstance(run_doc.get("config"), dict):
+        raise InputError(f"{where}: expected the results of one 'signsim run'")
+    try:
+        base = _record({k: v for k, v in run_doc["config"].items() if v is not None})
+        _resolve(dict(base))
+    except (InputError, TypeError) as e:
+        raise InputError(f"{where}: its config is not a valid run config ({e})") from None
+    return run_doc, base
+
+
+RUNNERS = {"run": _run, "check-spb": _check_spb, "diversity": _diversity, "bound": _bound}
+#: the options every results command takes that are not its own computation's
+OUTPUTS = ("out", "json", "quiet", "plot", "config", "progress")
 
 
 def run(config: Any = None, *, out: str | Path | None = None,
@@ -406,23 +536,7 @@ def run(config: Any = None, *, out: str | Path | None = None,
     of length d. ``progress(done, total)`` is called as the run advances; ``out`` writes the results JSON.
     A run stopped by Ctrl-C returns its partial history with status ``interrupted``. The warnings the
     command line prints (``result["warnings"]``) are also issued as ``UserWarning``."""
-    from signsim.commands.run import run as run_command
-
-    file_values = _coerced(_file_values(config))
-    given = _coerced(_names(options))
-    values = {**file_values, **given}
-    values.pop("experiment", None)
-    variants = values.pop("compare", None)
-    if variants is not None:
-        from signsim.commands.compare import compare
-
-        file_values.pop("compare", None)
-        file_values.pop("experiment", None)
-        given.pop("compare", None)  # keyword options override every variant, as flags do on the command line
-        doc = compare(file_values, variants, given, (lambda label: progress) if progress else None)
-    else:
-        doc = run_command(_resolve(values), progress)
-    _write(doc, out)
+    doc = execute("run", config, {**options, "out": out, "progress": progress})
     import warnings
 
     for w in sorted({w for d in doc.get("runs", [doc]) for w in d.get("warnings", [])}):
@@ -430,116 +544,31 @@ def run(config: Any = None, *, out: str | Path | None = None,
     return Result(doc)
 
 
-SPB_OPTIONS = {"at": "str", "estimator": "str", "samples": "int", "confidence": "float", "interval": "str",
-               "correction": "str", "top": "int"}
-
-
 def check_spb(config: Any = None, *, out: str | Path | None = None, **options: Any) -> Result:
     """``signsim check-spb``: per-coordinate success probabilities at a point, the SPB verdict and ρ-norms
-    (docs/theory.md §1). Takes the run options and ``at``, ``estimator``, ``samples``, ``confidence``,
-    ``interval``, ``correction``, ``top``; the problem defaults to logistic on a bundled data set, as on the
-    command line. The verdict is ``result["verdict"]`` (the CLI's exit code 1 is not an exception here)."""
-    from signsim.commands.check_spb import SpbOptions
-    from signsim.commands.check_spb import check_spb as check_command
-
-    opts = _names(options)
-    point = _Point(opts.pop("at", None))
-    extra = _extras(_pop(opts, SPB_OPTIONS), SPB_OPTIONS)
-    values = _split(config, opts)
-    values.pop("compare", None)
-    values.pop("experiment", None)
-    values.setdefault("problem", "logistic")
-    values.setdefault("batch_size", 1)
-    cfg = _resolve(values)
-    with point as at:
-        doc = check_command(cfg, SpbOptions.build(workers_given="workers" in values, at=at, **extra))
-    doc["point"] = point.name(doc["point"])
-    doc["options"]["at"] = point.name(doc["options"]["at"])
-    _write(doc, out)
-    return Result(doc)
-
-
-DIVERSITY_OPTIONS = {"at": "str", "delta": "float", "estimator": "str", "pairs": "int", "small_batch": "int",
-                     "big_batch": "int"}
+    (docs/theory.md §1). Takes the run options and ``at`` (also a vector), ``estimator``, ``samples``,
+    ``confidence``, ``interval``, ``correction``, ``top``, ``grads`` (a .npy file of per-sample gradients); the
+    problem defaults to logistic on a bundled data set, as on the command line. The verdict is
+    ``result["verdict"]`` (the CLI's exit code 1 is not an exception here)."""
+    return Result(execute("check-spb", config, {**options, "out": out}))
 
 
 def diversity(config: Any = None, *, out: str | Path | None = None, **options: Any) -> Result:
     """``signsim diversity``: gradient diversity Δ_S, the batch-size bound B_S, B_simple and the predicted
-    speedup at a point (docs/theory.md §6); a config with an ``[experiment]`` table runs the replicated-data
-    experiment. Takes the run options and ``at``, ``delta``, ``estimator``, ``pairs``, ``small_batch``,
-    ``big_batch``; the problem defaults to logistic, as on the command line."""
-    from signsim.commands.diversity import DiversityOptions
-    from signsim.commands.diversity import diversity as diversity_command
-
-    opts = _names(options)
-    point = _Point(opts.pop("at", None))
-    extra = _extras(_pop(opts, DIVERSITY_OPTIONS), DIVERSITY_OPTIONS)
-    values = _split(config, opts)
-    values.pop("compare", None)
-    experiment = values.pop("experiment", None)
-    values.setdefault("problem", "logistic")
-    if experiment is not None:
-        from signsim.commands.experiments import run as run_experiment
-
-        doc = run_experiment(values, experiment, lambda label: None)
-    else:
-        cfg = _resolve(values)
-        with point as at:
-            doc = diversity_command(cfg, DiversityOptions.build(at=at, **extra))
-        doc["point"] = point.name(doc["point"])
-        doc["options"]["at"] = point.name(doc["options"]["at"])
-    _write(doc, out)
-    return Result(doc)
+    speedup at a point (docs/theory.md §6); a config with an ``[experiment]`` table runs the experiment its
+    ``kind`` names (replication, dimension, heuristics, stability, conflicts, lower-bound). Takes the run
+    options and ``at`` (also a vector), ``delta``, ``estimator``, ``pairs``, ``small_batch``, ``big_batch``,
+    ``transform`` (a spec or a list of them), ``grads``; the problem defaults to logistic, as on the command
+    line."""
+    return Result(execute("diversity", config, {**options, "out": out}))
 
 
-def bound(config: Any = None, *, overlay: Any = None, constant: Any = None, box: Any = None, at: Any = None,
-          out: str | Path | None = None, **options: Any) -> Result:
-    """``signsim bound``: the theorems' bounds for a problem's constants and the majority-vote table; with
-    ``overlay`` (a run's results file, its ``Result`` or its dict) the run's observations beside them.
-    ``constant`` overrides constants: a dict ``{"L1": 2.0}`` or a list of ``"NAME=VALUE"``."""
-    from signsim.commands.bound import BoundOptions
-    from signsim.commands.bound import bound as bound_command
-
-    values = _split(config, options)
-    values.pop("compare", None)
-    values.pop("experiment", None)
-    run_doc = None
-    if overlay is not None:
-        if isinstance(overlay, Result):
-            run_doc = overlay.to_dict()
-        elif isinstance(overlay, Mapping):
-            run_doc = json.loads(json.dumps(overlay, default=_plain))
-        elif isinstance(overlay, str | Path):
-            from signsim.results import load_results
-
-            run_doc = load_results(overlay, "run", "--overlay")
-        else:
-            raise InputError(f"--overlay: expected a results file, a Result or a dict, got {type(overlay).__name__}")
-        if run_doc.get("command") != "run" or "comparison" in run_doc or not isinstance(run_doc.get("config"), dict):
-            raise InputError("--overlay: expected the results of one 'signsim run'")
-        try:
-            base = _coerced({k: v for k, v in run_doc["config"].items() if v is not None})
-            _resolve(dict(base))
-        except (InputError, TypeError) as e:
-            raise InputError(f"--overlay: its config is not a valid run config ({e})") from None
-        values = {**base, **values}
-    if constant is None:
-        constants: list[str] = []
-    elif isinstance(constant, Mapping):
-        constants = [f"{k}={v}" for k, v in constant.items()]
-    elif isinstance(constant, str):
-        constants = [constant]
-    else:
-        constants = [str(c) for c in constant]
-    box_v = coerce("box", box, "float")
-    point = _Point(at)
-    cfg = _resolve(values)
-    with point as at_:
-        o = BoundOptions(constants=constants, box=2.0 if box_v is None else box_v, at=at_ or "init")
-        doc = bound_command(cfg, o, run_doc)
-    doc["majority_table"]["point"] = point.name(doc["majority_table"]["point"])
-    _write(doc, out)
-    return Result(doc)
+def bound(config: Any = None, *, out: str | Path | None = None, **options: Any) -> Result:
+    """``signsim bound``: the theorems' bounds for a problem's constants and the majority-vote table. Takes the
+    run options and ``overlay`` (a run's results file, its ``Result`` or its dict: the run's observations beside
+    the bounds, its config under the others), ``constant`` (a dict ``{"L1": 2.0}`` or a list of
+    ``"NAME=VALUE"``), ``box`` and ``at`` (also a vector)."""
+    return Result(execute("bound", config, {**options, "out": out}))
 
 
 def _plain(obj: Any) -> Any:
@@ -548,29 +577,44 @@ def _plain(obj: Any) -> Any:
     return jsonable(obj)
 
 
-def sweep(path: str | Path, *, out: str | Path | None = None, executor: str = "local", jobs: int | None = None,
-          scheduler: str | None = None, dry_run: bool = False,
-          progress: Callable[[int, int], None] | None = None) -> Result:
-    """``signsim sweep FILE``: run a grid of runs into ``out`` (default ``results/<file stem>``), skipping
-    runs already finished there. ``to_dict()`` is the summary document, ``history`` the rows of
-    ``results.csv``; ``dry_run=True`` only expands and checks the grid."""
+def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs: Any = None, scheduler: Any = None,
+                   dry_run: Any = False, force: Any = False, progress: Any = None,
+                   log: Callable[[str], None] | None = None) -> tuple[dict[str, Any], Any, Path]:
+    """The sweep's document (the summary, or the dry run's list of runs), its spec and its directory: the one
+    path of ``signsim sweep`` and ``signsim.sweep``."""
     from signsim.commands.sweep import plan
     from signsim.commands.sweep import sweep as sweep_command
+    from signsim.paths import output_dir
     from signsim.sweep.executors import make
     from signsim.sweep.store import Store
 
+    if not _is_path(path):
+        raise InputError(f"sweep file: expected a file name (a str or a path), got {path!r}")
     path = Path(path)
-    target = Path(out) if out is not None else Path("results") / path.stem
-    if dry_run:
+    o = _given("sweep", {"out": out, "executor": executor, "jobs": jobs, "scheduler": scheduler,
+                         "dry_run": dry_run, "force": force, "progress": progress})
+    target = output_dir(o.get("out", str(Path("results") / path.stem)), "--out")
+    if o.get("dry_run"):
         spec, tasks = plan(path)
         store = Store(target)
         rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
                  "finished": store.finished(t["run_id"]), "error": t["error"]} for t in tasks]
-        return Result({"command": "sweep", "dry_run": True, "runs": rows},
-                      [{"index": r["index"], "run_id": r["run_id"], **r["params"], "finished": r["finished"],
-                        "error": r["error"]} for r in rows])
-    ex = make(executor, coerce("jobs", jobs, "int"), scheduler)
-    doc = sweep_command(path, target, ex, progress, None)
+        return {"command": "sweep", "dry_run": True, "runs": rows}, spec, target
+    ex = make(o.get("executor", "local"), o.get("jobs"), o.get("scheduler"), o.get("force", False))
+    return sweep_command(path, target, ex, o.get("progress"), log), None, target
+
+
+def sweep(path: str | Path, *, out: str | Path | None = None, executor: str = "local", jobs: int | None = None,
+          scheduler: str | None = None, dry_run: bool = False, force: bool = False,
+          progress: Callable[[int, int], None] | None = None) -> Result:
+    """``signsim sweep FILE``: run a grid of runs into ``out`` (default ``results/<file stem>``), skipping
+    runs already finished there. ``to_dict()`` is the summary document, ``history`` the rows of
+    ``results.csv``; ``dry_run=True`` only expands and checks the grid."""
+    doc, _, target = sweep_document(path, out=out, executor=executor, jobs=jobs, scheduler=scheduler,
+                                    dry_run=dry_run, force=force, progress=progress)
+    if doc.get("dry_run"):
+        return Result(doc, [{"index": r["index"], "run_id": r["run_id"], **r["params"], "finished": r["finished"],
+                             "error": r["error"]} for r in doc["runs"]])
     return Result(doc, _csv_rows(target / "results.csv"))
 
 
@@ -623,11 +667,9 @@ def spb_from_samples(G: Any, *, workers: int | None = None, batch_size: int = 1,
     ``verdict``, ``rho_norm``, ``rho_M_norm``, ``vote_agree``, ``sigma``, ``sufficient``, ..."""
     from signsim.diagnostics.samples import spb_document
 
-    kinds = {"workers": "int", "batch_size": "int", "sign_zero": "str", "tie": "str", "confidence": "float",
-             "interval": "str", "correction": "str", "samples": "int", "seed": "int", "top": "int"}
-    given = dict(workers=workers, batch_size=batch_size, sign_zero=sign_zero, tie=tie, confidence=confidence,
-                 interval=interval, correction=correction, samples=samples, seed=seed, top=top)
-    o = {k: coerce(k, v, kinds[k]) for k, v in given.items()}
+    o = _sample_options(spb_from_samples, dict(workers=workers, batch_size=batch_size, sign_zero=sign_zero,
+                                                 tie=tie, confidence=confidence, interval=interval,
+                                                 correction=correction, samples=samples, seed=seed, top=top))
     return Result(spb_document(G, **o))
 
 
@@ -637,5 +679,20 @@ def diversity_from_samples(G: Any, *, delta: float = 1.0) -> Result:
     blocks)."""
     from signsim.diagnostics.samples import diversity_document
 
-    return Result(diversity_document(G, coerce("delta", delta, "float")))
+    return Result(diversity_document(G, **_sample_options(diversity_from_samples, {"delta": delta})))
 
+
+def _sample_options(function: Callable[..., Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of a ``*_from_samples`` function checked by ``signsim.options``; None is refused where the
+    signature has a value by default (None is not "not given" here: the signature shows the default)."""
+    import inspect
+
+    table = of_function(function.__name__)
+    defaults = inspect.signature(function).parameters
+    for name, raw in given.items():
+        if raw is None and defaults[name].default is not None:
+            o = table[name]
+            wanted = range_text(o) if o.kind in ("int", "float") else "one of " + ", ".join(o.choices)
+            raise InputError(f"{o.flag} None: expected {wanted} (default {defaults[name].default})")
+    out = _given(function.__name__, given)
+    return {name: out.get(name) for name in given}

@@ -27,6 +27,7 @@ from typing import Annotated, Any  # noqa: E402
 import typer  # noqa: E402
 from typer.core import TyperCommand, TyperGroup  # noqa: E402
 
+from signsim import options  # noqa: E402
 from signsim.errors import InputError  # noqa: E402
 
 
@@ -89,15 +90,6 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
-Opt = typer.Option
-P_RUN = "Run"
-P_PROBLEM = "Problem"
-P_OUT = "Output"
-P_DATA = "Data (logistic, least-squares, mlp)"
-P_SPB = "Success probabilities"
-P_DIV = "Diversity"
-P_BOUND = "Bounds"
-
 
 def _text(help: str) -> str:
     """Help text as written: brackets ("[grid]", "[0, 1)") are not Rich markup."""
@@ -106,114 +98,47 @@ def _text(help: str) -> str:
     return escape(help)
 
 
-def _option(name: str, kind: Any, help: str, panel: str, *decls: str, default: Any = None) -> inspect.Parameter:
-    flag = kind is bool or kind == (bool | None)
-    opt = Opt(*decls, help=_text(help), rich_help_panel=panel, show_default=False,
-              metavar="" if flag else None)
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                             annotation=Annotated[kind, opt])
+def _parameter(o: options.Option, command: str) -> inspect.Parameter:
+    """The Typer parameter of one option of ``signsim.options``. Values arrive as text and are parsed by the
+    API (one parser, one message for bad input); flags are booleans, repeatable options lists of text."""
+    kw: dict[str, Any] = {"help": _text(o.help_for(command)), "show_default": False}
+    if o.panel is not None:
+        kw["rich_help_panel"] = o.panel
+    if o.kind == "bool":
+        kind: Any = bool | None if o.record else bool
+        kw["metavar"] = ""
+        default = None if o.record else o.default
+    else:
+        kind = list[str] | None if o.kind == "strs" else str | None
+        if o.metavar is not None:
+            kw["metavar"] = o.metavar
+        default = None
+    return inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[kind, typer.Option(*o.decls, **kw)])
 
 
-def run_options(problem: str = "rosenbrock", batch_size: str = "1; mlp 32", tracks: bool = True) \
-        -> list[inspect.Parameter]:
-    """Every option that describes a run, shared by run, check-spb, diversity and bound; ``problem`` and
-    ``batch_size`` are the command's defaults, ``tracks`` offers --track-spb and --track-diversity (run only)."""
-    options = [
-        _option("config", Path | None, "TOML file of options; flags override it", P_OUT, "--config"),
-        _option("problem", str | None, "rosenbrock | quadratic | sign-trap | vote-trap | logistic | least-squares | "
-                f"mlp (default: {problem})", P_PROBLEM),
-        _option("dim", int | None, "dimension d (rosenbrock, quadratic; default: 10)", P_PROBLEM),
-        _option("noise", str | None, "gaussian:S | laplace:S | uniform:S | student-t:NU:S (S the std for NU > 2, "
-                "the scale for 1 < NU <= 2) | bimodal:S | skewed:S | cauchy:C | stable:ALPHA:C | none (default: "
-                "gaussian:1 for rosenbrock and quadratic, none for the others)", P_PROBLEM),
-        _option("kappa", float | None, "quadratic: L_i log-spaced in [1, kappa] (default: 100)", P_PROBLEM),
-        _option("oracle", str | None, "rosenbrock: full | term (default: full)", P_PROBLEM),
-        _option("trap_eps", float | None, "sign-trap: eps in (0, 1) (default: 0.5)", P_PROBLEM),
-        _option("trap_lambda", float | None, "vote-trap: lambda > 0 (default: 6)", P_PROBLEM),
-        _option("x0", float | None, "starting point: every coordinate set to this value; a config file may give "
-                "a vector instead (default: the problem's)", P_PROBLEM),
-        _option("noise_scales", str | None, "per-coordinate noise scales: first:K | power:A | FILE.npy", P_PROBLEM),
-        _option("data", str | None, "builtin:digits | builtin:breast-cancer | FILE (.svm/.libsvm/.txt, .csv, .npz, "
-                "IMAGES,LABELS idx) (default: builtin:breast-cancer; mlp builtin:digits)", P_DATA),
-        _option("split", str | None, "shared | iid | label-skew:ALPHA | sorted | split-batch (default: shared)",
-                P_DATA),
-        _option("test_fraction", float | None, "held-out fraction (default: 0.2)", P_DATA),
-        _option("standardize", bool | None, "standardize features (default: on)", P_DATA,
-                "--standardize/--no-standardize"),
-        _option("intercept", bool | None, "add a constant feature (GLMs; default: on)", P_DATA,
-                "--intercept/--no-intercept"),
-        _option("replicate", int | None, "repeat the training set r times (default: 1)", P_DATA),
-        _option("positive_class", float | None, "logistic: this label is +1, the rest -1", P_DATA),
-        _option("l2", float | None, "L2 regularization lambda (default: 0)", P_DATA),
-        _option("hidden", int | None, "mlp: hidden units (default: 32)", P_DATA),
-        _option("activation", str | None, "mlp: relu | tanh (default: relu)", P_DATA),
-        _option("method", str | None, "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | "
-                "terngrad | topk-ef | randk | ef21 | natural | onebit-sgd (signsim list; default: ssdm)", P_RUN),
-        _option("compressor", str | None, "identity | sign | sto-sign | scaled-sign | qsgd:S | terngrad | top-k:K | "
-                "rand-k:K | natural | onebit (default: the method's)", P_RUN),
-        _option("error_feedback", str | None, "none | ef | ef21 (default: the method's)", P_RUN),
-        _option("workers", int | None, "number of workers M (default: 8; vote-trap 3)", P_RUN),
-        _option("aggregate", str | None, "server rule: majority | mean | median | trimmed:BETA (default: the "
-                "method's)", P_RUN),
-        _option("batch_size", int | None, f"minibatch size tau per worker (default: {batch_size})", P_RUN),
-        _option("iters", int | None, "iterations K (default: 2000)", P_RUN),
-        _option("lr", float | None, "step size gamma_0 (default: 0.01, or the method's or problem's own)", P_RUN),
-        _option("lr_schedule", str | None, "constant | sqrt (gamma_0 / sqrt(k+1)) (default: constant; vote-trap "
-                "sqrt)", P_RUN),
-        _option("momentum", float | None, "momentum beta in [0, 1) (Lion's beta1; default: the method's)", P_RUN),
-        _option("momentum2", float | None, "Lion's beta2 in [0, 1) (default: 0.99)", P_RUN),
-        _option("weight_decay", float | None, "lambda >= 0: the step adds gamma lambda x (default: 0)", P_RUN),
-        _option("votes", str | None, "per-worker | binomial: exact vote counts for any M, for memoryless sign "
-                "workers on a shared exact-gradient problem with closed-form noise (default: per-worker)", P_RUN),
-        _option("dtype", str | None, "float64 | float32: the type of the run's state vectors and data matrix; "
-                "float32 halves their memory, arithmetic stays float64 (signsim run only; default: float64)", P_RUN),
-        _option("byzantine", int | None, "number of Byzantine workers (the first ones; see --attack; default: 0)",
-                P_RUN),
-        _option("attack", str | None, "invert | random | alie:Z | ipm:EPS (omniscient: from the honest messages; "
-                "default: invert)", P_RUN),
-        _option("sign_zero", str | None, "sign(0) in messages: random | plus | zero (default: random; sign-trap "
-                "zero)", P_RUN),
-        _option("tie", str | None, "tied majority vote: random | zero (default: random; sign-trap zero)", P_RUN),
-        _option("eval_every", int | None, "record history every N iterations (default: K/100, at least 1)", P_RUN),
-        _option("stop_loss", float | None, "stop early once a recorded loss is <= this", P_RUN),
-        _option("monotone", bool | None, "keep a step only if f does not increase (signSGD option 2; default: off)",
-                P_RUN, "--monotone/--no-monotone"),
-        _option("seed", int | None, "random seed (default: 0)", P_RUN),
-    ]
-    if tracks:
-        options += [
-            _option("track_spb", int | None, "every N iterations, record the fraction of coordinates satisfying "
-                    "SPB, min rho and the rho-norms", P_OUT),
-            _option("track_diversity", int | None, "every N iterations, record the gradient diversity and B_S",
-                    P_OUT),
-        ]
-    return options
+def _argument(command: str) -> list[inspect.Parameter]:
+    if command not in options.ARGUMENTS:
+        return []
+    name, _, help = options.ARGUMENTS[command]
+    kind = list[Path] if command == "plot" else Path
+    return [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                              annotation=Annotated[kind, typer.Argument(help=_text(help), show_default=False)])]
 
 
-#: the run command's options (the diagnostics take the same without --track-spb and --track-diversity)
-RUN_OPTIONS = run_options()
-OUTPUT_OPTIONS = [
-    _option("out", str | None, "write the results JSON here (atomically)", P_OUT),
-    _option("json_", bool, "print the results JSON on stdout, nothing else", P_OUT, "--json", default=False),
-    _option("quiet", bool, "no progress bar or table", P_OUT, "--quiet", "-q", default=False),
-]
-_RUN_FIELDS = {p.name for p in RUN_OPTIONS} - {"config"}
-
-
-def _command(name: str, extra: list[inspect.Parameter], help: str, options: list[inspect.Parameter] = RUN_OPTIONS):
-    """Register ``fn(**options)`` as a command whose options are ``options`` (the run options) + extra +
-    OUTPUT_OPTIONS."""
+def _command(name: str, help: str):
+    """Register ``fn(**opts)`` as the command ``name`` whose parameters are its rows of ``signsim.options``."""
 
     def register(fn):
-        def checked(**opts: Any) -> None:
-            _check_outputs(opts)
+        def command(**opts: Any) -> None:
             return fn(**opts)
 
-        checked.__signature__ = inspect.Signature(options + extra + OUTPUT_OPTIONS)
-        checked.__doc__ = help
-        checked.__name__ = fn.__name__
-        app.command(name, help=_text(help), cls=_Command)(checked)
-        return checked
+        command.__signature__ = inspect.Signature(
+            _argument(name) + [_parameter(o, name) for o in options.of_command(name).values()])
+        command.__doc__ = help
+        command.__name__ = fn.__name__
+        app.command(name, help=_text(help), cls=_Command)(command)
+        return command
 
     return register
 
@@ -221,51 +146,38 @@ def _command(name: str, extra: list[inspect.Parameter], help: str, options: list
 FIGURE_SUFFIXES = {".png", ".pdf", ".svg"}
 
 
-def _check_outputs(opts: dict[str, Any]) -> None:
-    """Validate --out and --plot before any work (a bad path is exit 2, not a lost run); they become Paths."""
+def _figure(plot: str | None, where: str = "--plot") -> Path | None:
+    """--plot checked before any work (a bad path is exit 2, not a lost run)."""
+    if plot is None:
+        return None
     from signsim.paths import output_file
 
-    if opts.get("plot") is not None:
-        output_file(opts["plot"], "--plot")
-        if Path(opts["plot"]).suffix.lower() not in FIGURE_SUFFIXES:
-            raise InputError(f"--plot {opts['plot']}: use a .png, .pdf or .svg file name")
-        opts["plot"] = Path(opts["plot"])
-    if opts.get("out") is not None:
-        output_file(opts["out"], "--out")
-        opts["out"] = Path(opts["out"])
+    output_file(plot, where)
+    if Path(plot).suffix.lower() not in FIGURE_SUFFIXES:
+        raise InputError(f"{where} {plot}: use a .png, .pdf or .svg file name")
+    return Path(plot)
 
 
-def _run_values(opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(values from the --config file, values given as flags), both keyed by RunConfig field."""
-    from signsim import config as cfgmod
-
-    file_values = cfgmod.load_toml(opts["config"]) if opts.get("config") is not None else {}
-    given = {k: v for k, v in opts.items() if k in _RUN_FIELDS and v is not None}
-    return file_values, given
+def _api_options(opts: dict[str, Any], command: str) -> dict[str, Any]:
+    """The options the API takes (the command line's own, --json, --quiet and --plot, left out)."""
+    table = options.of_command(command)
+    return {k: v for k, v in opts.items() if k in table and not table[k].cli_only and k != "config"}
 
 
-def _diagnostic_values(opts: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    """A diagnostic command's options (file < flags; the logistic problem by default) and the file's
-    [experiment] table, if any; [[compare]] variants do not apply."""
-    values, given = _run_values(opts)
-    values.pop("compare", None)
-    experiment = values.pop("experiment", None)
-    merged = {**values, **given}
-    merged.setdefault("problem", "logistic")
-    return merged, experiment
+def _execute(command: str, opts: dict[str, Any], progress_label: bool = True) -> dict[str, Any]:
+    """The command through the API's one path, with a progress bar on a terminal and the compile notice."""
+    from signsim.api import execute
 
-
-def _grads_values(opts: dict[str, Any]) -> dict[str, Any]:
-    """With --grads: the run options given in the --config file or as flags (most do not apply)."""
-    values, given = _run_values(opts)
-    values.pop("compare", None)
-    values.pop("experiment", None)
-    return {**values, **given}
+    quiet = opts["quiet"]
+    with _progress_bar(progress_label and not (quiet or opts["json"])) as new_task:
+        return execute(command, opts["config"], _api_options(opts, command),
+                       progress_for=new_task if progress_label else None,
+                       on_start=lambda cfg: _compile_notice(quiet, cfg))
 
 
 def _show(opts: dict[str, Any], items) -> None:
     """Print ``items(signsim.render.tables)`` to stderr unless --quiet or --json."""
-    if opts["quiet"] or opts["json_"]:
+    if opts["quiet"] or opts["json"]:
         return
     from signsim.render import tables
 
@@ -274,229 +186,95 @@ def _show(opts: dict[str, Any], items) -> None:
         tables.emit(console, item)
 
 
-@_command("run", [
-    _option("plot", str | None, "save a figure: loss (or accuracy) against iterations and megabytes, SPB panels "
-            "when tracked (PNG, PDF, SVG)", P_OUT),
-], help="Simulate one optimization run of M workers, print a summary, write results.")
+@_command("run", help="Simulate one optimization run of M workers, print a summary, write results.")
 def run(**opts: Any) -> None:
-    from signsim import config as cfgmod
-    from signsim.commands.run import run as run_command
-
-    values, given = _run_values(opts)
-    plot, out, json_ = opts["plot"], opts["out"], opts["json_"]
-    if plot is not None and plot.suffix.lower() not in {".png", ".pdf", ".svg"}:
-        raise InputError(f"--plot {plot}: use a .png, .pdf or .svg file name")
-    show = not (opts["quiet"] or json_)
-    if "compare" in values:
-        _run_comparison(values, given, out, json_, show, plot)
-        return
-    cfg = cfgmod.resolve({**values, **given})
-    doc = _with_progress(lambda progress: run_command(cfg, progress, lambda: _compile_notice(opts["quiet"], cfg)), show,
-                         f"{cfg.method} on {cfg.problem}")
-    _emit(doc, out, json_)
+    plot = _figure(opts["plot"])
+    show = not (opts["quiet"] or opts["json"])
+    doc = _execute("run", opts)
+    _emit(doc, opts["json"])
+    runs = doc["runs"] if "comparison" in doc else [doc]
     if plot is not None:
         from signsim.render.figures import runs_overview, save
 
-        save(runs_overview([doc]), plot)
+        save(runs_overview(runs), plot)
+    warnings = sorted({w for d in runs for w in d["warnings"]}) if "comparison" in doc else doc["warnings"]
     if show:
-        from signsim.render.tables import emit, run_summary, stderr_console
+        from signsim.render.tables import comparison_table, emit, run_summary, stderr_console
 
         console = stderr_console()
-        for w in doc["warnings"]:
+        for w in warnings:
             emit(console, f"[yellow]warning:[/] {w}")
-        emit(console, run_summary(doc))
-    else:
-        for w in doc["warnings"]:
+        emit(console, comparison_table(doc) if "comparison" in doc else run_summary(doc))
+    elif "comparison" not in doc:
+        for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
     if doc["status"] == "interrupted":
         raise typer.Exit(_interrupted_code())
 
 
-@_command("check-spb", [
-    _option("at", str | None, "init | optimum | FILE.npy | run:K (the point after K iterations; default: init)",
-            P_SPB),
-    _option("estimator", str | None, "auto | exact | closed-form | monte-carlo (default: auto)", P_SPB),
-    _option("samples", int | None, "Monte Carlo sample count S (default: 2000)", P_SPB),
-    _option("confidence", float | None, "confidence level (default: 0.95)", P_SPB),
-    _option("interval", str | None, "wilson | clopper-pearson (default: wilson)", P_SPB),
-    _option("correction", str | None, "multiple testing over coordinates: holm | bonferroni | none (default: holm)",
-            P_SPB),
-    _option("top", int | None, "rows in the table of worst coordinates (default: 10)", P_SPB),
-    _option("grads", Path | None, "your own per-sample gradients: FILE.npy, an n x d array (memory-mapped); "
-            "uses --workers, --batch-size, --sign-zero, --tie, --seed", P_SPB),
-], help="Estimate per-coordinate success probabilities at a point, decide SPB, report rho-norms. "
-        "Exit 0 when SPB holds, 1 when it is violated or inconclusive.",
-    options=run_options("logistic", "1", tracks=False))
+@_command("check-spb", help="Estimate per-coordinate success probabilities at a point, decide SPB, report "
+          "rho-norms. Exit 0 when SPB holds, 1 when it is violated or inconclusive.")
 def check_spb(**opts: Any) -> None:
-    from signsim import config as cfgmod
-    from signsim.commands.check_spb import SpbOptions
-    from signsim.commands.check_spb import check_spb as check_command
-
-    names = ("at", "estimator", "samples", "confidence", "interval", "correction", "top")
-    if opts["grads"] is not None:
-        from signsim.commands import grads
-
-        doc = grads.check_spb(opts["grads"], _grads_values(opts), {k: opts[k] for k in names})
-    else:
-        merged, _ = _diagnostic_values(opts)
-        merged.setdefault("batch_size", 1)
-        cfg = cfgmod.resolve(merged)
-        spb = SpbOptions.build(**{k: opts[k] for k in names}, workers_given="workers" in merged)
-        doc = check_command(cfg, spb)
-    _emit(doc, opts["out"], opts["json_"])
+    doc = _execute("check-spb", opts, progress_label=False)
+    _emit(doc, opts["json"])
     _show(opts, lambda tables: tables.spb_report(doc))
     raise typer.Exit(0 if doc["verdict"] == "holds" else 1)
 
 
-@_command("diversity", [
-    _option("at", str | None, "init | optimum | FILE.npy | run:K (the point after K iterations; default: init)",
-            P_DIV),
-    _option("delta", float | None, "report the largest batch with B <= delta B_S + 1 (default: 1)", P_DIV),
-    _option("estimator", str | None, "auto | exact | population | two-batch (default: auto)", P_DIV),
-    _option("pairs", int | None, "two-batch estimator: number of batch pairs (default: 2000)", P_DIV),
-    _option("small_batch", int | None, "two-batch estimator: small batch b (default: --batch-size)", P_DIV),
-    _option("big_batch", int | None, "two-batch estimator: big batch B (default: max(2, M) b)", P_DIV),
-    _option("grads", Path | None, "your own per-sample gradients: FILE.npy, an n x d array (memory-mapped)", P_DIV),
-    _option("transform", list[str] | None, "also the diversity of transformed per-sample gradients: dropout:P | "
-            "langevin:S | sign | sto-sign | qsgd:S | natural (repeatable)", P_DIV),
-], help="Gradient diversity Delta_S, the batch-size bound B_S, the noise scale B_simple and the predicted "
-        "speedup at a point; per worker and between workers when data are split.",
-    options=run_options("logistic", tracks=False))
+@_command("diversity", help="Gradient diversity Delta_S, the batch-size bound B_S, the noise scale B_simple and "
+          "the predicted speedup at a point; per worker and between workers when data are split.")
 def diversity(**opts: Any) -> None:
-    from signsim import config as cfgmod
-    from signsim.commands.diversity import DiversityOptions
-    from signsim.commands.diversity import diversity as diversity_command
-
-    names = ("at", "delta", "estimator", "pairs", "small_batch", "big_batch", "transform")
-    if opts["grads"] is not None:
-        from signsim.commands import grads
-
-        doc = grads.diversity(opts["grads"], _grads_values(opts), {k: opts[k] for k in names})
-        _emit(doc, opts["out"], opts["json_"])
+    doc = _execute("diversity", opts)
+    _emit(doc, opts["json"])
+    if doc["command"] == "diversity":
         _show(opts, lambda tables: tables.diversity_report(doc))
-        return
-    merged, experiment = _diagnostic_values(opts)
-    if experiment is not None:
-        from signsim.commands.experiments import run as run_experiment
-
-        with _progress_bar(not (opts["quiet"] or opts["json_"])) as new_task:
-            doc = run_experiment(merged, experiment, new_task)
-        _emit(doc, opts["out"], opts["json_"])
+    else:
         _show(opts, lambda tables: tables.experiment_tables(doc))
-        return
-    cfg = cfgmod.resolve(merged)
-    o = DiversityOptions.build(**{k: opts[k] for k in names})
-    doc = diversity_command(cfg, o)
-    _emit(doc, opts["out"], opts["json_"])
-    _show(opts, lambda tables: tables.diversity_report(doc))
+    if opts["quiet"] or opts["json"]:  # the table shows them otherwise
+        for w in doc.get("warnings", ()):
+            print(f"warning: {w}", file=sys.stderr)
 
 
-@_command("bound", [
-    _option("overlay", Path | None, "a run's results JSON: its observations beside the bounds", P_BOUND),
-    _option("constant", list[str] | None, "override a constant: NAME=VALUE (repeatable; F, f0, f_star, L1, L2, "
-            "sigma1, sigma_total, gamma, M, alpha, d, K)", P_BOUND),
-    _option("box", float | None, "rosenbrock: smoothness bounded over [-R, R]^d (default: 2)", P_BOUND),
-    _option("at", str | None, "point of the majority-vote table: init | optimum | FILE.npy | run:K (default: init)",
-            P_BOUND),
-    _option("plot", str | None, "figure of the bounds against K (with the run's running averages)", P_BOUND),
-], help="Evaluate the theorems' convergence bounds for a problem's constants, the majority-vote noise "
-        "reduction, or overlay a finished run.", options=run_options(tracks=False))
+@_command("bound", help="Evaluate the theorems' convergence bounds for a problem's constants, the majority-vote "
+          "noise reduction, or overlay a finished run.")
 def bound(**opts: Any) -> None:
-    from signsim import config as cfgmod
-    from signsim.commands.bound import BoundOptions
-    from signsim.commands.bound import bound as bound_command
-
-    values, given = _run_values(opts)
-    values.pop("compare", None)
-    values.pop("experiment", None)
-    run_doc = None
-    if opts["overlay"] is not None:
-        from signsim.results import load_results
-
-        run_doc = load_results(opts["overlay"], "run", "--overlay")
-        values = {k: v for k, v in run_doc["config"].items() if v is not None}
-        try:
-            cfgmod.resolve(values)
-        except (InputError, TypeError) as e:
-            raise InputError(f"--overlay {opts['overlay']}: its config is not a valid run config ({e})") from None
-    plot = opts["plot"]
-    if plot is not None and plot.suffix.lower() not in {".png", ".pdf", ".svg"}:
-        raise InputError(f"--plot {plot}: use a .png, .pdf or .svg file name")
-    cfg = cfgmod.resolve({**values, **given})
-    o = BoundOptions(constants=opts["constant"] or [], box=opts["box"] if opts["box"] is not None else 2.0,
-                     at=opts["at"] or "init")
-    doc = bound_command(cfg, o, run_doc)
-    _emit(doc, opts["out"], opts["json_"])
+    plot = _figure(opts["plot"])
+    doc = _execute("bound", opts, progress_label=False)
+    _emit(doc, opts["json"])
     if plot is not None:
         from signsim.render.figures import bound_overview, save
 
         save(bound_overview(doc), plot)
     _show(opts, lambda tables: tables.bound_report(doc))
-    if run_doc is not None and doc["overlay"]["exceeded"]:
+    if "overlay" in doc and doc["overlay"]["exceeded"]:
         print(f"signsim: observation exceeds its bound: {', '.join(doc['overlay']['exceeded'])}", file=sys.stderr)
 
 
-def _opt(help: str, *decls: str) -> Any:
-    """A typer option of the sweep, plot and compile commands: the help as written, the default in its text."""
-    return Opt(*decls, help=_text(help), show_default=False)
+@_command("sweep", help="Run a grid of runs (local processes by default, or a Dask cluster) into tidy, "
+          "resumable results: runs/<id>.json, results.csv, manifest.json. Exit 1 when some runs failed.")
+def sweep(**opts: Any) -> None:
+    from signsim.api import sweep_document
 
-
-def _flag(help: str, *decls: str) -> Any:
-    """A boolean flag: no value type shown."""
-    return Opt(*decls, help=_text(help), show_default=False, metavar="")
-
-
-@app.command("sweep", cls=_Command,
-             help=_text("Run a grid of runs (local processes by default, or a Dask cluster) into tidy, "
-             "resumable results: runs/<id>.json, results.csv, manifest.json. Exit 1 when some runs failed."))
-def sweep(
-    file: Annotated[Path, typer.Argument(help=_text("sweep file (TOML): run options plus [grid], [[zip]], repeats"),
-                                         show_default=False)],
-    out: Annotated[str | None, _opt("output directory (default: results/<file stem>)")] = None,
-    executor: Annotated[str, _opt("local | dask (default: local)")] = "local",
-    jobs: Annotated[int | None, _opt("local: worker processes (default: the number of cores this process may "
-                                     "use); dask --scheduler local: LocalCluster workers (default: 2)")] = None,
-    scheduler: Annotated[str | None, _opt("dask: scheduler address, or 'local' for a LocalCluster")] = None,
-    dry_run: Annotated[bool, _flag("list the expanded runs and exit", "--dry-run")] = False,
-    force: Annotated[bool, _flag("allow --jobs above the number of cores", "--force")] = False,
-    json_: Annotated[bool, _flag("print the summary JSON on stdout, nothing else", "--json")] = False,
-    quiet: Annotated[bool, _flag("no progress bar or table", "--quiet", "-q")] = False,
-) -> None:
-    from signsim.commands.sweep import plan
-    from signsim.commands.sweep import sweep as sweep_command
-    from signsim.paths import output_dir
-    from signsim.sweep.executors import make
-    from signsim.sweep.store import Store
-
-    out = output_dir(out if out is not None else str(Path("results") / file.stem), "--out")
+    file, json_, quiet = opts.pop("file"), opts.pop("json"), opts.pop("quiet")
     show = not (quiet or json_)
-    if dry_run:
-        spec, tasks = plan(file)
-        store = Store(out)
-        rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
-                 "finished": store.finished(t["run_id"]), "error": t["error"]} for t in tasks]
-        if json_:
-            from signsim.results import dumps
-
-            sys.stdout.write(dumps({"command": "sweep", "dry_run": True, "runs": rows}) + "\n")
-        elif not quiet:
-            from signsim.render.tables import emit, stderr_console, sweep_plan
-
-            emit(stderr_console(), sweep_plan(rows, spec.parameters))
-        return
-    ex = make(executor, jobs, scheduler, force)
     log_lines: list[str] = []
-    with _progress_bar(show) as new_task:
-        progress = new_task(f"sweep {file.name}")
+    with _progress_bar(show and not opts["dry_run"]) as new_task:
         try:
-            doc = sweep_command(file, out, ex, progress, log_lines.append)
+            doc, spec, _ = sweep_document(file, **opts, progress=new_task(f"sweep {file.name}"),
+                                          log=log_lines.append)
         finally:
             for line in log_lines:
                 print(f"signsim: {line}", file=sys.stderr)
             log_lines.clear()
-    for line in log_lines:
-        print(f"signsim: {line}", file=sys.stderr)
-    _emit(doc, None, json_)
+    if doc.get("dry_run"):
+        if json_:
+            _emit(doc, True)
+        elif not quiet:
+            from signsim.render.tables import emit, stderr_console, sweep_plan
+
+            emit(stderr_console(), sweep_plan(doc["runs"], spec.parameters))
+        return
+    _emit(doc, json_)
     if show:
         from signsim.render.tables import emit, stderr_console, sweep_summary
 
@@ -508,60 +286,21 @@ def sweep(
         raise typer.Exit(1)
 
 
-@app.command("plot", cls=_Command,
-             help=_text("Figures from results: run JSONs (or the result of a config with compare variants), "
-             "a sweep directory, check-spb, diversity or bound results."))
-def plot(
-    results: Annotated[list[Path], typer.Argument(help=_text("results files or a sweep directory"),
-                                                  show_default=False)],
-    out: Annotated[str | None, _opt("figure file: .png, .pdf or .svg (default: <first input>.png, or figure.png "
-                                    "in a sweep directory)")] = None,
-    x: Annotated[str | None, _opt("iter | bits | megabytes | time (curves against it; default: iter) | workers | "
-                                  "byzantine | batch-size (final values against this run option)")] = None,
-    y: Annotated[str | None, _opt("loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
-                                  "spb-fraction | rho-min | rho-norm | B_S (default: loss)")] = None,
-    group_by: Annotated[str | None, _opt("sweeps: one line per value of this option (the title names the "
-                                         "options averaged over)")] = None,
-    where: Annotated[list[str] | None, _opt("sweeps: keep only runs with KEY=VALUE (repeatable; all must "
-                                            "hold)")] = None,
-    facet: Annotated[str | None, _opt("sweeps: one panel per value of this option")] = None,
-) -> None:
+@_command("plot", help="Figures from results: run JSONs (or the result of a config with compare variants), a "
+          "sweep directory, check-spb, diversity or bound results.")
+def plot(**opts: Any) -> None:
     from signsim.commands.plot import plot as plot_command
     from signsim.paths import output_file
 
+    results, out = opts["results"], opts["out"]
     if out is not None:
-        output_file(out, "--out")
-        if Path(out).suffix.lower() not in FIGURE_SUFFIXES:
-            raise InputError(f"--out {out}: use a .png, .pdf or .svg file name")
-        target = Path(out)
+        target = _figure(out, "--out")
     else:
         target = results[0].with_suffix(".png") if not results[0].is_dir() else results[0] / "figure.png"
         output_file(target, "the default --out")
-    written = plot_command(results, target, x, y, group_by, where, facet,
+    written = plot_command(results, target, opts["x"], opts["y"], opts["group_by"], opts["where"], opts["facet"],
                            lambda message: print(f"signsim: warning: {message}", file=sys.stderr))
     print(written)
-
-
-def _run_comparison(values, given, out, json_, show, plot) -> None:
-    from signsim.commands.compare import compare
-
-    variants = values.pop("compare")
-    with _progress_bar(show) as new_task:
-        doc = compare(values, variants, given, new_task)
-    _emit(doc, out, json_)
-    if plot is not None:
-        from signsim.render.figures import runs_overview, save
-
-        save(runs_overview(doc["runs"]), plot)
-    if show:
-        from signsim.render.tables import comparison_table, emit, stderr_console
-
-        console = stderr_console()
-        for w in sorted({w for d in doc["runs"] for w in d["warnings"]}):
-            emit(console, f"[yellow]warning:[/] {w}")
-        emit(console, comparison_table(doc))
-    if doc["status"] == "interrupted":
-        raise typer.Exit(_interrupted_code())
 
 
 class _progress_bar:
@@ -599,21 +338,12 @@ class _progress_bar:
         return False
 
 
-def _with_progress(work, show: bool, label: str):
-    with _progress_bar(show) as new_task:
-        return work(new_task(label))
+def _emit(doc: dict[str, Any], as_json: bool) -> None:
+    """The results JSON on stdout (--json); the API wrote --out."""
+    if as_json:
+        from signsim.results import dumps
 
-
-def _emit(doc: dict[str, Any], out: Path | None, as_json: bool) -> None:
-    from signsim.interrupts import deferred
-    from signsim.results import dumps, write_atomic
-
-    with deferred():  # a further Ctrl-C while the results are written acts once they are written
-        text = dumps(doc)
-        if out is not None:
-            write_atomic(out, text + "\n")
-        if as_json:
-            sys.stdout.write(text + "\n")
+        sys.stdout.write(dumps(doc) + "\n")
 
 
 @app.command("list", cls=_Command,
@@ -653,13 +383,12 @@ def _compile_notice(quiet: bool, cfg) -> None:
         print(COMPILE_NOTICE, file=sys.stderr, flush=True)
 
 
-@app.command("compile", cls=_Command,
-             help=_text("Compile every kernel ahead of time (e.g. in a Docker image or a CI cache step); "
-             "--clear empties signsim's kernel cache instead."))
-def compile_(clear: Annotated[bool, _flag("remove the cached kernels and exit", "--clear")] = False) -> None:
+@_command("compile", help="Compile every kernel ahead of time (e.g. in a Docker image or a CI cache step); "
+          "--clear empties signsim's kernel cache instead.")
+def compile_(**opts: Any) -> None:
     from signsim.commands import compile as compiling
 
-    if clear:
+    if opts["clear"]:
         print(f"removed {compiling.clear()} cached kernel files", file=sys.stderr)
         return
     n = compiling.compile_all(main, lambda line: print(line, file=sys.stderr, flush=True))

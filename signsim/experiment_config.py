@@ -4,7 +4,12 @@ options. The experiments run in ``signsim/commands/`` (``commands/experiments.py
 
 * ``replication``: Yin et al.'s replicated-data experiment (``commands/replication.py``);
 * ``dimension``: B_S against the number of features of generated GLM data (``commands/dimension.py``);
-* ``heuristics``: B_S after dropout, Langevin noise and quantization (``commands/heuristics.py``).
+* ``heuristics``: B_S after dropout, Langevin noise and quantization (``commands/heuristics.py``);
+* ``conflicts``: B_S of generated sparse data against the conflict degree (``commands/conflicts.py``);
+* ``lower-bound``: iterations to a target against B on the worst case of the sparse-conflict bound
+  (``commands/lower_bound.py``);
+* ``stability``: coupled runs on training sets that differ in one sample, and the generalization gap, against
+  the batch size at a fixed number of gradient computations (``commands/stability.py``).
 
 Pure Python: data and diagnostics modules are loaded only to check the values that name their entries.
 """
@@ -54,6 +59,44 @@ class HeuristicsExperiment(TargetRuns):
                                                            "natural"])
     at: str = "init"
     measure: str | None = None  # a langevin:s transformation to measure iterations-to-target with, or none
+
+
+@dataclass
+class StabilityExperiment:
+    batch_sizes: list[int] = field(default_factory=lambda: [1, 4, 16, 64, 256])
+    #: gradient computations per run, in passes over the n training samples (iterations: passes n / (M B))
+    passes: int = 10
+    #: coupled pairs (S, S') per batch size: pair p runs with seed + p and replaces its own training sample
+    pairs: int = 5
+    #: records of ||w_S - w_S'|| along each run
+    records: int = 20
+    lr_scaling: str = "linear"
+    lr_max: float = 1.0
+    #: "held-out": S' replaces a training sample by a held-out one; "copy": by itself (S' = S, a check)
+    replacement: str = "held-out"
+
+
+@dataclass
+class ConflictsExperiment:
+    conflicts: list[int] = field(default_factory=lambda: [0, 1, 3, 7, 15, 31, 63])
+    samples: int = 1024
+    s: int = 4
+    values: list[str] = field(default_factory=lambda: ["gaussian", "ones"])
+    labels: str = "linear"
+    noise: float = 0.0
+    seeds: int = 3
+    at: str = "init"
+
+
+@dataclass
+class LowerBoundExperiment:
+    batch_sizes: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
+    #: the target: f <= target-ratio f(x_0)
+    target_ratio: float = 1e-3
+    #: multiples of gamma_B = lr B B_S / (B + B_S - 1) tried at each B (the fewest iterations count)
+    lr_factors: list[float] = field(default_factory=lambda: [0.5, 1.0, 1.5])
+    max_iters: int = 20_000
+    seeds: int = 5
 
 
 def check_option(key: str, value: Any, default: Any, where: str) -> Any:
@@ -150,6 +193,84 @@ def parse_heuristics(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
     return e
 
 
+def parse_stability(raw: dict[str, Any], where: str) -> StabilityExperiment:
+    e = StabilityExperiment()
+    known = {f.replace("_", "-") for f in StabilityExperiment.__dataclass_fields__}
+    for key, value in raw.items():
+        if key.replace("_", "-") not in known:
+            raise InputError(f"{where}: unknown key '{key}' (known: kind, {', '.join(sorted(known))})")
+        name = key.replace("-", "_")
+        if name == "replacement":
+            if value not in ("held-out", "copy"):
+                raise InputError(f"{where}: 'replacement' must be 'held-out' or 'copy'")
+        elif name in ("passes", "pairs", "records"):
+            check_option(key, value, 1, where)
+            if value > 10**6:
+                raise InputError(f"{where}: '{key}' must be at most 10^6")
+        else:
+            check_option(key, value, getattr(e, name), where)
+        setattr(e, name, value)
+    return e
+
+
+def _known(cls, raw: dict[str, Any], where: str) -> None:
+    known = {f.replace("_", "-") for f in cls.__dataclass_fields__}
+    for key in raw:
+        if key.replace("_", "-") not in known:
+            raise InputError(f"{where}: unknown key '{key}' (known: kind, {', '.join(sorted(known))})")
+
+
+def parse_conflicts(raw: dict[str, Any], where: str) -> ConflictsExperiment:
+    from signsim.data.sparse import LABELS, VALUES
+
+    _known(ConflictsExperiment, raw, where)
+    e = ConflictsExperiment()
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name == "conflicts":
+            if not (isinstance(value, list) and value
+                    and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)):
+                raise InputError(f"{where}: 'conflicts' must be a non-empty list of integers >= 0")
+        elif name == "values":
+            if not (isinstance(value, list) and value and all(v in VALUES for v in value)):
+                raise InputError(f"{where}: 'values' must be a non-empty list of {', '.join(VALUES)}")
+        elif name == "labels":
+            if value not in LABELS:
+                raise InputError(f"{where}: 'labels' must be one of {', '.join(LABELS)}")
+        elif name == "noise":
+            if not (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+                    and value >= 0):
+                raise InputError(f"{where}: 'noise' must be a finite number >= 0")
+        elif name == "at":
+            if not isinstance(value, str):
+                raise InputError(f"{where}: 'at' must be a string such as \"init\"")
+        else:
+            check_option(key, value, getattr(e, name), where)
+        setattr(e, name, value)
+    for c in e.conflicts:
+        if e.samples % (c + 1):
+            raise InputError(f"{where}: conflict {c}: conflict + 1 must divide samples = {e.samples}")
+    return e
+
+
+def parse_lower_bound(raw: dict[str, Any], where: str) -> LowerBoundExperiment:
+    _known(LowerBoundExperiment, raw, where)
+    e = LowerBoundExperiment()
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name == "lr_factors":
+            if not (isinstance(value, list) and value and all(
+                    isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < math.inf for v in value)):
+                raise InputError(f"{where}: 'lr-factors' must be a non-empty list of positive numbers")
+        elif name == "target_ratio":
+            if not (isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1):
+                raise InputError(f"{where}: 'target-ratio' must lie in (0, 1)")
+        else:
+            check_option(key, value, getattr(e, name), where)
+        setattr(e, name, value)
+    return e
+
+
 @dataclass(frozen=True)
 class Kind:
     kind: str
@@ -164,6 +285,9 @@ KINDS = {k.kind: k for k in (
     Kind("replication", parse_replication, "diversity-replication"),
     Kind("dimension", parse_dimension, "diversity-dimension"),
     Kind("heuristics", parse_heuristics, "diversity-heuristics"),
+    Kind("stability", parse_stability, "diversity-stability"),
+    Kind("conflicts", parse_conflicts, "diversity-conflicts"),
+    Kind("lower-bound", parse_lower_bound, "diversity-lower-bound"),
 )}
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: when a column is in the results: every run, runs with ``--error-feedback ef``, classifiers (logistic, mlp)
-ALWAYS, ERROR_FEEDBACK, CLASSIFIER = "always", "error-feedback", "classifier"
+#: when a column is in the results: every run, runs with ``--error-feedback ef``, data problems (logistic, least
+#: squares, mlp: a held-out split), classifiers (logistic, mlp)
+ALWAYS, ERROR_FEEDBACK, DATA, CLASSIFIER = "always", "error-feedback", "data", "classifier"
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class Column:
     field: str
     #: what it is, with its units (a figure's axis label)
     label: str
-    #: recorded in the results for: ALWAYS, ERROR_FEEDBACK or CLASSIFIER runs
+    #: recorded in the results for: ALWAYS, ERROR_FEEDBACK, DATA or CLASSIFIER runs
     recorded: str = ALWAYS
     #: stored as an integer (the loop's row holds floats)
     integer: bool = False
@@ -40,6 +41,7 @@ COLUMNS = (
     Column("extra", "ef_error_norm", "mean over workers of ||e_m||_2", recorded=ERROR_FEEDBACK),
     Column("train_acc", "train_acc", "training accuracy", recorded=CLASSIFIER),
     Column("test_acc", "test_acc", "test accuracy", recorded=CLASSIFIER),
+    Column("test_loss", "test_loss", "test loss f_test(x_k) on the held-out samples", recorded=DATA),
     Column("bits_up", "bits_up", "bits sent up so far (all workers)", integer=True),
     Column("bits_down", "bits_down", "bits broadcast so far (times M)", integer=True),
 )
@@ -49,9 +51,9 @@ KEYS = tuple(c.key for c in COLUMNS)
 N_COLUMNS = len(COLUMNS)
 
 #: the order in which the optional columns follow the others: in a run's history rows (EF's error first) and
-#: in a sweep's results.csv (the accuracies first)
-RESULTS_ORDER = (ALWAYS, ERROR_FEEDBACK, CLASSIFIER)
-CSV_ORDER = (ALWAYS, CLASSIFIER, ERROR_FEEDBACK)
+#: in a sweep's results.csv (the accuracies and the test loss first)
+RESULTS_ORDER = (ALWAYS, ERROR_FEEDBACK, CLASSIFIER, DATA)
+CSV_ORDER = (ALWAYS, CLASSIFIER, DATA, ERROR_FEEDBACK)
 
 
 def index(key: str) -> int:
@@ -71,9 +73,11 @@ def _ordered(groups: tuple[str, ...], recorded: set[str]) -> tuple[Column, ...]:
     return tuple(c for g in groups if g in recorded for c in COLUMNS if c.recorded == g)
 
 
-def recorded(error_feedback: bool, classifier: bool) -> tuple[Column, ...]:
-    """The columns of a run's history rows, in the order of their fields."""
-    groups = {ALWAYS} | ({ERROR_FEEDBACK} if error_feedback else set()) | ({CLASSIFIER} if classifier else set())
+def recorded(error_feedback: bool, classifier: bool, data: bool = False) -> tuple[Column, ...]:
+    """The columns of a run's history rows, in the order of their fields (``data``: a data problem, whose
+    held-out split gives a test loss; every classifier is one)."""
+    groups = ({ALWAYS} | ({ERROR_FEEDBACK} if error_feedback else set()) | ({CLASSIFIER} if classifier else set())
+              | ({DATA} if data or classifier else set()))
     return _ordered(RESULTS_ORDER, groups)
 
 

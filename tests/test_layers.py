@@ -10,7 +10,7 @@ own group:
     config       config.py, experiment_config.py   (each config section parsed here, below the commands)
     domain       problems/, methods/, noise/, data/, resources.py
     base         the package itself (__version__), errors, codes, history, stages, accounting, paths, results,
-                 interrupts, seeding, transform_specs
+                 interrupts, seeding, transform_specs, options
 
 Two groups of the same layer do not import each other. Exceptions, each for a stated reason:
 
@@ -47,6 +47,7 @@ GROUPS = {
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
     "signsim.accounting": "base", "signsim.paths": "base", "signsim.results": "base",
     "signsim.interrupts": "base", "signsim.seeding": "base", "signsim.transform_specs": "base", "signsim.draws": "base",
+    "signsim.options": "base",
     "signsim": "base",
 }
 #: (importer, imported) module pairs allowed against the layers, with their reason
@@ -62,15 +63,20 @@ ORCHESTRATION = {
     "replication": {"run", "diversity"},  # runs to a target loss, B_S where the B = 1 run reaches it
     "heuristics": {"run"},  # runs to a target loss with and without Langevin noise
     "dimension": {"diversity"},  # B_S of generated data per dimension
-    "experiments": {"replication", "dimension", "heuristics"},  # the runner of each [experiment] kind
+    "conflicts": {"diversity"},  # B_S of sparse data per conflict degree
+    "lower_bound": {"run"},  # runs to a target loss per batch size
+    "experiments": {"replication", "dimension", "heuristics", "stability", "conflicts", "lower_bound"},
 }
 #: the names a composed command offers for composing (its entry point, its options, shared orchestration)
 COMPOSABLE = {
-    "run": {"run", "iterations_to_target"},
+    "run": {"run", "iterations_to_target", "first_hit"},
     "diversity": {"diversity", "DiversityOptions"},
     "replication": {"replication"},
     "dimension": {"dimension"},
     "heuristics": {"heuristics"},
+    "stability": {"stability"},
+    "conflicts": {"conflicts"},
+    "lower_bound": {"lower_bound"},
 }
 
 

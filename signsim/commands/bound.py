@@ -12,7 +12,7 @@ import numpy as np
 from signsim import __version__
 from signsim.config import RunConfig
 from signsim.diagnostics import bounds as B
-from signsim.diagnostics.constants import Constant, apply_overrides, derive, need
+from signsim.diagnostics.constants import OVERRIDE, Constant, apply_overrides, derive, need
 from signsim.errors import InputError
 
 MAJORITY_TABLE_M = 64
@@ -40,7 +40,9 @@ class BoundSpec:
     note: str = ""
 
 
-def specs(c: dict[str, Constant], cfg: RunConfig, unimodal: bool | None) -> list[BoundSpec]:
+def specs(c: dict[str, Constant], cfg: RunConfig, unimodal: bool | None, no_var: str | None = None) -> list[BoundSpec]:
+    """The bounds of docs/theory.md §3 for the constants ``c``; ``no_var``: why the noise has no finite variance
+    (``noise.base.no_variance``), which makes every bound in sigma not applicable unless sigma was overridden."""
     F, L1, gamma = need(c, "F", "L1", "gamma")
     M, alpha = int(c["M"].value), c["alpha"].value
     single = cfg.method == "signsgd" and cfg.momentum == 0
@@ -89,12 +91,12 @@ def specs(c: dict[str, Constant], cfg: RunConfig, unimodal: bool | None) -> list
                              lambda K: B.ssdm(F, L2, gamma0, int(d), st, K), "l2", "mean",
                              f"gamma_0 = lr K^(3/4) = {gamma0:.4g}; theorem's settings: beta = 1 - 1/sqrt(K), "
                              "constant gamma = gamma_0 K^(-3/4), m_0 = g_hat(x_0)"))
-    infinite = [k for k in ("sigma1", "sigma_total") if k in c and not math.isfinite(c[k].value)]
-    if infinite:  # heavy tails: a bound in sigma says nothing (docs/theory.md §10.1)
+    if no_var:  # heavy tails: a bound in sigma says nothing (docs/theory.md §10.1), unless sigma was given
         for b in out:
-            if b.key.startswith("bernstein") or b.key == "ssdm":
+            used = "sigma_total" if b.key == "ssdm" else "sigma1" if b.key.startswith("bernstein") else None
+            if used is not None and c[used].source != OVERRIDE:
                 b.value = lambda K: None
-                b.note = "does not apply: the noise has no finite variance (sigma is infinite)"
+                b.note = f"does not apply: {no_var}"
     return out
 
 
@@ -197,9 +199,9 @@ def majority_table(problem, model, params, x, cfg: RunConfig) -> dict[str, Any]:
 def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None) -> dict[str, Any]:
     from signsim import noise, problems
     from signsim.diagnostics.point import resolve_point
+    from signsim.options import check_fields
 
-    if not (o.box > 0 and math.isfinite(o.box)):
-        raise InputError(f"--box {o.box}: must be a finite number > 0")
+    check_fields(o, "bound")  # --box and --at against their rows of signsim.options
     problem = problems.build(cfg)
     model, params = noise.for_config(cfg, problem.dim)
     x0 = problem.x0.astype(np.float64)
@@ -208,7 +210,9 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
     unimodal = model.unimodal_symmetric if problem.exact_oracle else None
     K = int(c["K"].value)
     rows = []
-    for s in specs(c, cfg, unimodal):
+    from signsim.noise.base import no_variance
+
+    for s in specs(c, cfg, unimodal, no_variance(model, params)):
         entry = {"key": s.key, "label": s.label, "lhs": s.lhs, "derived": s.derived, "matches_run": s.matches,
                  "note": s.note, "at_K": s.value(max(K, 2)),
                  "values": [{"K": k, "bound": s.value(k)} for k in k_grid(K)]}

@@ -8,7 +8,6 @@ from typing import Any
 
 from signsim import __version__
 from signsim.config import RunConfig
-from signsim.errors import InputError
 
 
 @dataclass
@@ -24,19 +23,11 @@ class SpbOptions:
 
     @classmethod
     def build(cls, workers_given: bool = False, **given: Any) -> SpbOptions:
-        from signsim.diagnostics.intervals import CORRECTIONS, INTERVALS
+        """The options, each checked against its row of ``signsim.options`` (range and choices)."""
+        from signsim.options import check_fields
 
         o = cls(workers_given=workers_given, **{k: v for k, v in given.items() if v is not None})
-        if not 2 <= o.samples <= 10**9:
-            raise InputError(f"--samples {o.samples}: must lie between 2 and 10^9")
-        if not 0 < o.confidence < 1:
-            raise InputError(f"--confidence {o.confidence}: must lie in (0, 1)")
-        if o.interval not in INTERVALS:
-            raise InputError(f"--interval {o.interval}: choose from {', '.join(INTERVALS)}")
-        if o.correction not in CORRECTIONS:
-            raise InputError(f"--correction {o.correction}: choose from {', '.join(CORRECTIONS)}")
-        if not 0 <= o.top <= 10**6:
-            raise InputError(f"--top {o.top}: must lie between 0 and 10^6")
+        check_fields(o, "check-spb")
         return o
 
 
@@ -50,6 +41,7 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
     from signsim.diagnostics.point import resolve_point
     from signsim.diagnostics.spb_report import at_point, estimate_fields, l12_assumptions, workers_fields
     from signsim.diagnostics.votes import agree_disagree, message_law
+    from signsim.noise.base import no_variance
 
     problem = problems.build(cfg)
     model, params = noise.for_config(cfg, problem.dim)
@@ -65,7 +57,7 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
         "options": {k: v for k, v in asdict(o).items() if k != "workers_given"},
         "problem": problem.facts(),
         "point": where,
-        **estimate_fields(est, ver, o.top, l12_assumptions(problem, model)),
+        **estimate_fields(est, ver, o.top, l12_assumptions(problem, model, params), no_variance(model, params)),
     }
     differ = laws.sampling.distinct > 1 or cfg.byzantine > 0
     if o.workers_given or differ:

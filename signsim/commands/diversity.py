@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -11,7 +10,6 @@ import numpy as np
 
 from signsim import __version__
 from signsim.config import RunConfig
-from signsim.diagnostics.diversity_report import ESTIMATORS
 from signsim.errors import InputError
 
 
@@ -28,17 +26,10 @@ class DiversityOptions:
 
     @classmethod
     def build(cls, **given: Any) -> DiversityOptions:
+        from signsim.options import check_fields
+
         o = cls(**{k: v for k, v in given.items() if v is not None})
-        if not (o.delta > 0 and math.isfinite(o.delta)):
-            raise InputError(f"--delta {o.delta}: must be a finite number > 0")
-        if o.estimator not in ESTIMATORS:
-            raise InputError(f"--estimator {o.estimator}: choose from {', '.join(ESTIMATORS)}")
-        if not 2 <= o.pairs <= 10**9:
-            raise InputError(f"--pairs {o.pairs}: must lie between 2 and 10^9")
-        for name in ("small_batch", "big_batch"):
-            v = getattr(o, name)
-            if v is not None and not 1 <= v <= 2**31 - 1:
-                raise InputError(f"--{name.replace('_', '-')} {v}: must lie between 1 and 2^31 - 1")
+        check_fields(o, "diversity")  # each against its row of signsim.options (range and choices)
         if o.transform:
             from signsim.diagnostics.transforms import parse
 

@@ -30,7 +30,26 @@ def _heuristics(base, options, progress):
     return heuristics(base, options, progress=progress)
 
 
-RUNNERS = {"replication": _replication, "dimension": _dimension, "heuristics": _heuristics}
+def _stability(base, options, progress):
+    from signsim.commands.stability import stability
+
+    return stability(base, options, progress=progress)
+
+
+def _conflicts(base, options, progress):
+    from signsim.commands.conflicts import conflicts
+
+    return conflicts(base, options, progress=progress)
+
+
+def _lower_bound(base, options, progress):
+    from signsim.commands.lower_bound import lower_bound
+
+    return lower_bound(base, options, progress=progress)
+
+
+RUNNERS = {"replication": _replication, "dimension": _dimension, "heuristics": _heuristics,
+           "stability": _stability, "conflicts": _conflicts, "lower-bound": _lower_bound}
 assert RUNNERS.keys() == KINDS.keys(), "every experiment kind needs a runner"
 
 

@@ -46,7 +46,7 @@ def classify(doc: Any, name: str) -> tuple[str, Any]:
     if kind == "run" and "history" in doc:
         return "runs", [doc]
     if kind in ("check-spb", "diversity", "diversity-replication", "diversity-dimension", "diversity-heuristics",
-                "bound"):
+                "diversity-stability", "diversity-conflicts", "diversity-lower-bound", "bound"):
         return kind, doc
     raise InputError(f"{name}: not signsim results (command {kind!r})")
 
@@ -143,6 +143,18 @@ def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None
         return figures.diversity_dimension(data)
     if kind == "diversity-heuristics":
         return figures.diversity_heuristics(data)
+    if kind == "diversity-stability":
+        from signsim.render import batch_figures
+
+        return batch_figures.stability_figure(data)
+    if kind == "diversity-conflicts":
+        from signsim.render import batch_figures
+
+        return batch_figures.conflicts_figure(data)
+    if kind == "diversity-lower-bound":
+        from signsim.render import batch_figures
+
+        return batch_figures.lower_bound_figure(data)
     return figures.bound_overview(data)
 
 

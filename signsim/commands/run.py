@@ -68,7 +68,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
 
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, cfg.workers, problem.dim,
                                          settings.sign_zero, settings.tie, settings.compressor_param)
-    columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier)]
+    columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier,
+                                                                      problem.finite_sum is not None)]
     rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
     last = rows[-1] if rows else {}
     final = {**last, "iters_done": out.iters_done, "bits_up": int(engine.tally[loop.T_UP]),

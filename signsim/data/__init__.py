@@ -8,7 +8,7 @@ from functools import cache
 
 from signsim.data.base import Dataset, DataSource
 
-_MODULES = ("builtin", "synthetic", "memory", "idx", "npz", "csvfile", "svmlight")
+_MODULES = ("builtin", "sparse", "synthetic", "memory", "idx", "npz", "csvfile", "svmlight")
 
 
 @cache

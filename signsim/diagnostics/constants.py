@@ -36,6 +36,10 @@ RANGES = {
 }
 
 
+#: the source of a constant the user gave with --constant
+OVERRIDE = "--constant override"
+
+
 @dataclass
 class Constant:
     name: str
@@ -100,13 +104,17 @@ def derive(problem, model, params, cfg, x0: np.ndarray, box: float, sigma_sample
         s = est.sigma
         size = f"n = {problem.finite_sum.n}" if method == "exact" else f"S = {sigma_samples}"
         src = f"estimated at x_0 ({method}, {size}); a bound along the run is assumed"
+    from signsim.noise.base import no_variance
+
+    if (why := no_variance(model, params)) is not None:
+        src = f"infinite: {why}"
     out["sigma1"] = Constant("sigma1", float(np.sum(s)), src)
     if problem.finite_sum is not None and problem.finite_sum.split.name == "split-batch":
         # the group is drawn once per minibatch: its std is not sigma / sqrt(tau) (docs/theory.md §9)
         from signsim.diagnostics.estimators import finite_sum_laws, noise_variance, sampling
 
         mini = finite_sum_laws(problem, np.ascontiguousarray(x0, dtype=np.float64), sampling(problem, cfg.workers),
-                               tau, noise_variance(model, params))[3]
+                               tau, noise_variance(model, params, problem.dim))[3]
         out["sigma_total"] = Constant("sigma_total", float(np.sqrt(np.sum(mini**2))),
                                       f"||std of the split-batch minibatch gradient||_2, tau = {tau}, exact at x_0")
     else:
@@ -135,7 +143,7 @@ def apply_overrides(constants: dict[str, Constant], overrides: list[str]) -> Non
         rule = RANGES.get(name)
         if rule is not None and not rule[0](value):
             raise InputError(f"--constant {item}: {name} must be {rule[1]}")
-        constants[name] = Constant(name, value, "--constant override")
+        constants[name] = Constant(name, value, OVERRIDE)
     if any(i.partition("=")[0].strip() in ("f0", "f_star") for i in overrides) and "f0" in constants \
             and "f_star" in constants:
         constants["F"] = Constant("F", constants["f0"].value - constants["f_star"].value, "f(x_0) - f* (overridden)")

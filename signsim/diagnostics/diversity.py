@@ -21,22 +21,42 @@ class Diversity:
     A: float | None  # sum of squared per-sample norms (finite sums)
     grad_sq: float  # ||G||^2 of the mean gradient
     trace: float  # tr(Sigma): per-sample covariance trace (normalized by 1/n)
+    #: why tr(Sigma) does not exist (noise without a finite variance, ``noise.base.no_variance``): then B_simple,
+    #: B_S, 1/B_S and Delta_S are None (docs/theory.md §6, §10.1)
+    undefined: str | None = None
 
     @property
-    def B_simple(self) -> float:
+    def B_simple(self) -> float | None:
+        if self.undefined:
+            return None
         return self.trace / self.grad_sq if self.grad_sq > 0 else math.inf
 
     @property
-    def B_S(self) -> float:
-        return self.B_simple + 1.0
+    def B_S(self) -> float | None:
+        return None if self.undefined else self.B_simple + 1.0
 
     @property
-    def inv_B_S(self) -> float:
+    def inv_B_S(self) -> float | None:
+        if self.undefined:
+            return None
         return 0.0 if math.isinf(self.B_S) else 1.0 / self.B_S
 
     @property
     def delta_S(self) -> float | None:
-        return None if self.n is None else self.B_S / self.n
+        return None if self.n is None or self.undefined else self.B_S / self.n
+
+    def out_of_range(self) -> list[str]:
+        """Estimates outside their possible range (a negative tr Sigma or ||G||^2: possible for the two-batch
+        estimator, a difference of noisy averages), one sentence each; empty for exact quantities."""
+        out = []
+        if not self.undefined and self.trace < 0:
+            out.append(f"the estimate of tr(Sigma) is negative ({self.trace:.4g}), outside its range (>= 0): the "
+                       "two averages it subtracts are too noisy; B_simple and B_S computed from it are not meaningful "
+                       "(more --pairs, or batches further apart)")
+        if not self.undefined and self.grad_sq < 0:
+            out.append(f"the estimate of ||G||^2 is negative ({self.grad_sq:.4g}), outside its range (>= 0): the "
+                       "two averages it subtracts are too noisy; B_simple and B_S are not reported (more --pairs)")
+        return out
 
 
 def from_sums(n: int, A: float, total: np.ndarray) -> Diversity:

@@ -9,6 +9,8 @@ sampling the group is drawn once per minibatch, Var G_b = V_between + V_within /
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from signsim.diagnostics.diversity import Diversity, from_sums, two_batch
@@ -31,10 +33,19 @@ def population(problem, model, noise_params: np.ndarray, x: np.ndarray) -> Diver
     """Exact-gradient oracle plus additive noise of std sigma_i on coordinate i: tr Sigma = sum_i sigma_i^2
     (infinite for heavy-tailed noise without a variance)."""
     from signsim.diagnostics.estimators import true_gradient
-    from signsim.noise.base import sigma_vector
+    from signsim.noise.base import no_variance, sigma_vector
 
     g = true_gradient(problem, x)
-    return Diversity(None, None, float(g @ g), float(np.sum(sigma_vector(model, noise_params, problem.dim) ** 2)))
+    return Diversity(None, None, float(g @ g), float(np.sum(sigma_vector(model, noise_params, problem.dim) ** 2)),
+                     no_variance(model, noise_params))
+
+
+def undefined_two_batch(problem, why: str, small: int, big: int, pairs: int) -> tuple[Diversity, dict]:
+    """The two-batch estimator under noise without a finite variance: E|G_b|^2 is infinite for every b, so both
+    of its estimates are infinity minus infinity; nothing is drawn and every estimate is None (``why``)."""
+    n = problem.finite_sum.n if problem.finite_sum is not None else None
+    info = {"small": small, "big": big, "pairs": pairs, "mean_sq_small": None, "mean_sq_big": None}
+    return Diversity(n, None, math.nan, math.nan, why), info
 
 
 def two_batch_estimate(problem, noise_code: int, noise_params: np.ndarray, x: np.ndarray, small: int, big: int,

@@ -58,6 +58,10 @@ def measure(problem, model, params, x, cfg, method: str, pairs: int, small_batch
     if method == "population":
         return est.population(problem, model, params, x), {}
     small, big = batches(cfg, small_batch, big_batch)
+    from signsim.noise.base import no_variance
+
+    if (why := no_variance(model, params)) is not None:
+        return est.undefined_two_batch(problem, why, small, big, pairs)
     return est.two_batch_estimate(problem, model.code, params, x, small, big, pairs, cfg.workers, cfg.seed, salt)
 
 
@@ -67,12 +71,21 @@ def summary(d, delta: float) -> dict[str, Any]:
     from signsim.diagnostics.diversity import batch_grid, largest_batch, predicted_speedup
 
     grid = batch_grid(d.n)
+    warnings = d.out_of_range()
+    if d.undefined or d.grad_sq < 0:  # no B_S to report: no finite variance, or ||G||^2 estimated below 0
+        return {
+            "n": d.n, "delta_S": None, "B_S": None, "inv_B_S": None, "B_simple": None, "stationary": False,
+            "grad_sq": None if d.undefined and not np.isfinite(d.grad_sq) else d.grad_sq,
+            "trace_sigma": None if d.undefined else d.trace, "sigma_note": d.undefined,
+            "delta": delta, "largest_batch": None, "speedup": [], "warnings": warnings,
+        }
     return {
         "n": d.n, "delta_S": d.delta_S, "B_S": d.B_S, "inv_B_S": d.inv_B_S, "B_simple": d.B_simple,
-        "stationary": d.grad_sq == 0, "grad_sq": d.grad_sq, "trace_sigma": d.trace,
+        "stationary": d.grad_sq == 0, "grad_sq": d.grad_sq, "trace_sigma": d.trace, "sigma_note": None,
         "delta": delta, "largest_batch": largest_batch(d.B_S, delta, d.n),
         "speedup": [{"B": b, "predicted": float(s)} for b, s in zip(grid, predicted_speedup(grid, d.B_S),
                                                                       strict=True)],
+        "warnings": warnings,
     }
 
 
@@ -85,8 +98,8 @@ def gradient_blocks(problem, x: np.ndarray) -> Iterator[np.ndarray]:
 
 def transformed(blocks, specs: list[str], sign_zero: str, delta: float) -> list[dict[str, Any]]:
     """For each transformation of the per-sample gradients (``blocks()`` yields them in row blocks): Delta_S,
-    B_S and B_simple in expectation over it (closed forms, docs/theory.md §10.4) and the predicted speedups,
-    beside the raw gradients' (the row "none")."""
+    B_S and B_simple from the expectations of A and C over it (B_S^T = n E[A] / E[C], closed forms,
+    docs/theory.md §10.4) and the predicted speedups, beside the raw gradients' (the row "none")."""
     from signsim.diagnostics import transforms as tr
     from signsim.diagnostics.diversity import batch_grid, largest_batch, predicted_speedup
 

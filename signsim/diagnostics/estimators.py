@@ -232,6 +232,8 @@ def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray
     else:  # shared, shard and synthetic oracles draw the tau samples of a minibatch independently
         mean = s1 / samples
         var = np.maximum(s2 / samples - mean**2, 0.0) * samples / max(samples - 1, 1)
+        # no finite variance (noise.base.no_variance): the sample variance estimates nothing, sigma is infinite
+        var = np.where(np.isinf(nvar), np.inf, var)
         sigma, mini = np.sqrt(var * tau), np.sqrt(var)
     return WorkerLaws("monte-carlo", samp, g, law, mean, sigma, mini, tau, samples, pos, zero)
 

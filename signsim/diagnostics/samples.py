@@ -42,6 +42,8 @@ def _check_block(b: Any, d: int | None, where: str, first_row: int) -> np.ndarra
         a = a.reshape(1, -1)
     if a.ndim != 2:
         raise InputError(f"{where}: expected rows of per-sample gradients (n x d), got a block of shape {a.shape}")
+    if a.shape[1] == 0:
+        raise InputError(f"{where}: a block with 0 columns (no coordinates), shape {a.shape}")
     if d is not None and a.shape[1] != d:
         raise InputError(f"{where}: blocks of different widths ({d} and {a.shape[1]} columns)")
     a = np.asarray(a, dtype=np.float64)
@@ -186,35 +188,25 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
     from signsim import __version__
     from signsim.diagnostics import spb
     from signsim.diagnostics.estimators import summarize
-    from signsim.diagnostics.intervals import CORRECTIONS, INTERVALS
     from signsim.diagnostics.spb_report import UNKNOWN_NOISE, estimate_fields, workers_fields
-    from signsim.diagnostics.votes import SIGN_ZERO, TIES
+    from signsim.options import check as check_option
+    from signsim.options import of_function, shown
 
-    if sign_zero not in SIGN_ZERO:
-        raise InputError(f"--sign-zero {sign_zero}: unknown value; choose from {', '.join(SIGN_ZERO)}")
-    if tie not in TIES:
-        raise InputError(f"--tie {tie}: unknown value; choose from {', '.join(TIES)}")
-    if not 0 < confidence < 1:
-        raise InputError(f"--confidence {confidence}: must lie in (0, 1)")
-    if interval not in INTERVALS:
-        raise InputError(f"--interval {interval}: choose from {', '.join(INTERVALS)}")
-    if correction not in CORRECTIONS:
-        raise InputError(f"--correction {correction}: choose from {', '.join(CORRECTIONS)}")
-    if not 2 <= samples <= 10**9:
-        raise InputError(f"--samples {samples}: must lie between 2 and 10^9")
-    if not 0 <= top <= 10**6:
-        raise InputError(f"--top {top}: must lie between 0 and 10^6")
-    if workers is not None and not 1 <= workers <= 2**31 - 1:
-        raise InputError(f"--workers {workers}: must be at least 1")
-    if batch_size < 1:
-        raise InputError(f"--batch-size {batch_size}: must be at least 1")
-    if seed < 0:
-        raise InputError(f"--seed {seed}: must be >= 0")
+    given = dict(workers=workers, batch_size=batch_size, sign_zero=sign_zero, tie=tie, confidence=confidence,
+                 interval=interval, correction=correction, samples=samples, seed=seed, top=top)
+    for name, o in of_function("spb_from_samples").items():  # ranges and choices: signsim.options
+        if given[name] is not None:
+            check_option(o, given[name], f"{o.flag} {shown(given[name])}")
     if batch_size > 1 and not hasattr(G, "shape"):
         raise InputError(f"--batch-size {batch_size}: minibatches are drawn at random from G, which needs G as "
                          "an array (or a memory map), not an iterable of blocks")
     S = sums(G, where)
     M = 1 if workers is None else workers
+    if workers is not None:  # the vote's law: M message laws and the law of their sum, per coordinate
+        from signsim.resources import require
+
+        require(8.0 * S.s1.size * (6 * M + 2), f"--workers {M}: the law of the vote of {M} workers over "
+                f"{S.s1.size} coordinates", "reduce --workers")
     if batch_size == 1:
         laws = exact_laws(S, M)
     else:
@@ -242,14 +234,14 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
 def diversity_document(G: Any, delta: float = 1.0, where: str = "G") -> dict[str, Any]:
     """The fields of ``diversity --json`` (exact estimator) for the finite sum whose per-sample gradients are
     the rows of G: n, delta_S, B_S, B_simple, the largest batch within delta B_S + 1, the speedup table."""
-    import math
 
     from signsim import __version__
     from signsim.diagnostics.diversity import from_sums
     from signsim.diagnostics.diversity_report import summary
+    from signsim.options import check as check_option
+    from signsim.options import of_function
 
-    if not (delta > 0 and math.isfinite(delta)):
-        raise InputError(f"--delta {delta}: must be a finite number > 0")
+    check_option(of_function("diversity_from_samples")["delta"], delta, f"--delta {delta}")
     S = sums(G, where)
     div = from_sums(S.n, S.sq_norms, S.s1)
     return {"signsim_version": __version__, "command": "diversity", "source": "samples",

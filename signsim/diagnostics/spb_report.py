@@ -25,9 +25,14 @@ def at_point(problem, model, params, x, cfg, method: str, samples: int, confiden
     return est, ver
 
 
-def l12_assumptions(problem, model) -> str | None:
+def l12_assumptions(problem, model, params=None) -> str | None:
     """Why the l^{1,2} quantity is not a lower bound on ||g||_rho here, or None when its assumptions hold
-    (an unbiased oracle whose noise is unimodal and symmetric: an exact gradient plus such noise)."""
+    (an unbiased oracle whose noise is unimodal and symmetric with a finite variance: an exact gradient plus such
+    noise)."""
+    from signsim.noise.base import no_variance
+
+    if params is not None and (why := no_variance(model, params)):
+        return why
     if not problem.exact_oracle or problem.heterogeneous:
         return UNKNOWN_NOISE
     if not model.unimodal_symmetric:
@@ -52,16 +57,20 @@ def vote_fields(est, sign_zero: str, tie: str, byzantine: int = 0, attack: str =
             "vote_disagree": disagree, "vote_tie": np.where(g != 0, v.tie, np.nan)}
 
 
-def estimate_fields(est, ver, top: int, not_bound: str | None) -> dict[str, Any]:
+def estimate_fields(est, ver, top: int, not_bound: str | None, no_var: str | None = None) -> dict[str, Any]:
     """The fields of check-spb's document that describe the estimate at x and its verdict, from
     ``summarize``'s Estimate (with its worker laws) and ``spb.decide``'s Verdict; ``not_bound``: why the
-    l^{1,2} quantity is not a bound here (None when it is). Shared with ``check-spb --grads``."""
+    l^{1,2} quantity is not a bound here (None when it is); ``no_var``: why the noise has no finite variance
+    (``noise.base.no_variance``; None when it has one), which makes every sigma-based field null, with
+    ``sigma_note`` saying why (docs/theory.md §10.1). Shared with ``check-spb --grads``."""
     from signsim.diagnostics import spb
 
     g, rho, tau = est.grad, est.rho, est.tau
     nz = g != 0
     tested = ver.status[nz]
     cond = spb.sufficient_conditions(g, est.sigma, tau, not_bound is None)
+    if no_var:
+        cond = dict.fromkeys(cond)
     worst = np.argsort(np.where(nz, est.margin, np.inf), kind="stable")[: min(top, int(nz.sum()))]
     laws = est.laws
     # exact and closed form: no interval, the bounds are the margin itself (2 rho - 1 would be wrong where a
@@ -83,8 +92,10 @@ def estimate_fields(est, ver, top: int, not_bound: str | None) -> dict[str, Any]
         "n_inconclusive": int(np.sum(tested == "inconclusive")),
         "verdict": ver.verdict,
         "rho_min": float(np.min(rho[nz])) if nz.any() else None,
-        "rho": rho, "rho_low": est.rho_low, "rho_high": est.rho_high, "grad": g, "sigma": est.sigma,
-        "sigma_minibatch": est.sigma_minibatch,
+        "rho": rho, "rho_low": est.rho_low, "rho_high": est.rho_high, "grad": g,
+        "sigma": None if no_var else est.sigma,
+        "sigma_minibatch": None if no_var else est.sigma_minibatch,
+        "sigma_note": no_var,
         "p_agree": est.p_agree, "p_disagree": est.p_disagree, "p_zero": est.p_zero,
         "message_disagree": est.disagree,
         "n_with_zeros": int(np.sum(np.nan_to_num(est.p_zero[nz]) > 0)),
@@ -94,7 +105,7 @@ def estimate_fields(est, ver, top: int, not_bound: str | None) -> dict[str, Any]
         "rho_norm_high": spb.inner_product(g, np.where(nz, margin_high, 0.0)),
         "l1_norm": float(np.abs(g).sum()),
         "l2_norm": float(np.linalg.norm(g)),
-        "l12_norm": spb.l12_norm(g, est.sigma / np.sqrt(tau)),
+        "l12_norm": None if no_var else spb.l12_norm(g, est.sigma / np.sqrt(tau)),
         "l12_is_bound": not_bound is None,
         "l12_note": not_bound or "a lower bound on ||g||_rho (unbiased, unimodal symmetric noise)",
         "sufficient": {k: (v if v is None else np.asarray(v).tolist()) for k, v in cond.items()},

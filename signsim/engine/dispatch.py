@@ -70,6 +70,16 @@ def problem_loss_grad(code, x, pf, pi, A, b, out):
 
 
 @njit(cache=True)
+def problem_test_loss(code, x, pf, pi, A, b):
+    """The loss on the held-out samples of a data problem (NaN for the others, which have none)."""
+    if code == logistic.CODE or code == least_squares.CODE:
+        return glm.test_loss(x, pf, pi, A, b)
+    if code == mlp.CODE:
+        return mlp.test_loss(x, pf, pi, A, b)
+    return np.nan
+
+
+@njit(cache=True)
 def problem_evaluate(code, x, pf, pi, A, b, out):
     """(f(x), training accuracy), with grad f(x) written to ``out``: what a history row needs, in one pass over
     the data for the data problems (accuracy NaN where it does not apply)."""

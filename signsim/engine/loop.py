@@ -48,6 +48,7 @@ from signsim.engine.dispatch import (
     problem_evaluate,
     problem_loss,
     problem_oracle,
+    problem_test_loss,
 )
 
 #: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names)
@@ -71,6 +72,7 @@ HIST = history.KEYS
 H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, H_BITS_UP, H_BITS_DOWN = map(
     history.index, ("iter", "loss", "grad_l2", "grad_l1", "distance", "extra", "train_acc", "test_acc", "bits_up",
                     "bits_down"))
+H_TEST_LOSS = history.index("test_loss")
 N_HIST = history.N_COLUMNS
 
 
@@ -190,6 +192,7 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     hist[r, H_EXTRA] = extra
     hist[r, H_TRAIN_ACC] = train_acc
     hist[r, H_TEST_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, True)
+    hist[r, H_TEST_LOSS] = problem_test_loss(icfg[I_PROBLEM], x, pf, pi, A, b)
     hist[r, H_BITS_UP] = tally[T_UP]
     hist[r, H_BITS_DOWN] = tally[T_DOWN]
     counters[C_ROWS] = r + 1

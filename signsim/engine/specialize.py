@@ -36,12 +36,17 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 #: the dispatchers of ``engine/dispatch.py`` that the loops and the diagnostics call, directly or through each
 #: other; a kernel module's stand-in must define every kernel these call on a module (``_stand_in``)
 DISPATCHERS = ("problem_loss", "problem_grad", "problem_loss_grad", "problem_evaluate", "problem_oracle",
-               "problem_sample_grad", "problem_accuracy", "check_problem")
+               "problem_sample_grad", "problem_accuracy", "problem_test_loss", "check_problem")
 NO_CODE = -1  # a stand-in's CODE: equal to no problem's code
 
 
 @njit(cache=True)
 def _absent_loss(x, pf, pi, A, b):
+    return np.nan
+
+
+@njit(cache=True)
+def _absent_test_loss(x, pf, pi, A, b):
     return np.nan
 
 
@@ -88,6 +93,7 @@ def _stand_in(name: str) -> types.ModuleType:
     mod.CODE = NO_CODE
     mod.loss, mod.grad, mod.loss_grad, mod.evaluate = _absent_loss, _absent_grad, _absent_loss_grad, _absent_evaluate
     mod.oracle, mod.sample_grad, mod.accuracy = _absent_oracle, _absent_sample_grad, _absent_accuracy
+    mod.test_loss = _absent_test_loss
     return mod
 
 

@@ -54,5 +54,7 @@ def registry() -> dict[str, MethodSpec]:
 def get(name: str) -> MethodSpec:
     specs = registry()
     if name not in specs:
-        raise InputError(f"--method: unknown method '{name}'; choose from {', '.join(specs)}")
+        from signsim.options import suggest
+
+        raise InputError(f"--method: unknown method '{name}'{suggest(name, specs)}; choose from {', '.join(specs)}")
     return specs[name]

@@ -25,7 +25,10 @@ def parse(spec: str) -> tuple[NoiseModel, np.ndarray]:
     name, *raw = str(spec).strip().split(":")
     models = registry()
     if name not in models:
-        raise InputError(f"--noise: unknown noise model '{name}'; choose from {', '.join(models)}")
+        from signsim.options import suggest
+
+        raise InputError(f"--noise: unknown noise model '{name}'{suggest(name, models)}; choose from "
+                         f"{', '.join(models)}")
     model = models[name]
     if len(raw) != model.arity:
         form = model.summary.rsplit("; ", 1)[-1] if model.arity else "none"

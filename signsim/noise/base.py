@@ -88,16 +88,38 @@ def degenerate(model: NoiseModel, params: np.ndarray) -> bool:
     return model.name == "none" or sigma == 0 or (not np.isfinite(sigma) and float(params[2]) == 0)
 
 
+#: how each heavy-tailed model's parameters read in the reason (params[1]: nu of Student-t, alpha of stable)
+_TAIL = {"student-t": "nu = {:g} <= 2", "stable": "alpha = {:g} < 2"}
+
+
+def no_variance(model: NoiseModel, params: np.ndarray) -> str | None:
+    """Why the noise has no finite variance, or None when it has one (docs/theory.md §10.1).
+
+    The one rule every sigma-based quantity follows (check-spb's sigma, c, GSNR and l^{1,2} at every tau and
+    estimator; diversity's tr Sigma and B_S; bound's sigma1 and sigma_total): a model whose parse gives
+    sigma = inf (Student-t with nu <= 2, Cauchy, alpha-stable with alpha < 2) and that puts noise on some
+    coordinate (a scale c > 0 and a per-coordinate scale s_i > 0)."""
+    if model.name == "none" or np.isfinite(float(params[0])) or degenerate(model, params):
+        return None
+    params = np.asarray(params, dtype=np.float64)
+    if params.shape[0] > N_NOISE_PARAMS and not np.any(params[N_NOISE_PARAMS:] > 0):
+        return None
+    tail = _TAIL.get(model.name)
+    what = f"{model.name} noise" + (f" with {tail.format(float(params[1]))}" if tail else "")
+    return f"{what} has no finite variance: sigma does not exist (docs/theory.md §10.1)"
+
+
 def sigma_vector(model: NoiseModel, params: np.ndarray, d: int) -> np.ndarray:
-    """sigma_i = s_i sigma: the standard deviation of coordinate i's noise (inf where the variance is infinite,
-    0 without noise)."""
+    """sigma_i = s_i sigma: the standard deviation of coordinate i's noise (inf where the variance is infinite
+    (``no_variance``), 0 without noise)."""
     if model.name == "none":
         return np.zeros(d)
     s = scales(params, d)
-    sigma = float(params[0])
-    if not np.isfinite(sigma):
+    if no_variance(model, params):
         return np.where(s > 0, np.inf, 0.0)
-    return sigma * s
+    if not np.isfinite(float(params[0])):  # a heavy-tailed model without noise (scale 0)
+        return np.zeros(d)
+    return float(params[0]) * s
 
 
 #: the largest noise scale: sigma^2 times dimensions and sample counts must stay a finite float

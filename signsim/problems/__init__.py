@@ -25,7 +25,10 @@ def registry() -> dict[str, ProblemSpec]:
 def get(name: str) -> ProblemSpec:
     specs = registry()
     if name not in specs:
-        raise InputError(f"--problem: unknown problem '{name}'; choose from {', '.join(specs)}")
+        from signsim.options import suggest
+
+        raise InputError(f"--problem: unknown problem '{name}'{suggest(name, specs)}; choose from "
+                         f"{', '.join(specs)}")
     return specs[name]
 
 

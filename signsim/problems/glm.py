@@ -127,6 +127,26 @@ def loss(x, pf, pi, A, b):
 
 
 @njit(cache=True)
+def test_loss(x, pf, pi, A, b):
+    """The loss on the held-out rows: (1/n_test) sum_{held-out j} phi(a_j^T w, y_j) + (lam/2)||w||^2, f with the
+    held-out samples in place of the training ones (docs/theory.md §5); NaN without held-out rows."""
+    kind, lo, m = pi[P_KIND], pi[P_NTRAIN], pi[P_NTEST]
+    if m == 0:
+        return np.nan
+    C = _chunks(m, x.shape[0])
+    s = 0.0
+    if C == 1:
+        for j in range(lo, lo + m):
+            s += _phi(kind, _margin(x, A, j), b[j])
+    else:
+        sums = np.zeros(C)
+        _loss_parallel(x, kind, m, A[lo:], b[lo:], sums)
+        for c in range(C):
+            s += sums[c]
+    return s / m + 0.5 * pf[0] * sq_norm(x)
+
+
+@njit(cache=True)
 def add_chunks(part, sums, counts, out):
     """A chunked full-data pass's total: out += the chunks' partial gradients, and (sum of the losses, sum of
     the hit counts), in chunk order (the same result on any thread count)."""

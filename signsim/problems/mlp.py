@@ -162,6 +162,25 @@ def loss(x, pf, pi, A, b):
 
 
 @njit(cache=True)
+def test_loss(x, pf, pi, A, b):
+    """The loss on the held-out rows: mean cross-entropy over them + (lam/2)||w||^2, f with the held-out samples
+    in place of the training ones (docs/theory.md §5); NaN without held-out rows. Chunked like ``loss``."""
+    p, H, C, act, lo, m = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT], pi[P_NTRAIN], pi[P_NTEST]
+    if m == 0:
+        return np.nan
+    K = _chunks(m, x.shape[0])
+    if K == 1:
+        s = _loss_rows(x, A, b, lo, lo + m, p, H, C, act)
+    else:
+        sums = np.zeros(K)
+        _loss_parallel(x, A[lo:], b[lo:], m, p, H, C, act, sums)
+        s = 0.0
+        for c in range(K):
+            s += sums[c]
+    return s / m + 0.5 * pf[0] * sq_norm(x)
+
+
+@njit(cache=True)
 def grad(x, pf, pi, A, b, out):
     """grad f(w) into ``out``; chunked on all threads for a large data set, like ``loss``."""
     p, H, C, act, n = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT], pi[P_NTRAIN]

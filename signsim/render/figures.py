@@ -39,6 +39,7 @@ X_AXES = {
 #: --y choices: (source, key, label, log scale)
 Y_AXES = {
     "loss": _history("loss", True),
+    "test-loss": _history("test_loss", True),
     "grad-norm": _history("grad_norm", True),
     "grad-norm-l1": _history("grad_norm_l1", True),
     "distance": _history("distance", True),
@@ -429,7 +430,7 @@ def speedup_predicted(doc: dict[str, Any]):
     B = np.array([r["B"] for r in doc["speedup"]], dtype=float)
     ax.plot(B, B, ":", color="grey", label="linear speedup")
     B_S = doc["B_S"]
-    name = "inf" if B_S is None else f"{B_S:.3g}"
+    name = "none (no finite variance)" if doc.get("sigma_note") else "inf" if B_S is None else f"{B_S:.3g}"
     ax.plot(B, [r["predicted"] for r in doc["speedup"]], marker="o", label=f"predicted, B_S = {name}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
@@ -498,7 +499,7 @@ def diversity_heuristics(doc: dict[str, Any]):
     ax.bar(range(len(names)), [r["B_S"] for r in doc["rows"]], color=["grey"] + ["C0"] * (len(names) - 1))
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
     ax.set_yscale("log")
-    ax.set_ylabel("B_S = n Delta (expected over the transformation)")
+    ax.set_ylabel("B_S^T = n E[A] / E[C] (over the transformation)")
     ax.set_title(f"diversity at {doc['point']} (n = {doc['n']})", fontsize=10)
     if measured:
         ax2 = axes[0, 1]

@@ -248,7 +248,9 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
     out: list[Any] = [summary]
     if doc.get("vote_note"):
         out.append(f"E<g, vote>: not computed: {doc['vote_note']}")
-    if not doc.get("l12_is_bound", True):
+    if doc.get("sigma_note"):
+        out.append(f"sigma, GSNR, the sufficient conditions and l^{{1,2}}: none: {doc['sigma_note']}")
+    elif not doc.get("l12_is_bound", True):
         out.append(f"l^{{1,2}}: not a bound on ||g||_rho here: {doc['l12_note']}")
     if "per_worker" in doc:
         out.append(worker_table(doc["per_worker"]))
@@ -265,11 +267,11 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
         holds = []
         if suff["unimodal_bound"] is not None:
             holds.append("unimodal")
-        if suff["tau_condition"][i]:
+        if suff["tau_condition"] is not None and suff["tau_condition"][i]:
             holds.append("tau>2c")
-        if suff["cantelli"][i]:
+        if suff["cantelli"] is not None and suff["cantelli"][i]:
             holds.append("cantelli")
-        row = [str(i), fmt(doc["grad"][i]), fmt(doc["sigma"][i]), fmt(_at(suff, "gsnr", i)),
+        row = [str(i), fmt(doc["grad"][i]), fmt(_at(doc, "sigma", i)), fmt(_at(suff, "gsnr", i)),
                fmt(_at(doc, "p_agree", i))]
         if zeros:
             row += [fmt(_at(doc, "p_zero", i)), fmt(_at(doc, "p_disagree", i)), fmt(doc["rho"][i])]
@@ -285,7 +287,7 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
 
 def _at(doc: dict[str, Any], key: str, i: int) -> Any:
     v = doc.get(key)
-    return None if v is None else float(v[i])
+    return None if v is None or v[i] is None else float(v[i])
 
 
 def worker_table(rows: list[dict[str, Any]]) -> Table:
@@ -341,13 +343,18 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
         rows.append(("every worker unbiased for grad f", "yes" if h["unbiased"] else "[bold red]no[/]"))
     for label, value in rows:
         t.add_row(label, value)
-    sp = Table(title="predicted speedup B B_S / (B + B_S - 1)", header_style="bold", title_justify="left")
-    sp.add_column("B", justify="right")
-    sp.add_column("speedup", justify="right")
-    sp.add_column("efficiency", justify="right")
-    for r in doc["speedup"]:
-        sp.add_row(fmt(r["B"]), fmt(r["predicted"]), f"{100 * r['predicted'] / r['B']:.0f}%")
-    out = [t, sp]
+    out: list[Any] = [t]
+    if doc.get("sigma_note"):
+        out.append(f"tr(Sigma), B_simple, B_S and the predicted speedup: none: {doc['sigma_note']}")
+    out += [f"[yellow]warning:[/] {w}" for w in doc.get("warnings", [])]
+    if doc["speedup"]:
+        sp = Table(title="predicted speedup B B_S / (B + B_S - 1)", header_style="bold", title_justify="left")
+        sp.add_column("B", justify="right")
+        sp.add_column("speedup", justify="right")
+        sp.add_column("efficiency", justify="right")
+        for r in doc["speedup"]:
+            sp.add_row(fmt(r["B"]), fmt(r["predicted"]), f"{100 * r['predicted'] / r['B']:.0f}%")
+        out.append(sp)
     if "workers" in doc:
         w = Table(title="per worker", header_style="bold", title_justify="left")
         groups = doc.get("sampling", {}).get("scheme") == "split-batch"  # the rows are label groups, not workers
@@ -361,8 +368,8 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
             w.add_row(str(r["worker"]), fmt(r["n"]), fmt(r["delta_S"]), fmt(r["B_S"]), *extra)
         out.append(w)
     if doc.get("transforms"):
-        tt = Table(title="transformed per-sample gradients (expected over the transformation)", header_style="bold",
-                   title_justify="left")
+        tt = Table(title="transformed per-sample gradients (B_S^T = n E[A] / E[C]: a ratio of expectations over "
+                         "the transformation)", header_style="bold", title_justify="left")
         for col in ("transform", "Delta_S", "B_S", "B_simple", "speedup at B = 64"):
             tt.add_column(col, justify="left" if col == "transform" else "right")
         for r in doc["transforms"]:
@@ -422,6 +429,15 @@ def experiment_tables(doc: dict[str, Any]) -> list[Any]:
         return [dimension_table(doc)]
     if doc["command"] == "diversity-heuristics":
         return heuristics_table(doc)
+    if doc["command"] == "diversity-stability":
+        from signsim.render import batch_figures
+
+        return batch_figures.stability_table(doc)
+    if doc["command"] in ("diversity-conflicts", "diversity-lower-bound"):
+        from signsim.render import batch_figures
+
+        return (batch_figures.conflicts_table if doc["command"] == "diversity-conflicts"
+                else batch_figures.lower_bound_table)(doc)
     return [replication_table(doc)]
 
 
