@@ -198,8 +198,13 @@ def test_docs_examples_run_in_a_jupyter_kernel(tmp_path, monkeypatch):
     cells = [backend, *[b for b in blocks if "torch" not in b], "run.figure(x='megabytes', y='loss')", "fig",
              backend, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nbclient.NotebookClient(nb, km=_kernel_manager(tmp_path), timeout=900,
-                            resources={"metadata": {"path": str(work)}}).execute()  # raises on a cell's error
+    km = _kernel_manager(tmp_path)
+    try:
+        nbclient.NotebookClient(nb, km=km, timeout=900,
+                                resources={"metadata": {"path": str(work)}}).execute()  # raises on a cell's error
+    finally:  # a kernel manager handed in is not shut down by nbclient
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
 
     def mime(cell):
         return {m for o in cell.outputs for m in o.get("data", {})}
