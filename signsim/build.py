@@ -30,10 +30,12 @@ class Built:
     votes_hint: str | None = None
 
 
-def build(cfg, problem=None) -> Built:
-    """Assemble ``cfg`` (a resolved RunConfig); ``problem`` reuses an instance already built from it."""
+def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
+    """Everything ``build`` checks before it allocates the engine: (method, problem, noise model, its
+    parameters, settings) of ``cfg``, or InputError. ``problem`` reuses an instance already built from it (or
+    from a config that differs only in options the problem does not read)."""
     from signsim import methods, noise, problems
-    from signsim.engine.driver import Engine, Settings
+    from signsim.engine.driver import Settings, check_settings
     from signsim.resources import check_run
 
     method = methods.get(cfg.method)
@@ -43,12 +45,24 @@ def build(cfg, problem=None) -> Built:
     check_run(cfg, problem.dim)  # ... and with the dimension the data gave
     model, params = noise.for_config(cfg, problem.dim)
     settings = Settings.from_config(cfg, method, problem.dim)
+    check_settings(settings, problem.dim)
     if cfg.votes == "binomial":
         from signsim.engine import binomial
 
         reason = binomial.refusal(settings, problem, model, params, cfg.method)
         if reason is not None:
             raise InputError(reason)
+    return method, problem, model, params, settings
+
+
+def build(cfg, problem=None) -> Built:
+    """Assemble ``cfg`` (a resolved RunConfig); ``problem`` reuses an instance already built from it."""
+    from signsim.engine.driver import Engine
+
+    method, problem, model, params, settings = plan(cfg, problem)
+    if cfg.votes == "binomial":
+        from signsim.engine import binomial
+
         engine = binomial.BinomialEngine(problem, model, params, settings, cfg.workers, cfg.iters, cfg.eval_every,
                                          cfg.seed)
         return Built(cfg, method, problem, model, params, settings, engine)

@@ -233,6 +233,8 @@ def diversity(**opts: Any) -> None:
     if opts["quiet"] or opts["json"]:  # the table shows them otherwise
         for w in doc.get("warnings", ()):
             print(f"warning: {w}", file=sys.stderr)
+    if doc.get("status") == "interrupted":  # an [experiment] stopped by Ctrl-C or SIGTERM: partial rows kept
+        raise typer.Exit(_interrupted_code())
 
 
 @_command("bound", help="Evaluate the theorems' convergence bounds for a problem's constants, the majority-vote "

@@ -9,3 +9,7 @@ class InputError(ValueError):
 
     The message must name the option, file or field and say what is wrong, in one line.
     """
+
+
+class MemoryLimit(InputError):
+    """Bad input of one kind: what was asked for would not fit in the memory available (``signsim.resources``)."""

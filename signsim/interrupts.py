@@ -2,9 +2,10 @@
 raises its subclass ``Terminated``), partial results are kept, and the exit code is 130 or 143.
 
 Compiled kernels cannot be interrupted while they run, so long kernels are called in chunks of a fraction
-of a second inside ``deferred()``: a signal that arrives during a chunk is remembered and raised when the
-chunk returns (raising it inside the compiled call would corrupt the call's result). ``deferred()`` also
-protects short sections that must finish, such as writing results files.
+of a second, each in a helper thread (``interruptible``) while the main thread waits for it and acts on a
+signal at once, even while the first chunk compiles its kernel or one chunk runs long: the chunk is then
+abandoned to its thread, its results unused. ``deferred()`` protects short sections that must finish, such as
+writing results files: a signal that arrives inside is remembered and raised when the section ends.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 #: a chunk of compiled work aims at this many seconds, so that signals act within about a second
 CHUNK_SECONDS = 0.1
@@ -153,15 +155,57 @@ def ready() -> None:
         print(f"signsim: {READY_FILE}={path}: cannot create it ({e.strerror})", file=sys.stderr)
 
 
+#: how often (seconds) the main thread looks for a signal while compiled work runs in a helper thread
+SIGNAL_POLL = 0.05
+
+T = TypeVar("T")
+
+
+def interruptible(work: Callable[[], T], on_abandon: Callable[[], None] | None = None) -> T:
+    """``work()`` (compiled work, which releases the GIL, and the first call's compilation) in a helper thread
+    while the main thread waits and acts on Ctrl-C and SIGTERM at once, however long one call takes: the signal
+    raises KeyboardInterrupt here, ``on_abandon()`` is called, and the call is abandoned to its thread (a
+    daemon: it ends with the process, which exits without waiting for it, see ``abandon``). Its result must
+    then not be used. Outside the main thread, or inside ``deferred()``, ``work()`` runs here, deferred."""
+    if threading.current_thread() is not threading.main_thread() or _state["depth"] > 0:
+        with deferred():
+            return work()
+    box: dict = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=target, daemon=True, name="signsim-chunk").start()
+    try:
+        while not done.wait(SIGNAL_POLL):
+            check()
+        check()
+    except KeyboardInterrupt:
+        if not done.is_set():
+            abandon()
+            if on_abandon is not None:
+                on_abandon()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def chunked(total: int, step: Callable[[int, int], None], first: int = 1, limit: int = 1 << 30) -> None:
     """Call ``step(lo, hi)`` over consecutive ranges covering [0, total), each sized to take about
-    CHUNK_SECONDS, inside ``deferred()``: Ctrl-C and SIGTERM act between ranges."""
+    CHUNK_SECONDS, each ``interruptible``: Ctrl-C and SIGTERM act at once, also while the first range compiles
+    its kernel or one range takes long (the arrays the step fills are then abandoned with it)."""
     lo, size = 0, max(1, first)
     while lo < total:
         hi = min(total, lo + size)
         t = time.perf_counter()
-        with deferred():
-            step(lo, hi)
+        interruptible(lambda lo=lo, hi=hi: step(lo, hi))
         ready()
         per = (time.perf_counter() - t) / (hi - lo)
         size = int(min(max(1, CHUNK_SECONDS / max(per, 1e-12)), limit, 4 * size))

@@ -184,29 +184,45 @@ def atomic_path(path: str | Path, option: str = "--out") -> Iterator[Path]:
     target = output_file(path, option)
     st = target.stat() if target.exists() else None
     if st is not None and _direct(st.st_mode):
-        # a FIFO or a device: written in place, never replaced
+        # a FIFO or a device: written in place, never replaced (staged in a temporary directory first)
         with tempfile.TemporaryDirectory(prefix="signsim-") as tmpdir:
             tmp = Path(tmpdir) / f"out{target.suffix}"
-            yield tmp
-            with open(tmp, "rb") as src, _open_direct(target, st.st_mode, option) as dst:
+            with _naming(target, f"staging it in {tmpdir}"):
+                yield tmp
+            with _naming(target), open(tmp, "rb") as src, _open_direct(target, st.st_mode, option) as dst:
                 while chunk := src.read(1 << 20):
                     dst.write(chunk)
         return
     mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:100]}.", suffix=f".tmp{target.suffix}",
-                                    dir=target.parent)
+    with _naming(target):
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:100]}.", suffix=f".tmp{target.suffix}",
+                                        dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        yield tmp
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        with _naming(target):
+            yield tmp
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+@contextlib.contextmanager
+def _naming(target: Path, doing: str = "") -> Iterator[None]:
+    """An OSError raised inside (a full disk, an I/O error, a quota) names ``target``, the file the user asked
+    for, rather than a temporary file or no file at all: ``TARGET: No space left on device``."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno is None:  # pragma: no cover - raised without an error number: nothing to rephrase
+            raise
+        what = e.strerror or os.strerror(e.errno)
+        raise OSError(e.errno, f"{what} (while {doing})" if doing else what, str(target)) from None
 
 
 def write_atomic(path: str | Path, text: str, option: str = "--out") -> None:

@@ -64,12 +64,12 @@ def fmt(nbytes: float) -> str:
 
 
 def require(nbytes: float, what: str, reduce: str) -> None:
-    """InputError when ``nbytes`` exceeds the memory this process can use (with headroom)."""
-    from signsim.errors import InputError
+    """InputError (``MemoryLimit``) when ``nbytes`` exceeds the memory this process can use (with headroom)."""
+    from signsim.errors import MemoryLimit
 
     avail = available_bytes()
     if nbytes > HEADROOM * avail:
-        raise InputError(f"{what} needs about {fmt(nbytes)} of memory, {fmt(avail)} available; {reduce}")
+        raise MemoryLimit(f"{what} needs about {fmt(nbytes)} of memory, {fmt(avail)} available; {reduce}")
 
 
 #: Python and Numba objects per worker (its random generator and bookkeeping), bytes
@@ -119,3 +119,23 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
         hint += "; --dtype float32 halves the workers' vectors"
     require(need, f"this run ({cfg.workers} workers x dimension {dim}, {rows} history rows)",
             "reduce --workers, --dim, --iters (or raise --eval-every) or the data" + hint)
+
+
+def sampling_bytes(workers: int) -> int:
+    """Which law each of M workers follows (``diagnostics.estimators.Sampling``): two int64 vectors of length M."""
+    return 16 * workers
+
+
+def vote_bytes(workers: int, dim: int) -> int:
+    """The law of the vote of M workers over d coordinates (``diagnostics.estimators.vote``): the M x d message
+    laws (P(+1), P(0), P(-1)) and the d x (2M + 1) law of the sum of the messages, float64."""
+    return 8 * dim * (3 * workers + 2 * workers + 1)
+
+
+def check_workers(workers: int, dim: int | None = None) -> None:
+    """InputError when the diagnostics' per-worker laws (``sampling_bytes``, and with ``dim`` the vote's
+    ``vote_bytes``) of ``workers`` workers cannot fit in memory."""
+    need = sampling_bytes(workers) + (vote_bytes(workers, dim) if dim is not None else 0)
+    what = f"--workers {workers}: the law of their vote over dimension {dim}" if dim is not None else \
+        f"--workers {workers}: which law each worker follows"
+    require(need, what, "reduce --workers")

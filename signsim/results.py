@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +41,46 @@ def write_atomic(path: str | Path, text: str, option: str = "--out") -> None:
     write(path, text, option)
 
 
+#: the deepest nesting of arrays and objects a results file may hold (signsim writes fewer than 10 levels)
+MAX_JSON_DEPTH = 100
+
+
+def parse_json(text: str, where: str) -> Any:
+    """``text`` parsed as JSON; anything that is not a JSON document signsim could have written (invalid
+    syntax, nesting deeper than MAX_JSON_DEPTH, an integer longer than Python converts) raises one-line
+    InputError prefixed by ``where``. Every results file signsim reads goes through here."""
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise InputError(f"{where}: not a JSON results file (nested deeper than {MAX_JSON_DEPTH} levels)") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{where}: not a JSON results file ({' '.join(str(e).split())[:200]})") from None
+    except ValueError:  # an integer of more digits than Python converts to int
+        raise InputError(f"{where}: not a JSON results file (a number of more than {sys.get_int_max_str_digits()} "
+                         "digits)") from None
+    stack = [(doc, 1)]
+    while stack:
+        obj, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise InputError(f"{where}: not a JSON results file (nested deeper than {MAX_JSON_DEPTH} levels)")
+        children = obj.values() if isinstance(obj, dict) else obj
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return doc
+
+
 def read_json(path: Path, where: str) -> Any:
-    """The parsed JSON file; a missing, non-UTF-8 or invalid file raises InputError prefixed by ``where``."""
+    """The parsed JSON file (``parse_json``); a missing, unreadable, non-UTF-8 or invalid file raises
+    InputError prefixed by ``where``."""
     from signsim.paths import input_file
 
     input_file(path, where)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"{where}: not a JSON results file ({e})") from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{where}: not a JSON results file (not UTF-8 text: {e.reason})") from None
+    except OSError as e:
+        raise InputError(f"{where}: cannot read it ({e.strerror or e})") from None
+    return parse_json(text, where)
 
 
 def load_results(path: str | Path, command: str, option: str) -> dict[str, Any]:

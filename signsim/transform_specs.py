@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 from signsim.errors import InputError
 
+#: the most levels ``qsgd:S`` may have (the level is a 32-bit integer)
+MAX_LEVELS = 2**31 - 1
+
 NAMES = ("dropout", "langevin", "sign", "sto-sign", "qsgd", "natural")
 
 
@@ -24,8 +27,8 @@ class Transform:
 
 
 def parse(spec: str, sign_zero: str = "random") -> Transform:
-    """``dropout:p`` (0 <= p < 1), ``langevin:s`` (s >= 0), ``sign``, ``sto-sign``, ``qsgd:S`` (S >= 1 integer),
-    ``natural``; InputError naming ``--transform`` otherwise."""
+    """``dropout:p`` (0 <= p < 1), ``langevin:s`` (s >= 0 finite), ``sign``, ``sto-sign``,
+    ``qsgd:S`` (S an integer, 1 <= S <= 2^31 - 1), ``natural``; InputError naming ``--transform`` otherwise."""
     name, *args = str(spec).strip().split(":")
     where = f"--transform {spec}"
     if name not in NAMES:
@@ -45,6 +48,6 @@ def parse(spec: str, sign_zero: str = "random") -> Transform:
         raise InputError(f"{where}: the drop probability must lie in [0, 1)")
     if name == "langevin" and not (math.isfinite(p) and p >= 0):
         raise InputError(f"{where}: the noise scale must be a finite number >= 0")
-    if name == "qsgd" and not (p == int(p) and 1 <= p <= 2**31 - 1):
-        raise InputError(f"{where}: the number of levels must be an integer >= 1")
+    if name == "qsgd" and not (1 <= p <= MAX_LEVELS and p == int(p)):
+        raise InputError(f"{where}: the number of levels must be an integer between 1 and {MAX_LEVELS} (2^31 - 1)")
     return Transform(name, p, sign_zero)

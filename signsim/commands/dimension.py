@@ -34,17 +34,25 @@ def dimension(base: dict[str, Any], e: DimensionExperiment,
               progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> dict[str, Any]:
     from signsim.commands.diversity import DiversityOptions, diversity
     from signsim.config import resolve
+    from signsim.interrupts import acknowledge
 
     rows = []
-    for d in e.dims:
-        for s in range(e.seeds):
-            data = f"synthetic:glm:n={e.samples}:d={d}:features={e.features}:labels={e.labels}:seed={s}"
-            cfg = resolve({**base, "data": data})
-            doc = diversity(cfg, DiversityOptions(at=e.at, estimator="exact"))
-            rows.append({"d": d, "seed": s, "n": doc["n"], "B_S": doc["B_S"], "delta_S": doc["delta_S"]})
-            if progress is not None and (tick := progress(f"d = {d}")) is not None:
-                tick(1, 1)
+    status = "ok"
+    try:
+        for d in e.dims:
+            for s in range(e.seeds):
+                data = f"synthetic:glm:n={e.samples}:d={d}:features={e.features}:labels={e.labels}:seed={s}"
+                cfg = resolve({**base, "data": data})
+                doc = diversity(cfg, DiversityOptions(at=e.at, estimator="exact"))
+                rows.append({"d": d, "seed": s, "n": doc["n"], "B_S": doc["B_S"], "delta_S": doc["delta_S"]})
+                if progress is not None and (tick := progress(f"d = {d}")) is not None:
+                    tick(1, 1)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the rows measured so far, status interrupted
+        acknowledge()
+        status = "interrupted"
     finite = [r for r in rows if math.isfinite(r["B_S"])]
-    slope, se = fit_slope(np.array([r["d"] for r in finite], float), np.array([r["B_S"] for r in finite]))
-    return {"signsim_version": __version__, "command": "diversity-dimension", "base": base,
+    slope = se = None
+    if len({r["d"] for r in finite}) >= 2:
+        slope, se = fit_slope(np.array([r["d"] for r in finite], float), np.array([r["B_S"] for r in finite]))
+    return {"signsim_version": __version__, "command": "diversity-dimension", "status": status, "base": base,
             "experiment": e.__dict__, "rows": rows, "slope": slope, "slope_se": se}

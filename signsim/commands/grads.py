@@ -27,7 +27,9 @@ def load(path: Path):
         G = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:
         raise InputError(f"{where}: not a readable .npy file ({' '.join(str(e).split())})") from None
-    if not np.issubdtype(G.dtype, np.number) or np.iscomplexobj(G):
+    from signsim.data.base import is_real
+
+    if not is_real(G.dtype):
         raise InputError(f"{where}: expected real numbers, got dtype {G.dtype}")
     if G.ndim != 2 or G.shape[0] == 0 or G.shape[1] == 0:
         raise InputError(f"{where}: expected an n x d array of per-sample gradients, got shape {G.shape}")

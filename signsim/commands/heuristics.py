@@ -23,40 +23,65 @@ from signsim.experiment_config import HeuristicsExperiment
 
 def heuristics(base: dict[str, Any], e: HeuristicsExperiment,
                progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> dict[str, Any]:
+    """The closed-form rows, one per transformation, and with ``measure`` the measured iterations-to-target.
+    Ctrl-C or SIGTERM stops it within about a second: the document then keeps the rows computed and the batch
+    sizes measured completely, and has status ``interrupted``."""
     from signsim import problems
-    from signsim.commands.run import iterations_to_target
     from signsim.config import resolve
     from signsim.diagnostics import transforms as tr
     from signsim.diagnostics.diversity import batch_grid, predicted_speedup
     from signsim.diagnostics.diversity_report import gradient_blocks
     from signsim.diagnostics.point import resolve_point
+    from signsim.interrupts import acknowledge
 
     cfg = resolve(base)
     problem = problems.build(cfg)
     if problem.finite_sum is None:
         raise InputError(f"--problem {problem.name}: the heuristics experiment needs a finite-sum (data) problem")
-    x, where = resolve_point(e.at, problem, cfg)
-    grid = batch_grid(problem.finite_sum.n)
-    raw = tr.closed_form(tr.parse("langevin:0"), gradient_blocks(problem, x))  # s = 0: the raw gradients
-    rows = [{"transform": "none", **_summary(raw, grid, predicted_speedup)}]
-    for spec in e.transforms:
-        t = tr.closed_form(tr.parse(spec, cfg.sign_zero), gradient_blocks(problem, x))
-        rows.append({"transform": spec, **_summary(t, grid, predicted_speedup)})
-    doc: dict[str, Any] = {"signsim_version": __version__, "command": "diversity-heuristics", "base": base,
-                           "experiment": e.__dict__, "point": where, "n": raw.n, "rows": rows}
+    doc: dict[str, Any] = {"signsim_version": __version__, "command": "diversity-heuristics", "status": "ok",
+                           "base": base, "experiment": e.__dict__, "point": None, "n": None, "rows": []}
+    rows = doc["rows"]
     if e.measure is not None:
-        s = float(e.measure.split(":", 1)[1])
-        measured = []
-        for label, noise in (("none", "none"), (e.measure, f"gaussian:{s:g}")):
-            iters = iterations_to_target({**base, "noise": noise}, e, progress, label)
-            t1 = iters[1]
-            for B in e.batch_sizes:
-                mean_b = _mean(iters[B])
-                measured.append({"transform": label, "B": B, "iters_to_target": mean_b,
-                                 "runs_reaching_target": sum(h is not None for h in iters[B]),
-                                 "measured_speedup": _mean(t1) / mean_b if (_mean(t1) and mean_b) else None})
-        doc["measured"] = measured
+        doc["measured"] = []
+    try:
+        x, doc["point"] = resolve_point(e.at, problem, cfg)
+        grid = batch_grid(problem.finite_sum.n)
+        raw = tr.closed_form(tr.parse("langevin:0"), gradient_blocks(problem, x))  # s = 0: the raw gradients
+        doc["n"] = raw.n
+        rows.append({"transform": "none", **_summary(raw, grid, predicted_speedup)})
+        for spec in e.transforms:
+            t = tr.closed_form(tr.parse(spec, cfg.sign_zero), gradient_blocks(problem, x))
+            rows.append({"transform": spec, **_summary(t, grid, predicted_speedup)})
+        if e.measure is not None:
+            _measure(base, e, progress, doc["measured"])
+    except KeyboardInterrupt:
+        acknowledge()
+        doc["status"] = "interrupted"
     return doc
+
+
+def _measure(base: dict[str, Any], e: HeuristicsExperiment, progress, measured: list[dict[str, Any]]) -> None:
+    """Append the measured rows to ``measured``: iterations-to-target over B without and with Langevin noise
+    (on an interrupt, the batch sizes measured completely, then the interrupt is raised again)."""
+    from signsim.commands.run import iterations_to_target
+
+    s = float(e.measure.split(":", 1)[1])
+    for label, noise in (("none", "none"), (e.measure, f"gaussian:{s:g}")):
+        stop = None
+        try:
+            iters = iterations_to_target({**base, "noise": noise}, e, progress, label)
+        except KeyboardInterrupt as interrupt:
+            stop, iters = interrupt, getattr(interrupt, "hits", {})
+        t1 = iters.get(1, [])
+        for B in e.batch_sizes:
+            if B not in iters:
+                continue
+            mean_b = _mean(iters[B])
+            measured.append({"transform": label, "B": B, "iters_to_target": mean_b,
+                             "runs_reaching_target": sum(h is not None for h in iters[B]),
+                             "measured_speedup": _mean(t1) / mean_b if (_mean(t1) and mean_b) else None})
+        if stop is not None:
+            raise stop
 
 
 def _mean(hits: list[int | None]) -> float | None:

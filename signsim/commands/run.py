@@ -103,23 +103,39 @@ def first_hit(history: list[dict[str, Any]], target: float) -> int | None:
     return None
 
 
+class TargetRunsInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during ``iterations_to_target``: ``hits`` holds the batch sizes whose runs all
+    finished (the interrupted run and the rest of its batch size are left out)."""
+
+    def __init__(self, hits: dict[int, list[int | None]]):
+        super().__init__()
+        self.hits = hits
+
+
 def iterations_to_target(base: dict[str, Any], e: TargetRuns, progress=None,
                          prefix: str = "") -> dict[int, list[int | None]]:
     """For each batch size B of ``e.batch_sizes``: the first recorded iteration at which mini-batch SGD (the
     configured run, step size scaled with B by ``e.lr_scaling``) reaches ``e.target_loss``, one per seed (None
     where a run does not reach it within ``e.max_iters``): the measurement of the experiments that compare
-    speedups (replication, heuristics)."""
+    speedups (replication, heuristics). Ctrl-C or SIGTERM stops all of it: ``TargetRunsInterrupted`` carries
+    the batch sizes measured completely."""
     from signsim.config import resolve
 
     lr1 = resolve(base).lr
     iters: dict[int, list[int | None]] = {}
-    for B in e.batch_sizes:
-        lr = min(B * lr1, e.lr_max) if e.lr_scaling == "linear" else lr1
-        label = f"{prefix}, B = {B}" if prefix else f"B = {B}"
-        hits = []
-        for s in range(e.seeds):
-            cfg = resolve({**base, "batch_size": B, "lr": lr, "iters": e.max_iters, "eval_every": e.eval_every,
-                           "seed": int(base.get("seed", 0)) + s, "stop_loss": e.target_loss})
-            hits.append(first_hit(run(cfg, progress(label) if progress else None)["history"], e.target_loss))
-        iters[B] = hits
+    try:
+        for B in e.batch_sizes:
+            lr = min(B * lr1, e.lr_max) if e.lr_scaling == "linear" else lr1
+            label = f"{prefix}, B = {B}" if prefix else f"B = {B}"
+            hits = []
+            for s in range(e.seeds):
+                cfg = resolve({**base, "batch_size": B, "lr": lr, "iters": e.max_iters, "eval_every": e.eval_every,
+                               "seed": int(base.get("seed", 0)) + s, "stop_loss": e.target_loss})
+                doc = run(cfg, progress(label) if progress else None)
+                if doc["status"] == "interrupted":  # the run kept its partial history: the experiment stops
+                    raise KeyboardInterrupt
+                hits.append(first_hit(doc["history"], e.target_loss))
+            iters[B] = hits
+    except KeyboardInterrupt:
+        raise TargetRunsInterrupted(iters) from None
     return iters

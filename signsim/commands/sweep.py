@@ -20,6 +20,39 @@ def plan(path: str | Path) -> tuple[Any, list[dict[str, Any]]]:
     return spec, [asdict(t) for t in expand(spec)]
 
 
+#: run options that no problem reads (nor its dimension): runs that differ only in these share one problem
+#: instance when their options are checked before a sweep starts
+NOT_PROBLEM_OPTIONS = frozenset({
+    "method", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum", "byzantine", "attack",
+    "sign_zero", "tie", "eval_every", "seed", "stop_loss", "track_spb", "track_diversity", "monotone",
+    "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales",
+})
+
+
+def check_runs(spec, tasks: list[dict[str, Any]]) -> None:
+    """Before the first run starts: every run's options checked as the run itself checks them before it
+    allocates anything (``signsim.build.plan``: the stages against the dimension, the noise scales, the
+    binomial votes, the data), so that an invalid run exits 2 naming it and its grid values instead of failing
+    among the others. One problem instance per distinct problem options. A run whose memory estimate exceeds
+    the memory available is left to its turn, where it is recorded as failed (docs/reference.md)."""
+    from signsim.build import plan as plan_run
+    from signsim.config import resolve
+    from signsim.errors import InputError, MemoryLimit
+
+    built: dict[str, Any] = {}
+    for t in tasks:
+        cfg = resolve(t["config"])
+        key = repr(sorted((k, v) for k, v in t["config"].items() if k not in NOT_PROBLEM_OPTIONS))
+        try:
+            built[key] = plan_run(cfg, built.get(key))[1]
+        except MemoryLimit:
+            continue
+        except InputError as e:
+            point = ", ".join(f"{k} = {v!r}" for k, v in t["params"].items() if k not in ("seed", "repeat"))
+            raise InputError(f"sweep file {spec.path}: run {t['index']} ({point or 'the base options'}): {e}") \
+                from None
+
+
 def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Final loss per grid point (mean and std over repeats) and the best point per method."""
     groups: dict[tuple, list[float]] = defaultdict(list)
@@ -57,7 +90,9 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
 
     spec, tasks = plan(path)
     store = Store(out)
+    store.check([t["run_id"] for t in tasks])
     todo = [t for t in tasks if not store.finished(t["run_id"])]
+    check_runs(spec, todo)
     if log:
         for w in store.warnings:
             log(f"warning: {w}")

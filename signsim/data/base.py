@@ -31,6 +31,16 @@ class DataSource:
     load: Callable[[str], Dataset]
 
 
+#: the array kinds that hold real numbers: booleans, signed and unsigned integers, floats (not complex numbers,
+#: timedelta64 or datetime64, which NumPy also counts as numbers or converts to them)
+REAL_KINDS = "biuf"
+
+
+def is_real(dtype) -> bool:
+    """An array of this dtype holds real numbers (``REAL_KINDS``)."""
+    return np.dtype(dtype).kind in REAL_KINDS
+
+
 def checked(name: str, X, y, where: str) -> Dataset:
     """The checks every loader ends with: 2-d X, 1-d y of the same length, not empty, all finite."""
     X = np.asarray(X, dtype=np.float64)

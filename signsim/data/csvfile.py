@@ -1,5 +1,5 @@
 """CSV files with the label in the first column and one sample per line. A first line that is not numeric
-is taken as a header; blank lines are skipped. Errors name the line and the field."""
+(and holds only printable text) is taken as a header; blank lines are skipped. Errors name the line and the field."""
 
 import csv
 
@@ -26,7 +26,7 @@ def load(spec: str) -> Dataset:
         try:
             values = [float(f) for f in fields]
         except ValueError:
-            if not rows and lineno == 1:
+            if not rows and lineno == 1 and _is_header(fields):
                 continue  # header
             bad = next(i for i, f in enumerate(fields) if not _is_number(f))
             raise InputError(f"--data {spec}: line {lineno}, field {bad + 1}: '{fields[bad].strip()}' is not a "
@@ -66,6 +66,12 @@ def _numbered(reader, spec: str):
         except csv.Error as e:
             raise InputError(f"--data {spec}: line {lineno}: {e}") from None
         yield lineno, fields
+
+
+def _is_header(fields: list[str]) -> bool:
+    """A first line of printable names (column titles): no control character such as a NUL byte, which would
+    make a damaged data row look like a header and drop it silently."""
+    return all(c.isprintable() or c == "\t" for f in fields for c in f)
 
 
 def _is_number(s: str) -> bool:

@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 
-from signsim.data.base import Dataset, DataSource, checked
+from signsim.data.base import Dataset, DataSource, checked, is_real
 from signsim.data.files import check_dense, existing
 from signsim.errors import InputError
 
@@ -64,10 +64,10 @@ def load(spec: str) -> Dataset:
     for key, arr in (("X", X), ("y", y)):
         if not isinstance(arr, np.ndarray):
             raise InputError(f"--data {spec}: member '{key}' is not a NumPy array")
-        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-            raise InputError(f"--data {spec}: array '{key}' is not numeric (dtype {arr.dtype})")
         if np.iscomplexobj(arr):
             raise InputError(f"--data {spec}: array '{key}' is complex; expected real numbers")
+        if not is_real(arr.dtype):
+            raise InputError(f"--data {spec}: array '{key}' is not numeric (dtype {arr.dtype}); expected real numbers")
     return checked(path.name, X, y, f"--data {spec}")
 
 

@@ -30,30 +30,46 @@ def load(spec: str) -> Dataset:
         raise InputError(f"--data {spec}: {where or 'not a valid LIBSVM/svmlight file'} ({msg})") from None
     if X.shape[1] > MAX_INDEX:
         raise InputError(f"--data {spec}: a feature index is too large ({X.shape[1] - 1}; at most {MAX_INDEX})")
+    if X.nnz == 0 and not has_features(path):
+        raise InputError(f"--data {spec}: no features: every line holds only a label (expected lines "
+                         "LABEL INDEX:VALUE ...)")
     # the problems compute with dense rows: check the size before densifying
     check_dense(spec, X.shape, what=f"the dense feature matrix (largest index {X.shape[1] - 1})")
     return checked(path.name, X.toarray(), y, f"--data {spec}")
 
 
-def first_bad_line(path: Path) -> str | None:
-    """``line N, field F: what`` for the first line the format does not allow, when one can be named."""
+def _lines(path: Path):
+    """(line number, fields) of the file's non-empty lines, comments removed (gunzipped if need be)."""
     import gzip
 
-    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    with open(path, "rb") as f:
+        gzipped = f.read(2) == b"\x1f\x8b"
+    with (gzip.open if gzipped else open)(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            fields = raw.split(b"#", 1)[0].decode("utf-8").split()
+            if fields:
+                yield lineno, fields
+
+
+def first_bad_line(path: Path) -> str | None:
+    """``line N, field F: what`` for the first line the format does not allow, when one can be named."""
     try:
-        with opener(path, "rb") as f:
-            for lineno, raw in enumerate(f, start=1):
-                line = raw.split(b"#", 1)[0].decode("utf-8")
-                fields = line.split()
-                if not fields:
-                    continue
-                for i, field in enumerate(fields, start=1):
-                    what = _bad_field(field, i == 1)
-                    if what:
-                        return f"line {lineno}, field {i}: '{field[:40]}' {what}"
+        for lineno, fields in _lines(path):
+            for i, field in enumerate(fields, start=1):
+                what = _bad_field(field, i == 1)
+                if what:
+                    return f"line {lineno}, field {i}: '{field[:40]}' {what}"
     except (OSError, EOFError, zlib.error, UnicodeDecodeError):
         return None
     return None
+
+
+def has_features(path: Path) -> bool:
+    """Some line holds an INDEX:VALUE field (a feature, even of value 0), not only its label."""
+    try:
+        return any(":" in f and not f.startswith("qid:") for _, fields in _lines(path) for f in fields[1:])
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError):
+        return True  # the reader read it: let its result stand
 
 
 def _bad_field(field: str, label: bool) -> str | None:

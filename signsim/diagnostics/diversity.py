@@ -24,6 +24,14 @@ class Diversity:
     #: why tr(Sigma) does not exist (noise without a finite variance, ``noise.base.no_variance``): then B_simple,
     #: B_S, 1/B_S and Delta_S are None (docs/theory.md §6, §10.1)
     undefined: str | None = None
+    #: A, grad_sq and trace are in units of unit^2 (``signsim.diagnostics.scaling``; 1 but for gradients of
+    #: extreme magnitude); the ratios below do not depend on it
+    unit: float = 1.0
+
+    def value(self, name: str) -> float:
+        """A, grad_sq or trace in the gradients' own units (infinite where that exceeds the float range)."""
+        v = getattr(self, name)
+        return v * self.unit * self.unit
 
     @property
     def B_simple(self) -> float | None:
@@ -59,11 +67,12 @@ class Diversity:
         return out
 
 
-def from_sums(n: int, A: float, total: np.ndarray) -> Diversity:
-    """Exact quantities from A = sum ||grad f_j||^2 and the vector sum_j grad f_j over n samples."""
+def from_sums(n: int, A: float, total: np.ndarray, unit: float = 1.0) -> Diversity:
+    """Exact quantities from A = sum ||grad f_j||^2 and the vector sum_j grad f_j over n samples (A in units
+    of unit^2, the sum in units of unit)."""
     grad_sq = float(total @ total) / n**2
     trace = max(A / n - grad_sq, 0.0)
-    return Diversity(n, A, grad_sq, trace)
+    return Diversity(n, A, grad_sq, trace, unit=unit)
 
 
 def two_batch(mean_sq_small: float, mean_sq_big: float, small: int, big: int) -> tuple[float, float]:

@@ -81,7 +81,8 @@ def summary(d, delta: float) -> dict[str, Any]:
         }
     return {
         "n": d.n, "delta_S": d.delta_S, "B_S": d.B_S, "inv_B_S": d.inv_B_S, "B_simple": d.B_simple,
-        "stationary": d.grad_sq == 0, "grad_sq": d.grad_sq, "trace_sigma": d.trace, "sigma_note": None,
+        "stationary": d.grad_sq == 0, "grad_sq": d.value("grad_sq"), "trace_sigma": d.value("trace"),
+        "sigma_note": None,
         "delta": delta, "largest_batch": largest_batch(d.B_S, delta, d.n),
         "speedup": [{"B": b, "predicted": float(s)} for b, s in zip(grid, predicted_speedup(grid, d.B_S),
                                                                       strict=True)],

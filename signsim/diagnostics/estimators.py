@@ -57,7 +57,9 @@ class Sampling:
 
 def sampling(problem: ProblemInstance, workers: int) -> Sampling:
     from signsim.data.splits import SHARD, SHARED, SPLIT_BATCH
+    from signsim.resources import check_workers
 
+    check_workers(workers)
     same = np.zeros(workers, dtype=np.int64)
     each = np.arange(workers, dtype=np.int64)
     fs = problem.finite_sum
@@ -298,6 +300,9 @@ def vote(laws: WorkerLaws, sign_zero: str, tie: str, byzantine: int = 0, attack:
 
     if byzantine and attack not in ATTACKS:
         return None
+    from signsim.resources import check_workers
+
+    check_workers(int(laws.sampling.worker_class.size), int(laws.grad.size))
     msgs = worker_messages(laws.raw, laws.sampling.worker_class, sign_zero, byzantine, attack)
     return vote_law(msgs, tie)
 

@@ -51,9 +51,11 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
     from signsim.data.files import load_npy
 
     x = load_npy(path, f"--at {at}")
+    from signsim.data.base import is_real
+
     if np.iscomplexobj(x):
         raise InputError(f"--at {at}: holds complex numbers; expected a real vector")
-    if not np.issubdtype(x.dtype, np.number) or x.ndim != 1 or x.size != problem.dim:
+    if not is_real(x.dtype) or x.ndim != 1 or x.size != problem.dim:
         raise InputError(f"--at {at}: expected a numeric vector of length {problem.dim}, got shape {x.shape}")
     if not np.isfinite(x).all():
         raise InputError(f"--at {at}: contains non-finite values")

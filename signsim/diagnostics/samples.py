@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from signsim.data.base import is_real
 from signsim.errors import InputError
 
 #: rows per block when walking through an array (or a memory map): about this many bytes of float64
@@ -36,7 +37,7 @@ def _check_block(b: Any, d: int | None, where: str, first_row: int) -> np.ndarra
         a = np.asarray(b)
     except (TypeError, ValueError) as e:
         raise InputError(f"{where}: a block is not a numeric array ({' '.join(str(e).split())})") from None
-    if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool) or np.iscomplexobj(a):
+    if not is_real(a.dtype):
         raise InputError(f"{where}: expected real numbers, got dtype {a.dtype}")
     if a.ndim == 1:
         a = a.reshape(1, -1)
@@ -85,7 +86,8 @@ def blocks(G: Any, where: str = "G") -> Iterator[np.ndarray]:
 
 @dataclass
 class SampleSums:
-    """Per coordinate over the n rows: sum, sum of squares, and how many are > 0, < 0 and = 0."""
+    """Per coordinate over the n rows: sum, sum of squares (in units of ``unit`` and ``unit``^2, see
+    ``signsim.diagnostics.scaling``), and how many are > 0, < 0 and = 0."""
 
     n: int
     s1: np.ndarray
@@ -93,38 +95,69 @@ class SampleSums:
     pos: np.ndarray
     neg: np.ndarray
     zero: np.ndarray
+    unit: float = 1.0
 
     @property
     def grad(self) -> np.ndarray:
-        return self.s1 / self.n
+        return self.s1 / self.n * self.unit
 
-    @property
-    def sq_norms(self) -> float:
-        """sum_j ||G_j||^2."""
-        return float(self.s2.sum())
+
+#: float64 vectors of the dimension d held at once besides the blocks: the five sums of ``sums`` and what the
+#: diversity (``DIVERSITY_VECTORS``) or the sign laws, moments and intervals of check-spb (``SPB_VECTORS``)
+#: compute from them
+DIVERSITY_VECTORS = 8
+SPB_VECTORS = 32
+
+
+def check_memory(G: Any, vectors: int, where: str, batch_size: int = 1) -> None:
+    """InputError (the documented estimate line) when ``vectors`` float64 vectors of G's dimension, a few row
+    blocks and a minibatch of ``batch_size`` rows cannot fit in memory, before anything is allocated. Only for
+    an array (an iterable's blocks are the caller's)."""
+    from signsim.resources import require
+
+    if not hasattr(G, "shape") or len(G.shape) != 2:
+        return
+    d = int(G.shape[1])
+    block = max(8 * d, BLOCK_BYTES)
+    minibatch = 8 * batch_size * (d + 3) if batch_size > 1 else 0  # the rows of one minibatch and its indices
+    require(8 * d * vectors + 3 * block + minibatch,
+            f"{where}: the diagnostics of {int(G.shape[0])} x {d} gradients" +
+            (f" in minibatches of {batch_size}" if batch_size > 1 else ""),
+            "reduce --batch-size" if minibatch > 8 * d * vectors + 3 * block else "use fewer coordinates")
 
 
 def sums(G: Any, where: str = "G") -> SampleSums:
-    """One pass over G."""
+    """One pass over G (its sums in a power-of-two unit: finite and exact however large or small G's entries)."""
+    from signsim.diagnostics.scaling import Units
+
     acc = None
     n = 0
+    units = Units()
     for a in blocks(G, where):
         if acc is None:
             d = a.shape[1]
             acc = [np.zeros(d) for _ in range(5)]
+        r = units.fit(max(-float(a.min()), float(a.max())))  # no copy of the block
+        if r != 1.0:
+            acc[0] *= r
+            acc[1] *= r * r
+        if units.unit != 1.0:
+            a = a / units.unit
         acc[0] += a.sum(axis=0)
         acc[1] += np.einsum("ij,ij->j", a, a)
         acc[2] += (a > 0).sum(axis=0)
         acc[3] += (a < 0).sum(axis=0)
         acc[4] += (a == 0).sum(axis=0)
         n += a.shape[0]
-    return SampleSums(n, *acc)
+    return SampleSums(n, *acc, unit=units.unit)
 
 
 def _sampling(n: int, workers: int):
     """Every worker samples all n rows uniformly (check-spb's ``shared`` scheme): one law for everybody."""
     from signsim.diagnostics.estimators import Sampling
+    from signsim.resources import check_workers
 
+    check_workers(workers)
     return Sampling("shared", f"every worker samples all {n} rows uniformly", np.zeros(workers, dtype=np.int64))
 
 
@@ -136,9 +169,9 @@ def exact_laws(S: SampleSums, workers: int):
 
     n = S.n
     law = Law((S.pos / n)[None, :], (S.zero / n)[None, :], ((n - S.pos - S.zero) / n)[None, :])
-    mu = S.s1 / n
-    sigma = np.sqrt(np.maximum(S.s2 / n - mu**2, 0.0))[None, :]
-    return WorkerLaws("exact", _sampling(n, workers), S.grad, law, mu[None, :], sigma, sigma.copy(), 1)
+    mu = S.s1 / n  # in units of S.unit
+    sigma = np.sqrt(np.maximum(S.s2 / n - mu**2, 0.0))[None, :] * S.unit
+    return WorkerLaws("exact", _sampling(n, workers), S.grad, law, mu[None, :] * S.unit, sigma, sigma.copy(), 1)
 
 
 def monte_carlo_laws(G: np.ndarray, S: SampleSums, tau: int, samples: int, seed: int, workers: int):
@@ -156,7 +189,7 @@ def monte_carlo_laws(G: np.ndarray, S: SampleSums, tau: int, samples: int, seed:
         k = min(chunk, samples - lo)
         idx = rng.integers(S.n, size=(k, tau))
         order = np.argsort(idx, axis=None)  # sorted reads are kind to memory maps
-        rows = np.asarray(G[idx.ravel()[order]], dtype=np.float64)
+        rows = np.asarray(G[idx.ravel()[order]], dtype=np.float64) / S.unit  # S's unit: finite squares
         back = np.empty_like(order)
         back[order] = np.arange(order.size)
         batch = rows[back].reshape(k, tau, -1).mean(axis=1)
@@ -167,9 +200,9 @@ def monte_carlo_laws(G: np.ndarray, S: SampleSums, tau: int, samples: int, seed:
     law = Law((pos / samples)[None, :], (zero / samples)[None, :], ((samples - pos - zero) / samples)[None, :])
     mean = m1 / samples
     var = np.maximum(m2 / samples - mean**2, 0.0) * samples / max(samples - 1, 1)
-    return WorkerLaws("monte-carlo", _sampling(S.n, workers), S.grad, law, mean[None, :],
-                      np.sqrt(var * tau)[None, :], np.sqrt(var)[None, :], tau, samples, pos[None, :],
-                      zero[None, :])
+    sd = np.sqrt(var) * S.unit
+    return WorkerLaws("monte-carlo", _sampling(S.n, workers), S.grad, law, mean[None, :] * S.unit,
+                      (sd * np.sqrt(tau))[None, :], sd[None, :], tau, samples, pos[None, :], zero[None, :])
 
 
 def _source(G: Any, n: int, d: int) -> dict[str, Any]:
@@ -200,6 +233,7 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
     if batch_size > 1 and not hasattr(G, "shape"):
         raise InputError(f"--batch-size {batch_size}: minibatches are drawn at random from G, which needs G as "
                          "an array (or a memory map), not an iterable of blocks")
+    check_memory(G, SPB_VECTORS, where, batch_size)
     S = sums(G, where)
     M = 1 if workers is None else workers
     if workers is not None:  # the vote's law: M message laws and the law of their sum, per coordinate
@@ -242,8 +276,9 @@ def diversity_document(G: Any, delta: float = 1.0, where: str = "G") -> dict[str
     from signsim.options import of_function
 
     check_option(of_function("diversity_from_samples")["delta"], delta, f"--delta {delta}")
+    check_memory(G, DIVERSITY_VECTORS, where)
     S = sums(G, where)
-    div = from_sums(S.n, S.sq_norms, S.s1)
+    div = from_sums(S.n, float(S.s2.sum()), S.s1, S.unit)
     return {"signsim_version": __version__, "command": "diversity", "source": "samples",
             "options": {"estimator": "exact", "delta": delta}, "problem": _source(G, S.n, S.s1.size),
             "point": f"{S.n} given samples", "method_of_estimate": "exact", **summary(div, delta)}

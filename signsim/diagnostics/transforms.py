@@ -112,6 +112,8 @@ class TransformedDiversity:
     mean_sq: float  # ||sum_j E T(g_j)||^2
     method: str  # closed-form | monte-carlo
     interval: tuple[float, float] | None = None  # for B_S^T, Monte Carlo only
+    #: A, C and mean_sq are in units of unit^2 (``closed_form``; the ratios below do not depend on it)
+    unit: float = 1.0
 
     @property
     def delta_S(self) -> float:
@@ -140,18 +142,42 @@ def blocks_of(G: np.ndarray | Iterable[np.ndarray]) -> Iterable[np.ndarray]:
         yield from G
 
 
+#: transformations whose output does not scale with the gradient (T(c g) = T(g) for c > 0); every other one is
+#: homogeneous of degree 1 (T(c g) = c T(g) in law, Langevin with its scale s times c too, natural compression
+#: for c a power of two)
+SCALE_FREE = ("sign", "sto-sign")
+
+
 def closed_form(t: Transform, G: np.ndarray | Iterable[np.ndarray]) -> TransformedDiversity:
-    """Exact A_T, C_T from per-sample gradients (an n x d array or an iterable of row blocks)."""
+    """Exact A_T, C_T from per-sample gradients (an n x d array or an iterable of row blocks). The sums are
+    kept in a power-of-two unit (``signsim.diagnostics.scaling``), so gradients of any finite magnitude give
+    finite sums; the ratios reported do not depend on it."""
+    from dataclasses import replace
+
+    from signsim.diagnostics.scaling import Units, unit_for
+
     n, A, V, total = 0, 0.0, 0.0, None
+    units = Units()
     for block in blocks_of(G):
-        sq, mean = moments(t, block)
+        block = np.asarray(block, dtype=np.float64)
+        largest = float(np.max(np.abs(block))) if block.size else 0.0
+        if t.name in SCALE_FREE:  # the block's own unit: only its norms need it
+            unit, tu = unit_for(largest), t
+        else:
+            r = units.fit(max(largest, t.param or 0.0) if t.name == "langevin" else largest)
+            A, V = A * r * r, V * r * r
+            total = total * r if total is not None and r != 1.0 else total
+            unit = units.unit
+            tu = replace(t, param=t.param / unit) if t.name == "langevin" and unit != 1.0 else t
+        sq, mean = moments(tu, block / unit if unit != 1.0 else block)
         A += float(sq.sum())
         V += float(sq.sum() - np.einsum("ij,ij->", mean, mean))
         s = mean.sum(axis=0)
         total = s if total is None else total + s
         n += len(block)
     mean_sq = float(total @ total)
-    return TransformedDiversity(t.spec, n, A, mean_sq + V, mean_sq, "closed-form")
+    return TransformedDiversity(t.spec, n, A, mean_sq + V, mean_sq, "closed-form",
+                                unit=1.0 if t.name in SCALE_FREE else units.unit)
 
 
 def monte_carlo(t: Transform, G: np.ndarray, draws: int, seed: int, z: float = 1.96) -> TransformedDiversity:

@@ -5,7 +5,6 @@ Random streams come from ``signsim.seeding`` (one per worker, one for the server
 
 from __future__ import annotations
 
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from signsim.codes import (
 from signsim.engine import loop, specialize
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
-from signsim.interrupts import abandon, acknowledge, check, deferred, ready
+from signsim.interrupts import acknowledge, interruptible, ready
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -93,6 +92,12 @@ class Settings:
         )
 
 
+def check_settings(s: Settings, d: int) -> None:
+    """What the settings ``s`` need of the problem's dimension ``d`` (checked before anything is allocated)."""
+    if s.compressor in (Compressor.TOP_K, Compressor.RAND_K) and not 1 <= s.compressor_param <= d:
+        raise InputError(f"--compressor: k = {s.compressor_param:g} must lie between 1 and the dimension {d}")
+
+
 @dataclass
 class EngineOutput:
     history: np.ndarray  # rows of loop.HIST
@@ -119,8 +124,7 @@ class Engine(ChunkedState):
         if dt not in (np.float64, np.float32):
             raise ValueError(f"unsupported state dtype {dt}")
         self.x = problem.x0.astype(dt)  # astype copies
-        if s.compressor in (Compressor.TOP_K, Compressor.RAND_K) and not 1 <= s.compressor_param <= d:
-            raise InputError(f"--compressor: k = {s.compressor_param:g} must lie between 1 and the dimension {d}")
+        check_settings(s, d)
         uses_momentum = s.momentum_kind != Momentum.NONE
         self.mom = np.zeros((M, d) if uses_momentum else (1, 1), dtype=dt)
         self.err = np.zeros((M, d) if s.error_feedback != ErrorFeedback.NONE else (1, 1), dtype=dt)
@@ -188,42 +192,14 @@ def worker_generators(gens: list[np.random.Generator], parallel: bool):
 
 Hook = tuple[int, Callable[[int, np.ndarray], None]]
 
-#: a chunk runs in a helper thread (the compiled loop releases the GIL) so that the main thread acts on
-#: Ctrl-C and SIGTERM at once, even when one iteration (a huge minibatch) takes minutes
-SIGNAL_POLL = 0.05
-
 
 def _advance(engine: Engine, step: int) -> None:
-    """``engine.advance(step)``; on Ctrl-C or SIGTERM during the chunk, the chunk is abandoned to its thread
-    (a daemon: it ends with the process) and ``engine.abandoned`` holds x as the chunk began."""
-    if threading.current_thread() is not threading.main_thread():
-        with deferred():
-            engine.advance(step)
-        return
+    """``engine.advance(step)`` in a helper thread (``interrupts.interruptible``: the compiled loop releases the
+    GIL), so that the main thread acts on Ctrl-C and SIGTERM at once, even when one iteration (a huge
+    minibatch) takes minutes or the loop compiles; an abandoned chunk leaves ``engine.abandoned`` holding x as
+    the chunk began."""
     x_before = engine.x.copy()
-    box: dict = {}
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            engine.advance(step)
-        except BaseException as e:  # noqa: BLE001 - handed to the main thread
-            box["error"] = e
-        finally:
-            done.set()
-
-    threading.Thread(target=work, daemon=True, name="signsim-chunk").start()
-    try:
-        while not done.wait(SIGNAL_POLL):
-            check()
-        check()
-    except KeyboardInterrupt:
-        if not done.is_set():
-            engine.abandoned = x_before
-            abandon()
-        raise
-    if "error" in box:
-        raise box["error"]
+    interruptible(lambda: engine.advance(step), lambda: setattr(engine, "abandoned", x_before))
 
 
 def _float64(x: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from functools import cache
 import numpy as np
 
 from signsim.errors import InputError
-from signsim.noise.base import NoiseModel, sigma_param, with_scales  # noqa: F401 (re-exported)
+from signsim.noise.base import MAX_SIGMA, NoiseModel, sigma_param, with_scales  # noqa: F401 (re-exported)
 
 _MODULES = ("none", "gaussian", "laplace", "uniform", "student_t", "bimodal", "skewed", "cauchy", "stable")
 
@@ -80,11 +80,15 @@ def parse_scales(spec: str | None, d: int) -> np.ndarray | None:
             s = np.load(path, allow_pickle=False, mmap_mode="r")
         except (ValueError, OSError, EOFError) as e:
             raise InputError(f"{where}: not a readable .npy array ({' '.join(str(e).split())})") from None
-        if s.shape != (d,) or not np.issubdtype(s.dtype, np.number) or np.iscomplexobj(s):
+        from signsim.data.base import is_real
+
+        if s.shape != (d,) or not is_real(s.dtype):
             raise InputError(f"{where}: expected {d} real numbers (the dimension), got shape {s.shape} of {s.dtype}")
         s = np.asarray(s, dtype=np.float64)
-        if not (np.all(np.isfinite(s)) and np.all(s >= 0)):
-            raise InputError(f"{where}: every scale must be a finite number >= 0")
+        if not (np.all(np.isfinite(s)) and np.all(s >= 0) and np.all(s <= MAX_SIGMA)):
+            bad = int(np.flatnonzero(~((s >= 0) & (s <= MAX_SIGMA)))[0])
+            raise InputError(f"{where}: every scale must be a number between 0 and {MAX_SIGMA:g} (entry {bad} is "
+                             f"{s[bad]:g})")
         return s
     raise InputError(f"{where}: expected first:K, power:A or a FILE.npy")
 
@@ -94,4 +98,11 @@ def parse_scales(spec: str | None, d: int) -> np.ndarray | None:
 def for_config(cfg, d: int) -> tuple[NoiseModel, np.ndarray]:
     """The run's noise model and its parameters, with the per-coordinate scales of ``--noise-scales``."""
     model, params = parse(cfg.noise or "none")
-    return model, with_scales(params, parse_scales(getattr(cfg, "noise_scales", None), d))
+    s = parse_scales(getattr(cfg, "noise_scales", None), d)
+    if s is not None and s.size and model.arity:
+        scale = float(str(cfg.noise).split(":")[-1])  # the model's scale (sigma or C), checked by ``parse``
+        if scale * float(s.max()) > MAX_SIGMA:
+            raise InputError(f"--noise-scales {cfg.noise_scales}: the largest scale {float(s.max()):g} times the "
+                             f"scale {scale:g} of --noise {cfg.noise} exceeds {MAX_SIGMA:g}, the largest noise scale "
+                             "(sums of squared gradients must stay finite)")
+    return model, with_scales(params, s)

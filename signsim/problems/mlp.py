@@ -358,6 +358,12 @@ def build(cfg) -> ProblemInstance:
         raise InputError(f"--data {cfg.data}: a classifier needs at least two classes")
     y_train, y_test = np.searchsorted(classes, prep.y_train), np.searchsorted(classes, prep.y_test)
     p, H, C, act = prep.features, cfg.hidden, classes.size, ACTIVATIONS[cfg.activation]
+    from signsim.problems import PROBLEM_VECTORS
+    from signsim.resources import require
+
+    dim = H * p + H + C * H + C
+    require(8 * PROBLEM_VECTORS * dim, f"--hidden {H}: the network ({dim} parameters: {p} inputs, {C} classes)",
+            "reduce --hidden")
     arrays = pack(prep, y_train, y_test, loaded.split, [H, C, act], [cfg.l2], cfg.dtype)
     rng = loaded.init_rng
     w1_scale = np.sqrt((2.0 if act == RELU else 1.0) / p)

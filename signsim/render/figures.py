@@ -472,9 +472,10 @@ def diversity_dimension(doc: dict[str, Any]):
     b = np.array([r["B_S"] for r in rows], dtype=float)
     ax.plot(d, b, "o", alpha=0.7, label="B_S (one point per seed)")
     grid = np.geomspace(d.min(), d.max(), 50)
-    intercept = np.mean(np.log(b) - doc["slope"] * np.log(d))
-    ax.plot(grid, np.exp(intercept) * grid ** doc["slope"], "-", color="black",
-            label=f"fit: slope {doc['slope']:.2f} +- {doc['slope_se']:.2f}")
+    if doc["slope"] is not None:  # None: fewer than two dimensions measured (an interrupted experiment)
+        intercept = np.mean(np.log(b) - doc["slope"] * np.log(d))
+        ax.plot(grid, np.exp(intercept) * grid ** doc["slope"], "-", color="black",
+                label=f"fit: slope {doc['slope']:.2f} +- {doc['slope_se']:.2f}")
     ax.plot(grid, b.min() * grid / d.min(), ":", color="grey", label="proportional to d (slope 1)")
     ax.set_xscale("log")
     ax.set_yscale("log")

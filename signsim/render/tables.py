@@ -394,7 +394,7 @@ def replication_table(doc: dict[str, Any]) -> Table:
 def dimension_table(doc: dict[str, Any]) -> Table:
     e = doc["experiment"]
     t = Table(title=f"B_S against the number of features d (synthetic:glm, {e['features']} features, "
-                    f"{e['labels']} labels; slope of log B_S on log d: {doc['slope']:.3f} +- {doc['slope_se']:.3f})",
+                    f"{e['labels']} labels; slope of log B_S on log d: {fmt(doc['slope'])} +- {fmt(doc['slope_se'])})",
               header_style="bold", title_justify="left")
     for col in ("d", "seed", "n", "B_S", "Delta_S"):
         t.add_column(col, justify="right")
@@ -424,21 +424,24 @@ def heuristics_table(doc: dict[str, Any]) -> list[Any]:
 
 
 def experiment_tables(doc: dict[str, Any]) -> list[Any]:
-    """The tables of an [experiment] document, by its ``command``."""
+    """The tables of an [experiment] document, by its ``command`` (after a line saying so when it was
+    interrupted: the rows are those measured completely before the interrupt)."""
+    note = ["[yellow]interrupted:[/] the rows measured before Ctrl-C or SIGTERM"] \
+        if doc.get("status") == "interrupted" else []
     if doc["command"] == "diversity-dimension":
-        return [dimension_table(doc)]
+        return [*note, dimension_table(doc)]
     if doc["command"] == "diversity-heuristics":
-        return heuristics_table(doc)
+        return [*note, *heuristics_table(doc)]
     if doc["command"] == "diversity-stability":
         from signsim.render import batch_figures
 
-        return batch_figures.stability_table(doc)
+        return [*note, *batch_figures.stability_table(doc)]
     if doc["command"] in ("diversity-conflicts", "diversity-lower-bound"):
         from signsim.render import batch_figures
 
-        return (batch_figures.conflicts_table if doc["command"] == "diversity-conflicts"
-                else batch_figures.lower_bound_table)(doc)
-    return [replication_table(doc)]
+        return [*note, *(batch_figures.conflicts_table if doc["command"] == "diversity-conflicts"
+                         else batch_figures.lower_bound_table)(doc)]
+    return [*note, replication_table(doc)]
 
 
 def bound_report(doc: dict[str, Any]) -> list[Any]:

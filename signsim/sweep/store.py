@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from signsim import __version__
+from signsim.errors import InputError
 from signsim.history import CSV_FIELDS
-from signsim.results import dumps, write_atomic
+from signsim.results import dumps, read_json, write_atomic
 
 FINISHED = ("ok", "diverged")
 
@@ -40,6 +40,35 @@ class Store:
         self.warnings: list[str] = []  # run files that were found damaged or incomplete (they are rerun)
         self._warned: set[str] = set()
 
+    def check(self, run_ids: list[str]) -> None:
+        """Before any run: every file the sweep will write is a regular file or absent, and ``runs`` a directory
+        or absent (a FIFO, a device, a directory where a file belongs, a file where ``runs`` belongs: InputError
+        naming it, nothing run, nothing removed)."""
+        import os
+        import stat
+
+        from signsim.paths import kind
+
+        def what(p: Path) -> int | None:
+            try:
+                return os.stat(p).st_mode
+            except FileNotFoundError:
+                return None
+            except OSError as e:
+                raise InputError(f"sweep directory {self.root}: {p.name}: cannot use it ({e.strerror})") from None
+
+        mode = what(self.runs)
+        if mode is not None and not stat.S_ISDIR(mode):
+            what_ = "a regular file" if stat.S_ISREG(mode) else kind(mode)
+            raise InputError(f"sweep directory {self.root}: {self.runs} is {what_}, where the sweep keeps its "
+                             "run files (a directory); move it away or choose another --out")
+        for p in [self.root / "results.csv", self.root / "manifest.json",
+                  *([self.path(r) for r in run_ids] if mode is not None else [])]:
+            m = what(p)
+            if m is not None and not stat.S_ISREG(m):
+                raise InputError(f"sweep directory {self.root}: {p} is {kind(m)}, not a regular file; remove it or "
+                                 "choose another --out")
+
     def path(self, run_id: str) -> Path:
         return self.runs / f"{run_id}.json"
 
@@ -55,9 +84,9 @@ class Store:
         if not p.is_file():
             return None
         try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError, OSError):
-            self._warn(run_id, "not a readable JSON file")
+            doc = read_json(p, str(p))
+        except InputError as e:  # the reason, without the file name the warning starts with
+            self._warn(run_id, str(e).removeprefix(f"{p}: "))
             return None
         problem = complete(doc)
         if problem:

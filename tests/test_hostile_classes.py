@@ -1,0 +1,442 @@
+"""Issue #25: generated cases for each class of hostile input that was found to fail (findings 3, 4, 6, 8, 9
+and 10): hostile JSON results files, gradients of extreme magnitude, transformation specs, noise scales, data
+files, sweep grids and directories, memory, full disks. Each class has its generator (hypothesis) and a
+property: a clear one-line refusal (InputError, exit 2) or a correct result, never a traceback.
+
+The quick profile (default) draws a few cases per class; ``HYPOTHESIS_PROFILE=long`` draws
+``LONG_CASES`` per class (more than 10,000 in all) and the last test prints the counts."""
+
+import contextlib
+import io
+import json
+import os
+import resource
+import signal
+import stat
+import sys
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from signsim.errors import InputError
+
+#: cases per class in the long profile (the quick profile keeps its own small count)
+LONG_CASES = 1500
+LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
+COUNTS: dict[str, int] = {}
+
+
+def cases(fast: int = LONG_CASES):
+    """The class's case count: the loaded profile's, or ``fast`` in the long profile."""
+    return settings(max_examples=fast) if LONG else (lambda f: f)
+
+
+def counted(name: str) -> None:
+    COUNTS[name] = COUNTS.get(name, 0) + 1
+
+
+def one_line_error(r, *words: str) -> str:
+    lines = [line for line in r.err.splitlines() if line.strip()]
+    assert r.code == 2 and len(lines) == 1 and lines[0].startswith("signsim: error: "), (r.code, r.err)
+    assert "Traceback" not in r.err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
+# --- finding 3: hostile JSON -------------------------------------------------------------------------------
+
+RUN_DOC = {"signsim_version": "0", "command": "run", "status": "ok", "config": {"problem": "quadratic"},
+           "history": [{"iter": 0, "loss": 1.0}], "final": {"loss": 1.0}}
+
+
+@st.composite
+def hostile_json(draw) -> str:
+    """Nested arrays or objects far beyond any results document, integers longer than Python converts, or
+    either of them inside an otherwise valid run document."""
+    kind = draw(st.sampled_from(["arrays", "objects", "digits", "inside"]))
+    depth = draw(st.integers(101, 200_000))
+    if kind == "arrays":
+        return "[" * depth + ("]" * depth if draw(st.booleans()) else "")
+    if kind == "objects":
+        return '{"a":' * depth + "1" + "}" * depth
+    digits = "9" * draw(st.integers(sys.get_int_max_str_digits() + 1, 20_000))
+    if kind == "digits":
+        return digits
+    doc = json.dumps(RUN_DOC)
+    hole = draw(st.sampled_from(['"loss": 1.0}]', '"iter": 0']))
+    value = digits if draw(st.booleans()) else "[" * depth + "]" * depth
+    return doc.replace(hole, hole.replace("1.0", value).replace(": 0", f": {value}"), 1)
+
+
+@cases()
+@given(hostile_json())
+def test_one_json_reader_refuses_hostile_json_in_one_line(text):
+    from signsim.results import parse_json
+
+    counted("json")
+    with pytest.raises(InputError) as e:
+        parse_json(text, "F.json")
+    assert str(e.value).startswith("F.json: not a JSON results file (") and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000, "9" * 5000, json.dumps(RUN_DOC).replace("1.0", "9" * 5000)])
+def test_hostile_json_exits_2_everywhere_it_is_read(cli, tmp_path, content):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    one_line_error(cli("plot", bad, "--out", tmp_path / "f.png"), str(bad))
+    one_line_error(cli("bound", "--overlay", bad, "--quiet"), "--overlay")
+    sweep_dir = tmp_path / "dir"
+    sweep_dir.mkdir()
+    (sweep_dir / "manifest.json").write_text(content)
+    (sweep_dir / "results.csv").write_text("run_id\n")
+    one_line_error(cli("plot", sweep_dir), "manifest.json")
+
+
+def _hostile_run_files(tmp_path):
+    """A sweep file and its two runs' files replaced by hostile JSON (as a damaged disk or a hand edit would)."""
+    from signsim.commands.sweep import plan
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('problem = "quadratic"\niters = 3\n[grid]\nlr = [0.1, 0.2]\n')
+    out = tmp_path / "o"
+    (out / "runs").mkdir(parents=True)
+    victims = [out / "runs" / f"{t['run_id']}.json" for t in plan(spec)[1]]
+    victims[0].write_text("[" * 100_000)
+    victims[1].write_text(json.dumps(RUN_DOC).replace("1.0", "9" * 5000))
+    return spec, out, victims
+
+
+def test_a_sweep_plan_reads_hostile_run_files(cli, tmp_path):
+    spec, out, victims = _hostile_run_files(tmp_path)
+    dry = cli("sweep", spec, "--out", out, "--dry-run", "--json")
+    assert dry.code == 0 and not any(r["finished"] for r in dry.json()["runs"]), dry.err
+
+
+@pytest.mark.slow
+def test_a_sweep_resumes_over_hostile_run_files(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("SIGNSIM_MAX_ITERS", "3")
+    spec, out, victims = _hostile_run_files(tmp_path)
+    r = cli("sweep", spec, "--out", out, "--jobs", "1", "--json")
+    assert r.code == 0 and r.json()["ran"] == 2, r.err
+    assert "Traceback" not in r.err and all(str(v) in r.err for v in victims)  # each named in a warning
+    assert all(json.loads(v.read_text())["status"] == "ok" for v in victims)
+
+
+# --- finding 4: gradients of extreme magnitude ---------------------------------------------------------------
+
+
+def brute_B_S(G: np.ndarray) -> float:
+    """n sum_j ||g_j||^2 / ||sum_j g_j||^2 straight from the definition (docs/theory.md §6)."""
+    return G.shape[0] * float(np.sum(G * G)) / float(np.sum(G.sum(axis=0) ** 2))
+
+
+@cases()
+@given(st.integers(2, 30), st.integers(1, 6), st.integers(-1000, 1010), st.integers(0, 2**32 - 1),
+       st.booleans(), st.floats(0.1, 1.0))
+def test_diversity_of_gradients_of_any_magnitude(n, d, exponent, seed, blocks, mean):
+    """B_S does not depend on the unit of the gradients: at any finite magnitude it is that of the same
+    gradients at unit scale (computed from the definition), and exactly so for a power-of-two unit."""
+    from signsim.diagnostics.samples import diversity_document
+
+    counted("magnitude")
+    G = np.random.default_rng(seed).normal(size=(n, d)) + mean
+    c = 2.0**exponent
+    scaled = G * c
+    if not (np.isfinite(scaled).all() and np.all(np.abs(scaled[G != 0]) >= np.finfo(float).tiny)):
+        return  # overflowed or lost precision (subnormal) before signsim saw it
+    given_ = [scaled[: n // 2], scaled[n // 2:]] if blocks and n > 2 else scaled
+    doc = diversity_document(given_)
+    assert doc["B_S"] == pytest.approx(brute_B_S(G), rel=1e-9)
+    assert doc["B_S"] == diversity_document(G)["B_S"] or blocks
+
+
+@cases()
+@given(st.sampled_from(["langevin:0", "langevin:0.5", "dropout:0.3", "qsgd:3", "natural", "sign", "sto-sign"]),
+       st.integers(-900, 900), st.integers(0, 2**32 - 1))
+def test_transformed_diversity_of_gradients_of_any_magnitude(spec, exponent, seed):
+    from signsim.diagnostics import transforms as tr
+
+    counted("magnitude-transforms")
+    G = np.random.default_rng(seed).normal(size=(12, 4)) + 0.3
+    c = 2.0**exponent
+    t = tr.parse(spec)
+    if spec == "langevin:0.5":
+        t = tr.parse(f"langevin:{0.5 * c!r}")
+    base, big = tr.closed_form(tr.parse(spec), G), tr.closed_form(t, [G[:5] * c, G[5:] * c])
+    assert np.isfinite(big.B_S) and big.B_S == pytest.approx(base.B_S, rel=1e-12)
+
+
+def test_diversity_grads_file_near_1e300(cli, tmp_path):
+    G = np.random.default_rng(0).normal(size=(20, 3)) + 0.2
+    path = tmp_path / "g.npy"
+    np.save(path, G * 1e300)
+    r = cli("diversity", "--grads", path, "--json")
+    assert r.code == 0, r.err
+    assert r.json()["B_S"] == pytest.approx(brute_B_S(G), rel=1e-9)
+
+
+# --- finding 10: transformation specs, noise scales, full disks ---------------------------------------------
+
+
+@cases()
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                 st.integers(-2**70, 2**70).map(str), st.sampled_from(["1e300", "inf", "nan", "-0", "2147483648"])),
+       st.sampled_from(["qsgd", "dropout", "langevin"]))
+def test_transform_parameters_are_checked_with_a_true_message(value, name):
+    from signsim.transform_specs import MAX_LEVELS, parse
+
+    counted("transform")
+    try:
+        t = parse(f"{name}:{value}")
+    except InputError as e:
+        msg = str(e)
+        assert msg.startswith(f"--transform {name}:{value}: ") and "\n" not in msg
+        if name == "qsgd":
+            assert f"between 1 and {MAX_LEVELS}" in msg
+        return
+    p = float(value)
+    assert {"qsgd": 1 <= p <= MAX_LEVELS and p == int(p), "dropout": 0 <= p < 1,
+            "langevin": 0 <= p < np.inf}[name], (name, value, t)
+
+
+def test_qsgd_1e300_is_not_called_an_integer_below_1(cli):
+    line = one_line_error(cli("diversity", "--transform", "qsgd:1e300", "--quiet"), "qsgd:1e300")
+    assert "between 1 and 2147483647" in line and ">= 1" not in line
+
+
+@cases()
+@given(st.floats(0, 1e308), st.floats(0, 1e100), st.sampled_from(["gaussian", "laplace", "cauchy"]),
+       st.integers(1, 5))
+def test_noise_scales_share_the_noise_limit(tmp_path_factory, scale, sigma, model, d):
+    from signsim import noise
+
+    counted("noise-scales")
+    path = tmp_path_factory.mktemp("s") / "s.npy"
+    np.save(path, np.full(d, scale))
+    cfg = SimpleNamespace(noise=f"{model}:{sigma!r}", noise_scales=str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no raw NumPy RuntimeWarning either
+        try:
+            noise.for_config(cfg, d)
+        except InputError as e:
+            assert str(e).startswith(f"--noise-scales {path}: ") and "1e+100" in str(e)
+            assert scale > 1e100 or scale * sigma > 1e100
+            return
+    assert scale <= 1e100 and scale * sigma <= 1e100
+
+
+def test_a_noise_scales_file_of_1e308_exits_2(cli, tmp_path):
+    path = tmp_path / "s.npy"
+    np.save(path, np.full(10, 1e308))
+    one_line_error(cli("run", "--problem", "quadratic", "--noise-scales", path, "--iters", "3", "--quiet"),
+                   "--noise-scales", "1e+100")
+
+
+def test_a_full_device_is_named(cli):
+    one_line_error(cli("run", "--problem", "quadratic", "--iters", "3", "--out", "/dev/full", "--quiet"),
+                   "/dev/full", "No space left on device")
+
+
+def test_a_write_that_fails_names_the_file(tmp_path):
+    """A file size limit (RLIMIT_FSIZE, like a full disk or quota) fails the write: the error names the
+    target, not the temporary file nor nothing; the target is untouched."""
+    from signsim.paths import write_atomic
+
+    target = tmp_path / "r.json"
+    target.write_text("old")
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1000, hard))
+    try:
+        with pytest.raises(OSError) as e:
+            write_atomic(target, "x" * 100_000)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+    assert e.value.filename == str(target) and target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+# --- finding 8: data files ---------------------------------------------------------------------------------
+
+
+@cases()
+@given(st.lists(st.tuples(st.sampled_from(["1", "-1", "0", "2.5"]), st.sampled_from(["", " # c", "\t"])),
+                min_size=1, max_size=20))
+def test_a_libsvm_file_of_labels_only_is_refused(tmp_path_factory, lines):
+    from signsim.data import svmlight
+
+    counted("data:libsvm")
+    path = tmp_path_factory.mktemp("d") / "labels.svm"
+    path.write_text("".join(f"{label}{tail}\n" for label, tail in lines))
+    with pytest.raises(InputError, match="no features"):
+        svmlight.load(str(path))
+
+
+NOT_REAL = ["timedelta64[s]", "timedelta64[ns]", "timedelta64[D]", "datetime64[D]", "datetime64[s]",
+            "complex64", "complex128", "U3", "S2", "V8"]
+
+
+@cases()
+@given(st.sampled_from(NOT_REAL), st.sampled_from(["X", "y"]), st.integers(1, 50), st.integers(1, 8))
+def test_an_npz_without_real_numbers_is_refused(tmp_path_factory, dtype, which, n, p):
+    from signsim.data import npz
+
+    counted("data:npz")
+    arrays = {"X": np.ones((n, p)), "y": np.ones(n)}
+    arrays[which] = np.zeros(arrays[which].shape, dtype=dtype)
+    path = tmp_path_factory.mktemp("d") / "d.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(InputError, match=f"'{which}'"):
+        npz.load(str(path))
+
+
+@cases()
+@given(st.sampled_from([chr(c) for c in [*range(0, 9), *range(11, 32), 127]]), st.integers(0, 3),
+       st.integers(1, 20), st.booleans())
+def test_a_csv_first_line_with_a_control_character_is_not_a_header(char, where, rows, before):
+    """A damaged first data row (a NUL or another control character in a field) is an error naming line 1,
+    never dropped silently as a header."""
+    from signsim.data import csvfile
+
+    counted("data:csv")
+    first = ["1", "2", "3", "4"]
+    first[where] = char + first[where] if before else first[where] + char
+    text = ",".join(first) + "\n" + "".join(f"0,{i},{i},{i}\n" for i in range(rows))
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "d.csv")
+        with open(path, "w", newline="") as f:
+            f.write(text)
+        if char in "\r\x0b\x0c\x1c\x1d\x1e":  # line breaks for Python's splitlines: not one line any more
+            return
+        with pytest.raises(InputError, match="line 1"):
+            csvfile.load(path)
+
+
+def test_a_csv_header_of_names_is_still_a_header(tmp_path):
+    from signsim.data import csvfile
+
+    path = tmp_path / "h.csv"
+    path.write_text("label,f1\tx,f2\n1,2,3\n0,4,5\n")
+    assert csvfile.load(str(path)).n == 2
+
+
+@pytest.mark.parametrize(("name", "content"), [
+    ("labels.svm", b"1\n-1\n1\n"),
+    ("nul.csv", b"1,2\x00,3\n0,1,2\n1,3,4\n"),
+    ("td.npz", None),
+])
+def test_data_files_found_accepted_exit_2(cli, tmp_path, name, content):
+    path = tmp_path / name
+    if content is None:
+        np.savez(path, X=np.ones((5, 2)).astype("timedelta64[s]"), y=np.ones(5))
+    else:
+        path.write_bytes(content)
+    one_line_error(cli("run", "--problem", "least-squares", "--data", path, "--iters", "3", "--quiet"), name)
+
+
+# --- finding 6: sweep grids and directories, checked before the first run ---------------------------------
+
+
+@pytest.mark.parametrize(("grid", "words"), [
+    ('compressor = ["top-k:3", "top-k:11"]', ["run 1", "top-k:11", "dimension 10"]),
+    ('method = ["signsgd", "ssdm"]\nvotes = ["binomial"]', ["run 1", "ssdm", "binomial"]),
+    ('noise-scales = ["first:3", "{tmp}/three.npy"]', ["run 1", "three.npy", "10"]),
+    ('noise-scales = ["first:3", "{tmp}/missing.npy"]', ["run 1", "missing.npy", "no such file"]),
+])
+def test_every_grid_point_is_checked_before_the_first_run(cli, tmp_path, grid, words):
+    np.save(tmp_path / "three.npy", np.ones(3))
+    spec = tmp_path / "s.toml"
+    spec.write_text('problem = "quadratic"\ndim = 10\niters = 3\nnoise = "gaussian:1"\n[grid]\n'
+                    + grid.replace("{tmp}", str(tmp_path)) + "\n")
+    out = tmp_path / "o"
+    one_line_error(cli("sweep", spec, "--out", out, "--quiet"), str(spec), *words)
+    assert not (out / "runs").exists() and not (out / "results.csv").exists()
+
+
+@pytest.mark.parametrize("case", ["manifest-dir", "runs-file", "csv-fifo", "run-file-dir"])
+def test_the_output_directory_is_checked_before_the_first_run(cli, tmp_path, case, monkeypatch):
+    from signsim.commands.sweep import plan
+
+    monkeypatch.setenv("SIGNSIM_MAX_ITERS", "3")
+    spec = tmp_path / "s.toml"
+    spec.write_text('problem = "quadratic"\niters = 3\n[grid]\nlr = [0.1, 0.2]\n')
+    out = tmp_path / "o"
+    out.mkdir()
+    victim = {"manifest-dir": out / "manifest.json", "runs-file": out / "runs", "csv-fifo": out / "results.csv",
+              "run-file-dir": out / "runs" / f"{plan(spec)[1][1]['run_id']}.json"}[case]
+    if case == "runs-file":
+        victim.write_text("keep me")
+    elif case == "csv-fifo":
+        os.mkfifo(victim)
+    else:
+        victim.mkdir(parents=True)
+    one_line_error(cli("sweep", spec, "--out", out, "--quiet"), str(victim))
+    assert [f for f in out.rglob("*") if f.is_file() and f != victim] == []  # nothing ran, nothing written
+    mode = os.stat(victim).st_mode
+    assert {"manifest-dir": stat.S_ISDIR, "run-file-dir": stat.S_ISDIR, "runs-file": stat.S_ISREG,
+            "csv-fifo": stat.S_ISFIFO}[case](mode)
+    if case == "runs-file":
+        assert victim.read_text() == "keep me"
+
+
+# --- finding 9: memory estimated before allocating --------------------------------------------------------
+
+
+@contextlib.contextmanager
+def address_space(extra: int = 3 * 2**30):
+    """RLIMIT_AS at what the process uses plus ``extra``: an allocation beyond fails at once (it would take
+    tens of seconds to fail otherwise), and the memory signsim sees as available is this limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    cap = used + extra if hard == resource.RLIM_INFINITY else min(hard, used + extra)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _wide_npy(path, n: int, d: int) -> None:
+    """A header promising n x d float64 and a sparse file of that size (no disk space used)."""
+    from numpy.lib import format as npformat
+
+    with open(path, "wb") as f:
+        npformat.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (n, d)})
+        f.seek(8 * n * d - 1, io.SEEK_CUR)
+        f.write(b"\0")
+
+
+@pytest.mark.parametrize(("args", "reduce"), [
+    (["check-spb", "--problem", "quadratic", "--workers", "2147483647"], "--workers"),
+    (["bound", "--problem", "quadratic", "--workers", "2147483647"], "--workers"),
+    (["check-spb", "--problem", "quadratic", "--workers", "3000000", "--dim", "10000"], "--workers"),
+    (["check-spb", "--grads", "{g}", "--workers", "2147483647"], "--workers"),
+    (["check-spb", "--grads", "{g}", "--batch-size", "1000000000"], "--batch-size"),
+    (["check-spb", "--grads", "{wide}"], "coordinates"),
+    (["diversity", "--grads", "{wide}"], "coordinates"),
+    (["run", "--problem", "mlp", "--hidden", "100000000"], "--hidden"),
+], ids=["check-spb-workers", "bound-workers", "vote-of-3e6", "grads-workers", "grads-batch", "grads-wide-spb",
+        "grads-wide-diversity", "mlp-hidden"])
+def test_memory_is_estimated_before_allocating(cli, tmp_path, args, reduce):
+    g, wide = tmp_path / "g.npy", tmp_path / "wide.npy"
+    np.save(g, np.random.default_rng(0).normal(size=(20, 5)))
+    _wide_npy(wide, 2, 200_000_000)
+    args = [a.replace("{g}", str(g)).replace("{wide}", str(wide)) for a in args]
+    with address_space():
+        r = cli(*args, "--quiet")
+    line = one_line_error(r, "needs about", "available", reduce)
+    assert "not enough memory for this problem size" not in line
+
+
+def test_zz_report_case_counts(capsys):
+    with capsys.disabled():
+        print(f"\nhostile classes, cases run: {json.dumps(COUNTS, sort_keys=True)} ({sum(COUNTS.values())} in all)")
