@@ -97,8 +97,6 @@ class Result:
         different problems on one axis, averaging over problems) is a ``UserWarning``. ``out`` also saves it."""
         import warnings
 
-        import matplotlib
-
         from signsim.commands import plot
 
         doc = self.to_dict()
@@ -108,9 +106,8 @@ class Result:
         else:
             name = "this Result"
             loaded = [plot.classify(doc, name)]
-        with matplotlib.rc_context():  # signsim's style for this figure only, not for the caller's others
-            fig = plot.figure(loaded, [name], x, y, group_by, [where] if isinstance(where, str) else where, facet,
-                              lambda message: warnings.warn(message, UserWarning, stacklevel=4))
+        fig = plot.figure(loaded, [name], x, y, group_by, [where] if isinstance(where, str) else where, facet,
+                          lambda message: warnings.warn(message, UserWarning, stacklevel=4))
         if out is not None:
             if Path(out).suffix.lower() not in plot.FORMATS:
                 raise InputError(f"--out {out}: use a .png, .pdf or .svg file name")

@@ -134,6 +134,27 @@ def deferred() -> Iterator[None]:
             _raise(signum)
 
 
+#: the environment variable naming a file that ``ready()`` creates (docs/reference.md, environment variables)
+READY_FILE = "SIGNSIM_READY_FILE"
+
+
+def ready() -> None:
+    """The command's compiled work is under way (past start-up, its kernels loaded, a first chunk done), so a
+    signal now stops the work and keeps partial results: create the (empty) file named by SIGNSIM_READY_FILE,
+    if set, once per process. A script (or a test) waits for the file instead of sleeping for a guessed time."""
+    if _state.get("ready"):
+        return
+    _state["ready"] = True
+    path = os.environ.get(READY_FILE)
+    if not path:
+        return
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        print(f"signsim: {READY_FILE}={path}: cannot create it ({e.strerror})", file=sys.stderr)
+
+
 #: how often (seconds) the main thread looks for a signal while compiled work runs in a helper thread
 SIGNAL_POLL = 0.05
 
@@ -185,6 +206,7 @@ def chunked(total: int, step: Callable[[int, int], None], first: int = 1, limit:
         hi = min(total, lo + size)
         t = time.perf_counter()
         interruptible(lambda lo=lo, hi=hi: step(lo, hi))
+        ready()
         per = (time.perf_counter() - t) / (hi - lo)
         size = int(min(max(1, CHUNK_SECONDS / max(per, 1e-12)), limit, 4 * size))
         lo = hi

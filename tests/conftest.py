@@ -2,7 +2,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +21,112 @@ settings.register_profile("quick", max_examples=40, deadline=None,
 settings.register_profile("long", max_examples=1500, deadline=None,
                           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+
+
+# --- kernels compiled per test file ----------------------------------------------------------------------------
+# Every test process and every signsim it starts share one kernel cache (NUMBA_CACHE_DIR, set by
+# ``import signsim``), so a kernel compiles once per suite, in the first test that needs it. The summary counts
+# the cache entries (.nbc files: one per compiled signature) each test file added, setup and teardown included;
+# with pytest-xdist a kernel compiled by the other worker meanwhile may be counted here too. Tests that set
+# their own NUMBA_CACHE_DIR (fresh-cache checks) are not counted.
+COMPILED: dict[str, int] = {}
+
+
+def _cache_entries() -> int:
+    root = Path(os.environ["NUMBA_CACHE_DIR"])
+    return sum(1 for _ in root.glob("*/*.nbc")) if root.is_dir() else 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_ENTRIES] = _cache_entries()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    yield
+    before = item.stash.get(_ENTRIES, None)
+    if before is not None:
+        item.user_properties.append(("kernels_compiled", _cache_entries() - before))
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "teardown":
+        added = dict(report.user_properties).get("kernels_compiled", 0)
+        if added > 0:
+            name = report.nodeid.split("::")[0]
+            COMPILED[name] = COMPILED.get(name, 0) + added
+
+
+def pytest_terminal_summary(terminalreporter):
+    if COMPILED and not hasattr(terminalreporter.config, "workerinput"):
+        ranked = sorted(COMPILED.items(), key=lambda kv: -kv[1])
+        terminalreporter.write_line(f"kernels compiled ({sum(COMPILED.values())} cache entries), by the test file "
+                                    "that needed them first: " + ", ".join(f"{Path(f).name} {n}" for f, n in ranked))
+
+
+_ENTRIES = pytest.StashKey[int]()
+
+# --- one warm-up for the whole suite under pytest-xdist -----------------------------------------------------------
+# With -n N the workers start together on an empty cache and would each compile the kernels of the first tests
+# they run, the same ones at the same time. Before the workers start, ``signsim compile``'s warm-up commands
+# (every kernel) run instead in N processes, one family of problems' commands per process at a time, so that no
+# kernel compiles twice; the tests then load the kernels. Only for the whole suite (no file, -k or -m given).
+WARM = """
+import sys
+from signsim.cli import main
+for line in sys.argv[1:]:
+    try:
+        main(line.split())
+    except SystemExit as e:
+        if e.code not in (0, 1, None):
+            print(f"warm-up: signsim {line} exited {e.code}", file=sys.stderr)
+"""
+
+
+def _warm_up_shards(n: int) -> list[list[str]]:
+    """``signsim compile``'s warm-up commands in at most n shards, each family of problems (one run loop and its
+    problems' kernels) in one shard, the largest families first to the shard with the fewest commands."""
+    from signsim import problems
+    from signsim.commands.compile import warm_commands
+    from signsim.config import RunConfig
+    from signsim.engine import specialize
+
+    families: dict[str, list[str]] = {}
+    for args in warm_commands():
+        name = args[args.index("--problem") + 1] if "--problem" in args else RunConfig.problem
+        families.setdefault(specialize.family_of(problems.get(name).code), []).append(" ".join(args))
+    shards: list[list[str]] = [[] for _ in range(min(n, len(families)))]
+    for commands in sorted(families.values(), key=len, reverse=True):
+        min(shards, key=len).extend(commands)
+    return shards
+
+
+def pytest_sessionstart(session):
+    config = session.config
+    workers = config.getoption("numprocesses", None) if config.pluginmanager.has_plugin("xdist") else None
+    if workers in ("auto", "logical"):
+        workers = os.cpu_count() or 1
+    whole_suite = (config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.keyword
+                   and not config.option.markexpr.replace("not slow", "").strip())
+    if hasattr(config, "workerinput") or not isinstance(workers, int) or workers < 2 or not whole_suite:
+        return
+    import tempfile
+
+    start = time.monotonic()
+    shards = _warm_up_shards(workers)
+    with tempfile.TemporaryFile("w+") as errors:
+        procs = [subprocess.Popen([sys.executable, "-c", WARM, *shard], stdout=subprocess.DEVNULL, stderr=errors)
+                 for shard in shards]
+        codes = [p.wait() for p in procs]
+        errors.seek(0)
+        problems = [line for line in errors.read().splitlines() if line.startswith(("warm-up:", "Traceback"))]
+    report = config.pluginmanager.get_plugin("terminalreporter")
+    if report is not None:
+        report.write_line(f"kernel cache warmed: {sum(map(len, shards))} warm-up commands in {len(shards)} "
+                          f"processes, {time.monotonic() - start:.0f} s")
+        for line in problems + [f"warm-up process exited {c}" for c in codes if c != 0]:
+            report.write_line(line)
 
 
 @dataclass
@@ -70,3 +178,18 @@ def run_engine(**options):
 def binomial_tolerance(p: float, n: int, z: float = 5.0) -> float:
     """z standard errors of a proportion estimated from n independent trials."""
     return z * np.sqrt(max(p * (1 - p), 1e-12) / n)
+
+
+def wait_until_ready(proc: subprocess.Popen, ready: Path, timeout: float = 600) -> None:
+    """Wait until a signsim process started with ``SIGNSIM_READY_FILE=ready`` says its compiled work is under way
+    (it creates the file: docs/reference.md), rather than sleeping for a guessed time; fail, with its stderr, if
+    it ends first."""
+    end = time.monotonic() + timeout
+    while not ready.exists():
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            pytest.fail(f"signsim exited ({proc.returncode}) before its work was under way: {err}")
+        if time.monotonic() > end:
+            proc.kill()
+            pytest.fail(f"signsim did not report its work under way within {timeout:g} s")
+        time.sleep(0.02)

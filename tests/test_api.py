@@ -160,23 +160,59 @@ def test_to_pandas_with_pandas():
     assert list(df.columns) == list(r.history) and len(df) == len(r.history["iter"])
 
 
-def test_docs_examples_run(tmp_path, monkeypatch):
-    """Every Python block of docs/api.md runs (the PyTorch one needs torch and is only compiled)."""
+def _kernel_manager(tmp_path):
+    """A Jupyter kernel of this interpreter (a kernel spec of its own, so that no installed spec is used)."""
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = tmp_path / "kernels" / "signsim-test"
+    spec.mkdir(parents=True)
+    spec.joinpath("kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "signsim test", "language": "python"}))
+    return KernelManager(kernel_name="signsim-test",
+                         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)]))
+
+
+def test_docs_examples_run_in_a_jupyter_kernel(tmp_path, monkeypatch):
+    """Every Python block of docs/api.md runs, one cell each, in a real Jupyter kernel (the PyTorch block needs
+    torch and is only compiled); a figure is a cell's image; matplotlib's backend is the kernel's before and
+    after, and the user's own pyplot figures still show (issue #25)."""
     import re
     from pathlib import Path
 
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+
     text = Path("docs/api.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert len(blocks) >= 4
-    (tmp_path / "configs").symlink_to(Path("configs").resolve())
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("SIGNSIM_MAX_ITERS", "60")
-    namespace = {}  # one namespace, as in a notebook
+    assert len(blocks) >= 4 and any(".figure(" in b for b in blocks)
     for code in blocks:
-        if "torch" in code:
-            compile(code, "docs/api.md", "exec")
-            continue
-        exec(compile(code, "docs/api.md", "exec"), namespace)
+        compile(code, "docs/api.md", "exec")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "configs").symlink_to(Path("configs").resolve())
+    monkeypatch.setenv("SIGNSIM_MAX_ITERS", "60")  # the kernel inherits this process's environment
+    backend = "import matplotlib\nprint(matplotlib.get_backend())"
+    cells = [backend, *[b for b in blocks if "torch" not in b], "run.figure(x='megabytes', y='loss')", "fig",
+             backend, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    km = _kernel_manager(tmp_path)
+    try:
+        nbclient.NotebookClient(nb, km=km, timeout=900,
+                                resources={"metadata": {"path": str(work)}}).execute()  # raises on a cell's error
+    finally:  # a kernel manager handed in is not shut down by nbclient
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+
+    def mime(cell):
+        return {m for o in cell.outputs for m in o.get("data", {})}
+
+    before, after = ("".join(o.get("text", "") for o in nb.cells[i].outputs).strip() for i in (0, -2))
+    assert before and after == before, (before, after)
+    assert "image/png" in mime(nb.cells[-4]) and "image/png" in mime(nb.cells[-3])
+    assert "image/png" in mime(nb.cells[-1])  # the user's own plot
 
 
 def test_compare_config_matches_cli(cli, tmp_path):
@@ -243,9 +279,6 @@ def test_result_figure(tmp_path):
         other.figure()
     assert any("different problems" in str(w.message) for w in caught)
     assert signsim.check_spb().figure().get_axes()[0].get_ylabel() == "success probability rho_i"
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
 
 
 def test_run_warnings_are_python_warnings():

@@ -3,6 +3,8 @@ benchmarks/bench_startup.py: it takes a minute or more on 2 cores)."""
 
 import hashlib
 
+import pytest
+
 from signsim import methods, noise, problems
 from signsim.commands import compile as compiling
 
@@ -105,3 +107,19 @@ def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
     assert compiling.loop_is_cached("glm", "float32")
     (where / "loop.run_chunk_serial__glm__0123456789-1.py311.nbi").write_bytes(b"damaged")
     assert compiling.loop_is_cached("glm", "float32")  # unreadable: no notice rather than a wrong one
+
+
+def test_an_interrupted_warm_up_command_stops_the_compile(monkeypatch):
+    """Ctrl-C or SIGTERM during one warm-up command (it exits 130 or 143) stops `signsim compile` as an
+    interrupt, not as a failed command with a traceback (found by the fuzz tests on a loaded machine)."""
+
+    monkeypatch.setattr(compiling, "warm_commands", lambda: [["run", "--iters", "2"]] * 3)
+    ran = []
+    for code in (130, 143):
+        def stopped(args, code=code):
+            ran.append(args)
+            raise SystemExit(code)
+
+        with pytest.raises(KeyboardInterrupt):
+            compiling.compile_all(stopped)
+    assert len(ran) == 2  # nothing after the interrupted command

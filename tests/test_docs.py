@@ -281,3 +281,13 @@ def test_no_file_of_the_project_names_private_notes():
     everything = tuple(sorted({rel.split("/")[0] for rel in _tracked_files()}))
     hits = _naming_private_notes(everything)
     assert not hits, f"{len(hits)} references, e.g. {hits[:5]}"
+
+
+def test_every_environment_variable_signsim_reads_is_in_the_reference():
+    """docs/reference.md's table of environment variables names each SIGNSIM_ variable the package reads."""
+    names = {n for p in (ROOT / "signsim").rglob("*.py")
+             for n in re.findall(r"\bSIGNSIM_[A-Z_]+\b", p.read_text(encoding="utf-8"))}
+    section = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8").split("## Environment variables")[1]
+    documented = set(re.findall(r"^\| `(SIGNSIM_[A-Z_]+)", section, flags=re.M))
+    assert {"SIGNSIM_READY_FILE", "SIGNSIM_MAX_ITERS"} <= names
+    assert names <= documented, sorted(names - documented)

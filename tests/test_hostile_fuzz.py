@@ -172,6 +172,13 @@ def check(cli, args, suite):
         assert any(t in lines[0] for t in ("--", "/", "'", "SIGNSIM_", "memory")), (args, lines[0])
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    """Commands that write to a default place relative to the working directory (``sweep`` without --out:
+    results/NAME/) write under the test's own folder, never into the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture(scope="module")
 def arena(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("arena")

@@ -6,14 +6,15 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
+from .conftest import wait_until_ready
+
 ACT_WITHIN = 2.5  # seconds from the signal to the exit (about one second, plus a loaded machine's slack)
-#: seconds before the signal for commands that must be past start-up (imports, loading the cached kernels)
-#: and inside their long loop when it arrives; a loaded machine needs more than an idle one
-STARTED = 6.0
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -30,23 +31,30 @@ def compiled_kernels():
         subprocess.run([sys.executable, "-m", "signsim.cli", *args], capture_output=True, timeout=600)
 
 
-def interrupt(args, sig=signal.SIGINT, after=3.0, twice=False, env=None):
-    """Start ``signsim ARGS`` in its own process group, deliver ``sig`` after ``after`` seconds; returns
+def interrupt(args, sig=signal.SIGINT, after=None, twice=False, env=None):
+    """Start ``signsim ARGS`` in its own process group and deliver ``sig`` once its compiled work is under way
+    (it creates SIGNSIM_READY_FILE), or ``after`` seconds after the start (to land during start-up); returns
     (exit code, stderr, seconds from the signal to the exit)."""
-    p = subprocess.Popen([sys.executable, "-m", "signsim.cli", *map(str, args)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True, env={**os.environ, **(env or {})})
-    time.sleep(after)
-    assert p.poll() is None, p.communicate()
-    start = time.time()
-    if sig == signal.SIGINT:
-        os.killpg(p.pid, sig)
-        if twice:
-            time.sleep(0.05)
+    with tempfile.TemporaryDirectory() as folder:
+        ready = Path(folder) / "ready"
+        p = subprocess.Popen([sys.executable, "-m", "signsim.cli", *map(str, args)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             env={**os.environ, **(env or {}), "SIGNSIM_READY_FILE": str(ready)})
+        if after is None:
+            wait_until_ready(p, ready)
+        else:
+            time.sleep(after)
+            assert p.poll() is None, p.communicate()
+        start = time.time()
+        if sig == signal.SIGINT:
             os.killpg(p.pid, sig)
-    else:
-        os.kill(p.pid, sig)
-    _, err = p.communicate(timeout=60)
-    return p.returncode, err, time.time() - start
+            if twice:
+                time.sleep(0.05)
+                os.killpg(p.pid, sig)
+        else:
+            os.kill(p.pid, sig)
+        _, err = p.communicate(timeout=60)
+        return p.returncode, err, time.time() - start
 
 
 def assert_clean(err):
@@ -56,8 +64,7 @@ def assert_clean(err):
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_run_stops_and_keeps_its_history(tmp_path, sig, code):
     out = tmp_path / "r.json"
-    rc, err, took = interrupt(["run", "--problem", "quadratic", "--iters", "100000000", "--out", out, "--quiet"], sig,
-                              after=STARTED)
+    rc, err, took = interrupt(["run", "--problem", "quadratic", "--iters", "100000000", "--out", out, "--quiet"], sig)
     assert rc == code and took < ACT_WITHIN, (rc, took, err)
     assert_clean(err)
     doc = json.loads(out.read_text())
@@ -80,7 +87,7 @@ def test_one_huge_iteration_does_not_block_ctrl_c(tmp_path):
 ], ids=["monte-carlo", "two-batch", "at-run-K"])
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_long_diagnostics_stop_within_a_second(args, sig, code):
-    rc, err, took = interrupt([*args, "--quiet"], sig, after=STARTED)
+    rc, err, took = interrupt([*args, "--quiet"], sig)
     assert rc == code and took < ACT_WITHIN, (rc, took, err)
     assert_clean(err)
 

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from .conftest import wait_until_ready
 from .test_hostile import one_line
 
 QUICK = 'problem = "quadratic"\niters = 200\n[grid]\nlr = [0.1, 0.01, 0.001, 0.0001]\n'
@@ -50,6 +51,12 @@ def popen(*args, env=None):
     return subprocess.Popen([sys.executable, "-m", "signsim.cli", *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, **(env or {})})
+
+
+def popen_ready(tmp_path, *args):
+    """``popen(ARGS)`` and the file that it creates once a run's compiled work is under way (SIGNSIM_READY_FILE)."""
+    ready = tmp_path / "ready"
+    return popen(*args, env={"SIGNSIM_READY_FILE": str(ready)}), ready
 
 
 # --- plan time ----------------------------------------------------------------------------------------
@@ -151,10 +158,10 @@ def test_a_dead_dask_worker_fails_its_run_and_the_rest_finish(tmp_path):
 
 def test_pool_workers_exit_when_the_sweep_process_dies(tmp_path):
     p = write(tmp_path, LONG)
-    proc = popen("sweep", p, "--out", tmp_path / "o", "--jobs", "2", "--quiet")
-    assert wait_for(lambda: len(children(proc.pid)) >= 2, 60)
-    time.sleep(3)
+    proc, ready = popen_ready(tmp_path, "sweep", p, "--out", tmp_path / "o", "--jobs", "2", "--quiet")
+    wait_until_ready(proc, ready)  # a worker runs
     workers = children(proc.pid)
+    assert len(workers) >= 2, workers
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(30)
     assert wait_for(lambda: not any(alive(w) for w in workers), 10), "pool workers outlived the sweep"
@@ -167,9 +174,8 @@ def test_pool_workers_exit_when_the_sweep_process_dies(tmp_path):
 def test_interrupting_a_sweep_keeps_results_and_tables(tmp_path, sig, code, twice):
     p = write(tmp_path, LONG)
     out = tmp_path / "o"
-    proc = popen("sweep", p, "--out", out, "--jobs", "2", "--quiet")
-    assert wait_for(lambda: len(children(proc.pid)) >= 2, 60)
-    time.sleep(8)  # the workers load the compiled kernels, then run
+    proc, ready = popen_ready(tmp_path, "sweep", p, "--out", out, "--jobs", "2", "--quiet")
+    wait_until_ready(proc, ready)  # a worker has loaded the compiled kernels and runs
     start = time.time()
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)  # as a terminal does: the whole process group
@@ -191,9 +197,9 @@ def test_interrupting_a_dask_sweep_stores_the_runs_in_flight_as_interrupted(tmp_
     pytest.importorskip("distributed")
     p = write(tmp_path, LONG)
     out = tmp_path / "o"
-    proc = popen("sweep", p, "--out", out, "--executor", "dask", "--scheduler", "local", "--jobs", "2", "--quiet")
-    assert wait_for(lambda: len(children(proc.pid)) >= 2, 60)
-    time.sleep(10)
+    proc, ready = popen_ready(tmp_path, "sweep", p, "--out", out, "--executor", "dask", "--scheduler", "local",
+                              "--jobs", "2", "--quiet")
+    wait_until_ready(proc, ready)  # a run is in flight on a Dask worker
     start = time.time()
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)

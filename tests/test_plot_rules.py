@@ -12,14 +12,6 @@ from signsim.commands.plot import build
 from .test_cli import assert_one_line_error
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-
-
 @pytest.fixture(scope="module")
 def res(tmp_path_factory):
     from signsim.cli import main

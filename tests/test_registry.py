@@ -154,6 +154,7 @@ print("isolated")
 """
 
 
+@pytest.mark.slow  # compiles a family's kernels from an empty cache of its own
 def test_a_run_compiles_no_kernel_of_another_family(tmp_path):
     """The point of the loops per family: with an empty kernel cache, a Rosenbrock run (and the row an
     interrupt records) compiles none of the GLM's or the MLP's kernels (a fresh process: nothing compiled
@@ -181,6 +182,7 @@ print("compiled")
 """
 
 
+@pytest.mark.slow  # compiles a family's kernels from an empty cache of its own
 def test_each_data_family_compiles_with_its_worker_step_first(tmp_path):
     """The worker step is compiled without Numba's runtime, and the kernels it calls inherit that unless they
     ask for it; an allocating kernel on the workers' path that forgot to ask compiles only if something else

@@ -5,11 +5,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from .conftest import run_subprocess
+from .conftest import run_subprocess, wait_until_ready
 
 
 @pytest.mark.parametrize("args", [
@@ -37,10 +36,11 @@ def test_ctrl_c_keeps_the_partial_history(tmp_path):
     out = tmp_path / "partial.json"
     warm = run_subprocess("run", "--iters", "10", "--quiet")  # fill the compile cache first
     assert warm.code == 0, warm.err
+    ready = tmp_path / "ready"
     p = subprocess.Popen([sys.executable, "-m", "signsim.cli", "run", "--iters", "100000000", "--out", str(out),
                           "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ})
-    time.sleep(4.0)
+                         env={**os.environ, "SIGNSIM_READY_FILE": str(ready)})
+    wait_until_ready(p, ready)  # past start-up, a first chunk of iterations done
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err

@@ -266,6 +266,8 @@ def compile_all(main: Callable[[list[str]], None], report: Callable[[str], None]
         try:
             main(args)
         except SystemExit as e:
+            if e.code in (130, 143):  # Ctrl-C or SIGTERM stopped the command: stop compiling too (exit 130 / 143)
+                raise KeyboardInterrupt from None
             if e.code not in (0, 1, None):
                 raise RuntimeError(f"signsim {' '.join(args)} exited {e.code}") from None
     return len(cmds)

@@ -16,7 +16,7 @@ from signsim.codes import Schedule, SignZero, Status, Tie, choice
 from signsim.engine import compose, loop, specialize
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
-from signsim.interrupts import acknowledge, interruptible
+from signsim.interrupts import acknowledge, interruptible, ready
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -263,6 +263,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
                 step = min(step, every - engine.k % every)
             t = time.perf_counter()
             _advance(engine, step)
+            ready()
             per_iter = (time.perf_counter() - t) / step
             chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
             if engine.status == Status.OK:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from signsim.render.figures import legend_below, pyplot
+from signsim.render.figures import legend_below, styled, subplots
 from signsim.render.tables import fmt, new_table
 
 
@@ -23,12 +23,12 @@ def _stability_marks(doc: dict[str, Any]) -> dict[str, float | None]:
     return {"at the start": doc["B_S"]["init"], "at the end of serial SGD": doc["B_S"]["end_of_serial_run"]}
 
 
+@styled
 def stability_figure(doc: dict[str, Any]):
     """Left: ||w_S - w_S'|| against gradient computations, one line per B (mean over the pairs). Middle: the
     final mean held-out loss difference against B. Right: the generalization gap (test - training loss) against
     B, mean +- one sd over the pairs' runs on S. B_S marked on the batch axes."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), constrained_layout=True)
+    fig, axes = subplots(1, 3, figsize=(14, 4.2))
     ax = axes[0]
     for i, s in enumerate(doc["rows"]):
         rows = [r for r in doc["curves"] if r["B"] == s["B"]]
@@ -68,11 +68,11 @@ def stability_table(doc: dict[str, Any]) -> list[Any]:
     return [t]
 
 
+@styled
 def conflicts_figure(doc: dict[str, Any]):
     """B_S against conflict + 1 on log-log axes, one marker per value kind (every seed a point), beside the
     sparse-conflict bound n / (conflict + 1) (docs/theory.md §6.2)."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    fig, ax = subplots(figsize=(6.4, 4.2))
     rows = [r for r in doc["rows"] if r["B_S"] is not None]
     for i, values in enumerate(doc["experiment"]["values"]):
         mine = [r for r in rows if r["values"] == values]
@@ -102,12 +102,12 @@ def conflicts_table(doc: dict[str, Any]) -> list[Any]:
     return [t]
 
 
+@styled
 def lower_bound_figure(doc: dict[str, Any]):
     """Left: iterations to the target against B (the fewest over the step factors, mean over seeds), the
     iterations at which E f_k reaches it with the optimal step (closed form), and linear speedup from B = 1.
     Right: gradient computations B T_B. B_S marked on both."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    fig, axes = subplots(1, 2, figsize=(11, 4.2))
     rows = doc["rows"]
     B = np.array([r["B"] for r in rows], dtype=float)
     best = np.array([np.nan if r["best_iters"] is None else r["best_iters"] for r in rows])

@@ -1,10 +1,13 @@
-"""Figure builders: each takes results documents and returns a matplotlib Figure (Agg backend); the CLI saves
-it. One style throughout: labelled axes with units, legends naming the method and its options, log scales
-where the quantity spans decades."""
+"""Figure builders: each takes results documents and returns a matplotlib Figure outside pyplot
+(``signsim.render.canvas``: no backend is selected or changed); the CLI saves it. One style throughout:
+labelled axes with units, legends naming the method and its options, log scales where the quantity spans
+decades."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 import numpy as np
@@ -50,31 +53,33 @@ Y_AXES = {
 }
 
 
-def pyplot():
-    """matplotlib.pyplot with signsim's style; the Agg backend unless pyplot is already in use (a notebook's
-    inline backend, say, is left alone)."""
-    import sys
+def styled(build: Callable) -> Callable:
+    """A figure builder run with signsim's style in effect (``signsim.render.canvas``; matplotlib loads on the
+    first figure, not with this module)."""
 
-    import matplotlib
+    @wraps(build)
+    def inner(*args, **kwargs):
+        from signsim.render import canvas
 
-    if "matplotlib.pyplot" not in sys.modules:
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        with canvas.style():
+            return build(*args, **kwargs)
 
-    plt.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8,
-                         "axes.titlesize": 10, "axes.labelsize": 9})
-    return plt
+    return inner
+
+
+def subplots(*args, **kwargs):
+    """A new figure outside pyplot and its axes (``signsim.render.canvas.subplots``)."""
+    from signsim.render import canvas
+
+    return canvas.subplots(*args, **kwargs)
 
 
 def save(fig, path) -> None:
-    """Write the figure atomically (a temporary file renamed over the target) and release it."""
+    """Write the figure atomically (a temporary file renamed over the target)."""
     from signsim.paths import atomic_path
 
-    try:
-        with atomic_path(path, "--plot") as tmp:
-            fig.savefig(tmp, format=tmp.suffix.lstrip(".").lower() or None)
-    finally:
-        pyplot().close(fig)
+    with atomic_path(path, "--plot") as tmp:
+        fig.savefig(tmp, format=tmp.suffix.lstrip(".").lower() or None)
 
 
 def run_label(doc: dict[str, Any]) -> str:
@@ -210,11 +215,11 @@ def _finish_axis(ax, x: str, y: str, values: list[np.ndarray]) -> None:
         ax.set_ylim(-0.02, 1.02)
 
 
+@styled
 def convergence(docs: list[dict[str, Any]], x: str, y: str, ax=None):
-    plt = pyplot()
     fig = None
     if ax is None:
-        fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+        fig, ax = subplots(figsize=(6.4, 4.2))
     values = []
     for i, (d, label) in enumerate(zip(docs, labels(docs), strict=True)):
         xs, ys = series(d, x, y)
@@ -233,13 +238,13 @@ def convergence(docs: list[dict[str, Any]], x: str, y: str, ax=None):
     return fig
 
 
+@styled
 def runs_overview(docs: list[dict[str, Any]]):
     """Loss against iterations and against megabytes; with SPB tracks, also SPB fraction and E<g, sign g_hat>/l1."""
-    plt = pyplot()
     tracked = any(d.get("tracks", {}).get("spb") for d in docs)
     acc = all(d["history"] and "test_acc" in d["history"][0] for d in docs)
     rows = 2 if tracked else 1
-    fig, axes = plt.subplots(rows, 2, figsize=(11, 4 * rows), constrained_layout=True, squeeze=False)
+    fig, axes = subplots(rows, 2, figsize=(11, 4 * rows), squeeze=False)
     y = "accuracy" if acc else "loss"
     convergence(docs, "iter", y, axes[0][0])
     convergence(docs, "megabytes", y, axes[0][1])
@@ -291,13 +296,13 @@ def parse_where(where: list[str] | None, columns: list[str], name: str) -> list[
     return out
 
 
+@styled
 def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str | None, x: str, y: str,
                 where: list[str] | None = None, facet: str | None = None, name: str = "the sweep", warn=None):
     """One line per value of ``group_by``: the mean over the runs at each recorded iteration, with a band of
     one standard deviation; the title names every option that varies within a line (averaged over).
     ``where`` (KEY=VALUE, all must hold) keeps only matching runs first; ``facet`` draws one panel per value.
     Averaging over different problems calls ``warn``."""
-    plt = pyplot()
     from dataclasses import fields
 
     from signsim.config import RunConfig
@@ -358,8 +363,8 @@ def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str
     fvals = sorted(panels, key=_sort_key)
     ncols = min(len(fvals), 3)
     nrows = math.ceil(len(fvals) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(max(6.4, 4.2 * ncols), 3.8 * nrows + 0.8),
-                             constrained_layout=True, squeeze=False, sharey=True)
+    fig, axes = subplots(nrows, ncols, figsize=(max(6.4, 4.2 * ncols), 3.8 * nrows + 0.8), squeeze=False,
+                         sharey=True)
     groups = sorted({g for f in fvals for g in panels[f]}, key=_sort_key)
     colour = {g: f"C{i % 10}" for i, g in enumerate(groups)}
     for n_ax, f in enumerate(fvals):
@@ -398,16 +403,16 @@ def _sort_key(v: str):
         return (1, 0.0, v)
 
 
+@styled
 def rho_sorted(doc: dict[str, Any]):
     """Per-coordinate success probabilities, sorted, with their intervals and the 1/2 line."""
-    plt = pyplot()
     rho = np.array([np.nan if v is None else v for v in doc["rho"]], dtype=float)
     lo = np.array([np.nan if v is None else v for v in doc["rho_low"]], dtype=float)
     hi = np.array([np.nan if v is None else v for v in doc["rho_high"]], dtype=float)
     keep = np.isfinite(rho)
     order = np.argsort(rho[keep], kind="stable")
     r, l_, h = rho[keep][order], lo[keep][order], hi[keep][order]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    fig, ax = subplots(figsize=(6.4, 4.2))
     ranks = np.arange(r.size)
     ax.fill_between(ranks, l_, h, alpha=0.3, step="mid", label="interval")
     ax.plot(ranks, r, drawstyle="steps-mid", label=f"rho_i ({doc['method_of_estimate']})")
@@ -420,9 +425,9 @@ def rho_sorted(doc: dict[str, Any]):
     return fig
 
 
+@styled
 def speedup_predicted(doc: dict[str, Any]):
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    fig, ax = subplots(figsize=(6.4, 4.2))
     B = np.array([r["B"] for r in doc["speedup"]], dtype=float)
     ax.plot(B, B, ":", color="grey", label="linear speedup")
     B_S = doc["B_S"]
@@ -437,9 +442,9 @@ def speedup_predicted(doc: dict[str, Any]):
     return fig
 
 
+@styled
 def speedup_measured(doc: dict[str, Any]):
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    fig, ax = subplots(figsize=(6.4, 4.2))
     reps = sorted({r["replicate"] for r in doc["rows"]})
     all_B = sorted({r["B"] for r in doc["rows"]})
     ax.plot(all_B, all_B, ":", color="grey", label="linear speedup")
@@ -459,10 +464,10 @@ def speedup_measured(doc: dict[str, Any]):
     return fig
 
 
+@styled
 def diversity_dimension(doc: dict[str, Any]):
     """B_S against d on log-log axes, every seed a point, the fitted line and its slope (docs/theory.md §10.3)."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    fig, ax = subplots(figsize=(6.4, 4.2))
     rows = [r for r in doc["rows"] if r["B_S"] is not None and math.isfinite(r["B_S"])]
     d = np.array([r["d"] for r in rows], dtype=float)
     b = np.array([r["B_S"] for r in rows], dtype=float)
@@ -484,14 +489,13 @@ def diversity_dimension(doc: dict[str, Any]):
     return fig
 
 
+@styled
 def diversity_heuristics(doc: dict[str, Any]):
     """Left: B_S of the raw per-sample gradients and after each transformation (bars, log scale). Right, when
     measured: the speedup of mini-batch SGD against B with and without the transformation, beside the speedups
     predicted from each B_simple."""
-    plt = pyplot()
     measured = doc.get("measured")
-    fig, axes = plt.subplots(1, 2 if measured else 1, figsize=(11 if measured else 6.4, 4.2),
-                             constrained_layout=True, squeeze=False)
+    fig, axes = subplots(1, 2 if measured else 1, figsize=(11 if measured else 6.4, 4.2), squeeze=False)
     ax = axes[0, 0]
     names = [r["transform"] for r in doc["rows"]]
     ax.bar(range(len(names)), [r["B_S"] for r in doc["rows"]], color=["grey"] + ["C0"] * (len(names) - 1))
@@ -519,13 +523,13 @@ def diversity_heuristics(doc: dict[str, Any]):
     return fig
 
 
+@styled
 def bound_overview(doc: dict[str, Any]):
     """Left: each bound against K (bounds whose theorem matches the run solid, the others dotted); with an
     overlay, the run's left-hand sides as it went (running mean, min or squared mean up to K), once per
     distinct quantity, in the colour of a bound it is compared with (a cross at the end: a matching bound
     exceeded). Right: E<g, vote> / ||g||_1 against M beside the exponential lower bound. One legend below."""
-    plt = pyplot()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.6), constrained_layout=True)
+    fig, (a1, a2) = subplots(1, 2, figsize=(11, 4.6))
     drawn: dict[str, Any] = {}
     colours: dict[str, str] = {}  # the quantity a matching bound bounds -> that bound's colour
     first_colour: dict[str, str] = {}
@@ -592,13 +596,13 @@ def bound_overview(doc: dict[str, Any]):
 FINAL_AXES = ("workers", "byzantine", "batch-size")
 
 
+@styled
 def final_against(docs: list[dict[str, Any]], option: str, y: str):
     """One point per run against a run option: the number of workers M (log axis when it spans more than two
     decades), the fraction of Byzantine workers b / M, or the batch size tau (log axis). The value is the run's
     final one for history quantities and the average over the run for tracked ones (SPB fraction, rho-norm,
     B_S), whose single values are noisy. Runs whose noise models differ get one line each."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    fig, ax = subplots(figsize=(6.4, 4.2))
     tracked = Y_AXES[y][0] != "history"
 
     def value(d: dict[str, Any]) -> float:
