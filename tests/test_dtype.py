@@ -56,7 +56,7 @@ def test_config_files_check_the_dtype(cli, tmp_path):
     p.write_text("dtype = 32\n")
     assert_one_line_error(cli("run", "--config", p), "'dtype'", "string")
     p.write_text('dtype = "double"\n')
-    assert_one_line_error(cli("run", "--config", p), "--dtype double")
+    assert_one_line_error(cli("run", "--config", p), "'dtype'", "double")
 
 
 def test_state_arrays_are_float32_and_float64_stays_the_default():

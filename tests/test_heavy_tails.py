@@ -61,7 +61,7 @@ def test_scales_from_a_file_and_their_errors(tmp_path):
         with pytest.raises(InputError, match="--noise-scales"):
             noise.parse_scales(bad, 6)
     np.save(f, np.array([1.0, -1.0, 0, 0, 0, 0]))
-    with pytest.raises(InputError, match=">= 0"):
+    with pytest.raises(InputError, match="between 0 and"):
         noise.parse_scales(str(f), 6)
     with pytest.raises(InputError, match="dimension"):
         noise.parse_scales(str(f), 5)
