@@ -65,6 +65,7 @@ ORCHESTRATION = {
     "dimension": {"diversity"},  # B_S of generated data per dimension
     "conflicts": {"diversity"},  # B_S of sparse data per conflict degree
     "lower_bound": {"run"},  # runs to a target loss per batch size
+    "compile": {"sweep"},  # a sweep's compile notices: the runs it plans
     "experiments": {"replication", "dimension", "heuristics", "stability", "conflicts", "lower_bound"},
 }
 #: the names a composed command offers for composing (its entry point, its options, shared orchestration)
@@ -77,6 +78,7 @@ COMPOSABLE = {
     "stability": {"stability"},
     "conflicts": {"conflicts"},
     "lower_bound": {"lower_bound"},
+    "sweep": {"plan"},
 }
 
 

@@ -91,8 +91,13 @@ def load_file(path: str | Path) -> ModuleType:
     key = str(p.resolve())
     if key in LOADED:
         return LOADED[key]
-    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
+    # named by its source, as its compiled kernels are: a cached loop refers to the module by this name, so the
+    # same source loaded from another path must find the same module
+    digest = hashlib.sha1(p.read_bytes()).hexdigest()[:10]
     name = f"signsim_plugin_{p.stem.replace('-', '_')}_{digest}"
+    if name in sys.modules and is_plugin(sys.modules[name]):
+        LOADED[key] = sys.modules[name]
+        return LOADED[key]
     spec = importlib.util.spec_from_file_location(name, p)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod  # Numba's cache and pickling (sweep workers) find it by this name
