@@ -7,8 +7,15 @@ The CLI turns it into exit code 2 and a single line on stderr; nothing else shou
 class InputError(ValueError):
     """Bad input: unknown names, impossible numbers, malformed or missing files.
 
-    The message must name the option, file or field and say what is wrong, in one line.
+    The message must name the option, file or field and say what is wrong, in one line: a line break or other
+    control character the user wrote (echoed in the message) is shown escaped, as ``\\n``.
     """
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        text = str(message)
+        if any(c < " " for c in text):
+            text = "".join(c if c >= " " else repr(c)[1:-1] for c in text)
+        super().__init__(text, *args)
 
 
 class MemoryLimit(InputError):
