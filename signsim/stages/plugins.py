@@ -46,7 +46,7 @@ _ENTRY_POINTS_LOADED = False
 
 
 def _fail(where: str, what: str) -> InputError:
-    return InputError(f"plugin {where}: {what}")
+    return InputError(f"--plugin '{where}': {what}")
 
 
 def check_contract(mod: ModuleType, where: str) -> str:
