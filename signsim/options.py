@@ -179,6 +179,21 @@ TABLE: tuple[Option, ...] = (
     _run("dtype", "str", "float64 | float32: the type of the run's state vectors and data matrix; float32 halves "
          "their memory, arithmetic stays float64 (signsim run only; default: float64)", P_RUN, default="float64",
          choices=("float64", "float32")),
+    _run("local_steps", "int", "local steps H per round: each participating worker takes H SGD steps from the "
+         "server's x and sends its compressed model change (default: 1)", P_RUN, default=1, lo=1, hi=10**6,
+         commands=("run", "check-spb", "bound")),
+    _run("local_lr", "float", "the workers' local step size, gamma_0 of the schedule (default: --lr)", P_RUN, lo=0,
+         lo_open=True, what="the local step size", commands=("run", "check-spb", "bound")),
+    _run("server_lr", "float", "the server's step size: x <- x - server_lr gamma_k direction (default: 1)", P_RUN,
+         default=1.0, lo=0, lo_open=True, what="the server step size", commands=("run", "check-spb", "bound")),
+    _run("participation", "float", "fraction P in (0, 1] of the workers sampled each round (default: 1)", P_RUN,
+         lo=0, hi=1, lo_open=True, what="the participation fraction", commands=("run", "check-spb", "bound")),
+    _run("clients_per_round", "int", "S of the M workers sampled each round, uniformly without replacement "
+         "(default: all; or P M, at least 1)", P_RUN, lo=1, hi=MAX_SIZE, commands=("run", "check-spb", "bound")),
+    _run("budget_mb", "float", "stop once the bits sent up and down reach X megabytes (8e6 bits)", P_RUN, lo=0,
+         lo_open=True, what="the communication budget", commands=("run",)),
+    _run("budget_bits", "float", "stop once the bits sent up and down reach N bits", P_RUN, lo=0, lo_open=True,
+         what="the communication budget", commands=("run",)),
     _run("byzantine", "int", "number of Byzantine workers (the first ones; see --attack; default: 0)", P_RUN,
          default=0, lo=0, hi=MAX_SIZE),
     _run("attack", "str", "invert | random | alie:Z | ipm:EPS (omniscient: from the honest messages; default: "
@@ -309,8 +324,8 @@ SAMPLE_FUNCTIONS = {"spb_from_samples": "check-spb", "diversity_from_samples": "
 RECORD_ORDER = (
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum", "byzantine",
     "attack", "sign_zero", "tie", "eval_every", "stop_loss", "monotone", "track_spb", "track_diversity", "seed",
-    "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales", "dtype", "plugin", "noise",
-    "dim",
+    "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales", "dtype", "plugin", "local_steps",
+    "local_lr", "server_lr", "participation", "clients_per_round", "budget_mb", "budget_bits", "noise", "dim",
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
     "replicate", "positive_class", "l2", "hidden", "activation",
 )

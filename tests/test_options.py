@@ -207,7 +207,7 @@ def _doc_sections() -> dict[str, set[str]]:
 
 def test_reference_tables_list_every_option_of_the_table():
     s = _doc_sections()
-    run_sections = s["Problem"] | s["Data (logistic, least-squares, mlp)"] | s["Run"] | s["Output"]
+    run_sections = s["Problem"] | s["Data (logistic, least-squares, mlp)"] | s["Run"] | s["Rounds"] | s["Output"]
 
     def flags(command):
         return {o.flag for o in options.of_command(command).values()}
@@ -215,6 +215,7 @@ def test_reference_tables_list_every_option_of_the_table():
     assert run_sections | s["run"] == flags("run")
     tracks = {"--track-spb", "--track-diversity"}
     for command in ("check-spb", "diversity", "bound"):
-        assert (run_sections - tracks) | s[command] == flags(command), command
+        rounds = s["Rounds"] if command != "diversity" else set()
+        assert (run_sections - tracks - s["Rounds"]) | rounds | s[command] == flags(command), command
     for command in ("sweep", "plot", "compile"):
         assert s[command] - {"FILE", "RESULTS..."} == flags(command), command
