@@ -11,6 +11,8 @@ from signsim.commands.plot import build
 from .test_cli import assert_one_line_error
 
 PAPER = sorted(Path("configs/paper").glob("*.toml"))
+#: paper configs whose capped run is still long (.ci/run runs them with the slow tests)
+SLOW_PAPER = {"diversity-dimension"}  # B_S at 8 dimensions up to 2,000, 3 seeds each, on 20,000 samples
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +113,8 @@ def test_bad_plot_inputs(cli, results, tmp_path):
     assert_one_line_error(cli("plot", tmp_path), "not a sweep")
 
 
-@pytest.mark.parametrize("config", PAPER, ids=[p.stem for p in PAPER])
+@pytest.mark.parametrize("config", [pytest.param(p, id=p.stem, marks=pytest.mark.slow if p.stem in SLOW_PAPER else ())
+                                    for p in PAPER])
 def test_paper_configs_run(cli, config, monkeypatch, tmp_path):
     monkeypatch.setenv("SIGNSIM_MAX_ITERS", "20")
     text = config.read_text()
