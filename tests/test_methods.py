@@ -54,7 +54,7 @@ def whole_runs():
                                marks=() if fast else pytest.mark.slow)
 
 
-@pytest.mark.parametrize(("method", "problem_opts", "method_opts"), whole_runs())
+@pytest.mark.parametrize(("method", "problem_opts", "method_opts"), list(whole_runs()))
 def test_whole_run_matches_reference(method, problem_opts, method_opts):
     options = {"workers": 5, **problem_opts, **method_opts}
     engine, xs = replay(6, method=method, **options)
