@@ -43,7 +43,9 @@ COLUMNS = (
     Column("test_acc", "test_acc", "test accuracy", recorded=CLASSIFIER),
     Column("test_loss", "test_loss", "test loss f_test(x_k) on the held-out samples", recorded=DATA),
     Column("bits_up", "bits_up", "bits sent up so far (all workers)", integer=True),
-    Column("bits_down", "bits_down", "bits broadcast so far (times M)", integer=True),
+    Column("bits_down", "bits_down", "bits broadcast so far (times the participants)", integer=True),
+    Column("grad_calls", "grad_calls", "stochastic-gradient oracle calls so far, summed over workers (S H per round)",
+           integer=True),
 )
 
 #: the loop's column names, in order (``loop.HIST``)
