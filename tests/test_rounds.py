@@ -183,7 +183,7 @@ def test_bad_rounds_input_exits_2_with_one_line(args, named):
 @pytest.mark.parametrize("args, named", BAD)
 def test_bad_rounds_input_in_python_config_and_sweep_files(args, named, tmp_path):
     opts = {}
-    for flag, value in zip(args[::2], args[1::2]):
+    for flag, value in zip(args[::2], args[1::2], strict=True):
         name = flag[2:].replace("-", "_")
         o = config.RECORD[name]
         opts[name] = {"int": int, "float": float}.get(o.kind, str)(value)

@@ -145,7 +145,6 @@ class Engine(ChunkedState):
                  workers: int, iters: int, eval_every: int, seed: int, parallel: bool | None = None,
                  dtype: str | np.dtype = np.float64):
         from signsim import accounting
-
         from signsim.seeding import participation_stream
 
         d, M = problem.dim, workers
