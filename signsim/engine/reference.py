@@ -1,9 +1,10 @@
 """A plain NumPy replay of the compiled loop, for tests: same streams, same order of draws, no Numba.
 
 It is written from docs/theory.md §2, §8 and §12 (rounds: local steps, sampled participants) directly, with NumPy
-array operations: each stage's step is its module's NumPy ``reference`` (``signsim.stages``), which shares no
-code with its kernel (only the problem's and noise model's NumPy references). Given the same seed it must reproduce the engine's iterates to rounding error;
-the tests check that for every method alias, every stage and a grid of stage combinations.
+array operations: each stage's step is its module's NumPy ``reference`` (``signsim.stages``), which shares no code
+with its kernel (only the problem's and noise model's NumPy references). Given the same seed it must reproduce the
+engine's iterates to rounding error; the tests check that for every method alias, every stage and a grid of stage
+combinations.
 """
 
 from __future__ import annotations
