@@ -58,7 +58,7 @@ N_FCFG = len(FCFG)
 SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK = range(4)
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
-# ``tally``: bits sent so far, up (all messages) and down (every broadcast times M)
+# ``tally``: bits sent so far, up (all messages) and down (every broadcast times the round's S participants)
 T_UP, T_DOWN = 0, 1
 #: history columns, in order (declared in ``signsim/history.py``)
 HIST = history.KEYS
