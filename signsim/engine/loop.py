@@ -17,6 +17,12 @@ median or trimmed mean; EF21's server adds the broadcast to its running g. Then 
 with ``monotone`` the step is taken only if it does not increase f (signSGD's "option 2"). The bits of every
 message and broadcast are counted as they are produced (docs/theory.md §7, §8).
 
+An iteration is a federated round (docs/theory.md §12): the server first samples the round's S participants
+(``sample_participants``, from a stream of its own; none drawn when S = M), only they run the steps above, with
+g replaced by the sum of H local SGD gradients (``local_gradient``; H = 1 is the gradient itself), in slots
+0..S-1 of the per-round buffers; the server aggregates those S messages and steps x <- x - server_lr gamma_k
+direction (x <- x - server_lr direction for EF).
+
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
 whatever the number of Numba threads. The loop is compiled from this one source for each family of problems
 (``signsim.engine.specialize``), with threads and without (a small run loads only the serial one). The driver
