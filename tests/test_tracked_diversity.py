@@ -38,3 +38,10 @@ def test_no_finite_variance_gives_null_rows_naming_why():
                                 iters=100)
     for r in rows:
         assert r["B_S"] is None and r["B_simple"] is None and "variance" in r["note"], r
+
+
+def test_the_diversity_function_issues_its_warnings_as_user_warnings():
+    """signsim.diversity issued none before: the out-of-range warning was only in result["warnings"]."""
+    with pytest.warns(UserWarning, match="outside its range"):
+        r = signsim.diversity(problem="rosenbrock", oracle="term", noise="gaussian:1", x0=1.0, pairs=20, seed=1)
+    assert r["B_S"] is None and r["warnings"]
