@@ -606,8 +606,11 @@ def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs:
                          "plugin": plugin})
     target = output_dir(o.get("out", str(Path("results") / path.stem)), "--out")
     if o.get("dry_run"):
+        from signsim.commands.sweep import check_runs
+
         spec, tasks = plan(path, o.get("plugin"))
         store = Store(target)
+        check_runs(spec, [t for t in tasks if not store.finished(t["run_id"])])  # as the sweep itself would
         rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
                  "finished": store.finished(t["run_id"]), "error": t["error"]} for t in tasks]
         return {"command": "sweep", "dry_run": True, "runs": rows}, spec, target
