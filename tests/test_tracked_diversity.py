@@ -45,3 +45,14 @@ def test_the_diversity_function_issues_its_warnings_as_user_warnings():
     with pytest.warns(UserWarning, match="outside its range"):
         r = signsim.diversity(problem="rosenbrock", oracle="term", noise="gaussian:1", x0=1.0, pairs=20, seed=1)
     assert r["B_S"] is None and r["warnings"]
+
+
+def test_plotting_a_tracked_quantity_that_is_null_throughout_says_why(cli, tmp_path):
+    """It said "track it with --track-diversity" of a run that had tracked it under Cauchy noise."""
+    out = tmp_path / "heavy.json"
+    assert cli("run", "--problem", "rosenbrock", "--oracle", "term", "--noise", "cauchy:1", "--track-diversity", "50",
+               "--iters", "100", "--out", out, "-q").code == 0
+    r = cli("plot", out, "--y", "B_S", "--out", tmp_path / "h.png")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert "it was tracked, but every value is null" in lines[0] and "no finite variance" in lines[0]
