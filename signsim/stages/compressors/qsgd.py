@@ -68,14 +68,15 @@ def kernel(v, out, p, sign_zero, gen, iwork):
 
 
 def bits(d, p, sign_zero, nonzero):
-    """The fixed code's size exactly; the Elias code's upper bound (its exact size is ``message_bits``): with n
-    non-zero levels each gap is at most d - n + 1 and each level at most s, and over all messages, since
-    omega(g) <= 2g - 1, at most 32 + d (2 + omega(s)) (every gap 1)."""
+    """The fixed code's size exactly; the Elias code's upper bound (its exact size is ``message_bits``): over all
+    messages 32 + d (2 + omega(s)), since omega(g) <= 2g - 1, every level is at most s and the gaps sum to at most
+    d; with n non-zero levels also 32 + n (omega(d - n + 1) + 1 + omega(s)) (no gap exceeds d - n + 1)."""
     n = d if nonzero is None else nonzero
     if len(p) > 1 and p[1] == ELIAS:
+        worst = 32 + d * (2 + omega_bits(int(p[0])))
         if nonzero is None:
-            return 32 + d * (2 + omega_bits(int(p[0])))
-        return 32 + n * (omega_bits(max(1, d - n + 1)) + 1 + omega_bits(int(p[0])))
+            return worst
+        return min(worst, 32 + n * (omega_bits(max(1, d - n + 1)) + 1 + omega_bits(int(p[0]))))
     level = int(p[0]).bit_length()  # ceil(log2(s + 1))
     return 32 + 1 + min(d * (1 + level), n * (index_bits(d) + 1 + level))
 
