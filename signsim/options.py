@@ -293,7 +293,8 @@ TABLE: tuple[Option, ...] = (
     Option("out", "file", "figure file: .png, .pdf or .svg (default: <first input>.png, or figure.png in a sweep "
            "directory)", ("plot",)),
     Option("x", "str", "iter | bits | megabytes | time (curves against it; default: iter) | workers | byzantine | "
-           "batch-size (final values against this run option)", ("plot",)),
+           "batch-size (final values against this run option) | a sweep's varied option (final values against it)",
+           ("plot",)),
     Option("y", "str", "loss | test-loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
            "spb-fraction | rho-min | rho-norm | B_S (default: loss)", ("plot",)),
     Option("group_by", "str", "sweeps: one line per value of this option (the title names the options averaged "
