@@ -131,7 +131,7 @@ def for_round(out: list[BoundSpec], c: dict[str, Constant], rnd, unimodal: bool 
         elif b.key == "bernstein-majority":
             (F, L1, s1) = need(c, "F", "L1", "sigma1")
             if b.value(2) is not None:
-                b.value = lambda K: B.bernstein(F, L1, s1, K, S, 0.0, True)
+                b.value = lambda K, F=F, L1=L1, s1=s1: B.bernstein(F, L1, s1, K, S, 0.0, True)
             b.label = f"Bernstein et al. 2018, majority vote of S = {S} sampled of M = {M}"
             b.note = f"{sampled}: 2 sigma_1/sqrt(S) (identical workers vote as S of them); " + b.note
         elif b.key == "bernstein-byzantine":
@@ -269,9 +269,8 @@ def round_note(rnd) -> str | None:
 def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None) -> dict[str, Any]:
     from signsim import noise, problems
     from signsim.diagnostics.point import resolve_point
-    from signsim.options import check_fields
-
     from signsim.diagnostics.rounds import of_config
+    from signsim.options import check_fields
 
     check_fields(o, "bound")  # --box and --at against their rows of signsim.options
     rnd = of_config(cfg, o.at)
