@@ -373,3 +373,11 @@ def test_bad_round_input_exits_2_with_one_line(cli, args, names):
     assert r.code == 2, r.err
     lines = r.err.strip().splitlines()
     assert len(lines) == 1 and names in lines[0] and "Traceback" not in r.err
+
+
+@pytest.mark.parametrize("M,S,d", [(1, 1, 3), (6, 3, 5), (7, 7, 2), (12, 5, 4), (30, 11, 3), (9, 1, 2)])
+def test_sampled_vote_kernel_equals_its_numpy_reference(M, S, d):
+    from signsim.diagnostics.sampled_vote import sampled_sum_law_ref
+
+    law = Law(*heterogeneous_laws(M + S, max(M, 2), d)) if M > 1 else Law(*(a[:1] for a in heterogeneous_laws(1, 2, d)))
+    np.testing.assert_allclose(sampled_sum_law(law, S), sampled_sum_law_ref(law, S), atol=1e-14)

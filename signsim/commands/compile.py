@@ -198,6 +198,8 @@ def warm_commands() -> list[list[str]]:
         cmds.append(["diversity", "--problem", p, "--pairs", "8", "--quiet"])
         cmds.append(["diversity", "--problem", p, "--pairs", "8", "--estimator", "two-batch", "--quiet"])
     cmds.append(["bound", "--problem", "rosenbrock", "--quiet"])  # the majority-vote table's exact law
+    # the vote of S sampled workers that differ (docs/theory.md §12.1)
+    cmds.append(["check-spb", "--problem", "vote-trap", "--workers", "6", "--clients-per-round", "3", "--quiet"])
     return cmds
 
 
