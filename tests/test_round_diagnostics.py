@@ -381,3 +381,10 @@ def test_sampled_vote_kernel_equals_its_numpy_reference(M, S, d):
 
     law = Law(*heterogeneous_laws(M + S, max(M, 2), d)) if M > 1 else Law(*(a[:1] for a in heterogeneous_laws(1, 2, d)))
     np.testing.assert_allclose(sampled_sum_law(law, S), sampled_sum_law_ref(law, S), atol=1e-14)
+
+
+def test_bound_majority_table_sampled_identical_workers_is_the_row_of_S():
+    doc = signsim.bound(problem="quadratic", dim=3, workers=16, participation=0.33).to_dict()
+    mt = doc["majority_table"]
+    assert mt["clients_per_round"] == 5 and doc["round"]["participation"] == 0.33
+    assert mt["sampled_ratio"] == pytest.approx(next(r["ratio"] for r in mt["rows"] if r["M"] == 5), abs=1e-13)
