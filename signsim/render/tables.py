@@ -229,9 +229,19 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
         ("||g||_2", fmt(doc["l2_norm"])),
         (l12_label, fmt(doc["l12_norm"])),
     ]
+    rnd = doc.get("round") or {}
+    sampled = rnd.get("clients_per_round") is not None and rnd.get("clients_per_round") < rnd.get("workers", 0)
+    if rnd.get("local_steps", 1) > 1:
+        rows.insert(0, ("message", f"{rnd['message']} (local step size {fmt(rnd['local_step_size'])})"))
+        rows.insert(1, ("round's law", rnd["note"]))
+        rows[rows.index(next(r for r in rows if r[0].startswith("E<g, sign g_hat>")))] = (
+            "E<g, sign u> (the round's rho-norm)", f"{fmt(doc['rho_norm'])}  [{fmt(doc['rho_norm_low'])}, "
+            f"{fmt(doc['rho_norm_high'])}]")
     if "rho_M_norm" in doc:
         how = "each worker's own law" if doc.get("workers_differ") else "identical workers"
-        rows.append((f"E<g, vote> (rho_M-norm, M={doc['workers']}, {how})", fmt(doc["rho_M_norm"])))
+        who = (f"S={rnd['clients_per_round']} sampled of M={doc['workers']}, exact over the sampling" if sampled
+               else f"M={doc['workers']}")
+        rows.append((f"E<g, vote> (rho_M-norm, {who}, {how})", fmt(doc["rho_M_norm"])))
     for label, value in rows:
         summary.add_row(label, value)
     summary.add_row("verdict", f"[bold {colour}]{doc['verdict']}[/]")
@@ -460,7 +470,14 @@ def bound_report(doc: dict[str, Any]) -> list[Any]:
     for r in mt["rows"]:
         if r["M"] <= 12 or r["M"] in (15, 16, 31, 32, 63, 64):
             m.add_row(str(r["M"]), fmt(r["ratio"]), fmt(r["lower_bound"]))
+    if mt.get("sampled_ratio") is not None:
+        m.add_row(f"{mt['clients_per_round']} sampled of {doc['round']['workers']}", fmt(mt["sampled_ratio"]), "-")
     notes = ["* derived for this project, not quoted from a paper"]
+    if doc.get("round", {}).get("note"):
+        notes.append(f"round: {doc['round']['note']}")
+    if mt.get("round_note"):
+        notes.append(f"majority table: {mt['round_note']}")
+    notes += [f"{r['key']}: {r['note']}" for r in doc["bounds"] if r["note"].startswith("no bound known")]
     if doc.get("overlay", {}).get("exceeded"):
         notes.append("[bold red]An observation exceeds its bound.[/] The theorems bound expectations: one run can "
                      "exceed a tight bound by its own fluctuation; average several seeds before calling it a bug.")
