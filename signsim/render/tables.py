@@ -144,9 +144,11 @@ def _min_width(texts) -> int:
 
 
 def run_summary(doc: dict[str, Any]) -> Table:
+    from signsim.commands.run import budget_message
+
     cfg, fin = doc["config"], doc["final"]
     title = (f"{cfg['method']} on {doc['problem']['name']} (d = {doc['problem']['dim']}), "
-             f"M = {cfg['workers']}, K = {cfg['iters']}: {doc['status']}")
+             f"M = {cfg['workers']}, K = {cfg['iters']}: {budget_message(doc) or doc['status']}")
     table = new_table(title)
     table.add_column("quantity")
     table.add_column("start", justify="right")
@@ -160,6 +162,13 @@ def run_summary(doc: dict[str, Any]) -> Table:
     table.add_row("iterations", "0", fmt(fin.get("iters_done")))
     table.add_row("bits up (all workers)", "0", bits_text(fin["bits_up"]))
     table.add_row("bits down (all workers)", "0", bits_text(fin["bits_down"]))
+    per = doc.get("bits_per_iter") or {}
+    for way in ("up", "down"):
+        mean = per.get(f"{way}_mean")
+        if mean is not None and mean != per.get(way):  # a message size that varies: measured beside declared
+            worst = f", worst {fmt(per[f'{way}_worst'])}" if per.get(f"{way}_worst") is not None else ""
+            table.add_row(f"bits {way} per iteration", "", f"{fmt(round(mean))} measured mean{worst} "
+                          f"(declared upper bound {fmt(per[way])})")
     table.add_row("wall time", "", f"{fin['wall_time']:.3f} s")
     return table
 
