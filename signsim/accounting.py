@@ -11,6 +11,7 @@ compare it with the kernels' counts.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from signsim.stages.base import FLOAT_BITS, index_bits  # noqa: F401 - re-exported
@@ -62,6 +63,17 @@ def bits_per_iteration(compressor, aggregate, M: int, d: int, sign_zero, tie) ->
         up=M * uplink_bits(compressor, d, sign_zero),
         down=M * downlink_bits(compressor, aggregate, M, d, sign_zero, tie),
     )
+
+
+def budget_bits(cfg) -> float:
+    """The communication budget of a run config (a RunConfig or its dict) in bits: ``--budget-bits``, or
+    ``--budget-mb`` times 8e6; inf without one (docs/theory.md §12)."""
+    get = cfg.get if isinstance(cfg, dict) else lambda name: getattr(cfg, name, None)
+    if get("budget_bits") is not None:
+        return float(get("budget_bits"))
+    if get("budget_mb") is not None:
+        return float(get("budget_mb")) * 8e6
+    return math.inf
 
 
 def smallest_round_bits(compressor, aggregate, M: int, d: int, sign_zero, tie) -> int:

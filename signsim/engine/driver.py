@@ -96,7 +96,7 @@ class Settings:
     @classmethod
     def from_config(cls, cfg, method: MethodSpec, dim: int | None = None) -> Settings:
         """The stages of ``cfg``; ``dim`` resolves a default that depends on the dimension (a sparsifier's k)."""
-        from signsim import stages
+        from signsim import accounting, stages
 
         return cls(
             compressor=stages.parse_compressor(cfg.compressor or method.compressor, dim),
@@ -109,18 +109,8 @@ class Settings:
             momentum2=cfg.momentum2 if cfg.momentum2 is not None else 0.0,
             weight_decay=getattr(cfg, "weight_decay", 0.0) or 0.0,
             error_feedback=stages.parse_error_feedback(cfg.error_feedback or method.error_feedback),
-            budget=budget_bits(cfg),
+            budget=accounting.budget_bits(cfg),
         )
-
-
-def budget_bits(cfg) -> float:
-    """The communication budget of ``cfg`` in bits (``--budget-bits``, or ``--budget-mb`` times 8e6), inf without
-    one (docs/theory.md §12)."""
-    if getattr(cfg, "budget_bits", None) is not None:
-        return float(cfg.budget_bits)
-    if getattr(cfg, "budget_mb", None) is not None:
-        return float(cfg.budget_mb) * 8e6
-    return np.inf
 
 
 def check_settings(s: Settings, d: int) -> None:

@@ -225,8 +225,8 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
                pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, sp, x_star, hist, counters):
     """Run iterations k0 <= k < k1 of a K-iteration run; record history every ``eval_every`` iterations
     and at k = K, or at the first iteration whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the
-    run stops with Status.BUDGET (docs/theory.md §12). Returns a Status; ``counters`` holds the rows written and the iterations completed,
-    ``tally`` the bits sent."""
+    run stops with Status.BUDGET (docs/theory.md §12). Returns a Status; ``counters`` holds the rows written and
+    the iterations completed, ``tally`` the bits sent."""
     M, d = G.shape
     lr0 = fcfg[F_LR]
     wd = fcfg[F_WEIGHT_DECAY]

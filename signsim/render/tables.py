@@ -193,13 +193,25 @@ def comparison_table(doc: dict[str, Any]) -> Table:
     """Every run's final values, and its loss (and test accuracy) at the smallest total communication."""
     c = doc["comparison"]
     acc = any(r["final_test_acc"] is not None for r in c["rows"])
-    table = new_table(f"runs compared at equal communication B = {c['budget_megabytes']:.3g} MB (up + down; the least "
-                      "any run sent)")
-    cols = ["run", "iters", "MB", "final loss", "loss@B"] + (["test acc@B", "final acc"] if acc else []) + ["status"]
+    if c.get("budget_given"):  # every run stopped at the budget or at its iters: its final values are at B
+        table = new_table(f"runs compared at equal communication B = {c['budget_megabytes']:.4g} MB (up + down; each "
+                          "run stops at the first iteration that reaches B, or at its iters)")
+        cols = ["run", "iters", "MB", "final loss"] + (["final acc"] if acc else []) + ["stopped at"]
+    else:
+        table = new_table(f"runs compared at equal communication B = {c['budget_megabytes']:.3g} MB (up + down; the "
+                          "least any run sent)")
+        cols = ["run", "iters", "MB", "final loss", "loss@B"] + (["test acc@B", "final acc"] if acc else [])
+        cols.append("status")
     for col in cols:
-        table.add_column(col, justify="left" if col in ("run", "status") else "right")
+        table.add_column(col, justify="left" if col in ("run", "status", "stopped at") else "right")
     for r in c["rows"]:
-        row = [r["label"], fmt(r["iters"]), f"{r['megabytes']:.3g}", fmt(r["final_loss"]), fmt(r["loss_at_budget"])]
+        row = [r["label"], fmt(r["iters"]), f"{r['megabytes']:.3g}", fmt(r["final_loss"])]
+        if c.get("budget_given"):
+            stopped = {"budget": "the budget", "iters": f"iters ({fmt(r['iters'])})",
+                       "stop_loss": "the stop loss"}.get(r["stopped"], r["stopped"])
+            table.add_row(*row, *([_pct(r["final_test_acc"])] if acc else []), stopped)
+            continue
+        row.append(fmt(r["loss_at_budget"]))
         if acc:
             row += [_pct(r["test_acc_at_budget"]), _pct(r["final_test_acc"])]
         table.add_row(*row, r["status"])
