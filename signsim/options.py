@@ -324,8 +324,9 @@ SAMPLE_FUNCTIONS = {"spb_from_samples": "check-spb", "diversity_from_samples": "
 RECORD_ORDER = (
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum", "byzantine",
     "attack", "sign_zero", "tie", "eval_every", "stop_loss", "monotone", "track_spb", "track_diversity", "seed",
-    "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales", "dtype", "plugin", "local_steps",
-    "local_lr", "server_lr", "participation", "clients_per_round", "budget_mb", "budget_bits", "noise", "dim",
+    "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales", "dtype", "plugin",
+    "local_steps", "local_lr", "server_lr", "participation", "clients_per_round", "budget_mb", "budget_bits", "noise",
+    "dim",
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
     "replicate", "positive_class", "l2", "hidden", "activation",
 )

@@ -73,7 +73,12 @@ def _lacking(named: list[tuple[str, dict[str, Any]]], y: str) -> None:
     names = ", ".join(name for name, _ in missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3
                                                           else "")
     have = figures.available_y(missing[0][1])
-    hint = " (track it with --track-spb / --track-diversity)" if figures.Y_AXES[y][0] != "history" else ""
+    source, field = figures.Y_AXES[y][0], figures.Y_AXES[y][1]
+    hint = " (track it with --track-spb / --track-diversity)" if source != "history" else ""
+    rows = (missing[0][1].get("tracks") or {}).get(source) if source != "history" else None
+    if rows and isinstance(rows, list) and all(isinstance(r, dict) and r.get(field) is None for r in rows):
+        notes = [r["note"] for r in rows if r.get("note")]
+        hint = f" (it was tracked, but every value is null{': ' + notes[0] if notes else ''})"
     raise InputError(f"--y {y}: {names} hold{'s' if len(missing) == 1 else ''} no {label}{hint}; "
                      f"{missing[0][0]} has: {', '.join(have) or 'nothing to plot'}")
 

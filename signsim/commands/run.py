@@ -65,6 +65,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     if on_start is not None:
         on_start()
     out = simulate(engine, progress, hooks)
+    warnings += [w for q in quantities for w in q.warnings()]
 
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, cfg.workers, problem.dim,
                                          settings.sign_zero, settings.tie)
