@@ -235,3 +235,9 @@ def test_budget_options_in_config_files_and_compare_variants(cli, tmp_path):
     assert_one_line_error(cli("run", "--config", cfg), "--budget-bits 100", "160")
     cfg.write_text('problem = "quadratic"\ndim = 10\nbudget_mb = 1\n[[compare]]\nbudget_bits = 1000\n')
     assert_one_line_error(cli("run", "--config", cfg), "--budget-mb 1", "--budget-bits 1000")
+
+
+def test_tracked_quantities_are_recorded_up_to_the_stop():
+    r = signsim.run(**QUAD, method="signsgd", iters=100, track_spb=10, budget_bits=20 * ROUND["signsgd"])
+    assert r.status == "budget" and r["final"]["iters_done"] == 20
+    assert [t["iter"] for t in r["tracks"]["spb"]] == [0, 10, 20]
