@@ -35,6 +35,18 @@ def uplink_bits(compressor, d: int, sign_zero, nonzero: int | None = None) -> in
     return int(c.module.bits(d, c.params, int(sign_zero), nonzero))
 
 
+def message_bits(compressor, v, out, sign_zero) -> int:
+    """Bits of the worker message ``out`` = C(``v``), exactly as the kernel counts it: the module's
+    ``message_bits`` where the size depends on more than the count of non-zero entries (QSGD's Elias code: the
+    gaps and the levels), else ``uplink_bits`` with that count."""
+    import numpy as np
+
+    c = _stage("compressor", compressor)
+    if hasattr(c.module, "message_bits"):
+        return int(c.module.message_bits(v, out, c.params, int(sign_zero)))
+    return uplink_bits(c, out.size, sign_zero, int(np.count_nonzero(out)))
+
+
 def broadcast_is_sparse(compressor, aggregate) -> bool:
     """The mean of sparse messages is sent as (index, float) pairs when that is cheaper; its size depends on
     the iteration, so the run counts it: 1 + min(32 d, n (32 + I)) for n non-zero entries."""

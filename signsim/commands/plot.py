@@ -85,14 +85,14 @@ def _lacking(named: list[tuple[str, dict[str, Any]]], y: str) -> None:
 
 def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None, where: list[str],
            facet: str | None, warn: Callable[[str], None]):
-    _check_axes(x, y)
     return figure([load_any(p) for p in paths], [str(p) for p in paths], x, y, group_by, where, facet, warn)
 
 
-def _check_axes(x: str | None, y: str | None) -> None:
-    if x is not None and x not in figures.X_AXES and x not in figures.FINAL_AXES:
+def _check_axes(x: str | None, y: str | None, sweep: bool = False) -> None:
+    if x is not None and x not in figures.X_AXES and x not in figures.FINAL_AXES and not sweep:
         raise InputError(f"--x {x}: choose from {', '.join(figures.X_AXES)}, {', '.join(figures.FINAL_AXES)} "
-                         "(runs that differ by that option: their final values)")
+                         "(runs that differ by that option: their final values; for a sweep directory also an "
+                         "option it varies)")
     if y is not None and y not in figures.Y_AXES:
         raise InputError(f"--y {y}: choose from {', '.join(figures.Y_AXES)}")
 
@@ -101,10 +101,10 @@ def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None
            group_by: str | None = None, where: list[str] | None = None, facet: str | None = None,
            warn: Callable[[str], None] | None = None):
     """The figure for results already loaded (``load_any`` or ``classify``), each named for messages."""
-    _check_axes(x, y)
     where = where or []
     warn = warn or (lambda message: None)
     kinds = {k for k, _ in loaded}
+    _check_axes(x, y, sweep=kinds == {"sweep"})
     if len(kinds) > 1:
         raise InputError(f"cannot plot {' and '.join(sorted(kinds))} results in one figure")
     kind = kinds.pop()
@@ -129,10 +129,14 @@ def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None
     if len(loaded) > 1:
         raise InputError(f"{kind} results: give one file")
     _, data = loaded[0]
-    if x in figures.FINAL_AXES:
+    if x in figures.FINAL_AXES and kind != "sweep":
         raise InputError(f"--x {x}: applies to run results only")
     if kind == "sweep":
         rows, params = data
+        if x is not None and x not in figures.X_AXES:
+            if facet:
+                raise InputError(f"--facet {facet}: not with --x {x} (a final-value figure has one panel)")
+            return figures.sweep_final(rows, params, x, group_by, y or "loss", where, f"the sweep {names[0]}")
         return figures.sweep_lines(rows, params, group_by, x or "iter", y or "loss", where, facet,
                                    f"the sweep {names[0]}", warn)
     if y is not None or x is not None:
