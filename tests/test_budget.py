@@ -241,3 +241,30 @@ def test_tracked_quantities_are_recorded_up_to_the_stop():
     r = signsim.run(**QUAD, method="signsgd", iters=100, track_spb=10, budget_bits=20 * ROUND["signsgd"])
     assert r.status == "budget" and r["final"]["iters_done"] == 20
     assert [t["iter"] for t in r["tracks"]["spb"]] == [0, 10, 20]
+
+
+def test_qsgd_elias_measured_bits_match_the_replay():
+    iters = 15
+    engine, problem, model, params, settings, cfg = make_engine(
+        problem="quadratic", dim=40, workers=3, noise="gaussian:1", method="sgd", compressor="qsgd:4:elias",
+        lr=0.01, iters=iters, eval_every=1, seed=2)
+    simulate(engine)
+    ref = ReferenceRun(problem, model, params, settings, cfg.workers, cfg.seed)
+    per_iter = []
+    for _ in range(iters):
+        before = ref.bits_up
+        ref.step()
+        per_iter.append(ref.bits_up - before)
+    from signsim.accounting import bits_per_iteration
+    from signsim.commands.run import measured_bits
+
+    declared = bits_per_iteration(settings.compressor, settings.aggregate, 3, 40, settings.sign_zero, settings.tie)
+    per = measured_bits(declared, engine.tally, iters)
+    assert per["up_mean"] == sum(per_iter) / iters and per["up_worst"] == max(per_iter)
+    assert per["up_worst"] < per["up"]
+
+
+def test_the_smallest_elias_round_is_the_norm_alone():
+    least = M * 32 + M * 32 * D  # an Elias-coded QSGD message without a non-zero level is its norm
+    with pytest.raises(signsim.InputError, match=f"{least:,}"):
+        signsim.run(**QUAD, method="sgd", compressor="qsgd:4:elias", iters=20, budget_bits=least - 1)
