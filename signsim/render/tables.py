@@ -144,9 +144,11 @@ def _min_width(texts) -> int:
 
 
 def run_summary(doc: dict[str, Any]) -> Table:
+    from signsim.commands.run import budget_message
+
     cfg, fin = doc["config"], doc["final"]
     title = (f"{cfg['method']} on {doc['problem']['name']} (d = {doc['problem']['dim']}), "
-             f"M = {cfg['workers']}, K = {cfg['iters']}: {doc['status']}")
+             f"M = {cfg['workers']}, K = {cfg['iters']}: {budget_message(doc) or doc['status']}")
     table = new_table(title)
     table.add_column("quantity")
     table.add_column("start", justify="right")
@@ -160,6 +162,13 @@ def run_summary(doc: dict[str, Any]) -> Table:
     table.add_row("iterations", "0", fmt(fin.get("iters_done")))
     table.add_row("bits up (all workers)", "0", bits_text(fin["bits_up"]))
     table.add_row("bits down (all workers)", "0", bits_text(fin["bits_down"]))
+    per = doc.get("bits_per_iter") or {}
+    for way in ("up", "down"):
+        mean = per.get(f"{way}_mean")
+        if mean is not None and mean != per.get(way):  # a message size that varies: measured beside declared
+            worst = f", worst {fmt(per[f'{way}_worst'])}" if per.get(f"{way}_worst") is not None else ""
+            table.add_row(f"bits {way} per iteration", "", f"{fmt(round(mean))} measured mean{worst} "
+                          f"(declared upper bound {fmt(per[way])})")
     table.add_row("wall time", "", f"{fin['wall_time']:.3f} s")
     return table
 
@@ -184,13 +193,25 @@ def comparison_table(doc: dict[str, Any]) -> Table:
     """Every run's final values, and its loss (and test accuracy) at the smallest total communication."""
     c = doc["comparison"]
     acc = any(r["final_test_acc"] is not None for r in c["rows"])
-    table = new_table(f"runs compared at equal communication B = {c['budget_megabytes']:.3g} MB (up + down; the least "
-                      "any run sent)")
-    cols = ["run", "iters", "MB", "final loss", "loss@B"] + (["test acc@B", "final acc"] if acc else []) + ["status"]
+    if c.get("budget_given"):  # every run stopped at the budget or at its iters: its final values are at B
+        table = new_table(f"runs compared at equal communication B = {c['budget_megabytes']:.4g} MB (up + down; each "
+                          "run stops at the first iteration that reaches B, or at its iters)")
+        cols = ["run", "iters", "MB", "final loss"] + (["final acc"] if acc else []) + ["stopped at"]
+    else:
+        table = new_table(f"runs compared at equal communication B = {c['budget_megabytes']:.3g} MB (up + down; the "
+                          "least any run sent)")
+        cols = ["run", "iters", "MB", "final loss", "loss@B"] + (["test acc@B", "final acc"] if acc else [])
+        cols.append("status")
     for col in cols:
-        table.add_column(col, justify="left" if col in ("run", "status") else "right")
+        table.add_column(col, justify="left" if col in ("run", "status", "stopped at") else "right")
     for r in c["rows"]:
-        row = [r["label"], fmt(r["iters"]), f"{r['megabytes']:.3g}", fmt(r["final_loss"]), fmt(r["loss_at_budget"])]
+        row = [r["label"], fmt(r["iters"]), f"{r['megabytes']:.3g}", fmt(r["final_loss"])]
+        if c.get("budget_given"):
+            stopped = {"budget": "the budget", "iters": f"iters ({fmt(r['iters'])})",
+                       "stop_loss": "the stop loss"}.get(r["stopped"], r["stopped"])
+            table.add_row(*row, *([_pct(r["final_test_acc"])] if acc else []), stopped)
+            continue
+        row.append(fmt(r["loss_at_budget"]))
         if acc:
             row += [_pct(r["test_acc_at_budget"]), _pct(r["final_test_acc"])]
         table.add_row(*row, r["status"])
