@@ -65,6 +65,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     if on_start is not None:
         on_start()
     out = simulate(engine, progress, hooks)
+    warnings += [w for q in quantities for w in q.warnings()]
 
     S = settings.participants(cfg.workers)
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, problem.dim,
@@ -84,7 +85,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "config": cfg.to_dict(),
         "stages": stages.describe(settings, cfg, problem.dim),
         "problem": problem.facts(),
-        "bits_per_iter": {"up": bits.up, "down": bits.down},
+        "bits_per_iter": measured_bits(bits, engine.tally, out.iters_done),
         "rounds": {"local_steps": settings.local_steps, "clients_per_round": S, "workers": cfg.workers,
                    "local_lr": settings.lr, "server_lr": settings.server_lr},
         "warnings": warnings,
@@ -98,6 +99,29 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     if problem.dim <= MAX_STORED_DIM:
         doc["x_final"] = out.x
     return doc
+
+
+def measured_bits(declared, tally, iters: int) -> dict[str, Any]:
+    """Bits per iteration: ``up`` and ``down`` as declared (the formulas of ``signsim.accounting``: the dense
+    upper bound for messages whose size varies), beside the run's measured ``up_mean`` and ``down_mean``
+    (bits sent / iterations done) and ``up_worst`` (the most bits sent up in one iteration); the measured values
+    are None before the first iteration (docs/theory.md §7)."""
+    from signsim.engine import loop
+
+    done = iters > 0
+    return {"up": declared.up, "down": declared.down,
+            "up_mean": float(tally[loop.T_UP]) / iters if done else None,
+            "up_worst": int(tally[loop.T_UP_MAX]) if done else None,
+            "down_mean": float(tally[loop.T_DOWN]) / iters if done else None}
+
+
+def budget_message(doc: dict[str, Any]) -> str | None:
+    """Where a run stopped at its communication budget (None for any other status)."""
+    if doc.get("status") != "budget":
+        return None
+    fin = doc["final"]
+    return (f"stopped at the budget after {fin['iters_done']} iterations, "
+            f"{(fin['bits_up'] + fin['bits_down']) / 8e6:.4g} MB")
 
 
 def diverged_message(doc: dict[str, Any]) -> str | None:

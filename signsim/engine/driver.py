@@ -51,6 +51,7 @@ class Settings:
     momentum2: float = 0.0
     weight_decay: float = 0.0
     error_feedback: Stage | None = None
+    budget: float = np.inf  # stop once the bits sent up and down reach this many (docs/theory.md §12)
     #: federated rounds (docs/theory.md §12): local steps H, participants per round S (None: every worker), the
     #: server's step size; ``lr`` is then gamma_0 of the local step size (``--local-lr``, default ``--lr``)
     local_steps: int = 1
@@ -100,7 +101,7 @@ class Settings:
     @classmethod
     def from_config(cls, cfg, method: MethodSpec, dim: int | None = None) -> Settings:
         """The stages of ``cfg``; ``dim`` resolves a default that depends on the dimension (a sparsifier's k)."""
-        from signsim import rounds, stages
+        from signsim import accounting, rounds, stages
 
         return cls(
             compressor=stages.parse_compressor(cfg.compressor or method.compressor, dim),
@@ -113,6 +114,7 @@ class Settings:
             momentum2=cfg.momentum2 if cfg.momentum2 is not None else 0.0,
             weight_decay=getattr(cfg, "weight_decay", 0.0) or 0.0,
             error_feedback=stages.parse_error_feedback(cfg.error_feedback or method.error_feedback),
+            budget=accounting.budget_bits(cfg),
             local_steps=int(cfg.local_steps), clients=rounds.of_config(cfg), server_lr=float(cfg.server_lr),
         )
 
@@ -131,7 +133,7 @@ def check_settings(s: Settings, d: int) -> None:
 @dataclass
 class EngineOutput:
     history: np.ndarray  # rows of loop.HIST
-    status: str  # ok | diverged | interrupted
+    status: str  # ok | diverged | interrupted | budget
     iters_done: int
     wall_time: float
     x: np.ndarray
@@ -173,7 +175,7 @@ class Engine(ChunkedState):
         self.agg = np.zeros(d, dtype=dt)
         self.gbuf = np.zeros(d)  # the full gradient behind the history's norms: float64 like the history
         self.wbits = np.zeros(S)
-        self.tally = np.zeros(2)
+        self.tally = np.zeros(loop.N_TALLY)
         self.part = np.arange(M, dtype=np.int64)  # the round's participants: part[:S]
         self.seen = np.zeros(M, dtype=np.int64)  # each worker's rounds so far
         gens, self.server_gen = run_streams(seed, M)
@@ -203,7 +205,7 @@ class Engine(ChunkedState):
                     noise=noise.code, monotone=s.monotone, track_error=s.error_feedback.module.TRACK_ERROR,
                     sparse_down=sparse_down, local_steps=s.local_steps, clients=clients)
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
-                      server_lr=s.server_lr)
+                      budget=s.budget, server_lr=s.server_lr)
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
                 np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64))
 
@@ -287,7 +289,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             ready()
             per_iter = (time.perf_counter() - t) / step
             chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
-            if engine.status == Status.OK:
+            if engine.status in (Status.OK, Status.BUDGET):
                 for every, fn in hooks:
                     if engine.k % every == 0 and engine.k > 0:
                         fn(engine.k, _float64(engine.x))
@@ -295,6 +297,8 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
                 progress(engine.k, engine.K)
         if engine.status == Status.DIVERGED:
             status = "diverged"
+        elif engine.status == Status.BUDGET:
+            status = "budget"
         reached = engine.status == Status.TARGET
     except KeyboardInterrupt:
         acknowledge()

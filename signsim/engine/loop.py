@@ -54,18 +54,20 @@ from signsim.engine.dispatch import (
 ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
         "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients")
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
-FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "server_lr")
+FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
  I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS) = range(len(ICFG))
 N_ICFG = len(ICFG)
-F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_SERVER_LR = range(len(FCFG))
+F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR = range(len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
 SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK = range(4)
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
-# ``tally``: bits sent so far, up (all messages) and down (every broadcast times the round's S participants)
-T_UP, T_DOWN = 0, 1
+# ``tally``: bits sent so far, up (all messages) and down (every broadcast times the round's S participants); the
+# most bits sent up in one iteration
+T_UP, T_DOWN, T_UP_MAX = 0, 1, 2
+N_TALLY = 3
 #: history columns, in order (declared in ``signsim/history.py``)
 HIST = history.KEYS
 H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, H_BITS_UP, H_BITS_DOWN = map(
@@ -282,10 +284,12 @@ def check_settings(sign_zero, tie):
 
 def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gbuf, gens, server_gen,
                pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, sp, x_star, hist, counters, part, part_gen, Y, U, seen):
-    """Run rounds k0 <= k < k1 of a K-round run; record history every ``eval_every`` rounds and at k = K.
-    Returns a Status; ``counters`` holds the rows written and the rounds completed, ``tally`` the bits sent.
-    Each round's S participants (``part[:S]``, ascending, drawn from ``part_gen``) fill the slots 0..S-1 of
-    ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones (worker index < ``byzantine``) come first."""
+    """Run rounds k0 <= k < k1 of a K-round run; record history every ``eval_every`` rounds and at k = K, or at
+    the first round whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the run stops with
+    Status.BUDGET (docs/theory.md §12). Returns a Status; ``counters`` holds the rows written and the rounds
+    completed, ``tally`` the bits sent. Each round's S participants (``part[:S]``, ascending, drawn from
+    ``part_gen``) fill the slots 0..S-1 of ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones (worker
+    index < ``byzantine``) come first."""
     M = part.shape[0]
     d = x.shape[0]
     S = icfg[I_CLIENTS]
@@ -327,6 +331,7 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
         for j in range(S):
             up += wbits[j]
         tally[T_UP] += up
+        tally[T_UP_MAX] = max(tally[T_UP_MAX], up)
         if icfg[I_SPARSE_DOWN]:
             tally[T_DOWN] += S * sparse_broadcast_bits(agg)
         else:
@@ -351,6 +356,9 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
             for i in range(d):
                 x[i] -= scale * direction[i]
         counters[C_DONE] = k + 1
+        if tally[T_UP] + tally[T_DOWN] >= fcfg[F_BUDGET]:  # the budget (inf without one), docs/theory.md §12
+            status = record(k + 1, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            return Status.BUDGET if status == Status.OK else status
     if k1 == K:
         return record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
     return Status.OK

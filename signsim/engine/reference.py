@@ -89,7 +89,7 @@ class ReferenceRun:
             self.seen[m] += 1
             u = ef.reference_before(lr, v, self.err[m])
             msg = np.asarray(comp.module.reference(u, comp.params, int(s.sign_zero), gen), dtype=float)
-            self.bits_up += accounting.uplink_bits(comp, msg.size, s.sign_zero, int(np.count_nonzero(msg)))
+            self.bits_up += accounting.message_bits(comp, u, msg, s.sign_zero)
             ef.reference_after(self.err[m], u, msg)
             if m < s.byzantine:
                 msg = att.reference(msg, s.attack.params, gen)
