@@ -2,8 +2,9 @@
 several of the rounds' options.
 
 S, the participants per round: ``--clients-per-round S`` as given; else ``--participation P`` gives
-S = max(1, floor(P M + 1/2)) (P M rounded to the nearest integer, halves up, at least one worker); else S = M.
-Pure Python: the config checks, the engine, the memory estimate and the results read it.
+S = max(1, floor(P M)) (floor(P M + 1e-9): a product such as 0.7 x 10 that rounds below an integer still counts as
+it); else S = M. Pure Python: the config checks, the engine, the diagnostics, the memory estimate and the results
+read it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ def clients_per_round(workers: int, participation: float | None, clients: int | 
     if clients is not None:
         return int(clients)
     if participation is not None:
-        return max(1, min(workers, math.floor(participation * workers + 0.5)))
+        return max(1, min(workers, math.floor(participation * workers + 1e-9)))
     return int(workers)
 
 

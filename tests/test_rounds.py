@@ -154,8 +154,9 @@ def test_participants_are_counted_in_bits_up_and_down():
     assert r["rounds"]["clients_per_round"] == S
 
 
-@pytest.mark.parametrize("P, M, S", [(0.25, 32, 8), (0.01, 32, 1), (1.0, 7, 7), (0.5, 5, 3), (0.3, 5, 2)])
-def test_participation_gives_s_rounded_half_up_at_least_one(P, M, S):
+@pytest.mark.parametrize("P, M, S", [(0.25, 32, 8), (0.01, 32, 1), (1.0, 7, 7), (0.5, 5, 2), (0.3, 5, 1),
+                                     (0.7, 10, 7), (0.29, 100, 29)])
+def test_participation_gives_s_rounded_down_at_least_one(P, M, S):
     assert clients_per_round(M, P, None) == S
 
 
