@@ -115,15 +115,6 @@ def measured_bits(declared, tally, iters: int) -> dict[str, Any]:
             "down_mean": float(tally[loop.T_DOWN]) / iters if done else None}
 
 
-def budget_message(doc: dict[str, Any]) -> str | None:
-    """Where a run stopped at its communication budget (None for any other status)."""
-    if doc.get("status") != "budget":
-        return None
-    fin = doc["final"]
-    return (f"stopped at the budget after {fin['iters_done']} iterations, "
-            f"{(fin['bits_up'] + fin['bits_down']) / 8e6:.4g} MB")
-
-
 def diverged_message(doc: dict[str, Any]) -> str | None:
     """The line a diverged run prints on stderr (None for any other status): where it stopped and its last
     recorded loss."""

@@ -143,9 +143,16 @@ def _min_width(texts) -> int:
     return max((len(w) for t in texts for w in str(t).split()), default=1)
 
 
-def run_summary(doc: dict[str, Any]) -> Table:
-    from signsim.commands.run import budget_message
+def budget_message(doc: dict[str, Any]) -> str | None:
+    """Where a run stopped at its communication budget (None for any other status)."""
+    if doc.get("status") != "budget":
+        return None
+    fin = doc["final"]
+    return (f"stopped at the budget after {fin['iters_done']} iterations, "
+            f"{(fin['bits_up'] + fin['bits_down']) / 8e6:.4g} MB")
 
+
+def run_summary(doc: dict[str, Any]) -> Table:
     cfg, fin = doc["config"], doc["final"]
     title = (f"{cfg['method']} on {doc['problem']['name']} (d = {doc['problem']['dim']}), "
              f"M = {cfg['workers']}, K = {cfg['iters']}: {budget_message(doc) or doc['status']}")
