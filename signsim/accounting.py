@@ -11,6 +11,7 @@ compare it with the kernels' counts.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from signsim.stages.base import FLOAT_BITS, index_bits  # noqa: F401 - re-exported
@@ -32,6 +33,18 @@ def uplink_bits(compressor, d: int, sign_zero, nonzero: int | None = None) -> in
     non-zero entries, d when unknown, for the messages whose size depends on them)."""
     c = _stage("compressor", compressor)
     return int(c.module.bits(d, c.params, int(sign_zero), nonzero))
+
+
+def message_bits(compressor, v, out, sign_zero) -> int:
+    """Bits of the worker message ``out`` = C(``v``), exactly as the kernel counts it: the module's
+    ``message_bits`` where the size depends on more than the count of non-zero entries (QSGD's Elias code: the
+    gaps and the levels), else ``uplink_bits`` with that count."""
+    import numpy as np
+
+    c = _stage("compressor", compressor)
+    if hasattr(c.module, "message_bits"):
+        return int(c.module.message_bits(v, out, c.params, int(sign_zero)))
+    return uplink_bits(c, out.size, sign_zero, int(np.count_nonzero(out)))
 
 
 def broadcast_is_sparse(compressor, aggregate) -> bool:
@@ -62,3 +75,25 @@ def bits_per_iteration(compressor, aggregate, M: int, d: int, sign_zero, tie) ->
         up=M * uplink_bits(compressor, d, sign_zero),
         down=M * downlink_bits(compressor, aggregate, M, d, sign_zero, tie),
     )
+
+
+def budget_bits(cfg) -> float:
+    """The communication budget of a run config (a RunConfig or its dict) in bits: ``--budget-bits``, or
+    ``--budget-mb`` times 8e6; inf without one (docs/theory.md §12)."""
+    get = cfg.get if isinstance(cfg, dict) else lambda name: getattr(cfg, name, None)
+    if get("budget_bits") is not None:
+        return float(get("budget_bits"))
+    if get("budget_mb") is not None:
+        return float(get("budget_mb")) * 8e6
+    return math.inf
+
+
+def smallest_round_bits(compressor, aggregate, M: int, d: int, sign_zero, tie) -> int:
+    """The fewest bits one iteration can send, up plus down (docs/theory.md §12): the bits of one iteration for
+    fixed-size messages; for a message or broadcast whose size varies (QSGD, a sparse broadcast), its size with no
+    non-zero entry. A communication budget below this stops nothing and is refused."""
+    c, a = _stage("compressor", compressor), _stage("aggregation", aggregate)
+    up = M * uplink_bits(c, d, sign_zero, 0)
+    if broadcast_is_sparse(c, a):
+        return up + M * sparse_broadcast_bits(d, 0)
+    return up + M * downlink_bits(c, a, M, d, sign_zero, tie)

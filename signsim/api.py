@@ -541,11 +541,16 @@ def run(config: Any = None, *, out: str | Path | None = None,
         from signsim.stages.plugins import paths
 
         options["plugin"] = ",".join(paths(plugins))
-    doc = execute("run", config, {**options, "out": out, "progress": progress})
+    return _warned(execute("run", config, {**options, "out": out, "progress": progress}))
+
+
+def _warned(doc: dict[str, Any]) -> Result:
+    """``doc`` as a Result, once its warnings (the command line's "warning:" lines: ``doc["warnings"]``, and each
+    compared run's) are issued as ``UserWarning``."""
     import warnings
 
-    for w in sorted({w for d in doc.get("runs", [doc]) for w in d.get("warnings", [])}):
-        warnings.warn(w, UserWarning, stacklevel=2)  # what the command line prints as "warning:"
+    for w in sorted({w for d in [doc, *doc.get("runs", [])] for w in d.get("warnings", None) or []}):
+        warnings.warn(w, UserWarning, stacklevel=3)
     return Result(doc)
 
 
@@ -555,7 +560,7 @@ def check_spb(config: Any = None, *, out: str | Path | None = None, **options: A
     ``confidence``, ``interval``, ``correction``, ``top``, ``grads`` (a .npy file of per-sample gradients); the
     problem defaults to logistic on a bundled data set, as on the command line. The verdict is
     ``result["verdict"]`` (the CLI's exit code 1 is not an exception here)."""
-    return Result(execute("check-spb", config, {**options, "out": out}))
+    return _warned(execute("check-spb", config, {**options, "out": out}))
 
 
 def diversity(config: Any = None, *, out: str | Path | None = None, **options: Any) -> Result:
@@ -565,7 +570,7 @@ def diversity(config: Any = None, *, out: str | Path | None = None, **options: A
     options and ``at`` (also a vector), ``delta``, ``estimator``, ``pairs``, ``small_batch``, ``big_batch``,
     ``transform`` (a spec or a list of them), ``grads``; the problem defaults to logistic, as on the command
     line."""
-    return Result(execute("diversity", config, {**options, "out": out}))
+    return _warned(execute("diversity", config, {**options, "out": out}))
 
 
 def bound(config: Any = None, *, out: str | Path | None = None, **options: Any) -> Result:
@@ -573,7 +578,7 @@ def bound(config: Any = None, *, out: str | Path | None = None, **options: Any) 
     run options and ``overlay`` (a run's results file, its ``Result`` or its dict: the run's observations beside
     the bounds, its config under the others), ``constant`` (a dict ``{"L1": 2.0}`` or a list of
     ``"NAME=VALUE"``), ``box`` and ``at`` (also a vector)."""
-    return Result(execute("bound", config, {**options, "out": out}))
+    return _warned(execute("bound", config, {**options, "out": out}))
 
 
 def _plain(obj: Any) -> Any:
@@ -601,8 +606,11 @@ def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs:
                          "plugin": plugin})
     target = output_dir(o.get("out", str(Path("results") / path.stem)), "--out")
     if o.get("dry_run"):
+        from signsim.commands.sweep import check_runs
+
         spec, tasks = plan(path, o.get("plugin"))
         store = Store(target)
+        check_runs(spec, [t for t in tasks if not store.finished(t["run_id"])])  # as the sweep itself would
         rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
                  "finished": store.finished(t["run_id"]), "error": t["error"]} for t in tasks]
         return {"command": "sweep", "dry_run": True, "runs": rows}, spec, target
@@ -678,7 +686,7 @@ def spb_from_samples(G: Any, *, workers: int | None = None, batch_size: int = 1,
     o = _sample_options(spb_from_samples, dict(workers=workers, batch_size=batch_size, sign_zero=sign_zero,
                                                  tie=tie, confidence=confidence, interval=interval,
                                                  correction=correction, samples=samples, seed=seed, top=top))
-    return Result(spb_document(G, **o))
+    return _warned(spb_document(G, **o))
 
 
 def diversity_from_samples(G: Any, *, delta: float = 1.0) -> Result:
@@ -687,7 +695,7 @@ def diversity_from_samples(G: Any, *, delta: float = 1.0) -> Result:
     blocks)."""
     from signsim.diagnostics.samples import diversity_document
 
-    return Result(diversity_document(G, **_sample_options(diversity_from_samples, {"delta": delta})))
+    return _warned(diversity_document(G, **_sample_options(diversity_from_samples, {"delta": delta})))
 
 
 def _sample_options(function: Callable[..., Any], given: dict[str, Any]) -> dict[str, Any]:

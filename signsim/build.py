@@ -46,6 +46,7 @@ def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
     model, params = noise.for_config(cfg, problem.dim)
     settings = Settings.from_config(cfg, method, problem.dim)
     check_settings(settings, problem.dim)
+    check_budget(cfg, settings, problem.dim)
     if cfg.votes == "binomial":
         from signsim.engine import binomial
 
@@ -53,6 +54,24 @@ def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
         if reason is not None:
             raise InputError(reason)
     return method, problem, model, params, settings
+
+
+def check_budget(cfg, settings, d: int) -> None:
+    """A communication budget must allow at least one round: at least the fewest bits one iteration can send
+    (``accounting.smallest_round_bits``, docs/theory.md §12)."""
+    if settings.budget == np.inf:
+        return
+    from signsim import accounting
+    from signsim.options import shown
+
+    S = settings.participants(cfg.workers)  # a round's participants send and receive (docs/theory.md §12)
+    least = accounting.smallest_round_bits(settings.compressor, settings.aggregate, S, d, settings.sign_zero,
+                                           settings.tie)
+    if settings.budget < least:
+        given = (f"--budget-bits {shown(cfg.budget_bits)}" if cfg.budget_bits is not None
+                 else f"--budget-mb {shown(cfg.budget_mb)}")
+        raise InputError(f"{given}: below one round's bits (one iteration of {S} workers sends at least "
+                         f"{least:,} bits = {least / 8e6:.4g} MB, up + down)")
 
 
 def build(cfg, problem=None) -> Built:

@@ -64,6 +64,7 @@ class Status(IntEnum):
     OK = 0
     DIVERGED = 1
     TARGET = 2  # the loss reached the stop-loss target
+    BUDGET = 3  # the bits sent up and down reached the communication budget (docs/theory.md §12)
 
 
 def choice(enum: type[IntEnum], name: str) -> IntEnum:

@@ -212,6 +212,9 @@ def validate(cfg: RunConfig) -> None:
     if cfg.momentum2 is not None:
         _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
     stages.check_composition(cfg, cfg.method)
+    from signsim import rounds
+
+    rounds.validate(cfg)
     if cfg.dtype != "float64":
         _check(cfg.votes != "binomial", "dtype", cfg.dtype, "does not apply with --votes binomial (its O(d) state "
                "stays float64); drop one of --dtype and --votes binomial")
@@ -223,3 +226,6 @@ def validate(cfg: RunConfig) -> None:
                        f"on {cfg.problem} (its estimators compute from float64 data); drop one of the two")
     if cfg.noise_scales is not None:
         _check((cfg.noise or "none") != "none", "noise_scales", cfg.noise_scales, "needs a --noise model to scale")
+    if cfg.budget_mb is not None:
+        _check(cfg.budget_bits is None, "budget_mb", _shown(cfg.budget_mb),
+               f"and --budget-bits {_shown(cfg.budget_bits)} are the same budget; give one of them")

@@ -153,8 +153,9 @@ TABLE: tuple[Option, ...] = (
     _run("activation", "str", "mlp: relu | tanh (default: relu)", P_DATA, problem=True, choices=("relu", "tanh")),
     _run("method", "str", "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | topk-ef "
          "| randk | ef21 | natural | onebit-sgd (signsim list; default: ssdm)", P_RUN, default="ssdm"),
-    _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S | terngrad | top-k:K | rand-k:K | "
-         "natural | onebit | noisy-sign:[uniform:]SIGMA | dither:S (signsim list; default: the method's)", P_RUN),
+    _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S[:elias] | terngrad | top-k:K | "
+         "rand-k:K | natural | onebit | noisy-sign:[uniform:]SIGMA | dither:S (signsim list; default: the method's)",
+         P_RUN),
     _run("error_feedback", "str", "none | ef | ef21 (default: the method's)", P_RUN),
     _run("workers", "int", "number of workers M (default: 8; vote-trap 3)", P_RUN, default=8, lo=1, hi=MAX_SIZE,
          also=("spb_from_samples",)),
@@ -292,7 +293,8 @@ TABLE: tuple[Option, ...] = (
     Option("out", "file", "figure file: .png, .pdf or .svg (default: <first input>.png, or figure.png in a sweep "
            "directory)", ("plot",)),
     Option("x", "str", "iter | bits | megabytes | time (curves against it; default: iter) | workers | byzantine | "
-           "batch-size (final values against this run option)", ("plot",)),
+           "batch-size (final values against this run option) | a sweep's varied option (final values against it)",
+           ("plot",)),
     Option("y", "str", "loss | test-loss | grad-norm | grad-norm-l1 | distance | accuracy | train-accuracy | "
            "spb-fraction | rho-min | rho-norm | B_S (default: loss)", ("plot",)),
     Option("group_by", "str", "sweeps: one line per value of this option (the title names the options averaged "
@@ -324,8 +326,9 @@ SAMPLE_FUNCTIONS = {"spb_from_samples": "check-spb", "diversity_from_samples": "
 RECORD_ORDER = (
     "problem", "method", "workers", "aggregate", "batch_size", "iters", "lr", "lr_schedule", "momentum", "byzantine",
     "attack", "sign_zero", "tie", "eval_every", "stop_loss", "monotone", "track_spb", "track_diversity", "seed",
-    "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales", "dtype", "plugin", "local_steps",
-    "local_lr", "server_lr", "participation", "clients_per_round", "budget_mb", "budget_bits", "noise", "dim",
+    "compressor", "error_feedback", "momentum2", "weight_decay", "votes", "noise_scales", "dtype", "plugin",
+    "local_steps", "local_lr", "server_lr", "participation", "clients_per_round", "budget_mb", "budget_bits", "noise",
+    "dim",
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
     "replicate", "positive_class", "l2", "hidden", "activation",
 )

@@ -59,7 +59,7 @@ def test_run_history_counts_bits_cumulatively(cli):
     r = cli("run", "--method", "signsgd", "--workers", "5", "--iters", "40", "--eval-every", "10", "--json")
     doc = r.json()
     d = doc["problem"]["dim"]
-    assert doc["bits_per_iter"] == {"up": 5 * d, "down": 5 * d}
+    assert doc["bits_per_iter"] == {"up": 5 * d, "down": 5 * d, "up_mean": 5 * d, "up_worst": 5 * d, "down_mean": 5 * d}
     for row in doc["history"]:
         assert row["bits_up"] == row["iter"] * 5 * d
         assert row["bits_down"] == row["iter"] * 5 * d

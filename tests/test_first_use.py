@@ -67,7 +67,7 @@ def test_compile_selects_by_command_family_and_dtype(cli):
 
     every = compiling.warm_commands()
     picked = compiling.select(["check-spb"], ["mlp"])
-    assert picked == [c for c in every if c[0] == "check-spb" and "mlp" in c] and len(picked) == 2
+    assert picked == [c for c in every if c[0] == "check-spb" and "mlp" in c] and len(picked) >= 2
     for family in ("analytic", "glm", "mlp"):  # the sampling estimators too (auto takes a closed form often)
         assert any("monte-carlo" in c for c in compiling.select(["check-spb"], [family])), family
         assert any("two-batch" in c for c in compiling.select(["diversity"], [family])), family

@@ -74,6 +74,10 @@ def popen_ready(tmp_path, *args):
      ("expands to 105000 runs",)),
     ('noise = ""\n', ("'noise'", "empty")),
     ('problem = "logistic"\nsplit = "shared:"\n', ("--split", "shared:")),
+    # checked against the problem as the sweep itself checks them (dry runs planned these without a word)
+    ('problem = "quadratic"\ndim = 10\n[grid]\ncompressor = ["sign", "top-k:11"]\n', ("run 1", "top-k:11",
+                                                                                      "dimension 10")),
+    ('problem = "quadratic"\nvotes = "binomial"\n[grid]\nmethod = ["signsgd", "ssdm"]\n', ("run 1", "ssdm")),
 ])
 def test_sweep_files_are_validated_completely_at_plan_time(cli, tmp_path, text, words):
     p = write(tmp_path, text)

@@ -79,6 +79,50 @@ def test_sweep_groups(results):
     assert len(lines(by_workers.get_axes()[0])) == 2
 
 
+def _final_means(sweep_dir, option, group, y="loss"):
+    """Independent of the figure code: each run's last row of results.csv, averaged by (group, option)."""
+    import csv
+
+    last = {}
+    with (sweep_dir / "results.csv").open(newline="") as f:
+        for r in csv.DictReader(f):
+            if r["run_id"] not in last or int(r["iter"]) >= int(last[r["run_id"]]["iter"]):
+                last[r["run_id"]] = r
+    out = {}
+    for r in last.values():
+        out.setdefault((r[group], r[option]), []).append(float(r[y]))
+    return {k: sum(v) / len(v) for k, v in out.items()}, {k: len(v) for k, v in out.items()}
+
+
+def test_sweep_final_values_against_a_swept_option(results):
+    expected, counts = _final_means(results["sweep"], "workers", "method")
+    assert set(counts.values()) == {2}  # the two repeats of each point are averaged
+    fig = build([results["sweep"]], "workers", "loss", "method")
+    ax = fig.get_axes()[0]
+    assert ax.get_xlabel() == "workers" and ax.get_ylabel() == "final loss f(x_k)"
+    drawn = {c.get_label().removeprefix("method = "): c.lines[0] for c in ax.containers}  # errorbar()
+    assert sorted(drawn) == ["signsgd", "signum", "ssdm"]
+    for method, line in drawn.items():
+        assert list(line.get_xdata()) == [1.0, 9.0]  # numeric values on a numeric axis
+        want = [expected[(method, "1")], expected[(method, "9")]]
+        assert line.get_ydata() == pytest.approx(want, rel=1e-12)
+    assert "mean over 2 runs per point" in fig._suptitle.get_text()
+    # values that are not numbers: one tick each, in the order the sweep ran them
+    ax = build([results["sweep"]], "method", "loss", "workers").get_axes()[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["signsgd", "signum", "ssdm"]
+    expected, _ = _final_means(results["sweep"], "method", "workers")
+    nine = next(c.lines[0] for c in ax.containers if c.get_label() == "workers = 9")
+    assert nine.get_ydata() == pytest.approx([expected[("9", m)] for m in ("signsgd", "signum", "ssdm")])
+
+
+def test_sweep_final_bad_inputs(cli, results):
+    assert_one_line_error(cli("plot", results["sweep"], "--x", "lr"), "--x lr", "method, workers")
+    assert_one_line_error(cli("plot", results["sweep"], "--x", "workers", "--group-by", "workers"), "--group-by")
+    assert_one_line_error(cli("plot", results["sweep"], "--x", "workers", "--facet", "method"), "--facet")
+    assert_one_line_error(cli("plot", results["sweep"], "--x", "workers", "--y", "accuracy"), "--y accuracy")
+    assert_one_line_error(cli("plot", results["run"], "--x", "method"), "--x method")
+
+
 def test_rho_speedup_and_bound_figures(results):
     ax = build([results["spb"]], None, None, None).get_axes()[0]
     assert ax.get_ylabel() == "success probability rho_i"

@@ -40,9 +40,11 @@ class BoundSpec:
     note: str = ""
 
 
-def specs(c: dict[str, Constant], cfg: RunConfig, unimodal: bool | None, no_var: str | None = None) -> list[BoundSpec]:
+def specs(c: dict[str, Constant], cfg: RunConfig, unimodal: bool | None, no_var: str | None = None,
+          rnd=None) -> list[BoundSpec]:
     """The bounds of docs/theory.md §3 for the constants ``c``; ``no_var``: why the noise has no finite variance
-    (``noise.base.no_variance``), which makes every bound in sigma not applicable unless sigma was overridden."""
+    (``noise.base.no_variance``), which makes every bound in sigma not applicable unless sigma was overridden;
+    ``rnd``: the round (``diagnostics.rounds.Round``), which restates or withdraws the bounds (``for_round``)."""
     F, L1, gamma = need(c, "F", "L1", "gamma")
     M, alpha = int(c["M"].value), c["alpha"].value
     single = cfg.method == "signsgd" and cfg.momentum == 0
@@ -97,7 +99,46 @@ def specs(c: dict[str, Constant], cfg: RunConfig, unimodal: bool | None, no_var:
             if used is not None and c[used].source != OVERRIDE:
                 b.value = lambda K: None
                 b.note = f"does not apply: {no_var}"
+    if rnd is not None and not rnd.plain:
+        for_round(out, c, rnd, unimodal)
     return out
+
+
+def _withdraw(b: BoundSpec, why: str) -> None:
+    b.value = lambda K: None
+    b.matches = False
+    b.note = f"no bound known: {why}"
+
+
+def for_round(out: list[BoundSpec], c: dict[str, Constant], rnd, unimodal: bool | None) -> None:
+    """The bounds of a federated round (docs/theory.md §12.3). H > 1: none of §3's theorems covers local steps,
+    so every bound is withdrawn (null, with the reason). S < M sampled workers: the majority-vote bounds
+    describe the vote of the S participants (their right-hand sides do not depend on M; Bernstein's
+    2 sigma_1/sqrt(M) becomes 2 sigma_1/sqrt(S)); Bernstein's Byzantine bound and the SSDM bound are withdrawn
+    (the number of sampled adversaries varies from round to round; absent workers' momenta are not updated)."""
+    if rnd.local:
+        for b in out:
+            _withdraw(b, f"the theorems (docs/theory.md §3) take one gradient step per round, not H = "
+                         f"{rnd.local_steps} local steps")
+        return
+    S, M = rnd.clients, rnd.workers
+    sampled = f"the vote of S = {S} workers sampled of M = {M} each round"
+    for b in out:
+        if b.key in ("majority-constant", "majority-sqrt"):
+            b.label = b.label.replace(f"M = {M}", f"S = {S} sampled of M = {M}")
+            b.note = (f"{sampled}: identical workers vote as S of them, so the theorem applies with M = S; "
+                      "||.||_rho_M is that vote's")
+        elif b.key == "bernstein-majority":
+            (F, L1, s1) = need(c, "F", "L1", "sigma1")
+            if b.value(2) is not None:
+                b.value = lambda K, F=F, L1=L1, s1=s1: B.bernstein(F, L1, s1, K, S, 0.0, True)
+            b.label = f"Bernstein et al. 2018, majority vote of S = {S} sampled of M = {M}"
+            b.note = f"{sampled}: 2 sigma_1/sqrt(S) (identical workers vote as S of them); " + b.note
+        elif b.key == "bernstein-byzantine":
+            _withdraw(b, f"the number of Byzantine workers among the {S} sampled varies from round to round")
+        elif b.key == "ssdm":
+            _withdraw(b, f"with {S} of {M} workers sampled, the absent workers' momenta are not updated "
+                         "(docs/theory.md §3.3 updates every worker's momentum every iteration)")
 
 
 def k_grid(K: int) -> list[int]:
@@ -160,18 +201,30 @@ def running(spec: BoundSpec, doc: dict[str, Any]) -> list[dict[str, float]]:
     return [{"K": int(it[i]), "value": float(acc[i])} for i in keep]
 
 
-def majority_table(problem, model, params, x, cfg: RunConfig) -> dict[str, Any]:
+def majority_table(problem, model, params, x, cfg: RunConfig, rnd=None) -> dict[str, Any]:
     """||g||_rho_M / ||g||_1 = E<g, vote> / ||g||_1 from the law of the vote (docs/theory.md §9).
 
     Identical workers: the vote of M copies of the one message law, M = 1..MAJORITY_TABLE_M (the incomplete-
     beta formula when no message is 0). Workers that differ (shards, local objectives, Byzantine workers): one
-    row, the configured M, from each worker's own law (another M would be another split)."""
-    from signsim.diagnostics.estimators import choose, estimate, vote
+    row, the configured M, from each worker's own law (another M would be another split). A round
+    (docs/theory.md §12): with H > 1 local steps the messages are the signs of the round's u (closed form or
+    Monte Carlo); with S < M sampled workers ``sampled_ratio`` is the vote of the S, exact over the sampling."""
+    from signsim.diagnostics.estimators import choose, estimate, summarize, vote
     from signsim.diagnostics.votes import Law, message_law, vote_inner_product, vote_law
 
-    method = choose(problem, model, cfg.batch_size, "auto")
-    est = estimate(problem, model, params, x, cfg.batch_size, method, 2000, 0.95, "wilson", cfg.sign_zero,
-                   cfg.seed, cfg.workers)
+    note = None
+    if rnd is not None and rnd.local:
+        from signsim.diagnostics import local_steps
+
+        method = local_steps.choose(problem, model, "auto", rnd.local_steps)
+        laws, _, _ = local_steps.round_laws(problem, model, params, x, cfg.batch_size, rnd.local_steps, rnd.step,
+                                            method, 2000, cfg.seed, cfg.workers)
+        est = summarize(laws, cfg.sign_zero, 0.95, "wilson")
+        note = local_steps.note(problem, model, method, rnd.local_steps, laws.samples)
+    else:
+        method = choose(problem, model, cfg.batch_size, "auto")
+        est = estimate(problem, model, params, x, cfg.batch_size, method, 2000, 0.95, "wilson", cfg.sign_zero,
+                       cfg.seed, cfg.workers)
     laws, g, rho = est.laws, est.grad, est.rho
     l1 = float(np.abs(g).sum())
     nz = g != 0
@@ -192,27 +245,49 @@ def majority_table(problem, model, params, x, cfg: RunConfig) -> dict[str, Any]:
             lower = 1 - math.exp(-((2 * rmin - 1) ** 2) * l) if rmin is not None and rmin > 0.5 and not zeros \
                 else None
             rows.append({"M": M, "ratio": ratio, "lower_bound": lower})
+    sampled = None
+    if rnd is not None and rnd.sampled:
+        v = vote(laws, cfg.sign_zero, cfg.tie, cfg.byzantine, cfg.attack, rnd.clients)
+        sampled = vote_inner_product(g, v) / l1 if v is not None and l1 > 0 else None
     return {"method_of_estimate": method, "sampling": laws.sampling.scheme, "workers_differ": differ,
-            "rho_min": rmin, "rows": rows}
+            "rho_min": rmin, "rows": rows, "local_steps": 1 if rnd is None else rnd.local_steps,
+            "clients_per_round": cfg.workers if rnd is None else rnd.clients, "sampled_ratio": sampled,
+            "round_note": note}
+
+
+def round_note(rnd) -> str | None:
+    """What the round did to the bounds (the ``round.note`` of bound's document), or None for a plain iteration."""
+    if rnd.plain:
+        return None
+    if rnd.local:
+        return (f"H = {rnd.local_steps} local steps per round: no bound known (every bound null, with the reason); "
+                "the majority table describes the round's messages")
+    return (f"S = {rnd.clients} of M = {rnd.workers} workers sampled per round: the majority-vote bounds describe "
+            "the vote of the S (Bernstein's sigma term with S); the Byzantine and SSDM bounds are withdrawn")
 
 
 def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None) -> dict[str, Any]:
     from signsim import noise, problems
     from signsim.diagnostics.point import resolve_point
+    from signsim.diagnostics.rounds import of_config
     from signsim.options import check_fields
 
     check_fields(o, "bound")  # --box and --at against their rows of signsim.options
+    rnd = of_config(cfg, o.at)
     problem = problems.build(cfg)
     model, params = noise.for_config(cfg, problem.dim)
     x0 = problem.x0.astype(np.float64)
     c = derive(problem, model, params, cfg, x0, o.box, o.sigma_samples)
+    if rnd.server_lr != 1 or cfg.local_lr is not None:  # the server's step: x <- x - eta_s gamma_k direction
+        c["gamma"] = Constant("gamma", rnd.server_lr * rnd.local_lr,
+                              f"--server-lr {rnd.server_lr:g} x local step size {rnd.local_lr:g} (the server's step)")
     apply_overrides(c, o.constants)
     unimodal = model.unimodal_symmetric if problem.exact_oracle else None
     K = int(c["K"].value)
     rows = []
     from signsim.noise.base import no_variance
 
-    for s in specs(c, cfg, unimodal, no_variance(model, params)):
+    for s in specs(c, cfg, unimodal, no_variance(model, params), rnd):
         entry = {"key": s.key, "label": s.label, "lhs": s.lhs, "derived": s.derived, "matches_run": s.matches,
                  "note": s.note, "at_K": s.value(max(K, 2)),
                  "values": [{"K": k, "bound": s.value(k)} for k in k_grid(K)]}
@@ -233,7 +308,8 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
     doc = {"signsim_version": __version__, "command": "bound", "config": cfg.to_dict(),
            "problem": problem.facts(),
            "constants": [{"name": k.name, "value": k.value, "source": k.source} for k in c.values()],
-           "bounds": rows, "majority_table": {"point": where, **majority_table(problem, model, params, x, cfg)}}
+           "round": {**rnd.fields(), "note": round_note(rnd)},
+           "bounds": rows, "majority_table": {"point": where, **majority_table(problem, model, params, x, cfg, rnd)}}
     if run_doc is not None:
         doc["overlay"] = {"status": run_doc["status"], "iters_done": run_doc["final"]["iters_done"],
                           "exceeded": [r["key"] for r in rows if r.get("exceeded")]}

@@ -36,20 +36,44 @@ MAX_WORKER_MATRIX = 200_000
 
 
 def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
+    """The document of ``signsim check-spb``. A round (docs/theory.md §12): with --local-steps H > 1 the message is
+    the sign of the round's pseudo-gradient u (closed form where one exists, else Monte Carlo over rounds); with
+    S < M clients per round the vote fields describe the vote of S sampled workers, exact over the sampling."""
     from signsim import noise, problems
+    from signsim.diagnostics import local_steps
     from signsim.diagnostics.estimators import choose, per_worker
     from signsim.diagnostics.point import resolve_point
+    from signsim.diagnostics.rounds import of_config
     from signsim.diagnostics.spb_report import at_point, estimate_fields, l12_assumptions, workers_fields
     from signsim.diagnostics.votes import agree_disagree, message_law
     from signsim.noise.base import no_variance
 
+    rnd = of_config(cfg, o.at)
     problem = problems.build(cfg)
     model, params = noise.for_config(cfg, problem.dim)
-    method = choose(problem, model, cfg.batch_size, o.estimator)
+    if rnd.local:
+        method = local_steps.choose(problem, model, o.estimator, rnd.local_steps)
+    else:
+        method = choose(problem, model, cfg.batch_size, o.estimator)
     x, where = resolve_point(o.at, problem, cfg)
-    est, ver = at_point(problem, model, params, x, cfg, method, o.samples, o.confidence, o.interval, o.correction)
+    round_doc: dict[str, Any] = {**rnd.fields(), "message": "sign of one stochastic gradient", "method": method,
+                                 "note": None, "rounds": None, "u_mean": None, "u_std": None}
+    if rnd.local:
+        est, ver, local = local_steps.at_point(problem, model, params, x, cfg, rnd, method, o.samples, o.confidence,
+                                               o.interval, o.correction)
+        round_doc.update(local)
+        why = local_steps.unbiased_note(rnd.local_steps)
+        not_bound, no_var = why, why
+    else:
+        est, ver = at_point(problem, model, params, x, cfg, method, o.samples, o.confidence, o.interval,
+                            o.correction)
+        not_bound, no_var = l12_assumptions(problem, model, params), no_variance(model, params)
     g = est.grad
     laws = est.laws
+    differ = laws.sampling.distinct > 1 or cfg.byzantine > 0
+    round_doc["vote"] = (f"a uniformly sampled {rnd.clients} of the {rnd.workers} workers, exact over the sampling"
+                         + (" (identical workers: the vote of " + str(rnd.clients) + ")" if not differ else "")
+                         if rnd.sampled else f"all {rnd.workers} workers")
     doc: dict[str, Any] = {
         "signsim_version": __version__,
         "command": "check-spb",
@@ -57,13 +81,16 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
         "options": {k: v for k, v in asdict(o).items() if k != "workers_given"},
         "problem": problem.facts(),
         "point": where,
-        **estimate_fields(est, ver, o.top, l12_assumptions(problem, model, params), no_variance(model, params)),
+        **estimate_fields(est, ver, o.top, not_bound, no_var),
+        "round": round_doc,
     }
-    differ = laws.sampling.distinct > 1 or cfg.byzantine > 0
-    if o.workers_given or differ:
-        doc.update(workers_fields(est, cfg.sign_zero, cfg.tie, cfg.byzantine, cfg.attack))
+    if o.workers_given or differ or rnd.sampled:
+        doc.update(workers_fields(est, cfg.sign_zero, cfg.tie, cfg.byzantine, cfg.attack, rnd.clients))
     if differ:
         doc["per_worker"] = per_worker(laws, cfg.sign_zero, cfg.byzantine)
+        if rnd.local:  # E u_m is not an estimate of g: no bias to report
+            for row in doc["per_worker"]:
+                row["bias"] = row["relative_bias"] = None
         if cfg.workers * problem.dim <= MAX_WORKER_MATRIX:
             a, _ = agree_disagree(message_law(laws.raw, cfg.sign_zero), g[None, :])
             doc["rho_workers"] = a[laws.sampling.worker_class]

@@ -193,9 +193,13 @@ def warm_commands() -> list[list[str]]:
     for p in ("logistic", "mlp", "quadratic", "rosenbrock"):  # each default estimator, and the sampling ones
         cmds.append(["check-spb", "--problem", p, "--samples", "64", "--quiet"])
         cmds.append(["check-spb", "--problem", p, "--samples", "64", "--estimator", "monte-carlo", "--quiet"])
+        if p != "quadratic":  # a round of local steps: its Monte Carlo kernel (the quadratic's is a closed form)
+            cmds.append(["check-spb", "--problem", p, "--samples", "64", "--local-steps", "2", "--quiet"])
         cmds.append(["diversity", "--problem", p, "--pairs", "8", "--quiet"])
         cmds.append(["diversity", "--problem", p, "--pairs", "8", "--estimator", "two-batch", "--quiet"])
     cmds.append(["bound", "--problem", "rosenbrock", "--quiet"])  # the majority-vote table's exact law
+    # the vote of S sampled workers that differ (docs/theory.md §12.1)
+    cmds.append(["check-spb", "--problem", "vote-trap", "--workers", "6", "--clients-per-round", "3", "--quiet"])
     return cmds
 
 

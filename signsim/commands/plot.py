@@ -73,21 +73,26 @@ def _lacking(named: list[tuple[str, dict[str, Any]]], y: str) -> None:
     names = ", ".join(name for name, _ in missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3
                                                           else "")
     have = figures.available_y(missing[0][1])
-    hint = " (track it with --track-spb / --track-diversity)" if figures.Y_AXES[y][0] != "history" else ""
+    source, field = figures.Y_AXES[y][0], figures.Y_AXES[y][1]
+    hint = " (track it with --track-spb / --track-diversity)" if source != "history" else ""
+    rows = (missing[0][1].get("tracks") or {}).get(source) if source != "history" else None
+    if rows and isinstance(rows, list) and all(isinstance(r, dict) and r.get(field) is None for r in rows):
+        notes = [r["note"] for r in rows if r.get("note")]
+        hint = f" (it was tracked, but every value is null{': ' + notes[0] if notes else ''})"
     raise InputError(f"--y {y}: {names} hold{'s' if len(missing) == 1 else ''} no {label}{hint}; "
                      f"{missing[0][0]} has: {', '.join(have) or 'nothing to plot'}")
 
 
 def _build(paths: list[Path], x: str | None, y: str | None, group_by: str | None, where: list[str],
            facet: str | None, warn: Callable[[str], None]):
-    _check_axes(x, y)
     return figure([load_any(p) for p in paths], [str(p) for p in paths], x, y, group_by, where, facet, warn)
 
 
-def _check_axes(x: str | None, y: str | None) -> None:
-    if x is not None and x not in figures.X_AXES and x not in figures.FINAL_AXES:
+def _check_axes(x: str | None, y: str | None, sweep: bool = False) -> None:
+    if x is not None and x not in figures.X_AXES and x not in figures.FINAL_AXES and not sweep:
         raise InputError(f"--x {x}: choose from {', '.join(figures.X_AXES)}, {', '.join(figures.FINAL_AXES)} "
-                         "(runs that differ by that option: their final values)")
+                         "(runs that differ by that option: their final values; for a sweep directory also an "
+                         "option it varies)")
     if y is not None and y not in figures.Y_AXES:
         raise InputError(f"--y {y}: choose from {', '.join(figures.Y_AXES)}")
 
@@ -96,10 +101,10 @@ def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None
            group_by: str | None = None, where: list[str] | None = None, facet: str | None = None,
            warn: Callable[[str], None] | None = None):
     """The figure for results already loaded (``load_any`` or ``classify``), each named for messages."""
-    _check_axes(x, y)
     where = where or []
     warn = warn or (lambda message: None)
     kinds = {k for k, _ in loaded}
+    _check_axes(x, y, sweep=kinds == {"sweep"})
     if len(kinds) > 1:
         raise InputError(f"cannot plot {' and '.join(sorted(kinds))} results in one figure")
     kind = kinds.pop()
@@ -124,10 +129,14 @@ def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None
     if len(loaded) > 1:
         raise InputError(f"{kind} results: give one file")
     _, data = loaded[0]
-    if x in figures.FINAL_AXES:
+    if x in figures.FINAL_AXES and kind != "sweep":
         raise InputError(f"--x {x}: applies to run results only")
     if kind == "sweep":
         rows, params = data
+        if x is not None and x not in figures.X_AXES:
+            if facet:
+                raise InputError(f"--facet {facet}: not with --x {x} (a final-value figure has one panel)")
+            return figures.sweep_final(rows, params, x, group_by, y or "loss", where, f"the sweep {names[0]}")
         return figures.sweep_lines(rows, params, group_by, x or "iter", y or "loss", where, facet,
                                    f"the sweep {names[0]}", warn)
     if y is not None or x is not None:

@@ -65,15 +65,18 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     if on_start is not None:
         on_start()
     out = simulate(engine, progress, hooks)
+    warnings += [w for q in quantities for w in q.warnings()]
 
-    bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, cfg.workers, problem.dim,
+    S = settings.participants(cfg.workers)
+    bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, problem.dim,
                                          settings.sign_zero, settings.tie)
     columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier,
                                                                       problem.finite_sum is not None)]
     rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
     last = rows[-1] if rows else {}
     final = {**last, "iters_done": out.iters_done, "bits_up": int(engine.tally[loop.T_UP]),
-             "bits_down": int(engine.tally[loop.T_DOWN]), "wall_time": out.wall_time,
+             "bits_down": int(engine.tally[loop.T_DOWN]), "rounds": out.iters_done,
+             "grad_calls": out.iters_done * S * settings.local_steps, "wall_time": out.wall_time,
              "reached_stop_loss": out.reached_target}
     doc: dict[str, Any] = {
         "signsim_version": __version__,
@@ -82,7 +85,9 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "config": cfg.to_dict(),
         "stages": stages.describe(settings, cfg, problem.dim),
         "problem": problem.facts(),
-        "bits_per_iter": {"up": bits.up, "down": bits.down},
+        "bits_per_iter": measured_bits(bits, engine.tally, out.iters_done),
+        "rounds": {"local_steps": settings.local_steps, "clients_per_round": S, "workers": cfg.workers,
+                   "local_lr": settings.lr, "server_lr": settings.server_lr},
         "warnings": warnings,
         "history": rows,
         "tracks": tracks,
@@ -94,6 +99,20 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     if problem.dim <= MAX_STORED_DIM:
         doc["x_final"] = out.x
     return doc
+
+
+def measured_bits(declared, tally, iters: int) -> dict[str, Any]:
+    """Bits per iteration: ``up`` and ``down`` as declared (the formulas of ``signsim.accounting``: the dense
+    upper bound for messages whose size varies), beside the run's measured ``up_mean`` and ``down_mean``
+    (bits sent / iterations done) and ``up_worst`` (the most bits sent up in one iteration); the measured values
+    are None before the first iteration (docs/theory.md §7)."""
+    from signsim.engine import loop
+
+    done = iters > 0
+    return {"up": declared.up, "down": declared.down,
+            "up_mean": float(tally[loop.T_UP]) / iters if done else None,
+            "up_worst": int(tally[loop.T_UP_MAX]) if done else None,
+            "down_mean": float(tally[loop.T_DOWN]) / iters if done else None}
 
 
 def diverged_message(doc: dict[str, Any]) -> str | None:

@@ -58,6 +58,8 @@ def check_runs(spec, tasks: list[dict[str, Any]]) -> None:
 
 def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Final loss per grid point (mean and std over repeats) and the best point per method."""
+    from signsim.sweep.store import FINISHED
+
     groups: dict[tuple, list[float]] = defaultdict(list)
     statuses: dict[str, int] = defaultdict(int)
     for t in tasks:
@@ -66,7 +68,7 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
         statuses[status] += 1
         key = tuple((k, t["params"][k]) for k in spec.parameters if k != "seed")
         # only finished runs count: an interrupted run's last loss is not its final loss
-        loss = d.get("final", {}).get("loss") if d and status in ("ok", "diverged") else None
+        loss = d.get("final", {}).get("loss") if d and status in FINISHED else None
         groups[key].append(np.nan if loss is None else float(loss))
     rows = []
     for key, losses in groups.items():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from signsim.data import generated
 from signsim.data.base import Dataset, DataSource, checked
 from signsim.errors import InputError
 
@@ -29,46 +30,13 @@ MAX_ENTRIES = 2**28
 def parse(spec: str) -> dict:
     """The generator's settings from ``synthetic:glm[:KEY=VALUE]...``; InputError naming the bad part."""
     where = f"--data {spec}"
-    if not (spec == PREFIX or spec.startswith(PREFIX + ":")):
-        raise InputError(f"{where}: unknown generated data set; the form is {PREFIX}[:KEY=VALUE]...")
-    out = dict(DEFAULTS)
-    seen = set()
-    for part in spec[len(PREFIX) + 1:].split(":") if spec != PREFIX else []:
-        key, sep, value = part.partition("=")
-        if not sep or key not in DEFAULTS:
-            raise InputError(f"{where}: '{part}' is not KEY=VALUE with KEY one of {', '.join(DEFAULTS)}")
-        if key in seen:
-            raise InputError(f"{where}: '{key}' is given twice")
-        seen.add(key)
-        out[key] = _value(key, value, where)
+    out = generated.key_values(spec, PREFIX, DEFAULTS, {"features": FEATURES, "labels": LABELS},
+                               {"n": (1, 10**8), "d": (1, 10**7), "seed": (0, 2**63 - 1)},
+                               f"unknown generated data set; the form is {PREFIX}[:KEY=VALUE]...")
     if out["n"] * out["d"] > MAX_ENTRIES:
         raise InputError(f"{where}: n * d = {out['n'] * out['d']:,} entries ({out['n'] * out['d'] * 8 / 2**30:.1f} "
                          f"GiB); at most {MAX_ENTRIES:,} can be generated — reduce n or d")
     return out
-
-
-def _value(key: str, value: str, where: str):
-    if key in ("features", "labels"):
-        allowed = FEATURES if key == "features" else LABELS
-        if value not in allowed:
-            raise InputError(f"{where}: {key}={value}; choose from {', '.join(allowed)}")
-        return value
-    if key == "noise":
-        try:
-            v = float(value)
-        except ValueError:
-            v = float("nan")
-        if not (np.isfinite(v) and v >= 0):
-            raise InputError(f"{where}: noise={value} must be a finite number >= 0")
-        return v
-    lo, hi = {"n": (1, 10**8), "d": (1, 10**7), "seed": (0, 2**63 - 1)}[key]
-    try:
-        v = int(value)
-    except ValueError:
-        raise InputError(f"{where}: {key}={value} must be an integer") from None
-    if not lo <= v <= hi:
-        raise InputError(f"{where}: {key}={value} must lie between {lo} and {hi:,}")
-    return v
 
 
 def generate(settings: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -85,10 +53,7 @@ def generate(settings: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         X = rng.uniform(-np.sqrt(3.0), np.sqrt(3.0), (n, d))
     w_star = rng.standard_normal(d) / np.sqrt(d)
     z = X @ w_star
-    if settings["labels"] == "logistic":
-        y = (rng.random(n) < 1.0 / (1.0 + np.exp(-z))).astype(np.float64)
-    else:
-        y = z + settings["noise"] * rng.standard_normal(n)
+    y = generated.labels(rng, z, settings["labels"], settings["noise"])
     return X, y, w_star
 
 

@@ -293,16 +293,31 @@ def estimate(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, x
     return summarize(laws, sign_zero, confidence, interval_kind)
 
 
-def vote(laws: WorkerLaws, sign_zero: str, tie: str, byzantine: int = 0, attack: str = "invert"):
+def vote(laws: WorkerLaws, sign_zero: str, tie: str, byzantine: int = 0, attack: str = "invert",
+         clients: int | None = None):
     """The law of the majority vote of the M workers (each following its own oracle, the first ``byzantine``
-    attacked), or None for an attack whose law is not modelled here."""
-    from signsim.diagnostics.votes import ATTACKS, vote_law, worker_messages
+    attacked), or None for an attack whose law is not modelled here. With ``clients`` S < M: the vote of S
+    workers sampled uniformly without replacement, exact over the sampling (docs/theory.md §12.1): for
+    identical workers the vote of S of them, otherwise ``sampled_vote.sampled_vote_law``."""
+    from signsim.diagnostics.votes import ATTACKS, Law, vote_law, worker_messages
 
     if byzantine and attack not in ATTACKS:
         return None
     from signsim.resources import check_workers
 
-    check_workers(int(laws.sampling.worker_class.size), int(laws.grad.size))
+    M = int(laws.sampling.worker_class.size)
+    check_workers(M, int(laws.grad.size))
+    if clients is not None and clients < M:
+        if laws.sampling.distinct == 1 and byzantine == 0:  # identical workers: any S of them vote alike
+            msg = worker_messages(laws.raw, laws.sampling.worker_class[:1], sign_zero)
+            return vote_law(Law(*(np.repeat(a, clients, axis=0) for a in (msg.plus, msg.zero, msg.minus))), tie)
+        from signsim.diagnostics.sampled_vote import memory, sampled_vote_law
+        from signsim.resources import require
+
+        require(memory(M, clients, int(laws.grad.size)), f"--clients-per-round {clients}: the law of the vote of "
+                f"{clients} sampled of {M} workers over {laws.grad.size} coordinates", "reduce --clients-per-round")
+        msgs = worker_messages(laws.raw, laws.sampling.worker_class, sign_zero, byzantine, attack)
+        return sampled_vote_law(msgs, clients, tie)
     msgs = worker_messages(laws.raw, laws.sampling.worker_class, sign_zero, byzantine, attack)
     return vote_law(msgs, tie)
 

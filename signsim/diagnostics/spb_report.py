@@ -40,13 +40,16 @@ def l12_assumptions(problem, model, params=None) -> str | None:
     return None
 
 
-def vote_fields(est, sign_zero: str, tie: str, byzantine: int = 0, attack: str = "invert") -> dict[str, Any]:
+def vote_fields(est, sign_zero: str, tie: str, byzantine: int = 0, attack: str = "invert",
+                clients: int | None = None) -> dict[str, Any]:
     """E<g, vote> of the M workers of ``est.laws.sampling`` (the first ``byzantine`` attacked), ties by ``tie``:
-    ``rho_M_norm``, ``vote_agree``, ``vote_disagree``, ``vote_tie`` (or ``vote_note`` when not modelled)."""
+    ``rho_M_norm``, ``vote_agree``, ``vote_disagree``, ``vote_tie`` (or ``vote_note`` when not modelled); with
+    ``clients`` S < M, of the vote of S workers sampled uniformly without replacement (exact over the sampling,
+    docs/theory.md §12.1)."""
     from signsim.diagnostics import spb
     from signsim.diagnostics.estimators import vote
 
-    v = vote(est.laws, sign_zero, tie, byzantine, attack)
+    v = vote(est.laws, sign_zero, tie, byzantine, attack, clients)
     if v is None:
         return {"rho_M_norm": None, "vote_note": f"the vote's law under --attack {attack} is not modelled"}
     g = est.grad
@@ -116,20 +119,23 @@ def estimate_fields(est, ver, top: int, not_bound: str | None, no_var: str | Non
     return doc
 
 
-def workers_fields(est, sign_zero: str, tie: str, byzantine: int = 0, attack: str = "invert") -> dict[str, Any]:
+def workers_fields(est, sign_zero: str, tie: str, byzantine: int = 0, attack: str = "invert",
+                   clients: int | None = None) -> dict[str, Any]:
     """The fields of the vote of the M workers of ``est.laws.sampling``: ``workers``, ``workers_differ``, the
-    vote's law and E<g, vote>, and the identical-worker lower bound where it applies."""
+    vote's law and E<g, vote>, and the identical-worker lower bound where it applies; with ``clients`` S < M,
+    those of the vote of S sampled workers (identical workers: the vote of S)."""
     from signsim.diagnostics import spb
     from signsim.diagnostics.votes import message_law
 
     laws, g = est.laws, est.grad
     nz = g != 0
     M = int(laws.sampling.worker_class.size)
+    voters = M if clients is None else min(clients, M)
     differ = laws.sampling.distinct > 1 or byzantine > 0
     doc: dict[str, Any] = {"workers": M, "workers_differ": differ}
-    doc.update(vote_fields(est, sign_zero, tie, byzantine, attack))
+    doc.update(vote_fields(est, sign_zero, tie, byzantine, attack, None if voters == M else voters))
     identical = not differ and not np.any(message_law(laws.raw, sign_zero).zero[:, nz] > 0)
     rho_min = float(np.min(est.rho[nz])) if nz.any() else None
-    doc["rho_M_lower_bound"] = spb.majority_lower_bound(g, est.rho, M) if identical and rho_min \
+    doc["rho_M_lower_bound"] = spb.majority_lower_bound(g, est.rho, voters) if identical and rho_min \
         and rho_min > 0.5 else None
     return doc

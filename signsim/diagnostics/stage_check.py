@@ -9,7 +9,8 @@ heavy-tailed; several d) it measures, from ``samples`` draws of the compiled ker
   (Bonferroni);
 - E||C(x) - x||^2 / ||x||^2 against the declared omega (unbiased) or 1 - alpha (contractive), failing when
   the sample mean minus z* standard errors exceeds it;
-- the bits the kernel counts against the declared formula ``bits`` (exactly, every draw);
+- the bits the kernel counts against the declared count (``message_bits`` where the module has one, else the
+  formula ``bits``; exactly, every draw);
 - the kernel against its NumPy reference with the same generator (the replay's contract), to 1e-12.
 
 Deterministic outputs (zero spread) are compared exactly (1e-12 relative).
@@ -63,6 +64,7 @@ def check(stage, samples: int = 2000, seed: int = 0, sign_zero: int = 0) -> list
     ``DIMS``; a parameter that depends on d is re-resolved per d)."""
     import numpy as np
 
+    from signsim import accounting
     from signsim.engine import compose
     from signsim.stages import registry
 
@@ -92,7 +94,7 @@ def check(stage, samples: int = 2000, seed: int = 0, sign_zero: int = 0) -> list
             for s in range(samples):
                 out, bits = compose.compress_once(st, x, sign_zero, gen)
                 outs[s] = out
-                declared = mod.bits(d, st.params, sign_zero, int(np.count_nonzero(out)))
+                declared = accounting.message_bits(st, x, out, sign_zero)
                 bits_ok &= bool(bits == declared)
                 finite &= bool(np.all(np.isfinite(out)) and math.isfinite(bits))
             ref_ok = True

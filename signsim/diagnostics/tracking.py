@@ -36,6 +36,10 @@ class Quantity:
     def compute(self, k: int, x) -> dict[str, Any]:
         raise NotImplementedError
 
+    def warnings(self) -> list[str]:
+        """What the run should warn about the rows computed so far (estimates outside their range), once each."""
+        return []
+
 
 class SpbTrack(Quantity):
     """At x_k: the fraction of coordinates (with g_i != 0) where SPB holds, min rho, the rho-norm
@@ -114,6 +118,7 @@ class DiversityTrack(Quantity):
         Field("inv_B_S", "1 / B_S"),
         Field("delta_S", "gradient diversity Delta_S"),
         Field("B_simple", "noise scale B_simple = tr(Sigma) / ||G||^2"),
+        Field("note", "why the estimates are null, or which is outside its range"),
     )
 
     def __init__(self, every: int, problem, model, params, cfg):
@@ -121,14 +126,36 @@ class DiversityTrack(Quantity):
 
         super().__init__(every, problem, model, params, cfg)
         self.method = choose(problem, model.name, "auto")
+        self.out_of_range: list[int] = []
 
     def compute(self, k: int, x) -> dict[str, Any]:
+        """The row at x_k; the estimates are null with a note when no finite variance exists or when the
+        two-batch estimate of ||G||^2 is negative, and carry a note when that of tr(Sigma) is (docs/theory.md
+        §6, §10)."""
         from signsim.diagnostics.diversity_report import measure
 
         d, _ = measure(self.problem, self.model, self.params, x, self.cfg, self.method, self.PAIRS,
                        salt=10_000_000 + k)
+        if d.undefined:
+            return {"method_of_estimate": self.method, "B_S": None, "inv_B_S": None, "delta_S": None,
+                    "B_simple": None, "note": d.undefined}
+        outside = d.out_of_range()
+        if outside:
+            self.out_of_range.append(k)
+        if d.grad_sq < 0:
+            return {"method_of_estimate": self.method, "B_S": None, "inv_B_S": None, "delta_S": None,
+                    "B_simple": None, "note": " ".join(outside)}
         return {"method_of_estimate": self.method, "B_S": d.B_S, "inv_B_S": d.inv_B_S, "delta_S": d.delta_S,
-                "B_simple": d.B_simple}
+                "B_simple": d.B_simple, "note": " ".join(outside) or None}
+
+    def warnings(self) -> list[str]:
+        if not self.out_of_range:
+            return []
+        ks = self.out_of_range
+        at = ", ".join(map(str, ks[:5])) + (f" and {len(ks) - 5} more" if len(ks) > 5 else "")
+        return [f"tracked diversity: the two-batch estimates at iterations {at} fall outside their possible range "
+                f"(a negative tr(Sigma) or ||G||^2; see each row's note): those rows' B_S and B_simple are not "
+                f"meaningful (raise the pairs with signsim diversity --at run:K --pairs N)"]
 
 
 #: every tracked quantity, in the order a run records them

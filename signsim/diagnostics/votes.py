@@ -126,6 +126,11 @@ def vote_law(messages: Law, tie: str) -> Vote:
     M = plus.shape[0]
     dist = sum_law_kernel(plus, np.ascontiguousarray(messages.zero, dtype=np.float64),
                           np.ascontiguousarray(messages.minus, dtype=np.float64))
+    return vote_of_sum(dist, M, tie)
+
+
+def vote_of_sum(dist: np.ndarray, M: int, tie: str) -> Vote:
+    """The vote sign(sum) from the law of the sum (d x (2M + 1), column s + M), a tie broken by ``tie``."""
     up, down, tied = dist[:, M + 1:].sum(axis=1), dist[:, :M].sum(axis=1), dist[:, M]
     if tie == "random":
         return Vote(up + tied / 2, down + tied / 2, tied)

@@ -196,6 +196,7 @@ def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams,
                  icfg[loop.I_ATTACK], icfg[loop.I_SIGN_ZERO], gen, agg)
         broadcast(agg, M, icfg[loop.I_AGGREGATE], icfg[loop.I_TIE], gen)
         tally[loop.T_UP] += up_bits
+        tally[loop.T_UP_MAX] = up_bits
         tally[loop.T_DOWN] += M * fcfg[loop.F_DOWN_BITS]
         d = x.shape[0]
         if icfg[loop.I_MONOTONE]:
@@ -208,6 +209,9 @@ def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams,
             for i in range(d):
                 x[i] -= lr * (agg[i] + wd * x[i])
         counters[loop.C_DONE] = k + 1
+        if tally[loop.T_UP] + tally[loop.T_DOWN] >= fcfg[loop.F_BUDGET]:  # as the per-worker loop stops
+            status = record(k + 1, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            return Status.BUDGET if status == Status.OK else status
     if k1 == K:
         return record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
     return Status.OK
@@ -227,11 +231,11 @@ class BinomialEngine(ChunkedState):
         self.x = problem.x0.astype(np.float64).copy()
         self.agg, self.gbuf, self.trial = np.zeros(d), np.zeros(d), np.zeros(d)
         self.err = np.zeros((1, 1))  # no worker keeps an error: loop.record's error column stays empty
-        self.tally = np.zeros(2)
+        self.tally = np.zeros(loop.N_TALLY)
         _, self.gen = run_streams(seed, 0)  # the server's stream draws every count
         self.up_bits = float(M * accounting.uplink_bits(s.compressor, d, s.sign_zero))
         down = accounting.downlink_bits(s.compressor, s.aggregate, M, d, s.sign_zero, s.tie)
-        self.icfg, self.fcfg = Engine.settings_arrays(problem, noise, s, eval_every, False, False, down)
+        self.icfg, self.fcfg = Engine.settings_arrays(problem, noise, s, eval_every, False, False, down, M)
         self.icfg[loop.I_AGGREGATE] = RULES[s.aggregate.name]
         self.icfg[loop.I_ATTACK] = ATTACKS.get(s.attack.name, -1)
         self.nparams = np.asarray(noise_params, dtype=np.float64)

@@ -396,6 +396,95 @@ def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str
     return fig
 
 
+@styled
+def sweep_final(rows: list[dict[str, str]], parameters: list[str], option: str, group_by: str | None, y: str,
+                where: list[str] | None = None, name: str = "the sweep"):
+    """Each run's final value of ``y`` (its last recorded one) against the swept option ``option``: one line
+    per value of ``group_by``, the mean over the runs at each value with an error bar of one standard
+    deviation (the runs differ by the options averaged over, named in the title, e.g. the repeats). Numeric
+    values go on a numeric axis (logarithmic when all are positive and span more than two decades); others,
+    such as compressor specs, one tick each in the order the sweep ran them."""
+    from dataclasses import fields
+
+    from signsim.config import RunConfig
+
+    header = list(rows[0]) if rows else []
+    run_options = {f.name for f in fields(RunConfig)} | {"seed", "repeat"} | set(parameters)
+    options = [c for c in header if c in run_options and c not in SWEEP_BOOKKEEPING]
+    swept = [p.replace("-", "_") for p in parameters]
+    option = option.replace("-", "_")
+    if option not in swept:
+        raise InputError(f"--x {option.replace('_', '-')}: not an option {name} varies (it varies: "
+                         f"{', '.join(p.replace('_', '-') for p in swept) or 'nothing'}); or iter, bits, megabytes")
+    group_by = group_by.replace("-", "_") if group_by else None
+    if group_by is not None and group_by not in options:
+        raise InputError(f"--group-by {group_by}: not an option of {name} (options: {', '.join(options)})")
+    if group_by == option:
+        raise InputError(f"--group-by {group_by}: already the --x option; choose another")
+    filters = parse_where(where, options, name)
+    source, key, label, log = Y_AXES[y]
+    if source != "history" or key not in header:
+        raise InputError(f"--y {y}: {name} has no {label} column (sweep plots use the history columns: loss, "
+                         "grad-norm, distance, ...)")
+    kept = [r for r in rows if r["status"] != "failed" and all(_same(r.get(k, ""), v) for k, v in filters)]
+    if rows and not kept:
+        raise InputError(f"--where {' '.join(where or [])}: no run of {name} matches")
+    last: dict[str, dict[str, str]] = {}
+    for r in kept:  # each run's last row holding a value
+        if r.get(key, "") != "" and (r["run_id"] not in last or float(r["iter"]) >= float(last[r["run_id"]]["iter"])):
+            last[r["run_id"]] = r
+    if not last:
+        raise InputError(f"--y {y}: {name} holds no {label} values")
+    order = list(dict.fromkeys(r[option] for r in last.values()))
+    try:
+        where_x = {v: float(v) for v in order}
+        numeric = True
+    except ValueError:
+        where_x = {v: float(i) for i, v in enumerate(order)}
+        numeric = False
+    lines: dict[str, dict[str, list[float]]] = {}
+    for r in last.values():
+        g = r.get(group_by, "all") if group_by else "all"
+        lines.setdefault(g, {}).setdefault(r[option], []).append(float(r[key]))
+    averaged = [c for c in options if c not in (option, group_by)
+                and len({r.get(c, "") for r in last.values()}) > 1
+                and any(len({r.get(c, "") for r in last.values() if r[option] == v
+                             and (not group_by or r.get(group_by) == g)}) > 1
+                        for g in lines for v in lines[g])]
+    if "seed" in averaged and "repeat" in averaged:
+        averaged.remove("repeat")
+    fig, ax = subplots(figsize=(6.4, 4.4))
+    allv = []
+    for i, g in enumerate(sorted(lines, key=_sort_key)):
+        vs = sorted(lines[g], key=lambda v: where_x[v])
+        xs = np.array([where_x[v] for v in vs])
+        mean = np.array([np.mean(lines[g][v]) for v in vs])
+        std = np.array([np.std(lines[g][v]) for v in vs])
+        ax.errorbar(xs, mean, yerr=std, marker="o", capsize=3, color=f"C{i % 10}",
+                    label=f"{group_by} = {g}" if group_by else "all runs")
+        allv.extend(mean[np.isfinite(mean)])
+    if numeric:
+        xs_all = [where_x[v] for v in order]
+        if min(xs_all) > 0 and max(xs_all) / min(xs_all) > 100:
+            ax.set_xscale("log")
+    else:
+        ax.set_xticks([where_x[v] for v in order], order, rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel(option.replace("_", "-"))
+    ax.set_ylabel(f"final {label}")
+    if log and allv and min(allv) > 0 and max(allv) / min(allv) > 20:
+        ax.set_yscale("log")
+    counts = [len(v) for g in lines.values() for v in g.values()]
+    lo, hi = min(counts), max(counts)
+    count = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    what = f"mean over {count} runs per point" + (f", averaged over {', '.join(averaged)}" if averaged else "")
+    what += "; bars: one standard deviation" if hi > 1 else ""
+    if filters:
+        what = f"{', '.join(f'{k} = {v}' for k, v in filters)}: {what}"
+    fig.suptitle(what, fontsize=9)
+    legend_below(fig)
+    return fig
+
+
 def _sort_key(v: str):
     try:
         return (0, float(v), v)

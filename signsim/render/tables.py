@@ -143,10 +143,19 @@ def _min_width(texts) -> int:
     return max((len(w) for t in texts for w in str(t).split()), default=1)
 
 
+def budget_message(doc: dict[str, Any]) -> str | None:
+    """Where a run stopped at its communication budget (None for any other status)."""
+    if doc.get("status") != "budget":
+        return None
+    fin = doc["final"]
+    return (f"stopped at the budget after {fin['iters_done']} iterations, "
+            f"{(fin['bits_up'] + fin['bits_down']) / 8e6:.4g} MB")
+
+
 def run_summary(doc: dict[str, Any]) -> Table:
     cfg, fin = doc["config"], doc["final"]
     title = (f"{cfg['method']} on {doc['problem']['name']} (d = {doc['problem']['dim']}), "
-             f"M = {cfg['workers']}, K = {cfg['iters']}: {doc['status']}")
+             f"M = {cfg['workers']}, K = {cfg['iters']}: {budget_message(doc) or doc['status']}")
     table = new_table(title)
     table.add_column("quantity")
     table.add_column("start", justify="right")
@@ -160,6 +169,13 @@ def run_summary(doc: dict[str, Any]) -> Table:
     table.add_row("iterations", "0", fmt(fin.get("iters_done")))
     table.add_row("bits up (all workers)", "0", bits_text(fin["bits_up"]))
     table.add_row("bits down (all workers)", "0", bits_text(fin["bits_down"]))
+    per = doc.get("bits_per_iter") or {}
+    for way in ("up", "down"):
+        mean = per.get(f"{way}_mean")
+        if mean is not None and mean != per.get(way):  # a message size that varies: measured beside declared
+            worst = f", worst {fmt(per[f'{way}_worst'])}" if per.get(f"{way}_worst") is not None else ""
+            table.add_row(f"bits {way} per iteration", "", f"{fmt(round(mean))} measured mean{worst} "
+                          f"(declared upper bound {fmt(per[way])})")
     table.add_row("wall time", "", f"{fin['wall_time']:.3f} s")
     return table
 
@@ -184,13 +200,25 @@ def comparison_table(doc: dict[str, Any]) -> Table:
     """Every run's final values, and its loss (and test accuracy) at the smallest total communication."""
     c = doc["comparison"]
     acc = any(r["final_test_acc"] is not None for r in c["rows"])
-    table = new_table(f"runs compared at equal communication B = {c['budget_megabytes']:.3g} MB (up + down; the least "
-                      "any run sent)")
-    cols = ["run", "iters", "MB", "final loss", "loss@B"] + (["test acc@B", "final acc"] if acc else []) + ["status"]
+    if c.get("budget_given"):  # every run stopped at the budget or at its iters: its final values are at B
+        table = new_table(f"runs compared at equal communication B = {c['budget_megabytes']:.4g} MB (up + down; each "
+                          "run stops at the first iteration that reaches B, or at its iters)")
+        cols = ["run", "iters", "MB", "final loss"] + (["final acc"] if acc else []) + ["stopped at"]
+    else:
+        table = new_table(f"runs compared at equal communication B = {c['budget_megabytes']:.3g} MB (up + down; the "
+                          "least any run sent)")
+        cols = ["run", "iters", "MB", "final loss", "loss@B"] + (["test acc@B", "final acc"] if acc else [])
+        cols.append("status")
     for col in cols:
-        table.add_column(col, justify="left" if col in ("run", "status") else "right")
+        table.add_column(col, justify="left" if col in ("run", "status", "stopped at") else "right")
     for r in c["rows"]:
-        row = [r["label"], fmt(r["iters"]), f"{r['megabytes']:.3g}", fmt(r["final_loss"]), fmt(r["loss_at_budget"])]
+        row = [r["label"], fmt(r["iters"]), f"{r['megabytes']:.3g}", fmt(r["final_loss"])]
+        if c.get("budget_given"):
+            stopped = {"budget": "the budget", "iters": f"iters ({fmt(r['iters'])})",
+                       "stop_loss": "the stop loss"}.get(r["stopped"], r["stopped"])
+            table.add_row(*row, *([_pct(r["final_test_acc"])] if acc else []), stopped)
+            continue
+        row.append(fmt(r["loss_at_budget"]))
         if acc:
             row += [_pct(r["test_acc_at_budget"]), _pct(r["final_test_acc"])]
         table.add_row(*row, r["status"])
@@ -229,9 +257,19 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
         ("||g||_2", fmt(doc["l2_norm"])),
         (l12_label, fmt(doc["l12_norm"])),
     ]
+    rnd = doc.get("round") or {}
+    sampled = rnd.get("clients_per_round") is not None and rnd.get("clients_per_round") < rnd.get("workers", 0)
+    if rnd.get("local_steps", 1) > 1:
+        rows.insert(0, ("message", f"{rnd['message']} (local step size {fmt(rnd['local_step_size'])})"))
+        rows.insert(1, ("round's law", rnd["note"]))
+        rows[rows.index(next(r for r in rows if r[0].startswith("E<g, sign g_hat>")))] = (
+            "E<g, sign u> (the round's rho-norm)", f"{fmt(doc['rho_norm'])}  [{fmt(doc['rho_norm_low'])}, "
+            f"{fmt(doc['rho_norm_high'])}]")
     if "rho_M_norm" in doc:
         how = "each worker's own law" if doc.get("workers_differ") else "identical workers"
-        rows.append((f"E<g, vote> (rho_M-norm, M={doc['workers']}, {how})", fmt(doc["rho_M_norm"])))
+        who = (f"S={rnd['clients_per_round']} sampled of M={doc['workers']}, exact over the sampling" if sampled
+               else f"M={doc['workers']}")
+        rows.append((f"E<g, vote> (rho_M-norm, {who}, {how})", fmt(doc["rho_M_norm"])))
     for label, value in rows:
         summary.add_row(label, value)
     summary.add_row("verdict", f"[bold {colour}]{doc['verdict']}[/]")
@@ -460,7 +498,14 @@ def bound_report(doc: dict[str, Any]) -> list[Any]:
     for r in mt["rows"]:
         if r["M"] <= 12 or r["M"] in (15, 16, 31, 32, 63, 64):
             m.add_row(str(r["M"]), fmt(r["ratio"]), fmt(r["lower_bound"]))
+    if mt.get("sampled_ratio") is not None:
+        m.add_row(f"{mt['clients_per_round']} sampled of {doc['round']['workers']}", fmt(mt["sampled_ratio"]), "-")
     notes = ["* derived for this project, not quoted from a paper"]
+    if doc.get("round", {}).get("note"):
+        notes.append(f"round: {doc['round']['note']}")
+    if mt.get("round_note"):
+        notes.append(f"majority table: {mt['round_note']}")
+    notes += [f"{r['key']}: {r['note']}" for r in doc["bounds"] if r["note"].startswith("no bound known")]
     if doc.get("overlay", {}).get("exceeded"):
         notes.append("[bold red]An observation exceeds its bound.[/] The theorems bound expectations: one run can "
                      "exceed a tight bound by its own fluctuation; average several seeds before calling it a bug.")

@@ -9,7 +9,9 @@ A stage is one module in one of the folders ``momentum``, ``compressors``, ``err
   unbiased compressor, alpha for a contractive one, None when there is none); ``SCRATCH`` (per-worker int64
   scratch of length d, or none); ``BROADCAST`` (how the server sends the mean of these messages); ``kernel``
   (out <- C(v), returns the bits of the message as encoded), ``bits`` (the same count as a formula, for the
-  accounting) and ``reference`` (NumPy, same draws in the same order, for the replay);
+  accounting) and ``reference`` (NumPy, same draws in the same order, for the replay); optionally
+  ``message_bits(v, out, p, sign_zero)`` (NumPy: the exact bits of one message when its size depends on more than
+  its count of non-zero entries, e.g. QSGD's Elias code; ``bits`` is then an upper bound);
 - the other kinds the functions their folder's ``__init__`` names.
 
 Kernels are plain Python functions that use ``math`` only: the engine compiles them with Numba when a run
@@ -50,6 +52,9 @@ class Param:
     default_of_d: object = None
     #: how that default reads in the docs and ``signsim list`` (e.g. "ceil(d/10)")
     default_text: str = ""
+    #: a trailing parameter left out of the resolved spec while it has its default (one added after results
+    #: recorded the spec without it: ``qsgd:4`` stays ``qsgd:4``, ``qsgd:4:elias`` is written out)
+    omit_default: bool = False
 
     def describe(self) -> str:
         if self.kind == "choice":

@@ -65,7 +65,12 @@ class Stage:
         """The spec with every parameter written out (``qsgd`` -> ``qsgd:4``)."""
         if not self.module.PARAMS or not self.resolved:
             return self.name
-        return ":".join([self.name, *(p.shown(v) for p, v in zip(self.module.PARAMS, self.params, strict=True))])
+        shown = [p.shown(v) for p, v in zip(self.module.PARAMS, self.params, strict=True)]
+        for p in reversed(self.module.PARAMS):  # trailing defaults marked omit_default stay out
+            if not (p.omit_default and shown and shown[-1] == p.shown(_default_value(p))):
+                break
+            shown.pop()
+        return ":".join([self.name, *shown])
 
     def param_array(self, extra: tuple[float, ...] = ()):
         import numpy as np
@@ -74,6 +79,10 @@ class Stage:
         out = np.zeros(MAX_PARAMS)
         out[:len(values)] = values
         return out
+
+
+def _default_value(p) -> float:
+    return float(p.choices.index(p.default)) if p.kind == "choice" else float(p.default)
 
 
 def parse(kind: str, spec: str, dim: int | None = None, option: str | None = None) -> Stage:
@@ -100,7 +109,7 @@ def parse(kind: str, spec: str, dim: int | None = None, option: str | None = Non
         if i < len(raw) and raw[i] != "":
             values.append(p.parse(raw[i], option, spec))
         elif p.default is not None:
-            values.append(float(p.choices.index(p.default)) if p.kind == "choice" else float(p.default))
+            values.append(_default_value(p))
         elif p.default_of_d is not None:
             if dim is None:
                 values.append(0.0)

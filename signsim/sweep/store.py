@@ -1,6 +1,6 @@
 """The sweep's output directory: one JSON per run (``runs/<run id>.json``), a long-format ``results.csv``
 (one row per run and recorded iteration, every varying option a column) and ``manifest.json``.
-Every file is written atomically; a run counts as finished when its file holds status ok or diverged."""
+Every file is written atomically; a run counts as finished when its file holds status ok, diverged or budget."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from signsim.errors import InputError
 from signsim.history import CSV_FIELDS
 from signsim.results import dumps, read_json, write_atomic
 
-FINISHED = ("ok", "diverged")
+FINISHED = ("ok", "diverged", "budget")
 
 
 def complete(doc: Any) -> str | None:
