@@ -84,6 +84,25 @@ def pytest_terminal_summary(terminalreporter):
 
 _ENTRIES = pytest.StashKey[int]()
 
+# --- what the fast suite leaves to the slow step ----------------------------------------------------------------
+#: files whose every test runs in the slow step (``.ci/run``: ``python -m pytest -m slow``): real signals sent to
+#: commands that compile on their own caches, thread-count reproducibility (the threaded loops), float32 (its own
+#: loops), ``signsim compile`` itself, the fuzzing of every option of every command and a real Dask scheduler
+SLOW_FILES = frozenset({"test_hostile_signals.py", "test_hostile_interrupts.py", "test_dtype.py", "test_compile.py",
+                        "test_reproducibility.py", "test_hostile_fuzz.py", "test_dask_timeout.py"})
+#: engine-against-replay cases under rounds: the fast suite keeps each setup's case with both local steps and
+#: sampling (H3-S3); the cases with only one of them run in the slow step
+ROUNDS_FAST = "-H3-S3]"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = Path(str(item.fspath)).name
+        if name in SLOW_FILES or (name == "test_rounds.py" and "numpy_replay_under_rounds[" in item.nodeid
+                                  and not item.nodeid.endswith(ROUNDS_FAST)):
+            item.add_marker(pytest.mark.slow)
+
+
 # --- one warm-up for the whole suite under pytest-xdist -----------------------------------------------------------
 # With -n N the workers start together on an empty cache and would each compile the kernels of the first tests
 # they run, the same ones at the same time. Before the workers start, ``signsim compile``'s warm-up commands
@@ -110,7 +129,8 @@ def _warm_up_shards(n: int) -> list[list[str]]:
     units: dict[tuple[str, str], list[list[str]]] = {}
     for args in warm_commands():
         _, family, dtype = group(args)
-        units.setdefault((family, dtype), []).append(args)
+        if dtype == "float64":  # float32 loops are for test_dtype.py, in the slow step (SLOW_FILES)
+            units.setdefault((family, dtype), []).append(args)
     weight = {unit: sum(SECONDS.get(g, 0.0) for g in {group(a) for a in cmds}) for unit, cmds in units.items()}
     shards: list[list[str]] = [[] for _ in range(min(n, len(units)))]
     load = [0.0] * len(shards)
