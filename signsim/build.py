@@ -64,12 +64,13 @@ def check_budget(cfg, settings, d: int) -> None:
     from signsim import accounting
     from signsim.options import shown
 
-    least = accounting.smallest_round_bits(settings.compressor, settings.aggregate, cfg.workers, d,
-                                           settings.sign_zero, settings.tie)
+    S = settings.participants(cfg.workers)  # a round's participants send and receive (docs/theory.md §12)
+    least = accounting.smallest_round_bits(settings.compressor, settings.aggregate, S, d, settings.sign_zero,
+                                           settings.tie)
     if settings.budget < least:
         given = (f"--budget-bits {shown(cfg.budget_bits)}" if cfg.budget_bits is not None
                  else f"--budget-mb {shown(cfg.budget_mb)}")
-        raise InputError(f"{given}: below one round's bits (one iteration of {cfg.workers} workers sends at least "
+        raise InputError(f"{given}: below one round's bits (one iteration of {S} workers sends at least "
                          f"{least:,} bits = {least / 8e6:.4g} MB, up + down)")
 
 

@@ -212,6 +212,9 @@ def validate(cfg: RunConfig) -> None:
     if cfg.momentum2 is not None:
         _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
     stages.check_composition(cfg, cfg.method)
+    from signsim import rounds
+
+    rounds.validate(cfg)
     if cfg.dtype != "float64":
         _check(cfg.votes != "binomial", "dtype", cfg.dtype, "does not apply with --votes binomial (its O(d) state "
                "stays float64); drop one of --dtype and --votes binomial")

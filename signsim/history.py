@@ -38,12 +38,14 @@ COLUMNS = (
     Column("grad_l2", "grad_norm", "||grad f(x_k)||_2", summary="||grad f||_2"),
     Column("grad_l1", "grad_norm_l1", "||grad f(x_k)||_1", summary="||grad f||_1"),
     Column("distance", "distance", "||x_k - x*||_2", summary="distance to x*"),
+    Column("grad_calls", "grad_calls", "stochastic-gradient oracle calls so far, summed over workers (S H per round)",
+           integer=True),
     Column("extra", "ef_error_norm", "mean over workers of ||e_m||_2", recorded=ERROR_FEEDBACK),
     Column("train_acc", "train_acc", "training accuracy", recorded=CLASSIFIER),
     Column("test_acc", "test_acc", "test accuracy", recorded=CLASSIFIER),
     Column("test_loss", "test_loss", "test loss f_test(x_k) on the held-out samples", recorded=DATA),
     Column("bits_up", "bits_up", "bits sent up so far (all workers)", integer=True),
-    Column("bits_down", "bits_down", "bits broadcast so far (times M)", integer=True),
+    Column("bits_down", "bits_down", "bits broadcast so far (times the participants)", integer=True),
 )
 
 #: the loop's column names, in order (``loop.HIST``)

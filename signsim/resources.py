@@ -89,14 +89,19 @@ def data_bytes(values: int, dtype: str = "float64") -> int:
 
 
 def run_bytes(workers: int, dim: int, momentum: bool, error_feedback: bool, history_rows: int,
-              data_values: int = 0, index_scratch: bool = False, dtype: str = "float64") -> int:
-    """The memory a run allocates: per worker its gradient, message, momentum and error-feedback vectors (in
-    ``dtype``), the sparsifiers' int64 index scratch and its generator; the server's vectors (x, EF21's g and
-    the aggregate in ``dtype``; the full gradient, x*, x0 and the problem's vectors in float64); the recorded
-    float64 history; the data while it is packed (``data_bytes``)."""
+              data_values: int = 0, index_scratch: bool = False, dtype: str = "float64", clients: int | None = None,
+              local_steps: int = 1) -> int:
+    """The memory a run allocates: per worker its momentum and error-feedback vectors (in ``dtype``) and its
+    generator; per participant of a round (``clients`` = S, default every worker) its gradient and message (in
+    ``dtype``), the sparsifiers' int64 index scratch, and with ``local_steps`` H > 1 its local iterate and
+    pseudo-gradient (docs/theory.md §12); the server's vectors (x, EF21's g and the aggregate in ``dtype``; the full
+    gradient, x*, x0 and the problem's vectors in float64); the recorded float64 history; the data while it is
+    packed (``data_bytes``)."""
     v = itemsize(dtype)
-    per_worker = v * dim * (2 + int(momentum) + int(error_feedback)) + 8 * dim * int(index_scratch) + PER_WORKER
-    return (workers * per_worker + (3 * v + 5 * 8) * dim + history_rows * 16 * 8
+    S = workers if clients is None else min(clients, workers)
+    per_worker = v * dim * (int(momentum) + int(error_feedback)) + PER_WORKER
+    per_slot = v * dim * (2 + 2 * int(local_steps > 1)) + 8 * dim * int(index_scratch)
+    return (workers * per_worker + S * per_slot + (3 * v + 5 * 8) * dim + history_rows * 16 * 8
             + data_bytes(data_values, dtype))
 
 
@@ -112,7 +117,10 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     sparsifier = stages.parse_compressor(cfg.compressor or method.compressor).module.SCRATCH
     rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
     workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers
-    need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier, getattr(cfg, "dtype", "float64"))
+    from signsim import rounds
+
+    need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier, getattr(cfg, "dtype", "float64"),
+                     min(rounds.of_config(cfg), workers), getattr(cfg, "local_steps", 1))
     hint = ""
     if workers and cfg.method == "signsgd" and not momentum:
         hint = "; for signSGD on a synthetic problem, --votes binomial simulates any number of workers in O(d)"

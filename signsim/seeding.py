@@ -9,6 +9,9 @@ import numpy as np
 
 WORKERS, SERVER, PROBLEM, DIAGNOSTICS = range(4)
 CHILDREN = 4
+#: the fifth root: the server's sampling of each round's participants (docs/theory.md §12); spawned after the
+#: first four, so that they are the same as before it existed
+PARTICIPATION = 4
 
 
 def generator(ss: np.random.SeedSequence) -> np.random.Generator:
@@ -19,6 +22,12 @@ def run_streams(seed: int, workers: int) -> tuple[list[np.random.Generator], np.
     children = np.random.SeedSequence(seed).spawn(CHILDREN)
     gens = [generator(s) for s in children[WORKERS].spawn(workers)]
     return gens, generator(children[SERVER])
+
+
+def participation_stream(seed: int) -> np.random.Generator:
+    """The server's stream for sampling a round's participants, apart from its tie-breaking stream: a run in which
+    every worker takes part draws nothing from it."""
+    return generator(np.random.SeedSequence(seed).spawn(PARTICIPATION + 1)[PARTICIPATION])
 
 
 def problem_streams(seed: int, n: int) -> list[np.random.Generator]:

@@ -21,6 +21,9 @@ from .conftest import run_subprocess, wait_until_ready
      "--aggregate", "trimmed:0.2", "--byzantine", "4", "--attack", "alie:1"),
     ("--problem", "quadratic", "--dim", "2000", "--workers", "32", "--method", "randk", "--iters", "20",
      "--aggregate", "median", "--byzantine", "3", "--attack", "random"),
+    # federated rounds (docs/theory.md §12): 8 of 32 sampled per round, 4 local steps, threaded (S d H >= 50 000)
+    ("--problem", "quadratic", "--dim", "2000", "--workers", "32", "--method", "signum", "--iters", "10",
+     "--local-steps", "4", "--participation", "0.25", "--byzantine", "6", "--attack", "alie:1", "--aggregate", "mean"),
 ])
 def test_identical_results_with_1_and_2_threads(args):
     docs = []

@@ -67,14 +67,16 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     out = simulate(engine, progress, hooks)
     warnings += [w for q in quantities for w in q.warnings()]
 
-    bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, cfg.workers, problem.dim,
+    S = settings.participants(cfg.workers)
+    bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, problem.dim,
                                          settings.sign_zero, settings.tie)
     columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier,
                                                                       problem.finite_sum is not None)]
     rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
     last = rows[-1] if rows else {}
     final = {**last, "iters_done": out.iters_done, "bits_up": int(engine.tally[loop.T_UP]),
-             "bits_down": int(engine.tally[loop.T_DOWN]), "wall_time": out.wall_time,
+             "bits_down": int(engine.tally[loop.T_DOWN]), "rounds": out.iters_done,
+             "grad_calls": out.iters_done * S * settings.local_steps, "wall_time": out.wall_time,
              "reached_stop_loss": out.reached_target}
     doc: dict[str, Any] = {
         "signsim_version": __version__,
@@ -84,6 +86,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "stages": stages.describe(settings, cfg, problem.dim),
         "problem": problem.facts(),
         "bits_per_iter": measured_bits(bits, engine.tally, out.iters_done),
+        "rounds": {"local_steps": settings.local_steps, "clients_per_round": S, "workers": cfg.workers,
+                   "local_lr": settings.lr, "server_lr": settings.server_lr},
         "warnings": warnings,
         "history": rows,
         "tracks": tracks,

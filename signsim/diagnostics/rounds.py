@@ -57,9 +57,9 @@ def clients(cfg) -> int:
         if S > M:
             raise InputError(f"--clients-per-round {S}: more than the {M} workers (--workers {M})")
         return int(S)
-    if P is not None:
-        return max(1, math.floor(P * M + 1e-9))
-    return M
+    from signsim.rounds import clients_per_round
+
+    return clients_per_round(M, P, S)  # S from P: stated once, in signsim.rounds
 
 
 def round_index(at: str) -> int:

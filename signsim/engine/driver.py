@@ -52,6 +52,11 @@ class Settings:
     weight_decay: float = 0.0
     error_feedback: Stage | None = None
     budget: float = np.inf  # stop once the bits sent up and down reach this many (docs/theory.md §12)
+    #: federated rounds (docs/theory.md §12): local steps H, participants per round S (None: every worker), the
+    #: server's step size; ``lr`` is then gamma_0 of the local step size (``--local-lr``, default ``--lr``)
+    local_steps: int = 1
+    clients: int | None = None
+    server_lr: float = 1.0
 
     def __post_init__(self):
         from signsim.stages import registry
@@ -96,13 +101,13 @@ class Settings:
     @classmethod
     def from_config(cls, cfg, method: MethodSpec, dim: int | None = None) -> Settings:
         """The stages of ``cfg``; ``dim`` resolves a default that depends on the dimension (a sparsifier's k)."""
-        from signsim import accounting, stages
+        from signsim import accounting, rounds, stages
 
         return cls(
             compressor=stages.parse_compressor(cfg.compressor or method.compressor, dim),
             aggregate=stages.parse_aggregate(cfg.aggregate), sign_zero=choice(SignZero, cfg.sign_zero),
             tie=choice(Tie, cfg.tie), schedule=choice(Schedule, cfg.lr_schedule),
-            attack=stages.parse_attack(cfg.attack), lr=cfg.lr,
+            attack=stages.parse_attack(cfg.attack), lr=cfg.local_lr if cfg.local_lr is not None else cfg.lr,
             stop_loss=cfg.stop_loss if cfg.stop_loss is not None else -np.inf,
             momentum=cfg.momentum, momentum_from_first=method.momentum_from_first, byzantine=cfg.byzantine,
             batch_size=cfg.batch_size, monotone=bool(cfg.monotone), momentum_kind=stages.momentum_stage(method, cfg),
@@ -110,7 +115,12 @@ class Settings:
             weight_decay=getattr(cfg, "weight_decay", 0.0) or 0.0,
             error_feedback=stages.parse_error_feedback(cfg.error_feedback or method.error_feedback),
             budget=accounting.budget_bits(cfg),
+            local_steps=int(cfg.local_steps), clients=rounds.of_config(cfg), server_lr=float(cfg.server_lr),
         )
+
+    def participants(self, workers: int) -> int:
+        """S, the workers that take part in each round (docs/theory.md §12)."""
+        return workers if self.clients is None else min(int(self.clients), workers)
 
 
 def check_settings(s: Settings, d: int) -> None:
@@ -137,8 +147,10 @@ class Engine(ChunkedState):
                  workers: int, iters: int, eval_every: int, seed: int, parallel: bool | None = None,
                  dtype: str | np.dtype = np.float64):
         from signsim import accounting
+        from signsim.seeding import participation_stream
 
         d, M = problem.dim, workers
+        S = s.participants(M)
         self.K, self.k = iters, 0
         #: the type of the state vectors (x, momentum, error memory, gradients, messages, aggregate); the kernels'
         #: arithmetic stays float64 and rounds once when it stores into them (``--dtype``, docs/reference.md)
@@ -152,22 +164,28 @@ class Engine(ChunkedState):
         self.settings = s
         self.mom = np.zeros((M, d) if s.momentum_kind.module.STATE else (1, 1), dtype=dt)
         self.err = np.zeros((M, d) if s.error_feedback.module.STATE else (1, 1), dtype=dt)
-        # the sparsifiers' index scratch
-        self.iwork = np.zeros((M, d) if s.compressor.module.SCRATCH else (1, 1), dtype=np.int64)
+        # per slot of a round's S participants: the sparsifiers' index scratch, gradient, message, bits, and with
+        # local steps (H > 1) the local iterate y and the pseudo-gradient u (docs/theory.md §12)
+        self.iwork = np.zeros((S, d) if s.compressor.module.SCRATCH else (1, 1), dtype=np.int64)
         self.srv = np.zeros(d, dtype=dt)
-        self.G = np.zeros((M, d), dtype=dt)
-        self.msg = np.zeros((M, d), dtype=dt)
+        self.G = np.zeros((S, d), dtype=dt)
+        self.msg = np.zeros((S, d), dtype=dt)
+        self.Y = np.zeros((S, d) if s.local_steps > 1 else (1, 1), dtype=dt)
+        self.U = np.zeros((S, d) if s.local_steps > 1 else (1, 1), dtype=dt)
         self.agg = np.zeros(d, dtype=dt)
         self.gbuf = np.zeros(d)  # the full gradient behind the history's norms: float64 like the history
-        self.wbits = np.zeros(M)
+        self.wbits = np.zeros(S)
         self.tally = np.zeros(loop.N_TALLY)
+        self.part = np.arange(M, dtype=np.int64)  # the round's participants: part[:S]
+        self.seen = np.zeros(M, dtype=np.int64)  # each worker's rounds so far
         gens, self.server_gen = run_streams(seed, M)
+        self.part_gen = participation_stream(seed)  # the server's sampling stream, apart from its tie-breaks
         if parallel is None:
-            parallel = M * d * max(1, s.batch_size if problem.A.size else 1) >= PARALLEL_WORK
+            parallel = S * d * max(1, s.batch_size if problem.A.size else 1) * s.local_steps >= PARALLEL_WORK
         self.gens = worker_generators(gens, parallel)
         sparse_down = accounting.broadcast_is_sparse(s.compressor, s.aggregate)
-        down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, M, d, s.sign_zero, s.tie)
-        self.icfg, self.fcfg = self.settings_arrays(problem, noise, s, eval_every, parallel, sparse_down, down)
+        down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, S, d, s.sign_zero, s.tie)
+        self.icfg, self.fcfg = self.settings_arrays(problem, noise, s, eval_every, parallel, sparse_down, down, S)
         self.sp = s.stage_params()
         from signsim.stages import plugins
 
@@ -179,14 +197,15 @@ class Engine(ChunkedState):
 
     @staticmethod
     def settings_arrays(problem, noise, s: Settings, eval_every: int, parallel: bool, sparse_down: bool,
-                        down_bits: float) -> tuple[np.ndarray, np.ndarray]:
-        """The loop's ``icfg`` and ``fcfg`` arrays, filled by the names in ``loop.ICFG`` and ``loop.FCFG``."""
+                        down_bits: float, clients: int) -> tuple[np.ndarray, np.ndarray]:
+        """The loop's ``icfg`` and ``fcfg`` arrays, filled by the names in ``loop.ICFG`` and ``loop.FCFG``
+        (``clients``: S, the participants per round)."""
         ints = dict(aggregate=0, sign_zero=s.sign_zero, tie=s.tie, schedule=s.schedule, byzantine=s.byzantine,
                     attack=0, eval_every=eval_every, parallel=parallel, tau=s.batch_size, problem=problem.code,
                     noise=noise.code, monotone=s.monotone, track_error=s.error_feedback.module.TRACK_ERROR,
-                    sparse_down=sparse_down)
+                    sparse_down=sparse_down, local_steps=s.local_steps, clients=clients)
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
-                      budget=s.budget)
+                      budget=s.budget, server_lr=s.server_lr)
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
                 np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64))
 
@@ -201,7 +220,8 @@ class Engine(ChunkedState):
                 status = kernel(
                     self.k, k1, self.K, self.x, self.mom, self.err, self.iwork, self.srv, self.G, self.msg, self.agg,
                     self.wbits, self.tally, self.gbuf, self.gens, self.server_gen, p.pf, p.pi, p.A, p.b, p.ptr,
-                    p.idx, self.nparams, self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters)
+                    p.idx, self.nparams, self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters,
+                    self.part, self.part_gen, self.Y, self.U, self.seen)
             except Exception as e:
                 from numba.core.errors import NumbaError
 

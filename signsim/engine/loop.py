@@ -17,6 +17,12 @@ median or trimmed mean; EF21's server adds the broadcast to its running g. Then 
 with ``monotone`` the step is taken only if it does not increase f (signSGD's "option 2"). The bits of every
 message and broadcast are counted as they are produced (docs/theory.md §7, §8).
 
+An iteration is a federated round (docs/theory.md §12): the server first samples the round's S participants
+(``sample_participants``, from a stream of its own; none drawn when S = M), only they run the steps above, with
+g replaced by the sum of H local SGD gradients (``local_gradient``; H = 1 is the gradient itself), in slots
+0..S-1 of the per-round buffers; the server aggregates those S messages and steps x <- x - server_lr gamma_k
+direction (x <- x - server_lr direction for EF).
+
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
 whatever the number of Numba threads. The loop is compiled from this one source for each family of problems
 (``signsim.engine.specialize``), with threads and without (a small run loads only the serial one). The driver
@@ -29,7 +35,7 @@ from numba import njit, prange
 from numba.core import types as nbtypes
 from numba.extending import overload
 
-from signsim import history
+from signsim import draws, history
 from signsim.codes import Schedule, SignZero, Status, Tie
 from signsim.engine.compress import sparse_broadcast_bits
 from signsim.engine.dispatch import (
@@ -46,20 +52,20 @@ from signsim.engine.dispatch import (
 #: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names);
 #: ``aggregate`` and ``attack`` are read by the binomial engine only (``engine/binomial.py``)
 ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
-        "noise", "monotone", "track_error", "sparse_down")
-#: float settings, by name, in the order of ``fcfg``
-FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget")
+        "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients")
+#: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
+FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
- I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN) = range(len(ICFG))
+ I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS) = range(len(ICFG))
 N_ICFG = len(ICFG)
-F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET = range(len(FCFG))
+F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR = range(len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
 SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK = range(4)
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
-# ``tally``: bits sent so far, up (all messages) and down (every broadcast times M); the most bits sent up in
-# one iteration
+# ``tally``: bits sent so far, up (all messages) and down (every broadcast times the round's S participants); the
+# most bits sent up in one iteration
 T_UP, T_DOWN, T_UP_MAX = 0, 1, 2
 N_TALLY = 3
 #: history columns, in order (declared in ``signsim/history.py``)
@@ -68,6 +74,7 @@ H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, 
     history.index, ("iter", "loss", "grad_l2", "grad_l1", "distance", "extra", "train_acc", "test_acc", "bits_up",
                     "bits_down"))
 H_TEST_LOSS = history.index("test_loss")
+H_GRAD_CALLS = history.index("grad_calls")
 N_HIST = history.N_COLUMNS
 
 
@@ -142,26 +149,56 @@ def step_size(schedule, lr0, k):
 # indices are drawn by ``signsim.draws``), so its array views and arguments cost no atomic reference counts,
 # which otherwise made up over half of a small problem's step. Kernels it calls that must allocate (the MLP
 # oracle's scratch) ask for the runtime themselves; none returns an array.
-def worker_gradient(m, x, G, gen, pf, pi, A, b, ptr, idx, nparams, icfg):
-    """G[m] <- worker m's stochastic gradient: the problem's oracle, then the noise model. Compiled once per family
+def worker_gradient(m, x, g, gen, pf, pi, A, b, ptr, idx, nparams, icfg):
+    """g <- worker m's stochastic gradient at x: the problem's oracle, then the noise model. Compiled once per family
     of problems (``signsim.engine.specialize``) and shared by every composition of stages, so that a new composition
     compiles only its own small ``worker_step`` and loop."""
-    g = G[m]
     problem_oracle(icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], pf, pi, A, b, ptr, idx, g)
     add_noise(icfg[I_NOISE], nparams, gen, icfg[I_TAU], g)
 
 
-def worker_step(m, k, lr, x, mom, err, iwork, G, msg, wbits, gen, pf, pi, A, b, ptr, idx, nparams, icfg, sp):
-    """One worker's iteration: gradient, momentum, error feedback, compression, attack (the composed stages)."""
-    worker_gradient(m, x, G, gen, pf, pi, A, b, ptr, idx, nparams, icfg)
-    g = G[m]
+def local_gradient(m, j, lr, x, G, Y, U, gen, pf, pi, A, b, ptr, idx, nparams, icfg):
+    """Worker m's pseudo-gradient of the round in slot j (docs/theory.md §12): with H = 1 its stochastic gradient
+    at x, in G[j]; with H > 1 the exact sum u = sum_{h<H} g(y^h) of its H local SGD steps y^{h+1} = y^h - lr g(y^h)
+    from y^0 = x, in U[j] (Y[j] holds y^h, G[j] each g(y^h))."""
+    H = icfg[I_LOCAL_STEPS]
+    g = G[j]
+    if H == 1:
+        worker_gradient(m, x, g, gen, pf, pi, A, b, ptr, idx, nparams, icfg)
+        return
+    y = Y[j]
+    u = U[j]
+    d = x.shape[0]
+    for i in range(d):
+        y[i] = x[i]
+    for h in range(H):
+        worker_gradient(m, y, g, gen, pf, pi, A, b, ptr, idx, nparams, icfg)
+        if h == 0:
+            for i in range(d):
+                u[i] = g[i]
+        else:
+            for i in range(d):
+                u[i] += g[i]
+        if h < H - 1:
+            for i in range(d):
+                y[i] -= lr * g[i]
+
+
+def worker_step(m, j, k, lr, x, mom, err, iwork, G, msg, wbits, gen, pf, pi, A, b, ptr, idx, nparams, icfg, sp,
+                Y, U, seen):
+    """Worker m's round, in slot j of the round's participants: pseudo-gradient (``local_gradient``), momentum,
+    error feedback, compression, attack (the composed stages). The momentum stage sees the worker's own round
+    count (its rounds so far; k with full participation)."""
+    local_gradient(m, j, lr, x, G, Y, U, gen, pf, pi, A, b, ptr, idx, nparams, icfg)
+    g = G[j] if icfg[I_LOCAL_STEPS] == 1 else U[j]
     mm = mom[0] if mom.shape[0] == 1 else mom[m]  # mom is a 1 x 1 placeholder without momentum
-    v = momentum_step(k, g, mm, sp[SP_MOMENTUM])
-    out = msg[m]
+    v = momentum_step(seen[m], g, mm, sp[SP_MOMENTUM])
+    seen[m] += 1
+    out = msg[j]
     e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
     u = ef_before(lr, v, g, e)
-    iw = iwork[0] if iwork.shape[0] == 1 else iwork[m]  # 1 x 1 without a sparsifier
-    wbits[m] = compress(u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
+    iw = iwork[0] if iwork.shape[0] == 1 else iwork[j]  # 1 x 1 without a sparsifier
+    wbits[j] = compress(u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
     ef_after(e, out)
     if m < icfg[I_BYZANTINE]:
         attack_row(out, sp[SP_ATTACK], gen)
@@ -202,6 +239,7 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     hist[r, H_TRAIN_ACC] = train_acc
     hist[r, H_TEST_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, True)
     hist[r, H_TEST_LOSS] = problem_test_loss(icfg[I_PROBLEM], x, pf, pi, A, b)
+    hist[r, H_GRAD_CALLS] = k * icfg[I_CLIENTS] * icfg[I_LOCAL_STEPS]  # S H oracle calls per round, §12
     hist[r, H_BITS_UP] = tally[T_UP]
     hist[r, H_BITS_DOWN] = tally[T_DOWN]
     counters[C_ROWS] = r + 1
@@ -210,6 +248,29 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     if loss <= fcfg[F_STOP_LOSS]:
         return Status.TARGET
     return Status.OK
+
+
+@njit(cache=True)
+def sample_participants(gen, part, M, S):
+    """part[:S] <- S of the M workers, uniformly without replacement, in ascending order (docs/theory.md §12): a
+    partial Fisher-Yates shuffle of 0..M-1 (draw i swaps position i with i + gen.integers(0, M - i)), then the
+    first S sorted. Draws nothing when S = M."""
+    for i in range(M):
+        part[i] = i
+    if S >= M:
+        return
+    for i in range(S):
+        j = i + draws.index(gen, M - i)
+        t = part[i]
+        part[i] = part[j]
+        part[j] = t
+    for i in range(1, S):  # insertion sort: S is small, and nothing allocates
+        t = part[i]
+        j = i - 1
+        while j >= 0 and part[j] > t:
+            part[j + 1] = part[j]
+            j -= 1
+        part[j + 1] = t
 
 
 @njit(cache=True)
@@ -222,12 +283,16 @@ def check_settings(sign_zero, tie):
 
 
 def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gbuf, gens, server_gen,
-               pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, sp, x_star, hist, counters):
-    """Run iterations k0 <= k < k1 of a K-iteration run; record history every ``eval_every`` iterations
-    and at k = K, or at the first iteration whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the
-    run stops with Status.BUDGET (docs/theory.md §12). Returns a Status; ``counters`` holds the rows written and
-    the iterations completed, ``tally`` the bits sent."""
-    M, d = G.shape
+               pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, sp, x_star, hist, counters, part, part_gen, Y, U, seen):
+    """Run rounds k0 <= k < k1 of a K-round run; record history every ``eval_every`` rounds and at k = K, or at
+    the first round whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the run stops with
+    Status.BUDGET (docs/theory.md §12). Returns a Status; ``counters`` holds the rows written and the rounds
+    completed, ``tally`` the bits sent. Each round's S participants (``part[:S]``, ascending, drawn from
+    ``part_gen``) fill the slots 0..S-1 of ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones (worker
+    index < ``byzantine``) come first."""
+    M = part.shape[0]
+    d = x.shape[0]
+    S = icfg[I_CLIENTS]
     lr0 = fcfg[F_LR]
     wd = fcfg[F_WEIGHT_DECAY]
     every = icfg[I_EVAL_EVERY]
@@ -241,31 +306,38 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
             if status != Status.OK:
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
-        for m in prange(M):
-            worker_step(m, k, lr, x, mom, err, iwork, G, msg, wbits, worker_gen(gens, m), pf, pi, A, b, ptr, idx,
-                        nparams, icfg, sp)
+        sample_participants(part_gen, part, M, S)
+        for j in prange(S):
+            m = part[j]
+            worker_step(m, j, k, lr, x, mom, err, iwork, G, msg, wbits, worker_gen(gens, m), pf, pi, A, b, ptr, idx,
+                        nparams, icfg, sp, Y, U, seen)
+        rows = msg[:S]
         if OMNISCIENT and B > 0:
-            attack_rows(msg, B, sp[SP_ATTACK])
+            nb = 0  # the round's Byzantine participants: the first rows, as part[:S] ascends
+            while nb < S and part[nb] < B:
+                nb += 1
+            if 0 < nb < S:  # (no honest message to read when every participant is Byzantine, §12)
+                attack_rows(rows, nb, sp[SP_ATTACK])
         if SUMMED:
             for i in prange(d):
                 s = 0.0
-                for m in range(M):
-                    s += msg[m, i]
+                for j in range(S):
+                    s += msg[j, i]
                 agg[i] = s
-            finish_aggregate(agg, M, sp[SP_AGGREGATION], icfg[I_TIE], server_gen)
+            finish_aggregate(agg, S, sp[SP_AGGREGATION], icfg[I_TIE], server_gen)
         else:
-            robust_aggregate(msg, agg, sp[SP_AGGREGATION])
+            robust_aggregate(rows, agg, sp[SP_AGGREGATION])
         up = 0.0
-        for m in range(M):
-            up += wbits[m]
+        for j in range(S):
+            up += wbits[j]
         tally[T_UP] += up
         tally[T_UP_MAX] = max(tally[T_UP_MAX], up)
         if icfg[I_SPARSE_DOWN]:
-            tally[T_DOWN] += M * sparse_broadcast_bits(agg)
+            tally[T_DOWN] += S * sparse_broadcast_bits(agg)
         else:
-            tally[T_DOWN] += M * fcfg[F_DOWN_BITS]
+            tally[T_DOWN] += S * fcfg[F_DOWN_BITS]
         direction = ef_direction(agg, srv)
-        scale = lr if STEP_SCALED else 1.0
+        scale = fcfg[F_SERVER_LR] * (lr if STEP_SCALED else 1.0)
         if icfg[I_MONOTONE]:
             # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration
             trial = G[0]

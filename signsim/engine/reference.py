@@ -1,9 +1,10 @@
 """A plain NumPy replay of the compiled loop, for tests: same streams, same order of draws, no Numba.
 
-It is written from docs/theory.md §2 and §8 directly, with NumPy array operations: each stage's step is its
-module's NumPy ``reference`` (``signsim.stages``), which shares no code with its kernel (only the problem's and
-noise model's NumPy references). Given the same seed it must reproduce the engine's iterates to rounding error;
-the tests check that for every method alias, every stage and a grid of stage combinations.
+It is written from docs/theory.md §2, §8 and §12 (rounds: local steps, sampled participants) directly, with NumPy
+array operations: each stage's step is its module's NumPy ``reference`` (``signsim.stages``), which shares no code
+with its kernel (only the problem's and noise model's NumPy references). Given the same seed it must reproduce the
+engine's iterates to rounding error; the tests check that for every method alias, every stage and a grid of stage
+combinations.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from signsim.engine.driver import Settings
 from signsim.noise.base import NoiseModel
 from signsim.noise.base import scales as noise_scales
 from signsim.problems.base import ProblemInstance
-from signsim.seeding import run_streams
+from signsim.seeding import participation_stream, run_streams
 
 
 class ReferenceRun:
@@ -24,6 +25,10 @@ class ReferenceRun:
                  workers: int, seed: int):
         self.p, self.noise, self.nparams, self.s, self.M = problem, noise, noise_params, s, workers
         self.gens, self.server = run_streams(seed, workers)
+        self.sampler = participation_stream(seed)
+        self.S = s.participants(workers)
+        self.seen = np.zeros(workers, dtype=int)  # each worker's rounds so far (its momentum's k)
+        self.participated = np.zeros(workers, dtype=int)  # how often each worker took part (for tests)
         self.x = problem.x0.astype(float).copy()
         self.mom = np.zeros((workers, problem.dim))
         self.err = np.zeros((workers, problem.dim))  # EF: e_m; EF21: g_m
@@ -33,9 +38,9 @@ class ReferenceRun:
         self.bits_up = 0  # by the formulas of signsim.accounting
         self.bits_down = 0
 
-    def stochastic_gradient(self, m: int) -> np.ndarray:
+    def stochastic_gradient(self, m: int, x: np.ndarray | None = None) -> np.ndarray:
         gen, tau, d = self.gens[m], self.s.batch_size, self.p.dim
-        g = self.p.oracle_ref(self.x, m, gen, tau)
+        g = self.p.oracle_ref(self.x if x is None else x, m, gen, tau)
         sc = noise_scales(self.nparams, d)  # per-coordinate noise scales (docs/theory.md §10.2)
         if self.noise.name == "gaussian":
             g = g + sc * (self.nparams[0] / np.sqrt(tau) * gen.standard_normal(d))
@@ -45,16 +50,43 @@ class ReferenceRun:
 
     def momentum(self, m: int, g: np.ndarray) -> np.ndarray:
         s = self.s
-        return s.momentum_kind.module.reference(self.k, g, self.mom[m], (s.momentum, s.momentum2))
+        return s.momentum_kind.module.reference(self.seen[m], g, self.mom[m], (s.momentum, s.momentum2))
+
+    def participants(self) -> list[int]:
+        """The round's S workers, ascending: the first S of a Fisher-Yates shuffle of 0..M-1 whose step i swaps
+        position i with i + integers(0, M - i) (no draw when S = M), docs/theory.md §12."""
+        M, S = self.M, self.S
+        if S == M:
+            return list(range(M))
+        order = list(range(M))
+        for i in range(S):
+            j = i + int(self.sampler.integers(0, M - i))
+            order[i], order[j] = order[j], order[i]
+        return sorted(order[:S])
+
+    def pseudo_gradient(self, m: int, lr: float) -> np.ndarray:
+        """u_m = sum_{h<H} g_m(y^h), y^0 = x, y^{h+1} = y^h - lr g_m(y^h) (docs/theory.md §12)."""
+        y = self.x.copy()
+        u = None
+        for _ in range(self.s.local_steps):
+            g = self.stochastic_gradient(m, y)
+            u = g.copy() if u is None else u + g
+            y = y - lr * g
+        return u
 
     def step(self) -> np.ndarray:
         s, k = self.s, self.k
         lr = s.lr / np.sqrt(k + 1) if s.schedule == Schedule.SQRT else s.lr
         ef, comp, att, agg = s.error_feedback.module, s.compressor, s.attack.module, s.aggregate
         msgs = []
-        for m in range(self.M):
+        part = self.participants()
+        S = len(part)
+        nb = sum(1 for m in part if m < s.byzantine)  # the round's Byzantine participants
+        for m in part:
             gen = self.gens[m]
-            v = self.momentum(m, self.stochastic_gradient(m))
+            self.participated[m] += 1
+            v = self.momentum(m, self.pseudo_gradient(m, lr))
+            self.seen[m] += 1
             u = ef.reference_before(lr, v, self.err[m])
             msg = np.asarray(comp.module.reference(u, comp.params, int(s.sign_zero), gen), dtype=float)
             self.bits_up += accounting.message_bits(comp, u, msg, s.sign_zero)
@@ -63,17 +95,17 @@ class ReferenceRun:
                 msg = att.reference(msg, s.attack.params, gen)
             msgs.append(msg)
         msgs = np.array(msgs)
-        if s.byzantine and att.OMNISCIENT:
-            msgs = att.reference_rows(msgs, s.byzantine, s.attack.params)
+        if 0 < nb < S and att.OMNISCIENT:
+            msgs = att.reference_rows(msgs, nb, s.attack.params)
         broadcast = agg.module.reference(msgs, agg.params, int(s.tie), self.server, self.broadcast)
         self.broadcast = broadcast
         d = broadcast.size
         if accounting.broadcast_is_sparse(comp, agg):
-            self.bits_down += self.M * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
+            self.bits_down += S * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
         else:
-            self.bits_down += self.M * accounting.downlink_bits(comp, agg, self.M, d, s.sign_zero, s.tie)
+            self.bits_down += S * accounting.downlink_bits(comp, agg, S, d, s.sign_zero, s.tie)
         broadcast = ef.reference_direction(broadcast, self.g_server)
-        step = lr * broadcast if ef.STEP_SCALED else broadcast
+        step = s.server_lr * (lr * broadcast if ef.STEP_SCALED else broadcast)
         if s.weight_decay:
             step = step + lr * s.weight_decay * self.x
         trial = self.x - step

@@ -3,17 +3,17 @@
 Numba compiles every branch of a dispatch on integer codes, so a loop able to run every problem compiles every
 problem's kernels: on the first run of the default Rosenbrock problem, more than half of the compile time went to
 the kernels of the MLP and the GLMs. Each family of problem kernel modules (``FAMILIES``) therefore gets its own
-copy of the loop's functions (``dispatch``'s problem dispatchers, ``loop.worker_gradient``, ``loop.record``, and
-through ``signsim.engine.compose`` the worker step and the loop itself, threaded and serial). In a family's copy,
-the names of the kernel modules of the other families point to a stand-in without code: its kernels write NaN and
-its CODE matches no problem, so a problem of another family is an unknown code there, which the checks before the
-loop reject. The copies carry their own names (``record__analytic``, ``run_chunk__analytic__<stages>``, ...), so
-Numba caches each family's loop in its own files, and a run compiles or loads only its family's. The diagnostics'
-kernels and the binomial engine's loop are copied the same way (``kernel``), and Python callers take the family's
-dispatchers and ``record`` from ``dispatchers``. A new problem module joins one family here (a test checks that
-every problem code belongs to exactly one, and that a run of one family compiles none of another's kernels); a new
-dispatcher the loop calls joins ``DISPATCHERS``, and a new kind of kernel on the problem modules gets its
-``_absent_*`` stand-in.
+copy of the loop's functions (``dispatch``'s problem dispatchers, ``loop.worker_gradient``, ``loop.local_gradient``,
+``loop.record``, and through ``signsim.engine.compose`` the worker step and the loop itself, threaded and serial).
+In a family's copy, the names of the kernel modules of the other families point to a stand-in without code: its
+kernels write NaN and its CODE matches no problem, so a problem of another family is an unknown code there, which
+the checks before the loop reject. The copies carry their own names (``record__analytic``,
+``run_chunk__analytic__<stages>``, ...), so Numba caches each family's loop in its own files, and a run compiles or
+loads only its family's. The diagnostics' kernels and the binomial engine's loop are copied the same way
+(``kernel``), and Python callers take the family's dispatchers and ``record`` from ``dispatchers``. A new problem
+module joins one family here (a test checks that every problem code belongs to exactly one, and that a run of one
+family compiles none of another's kernels); a new dispatcher the loop calls joins ``DISPATCHERS``, and a new kind of
+kernel on the problem modules gets its ``_absent_*`` stand-in.
 """
 
 from __future__ import annotations
@@ -129,6 +129,9 @@ def dispatchers(family: str) -> dict:
     # without Numba's runtime, like the worker step that calls it (nothing there allocates)
     made["worker_gradient"] = _copy(loop.worker_gradient, f"worker_gradient__{family}", {**vars(loop), **made},
                                     _nrt=False)
+    # a round's H local steps (docs/theory.md §12): shared by every composition, like the gradient it calls
+    made["local_gradient"] = _copy(loop.local_gradient, f"local_gradient__{family}", {**vars(loop), **made},
+                                   _nrt=False)
     return made
 
 

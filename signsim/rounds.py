@@ -1,0 +1,65 @@
+"""Federated rounds (docs/theory.md §12): how many workers take part in a round, and the checks that involve
+several of the rounds' options.
+
+S, the participants per round: ``--clients-per-round S`` as given; else ``--participation P`` gives
+S = max(1, floor(P M)) (floor(P M + 1e-9): a product such as 0.7 x 10 that rounds below an integer still counts as
+it); else S = M. Pure Python: the config checks, the engine, the diagnostics, the memory estimate and the results
+read it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from signsim.errors import InputError
+
+
+def clients_per_round(workers: int, participation: float | None, clients: int | None) -> int:
+    """S of the M = ``workers`` workers sampled each round (docs/theory.md §12)."""
+    if clients is not None:
+        return int(clients)
+    if participation is not None:
+        return max(1, min(workers, math.floor(participation * workers + 1e-9)))
+    return int(workers)
+
+
+def of_config(cfg) -> int:
+    """S for the resolved run config ``cfg``."""
+    return clients_per_round(cfg.workers, getattr(cfg, "participation", None), getattr(cfg, "clients_per_round", None))
+
+
+def _shown(value) -> str:
+    from signsim.options import shown
+
+    return shown(value)
+
+
+def validate(cfg) -> None:
+    """The rounds' cross-option checks (each value's own range comes from ``signsim.options``): one InputError line
+    naming what the user wrote."""
+    P, S, M = cfg.participation, cfg.clients_per_round, cfg.workers
+    if P is not None and S is not None:
+        raise InputError(f"--participation {_shown(P)} and --clients-per-round {S}: give one of the two")
+    if S is not None and S > M:
+        raise InputError(f"--clients-per-round {S}: more than the {M} workers (--workers {M})")
+    s = clients_per_round(M, P, S)
+    H = cfg.local_steps
+    partial = s < M
+    given = f"--participation {_shown(P)}" if P is not None else f"--clients-per-round {S}"
+    if cfg.votes == "binomial" and (H != 1 or partial or cfg.server_lr != 1):
+        what = f"--local-steps {H}" if H != 1 else given if partial else f"--server-lr {_shown(cfg.server_lr)}"
+        raise InputError(f"{what} does not apply with --votes binomial (it draws one vote of all M workers at x per "
+                         "iteration); drop one of the two")
+    if partial and (cfg.error_feedback or "") == "ef21":
+        raise InputError(f"{given} with EF21 (--method {cfg.method}): EF21's server keeps the mean of every worker's "
+                         "g_m, which partial participation is not implemented for; use --error-feedback ef or all "
+                         "workers")
+    if partial:
+        from signsim.stages import registry
+
+        agg = registry.stages("aggregation").get(str(cfg.aggregate).split(":")[0])
+        if agg is not None and hasattr(agg, "check_workers"):
+            try:
+                agg.check_workers(s, min(cfg.byzantine, s), cfg.aggregate)
+            except InputError as e:
+                raise InputError(f"{given} gives {s} workers per round: {e}") from None
