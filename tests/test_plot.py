@@ -11,6 +11,8 @@ from signsim.commands.plot import build
 from .test_cli import assert_one_line_error
 
 PAPER = sorted(Path("configs/paper").glob("*.toml"))
+# Sweeps of many runs (36 and 24 runs even at 20 iterations each: tens of seconds on the 2-core machine).
+SLOW_PAPER = {"fedavg-digits", "participation-vote"}
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +157,8 @@ def test_bad_plot_inputs(cli, results, tmp_path):
     assert_one_line_error(cli("plot", tmp_path), "not a sweep")
 
 
-@pytest.mark.parametrize("config", PAPER, ids=[p.stem for p in PAPER])
+@pytest.mark.parametrize("config", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_PAPER else p
+                                    for p in PAPER], ids=[p.stem for p in PAPER])
 def test_paper_configs_run(cli, config, monkeypatch, tmp_path):
     monkeypatch.setenv("SIGNSIM_MAX_ITERS", "20")
     text = config.read_text()
