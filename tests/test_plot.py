@@ -183,6 +183,16 @@ def test_paper_configs_run(cli, config, monkeypatch, tmp_path):
         assert cli("plot", out, "--out", fig).code == 0 and fig.stat().st_size > 0
 
 
+@pytest.mark.parametrize("name, runs", [("fedavg-digits", 36), ("participation-vote", 24)])
+def test_slow_paper_sweeps_resolve(cli, name, runs, tmp_path):
+    """The sweeps left to the slow run above: every expanded run resolves (a dry run checks them all)."""
+    assert name in SLOW_PAPER
+    r = cli("sweep", f"configs/paper/{name}.toml", "--out", tmp_path / "sweep", "--dry-run", "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["dry_run"] and len(doc["runs"]) == runs and not any(run["error"] for run in doc["runs"])
+
+
 def test_plot_error_messages_are_not_nested(cli, tmp_path):
     bad = tmp_path / "notes.json"
     bad.write_text("workers = 3\n")
