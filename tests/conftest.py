@@ -1,3 +1,20 @@
+"""Shared fixtures, the hypothesis profiles, the suite's kernel warm-up and its count of compiled kernels.
+
+Keeping the fast suite fast (the README's test command: <= 6 min on 2 cores from an empty kernel cache). Most of
+its time is Numba compiling, not running: every new composition of stages (momentum, compressor, error feedback,
+aggregation, attack: one loop each, ~2.7 CPU-s), family of problems and dtype compiles its own loop on first use.
+So, in a new test file:
+- reuse the problems, methods and dtypes other tests already use (a quadratic, the method aliases, float64) unless
+  the test is about that problem, stage or dtype;
+- a grid over stages or options runs in the fast suite only as a covering subset (each value once: see
+  ``covering`` in test_stages.py); the full cross product is marked ``@pytest.mark.slow``;
+- end-to-end runs of more than a few seconds, fresh-cache compiles and long hypothesis searches are marked
+  ``slow`` too. ``.ci/run`` runs them (``python -m pytest -m slow``), so nothing marked slow goes untested;
+- never a fixed sleep: wait for a readiness signal (``wait_until_ready``, a line on stderr).
+The summary line "kernels compiled (N cache entries), by the test file that needed them first" shows what a new
+file costs.
+"""
+
 import json
 import os
 import subprocess
@@ -85,20 +102,22 @@ for line in sys.argv[1:]:
 
 
 def _warm_up_shards(n: int) -> list[list[str]]:
-    """``signsim compile``'s warm-up commands in at most n shards, each family of problems (one run loop and its
-    problems' kernels) in one shard, the largest families first to the shard with the fewest commands."""
-    from signsim import problems
-    from signsim.commands.compile import warm_commands
-    from signsim.config import RunConfig
-    from signsim.engine import specialize
+    """``signsim compile``'s warm-up commands in at most n shards: each family of problems and dtype (a run loop,
+    its problems' kernels and, for float64, its diagnostics) in one shard, weighed by the CPU seconds
+    ``signsim compile`` measured for it (``SECONDS``), the heaviest first to the lightest shard."""
+    from signsim.commands.compile import SECONDS, group, warm_commands
 
-    families: dict[str, list[str]] = {}
+    units: dict[tuple[str, str], list[list[str]]] = {}
     for args in warm_commands():
-        name = args[args.index("--problem") + 1] if "--problem" in args else RunConfig.problem
-        families.setdefault(specialize.family_of(problems.get(name).code), []).append(" ".join(args))
-    shards: list[list[str]] = [[] for _ in range(min(n, len(families)))]
-    for commands in sorted(families.values(), key=len, reverse=True):
-        min(shards, key=len).extend(commands)
+        _, family, dtype = group(args)
+        units.setdefault((family, dtype), []).append(args)
+    weight = {unit: sum(SECONDS.get(g, 0.0) for g in {group(a) for a in cmds}) for unit, cmds in units.items()}
+    shards: list[list[str]] = [[] for _ in range(min(n, len(units)))]
+    load = [0.0] * len(shards)
+    for unit in sorted(units, key=lambda u: -weight[u]):
+        i = load.index(min(load))
+        shards[i].extend(" ".join(args) for args in units[unit])
+        load[i] += weight[unit]
     return shards
 
 

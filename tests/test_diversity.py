@@ -117,6 +117,7 @@ def test_predicted_speedup_limits():
     np.testing.assert_allclose(predicted_speedup([4, 8], np.inf), [4, 8])
 
 
+@pytest.mark.slow  # four diversity commands end to end, the exact estimator on all 455 examples
 def test_diversity_cli_fields_and_workers(cli):
     doc = cli("diversity", "--json").json()
     for key in ("n", "delta_S", "B_S", "B_simple"):

@@ -89,6 +89,7 @@ def test_memory_estimate_halves_for_the_state():
     assert data_bytes(10**6, "float32") == 20 * 10**6 and data_bytes(10**6) == 24 * 10**6
 
 
+@pytest.mark.slow  # allocates the state of 8 workers x d = 10^6 twice (float64 refused, float32 run)
 def test_a_run_that_needs_too_much_memory_in_float64_fits_in_float32(cli, monkeypatch):
     # 8 workers x d = 10^6, gradients and messages: 128 MB in float64, 64 MB in float32; server vectors 64 MB
     # in float64, 52 MB with x, EF21's g and the aggregate in float32. Estimates 192 MB and 116 MB; a limit

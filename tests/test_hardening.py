@@ -181,6 +181,7 @@ def test_ctrl_c_during_a_sweep_keeps_finished_runs(tmp_path):
     assert rerun.code == 0 and json.loads(rerun.out)["skipped"] == statuses.count("ok")
 
 
+@pytest.mark.slow  # up to three 400,000-iteration runs, each killed mid-write
 def test_a_killed_write_never_leaves_a_half_written_results_file(tmp_path):
     out = tmp_path / "big.json"
     out.write_text('{"status": "old"}\n')

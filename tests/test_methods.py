@@ -41,8 +41,20 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("problem_opts", "method_opts"), CASES)
-@pytest.mark.parametrize("method", METHODS)
+def whole_runs():
+    """Every method on every case; with an attack (a composition of stages of its own, a loop compiled for it alone)
+    the fast suite runs each case with one method of each aggregation, the rest are ``slow`` (.ci/run runs them)."""
+    shown = set()
+    for method in METHODS:
+        for i, (problem_opts, method_opts) in enumerate(CASES):
+            feature = (i, methods.get(method).default_aggregate)
+            fast = "attack" not in method_opts or feature not in shown
+            shown.add(feature)
+            yield pytest.param(method, problem_opts, method_opts, id=f"{method}-problem_opts{i}-method_opts{i}",
+                               marks=() if fast else pytest.mark.slow)
+
+
+@pytest.mark.parametrize(("method", "problem_opts", "method_opts"), list(whole_runs()))
 def test_whole_run_matches_reference(method, problem_opts, method_opts):
     options = {"workers": 5, **problem_opts, **method_opts}
     engine, xs = replay(6, method=method, **options)
