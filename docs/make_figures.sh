@@ -35,4 +35,9 @@ signsim plot "$out/sparse-noise" --group-by method --y loss --out "$fig/sparse-n
 signsim sweep configs/paper/noisy-sign-vote-trap.toml --out "$out/noisy-sign-vote-trap" --quiet
 signsim plot "$out/noisy-sign-vote-trap" --x compressor --y distance --group-by method \
     --out "$fig/noisy-sign-vote-trap.png"
+signsim sweep configs/paper/fedavg-digits.toml --out "$out/fedavg-digits" --quiet
+signsim plot "$out/fedavg-digits" --x local-steps --y loss --group-by compressor --out "$fig/fedavg-digits.png"
+signsim sweep configs/paper/participation-vote.toml --out "$out/participation-vote" --quiet
+signsim plot "$out/participation-vote" --x participation --y loss --group-by split \
+    --out "$fig/participation-vote.png"
 echo "figures in $fig (intermediate results in $out)"

@@ -11,7 +11,6 @@ from signsim.commands.plot import build
 from .test_cli import assert_one_line_error
 
 PAPER = sorted(Path("configs/paper").glob("*.toml"))
-#: paper configs whose capped run is still long (.ci/run runs them with the slow tests)
 # Every paper config runs end to end in the slow step (.ci/run); the fast suite keeps three cheap ones of the
 # analytic family (each config compiles the stage compositions of its own variants: compressors.toml alone took
 # 6 minutes of an empty-cache suite)
@@ -184,6 +183,21 @@ def test_paper_configs_run(cli, config, monkeypatch, tmp_path):
         assert all(d["final"]["iters_done"] <= 20 for d in doc["runs"])
         fig = tmp_path / "fig.png"
         assert cli("plot", out, "--out", fig).code == 0 and fig.stat().st_size > 0
+
+
+SLOW_SWEEPS = [p.stem for p in PAPER if p.stem not in FAST_PAPER and ("[grid]" in p.read_text()
+                                                                      or "[[zip]]" in p.read_text())]
+
+
+@pytest.mark.parametrize("name", SLOW_SWEEPS)
+def test_slow_paper_sweeps_resolve(cli, name, tmp_path):
+    """The paper sweeps left to the slow run above: every expanded run resolves (a dry run checks them all)."""
+    r = cli("sweep", f"configs/paper/{name}.toml", "--out", tmp_path / "sweep", "--dry-run", "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["dry_run"] and doc["runs"] and not any(run["error"] for run in doc["runs"])
+    if name in ("fedavg-digits", "participation-vote"):
+        assert len(doc["runs"]) == {"fedavg-digits": 36, "participation-vote": 24}[name]
 
 
 def test_plot_error_messages_are_not_nested(cli, tmp_path):
