@@ -68,8 +68,9 @@ def check_budget(cfg, settings, d: int) -> None:
     least = accounting.smallest_round_bits(settings.compressor, settings.aggregate, S, d, settings.sign_zero,
                                            settings.tie)
     if settings.budget < least:
-        given = (f"--budget-bits {shown(cfg.budget_bits)}" if cfg.budget_bits is not None
-                 else f"--budget-mb {shown(cfg.budget_mb)}")
+        bits = cfg.budget_bits  # a count of bits, shown as one (10, not 10.0)
+        given = (f"--budget-bits {int(bits) if float(bits).is_integer() and bits < 1e17 else shown(bits)}"
+                 if bits is not None else f"--budget-mb {shown(cfg.budget_mb)}")
         raise InputError(f"{given}: below one round's bits (one iteration of {S} workers sends at least "
                          f"{least:,} bits = {least / 8e6:.4g} MB, up + down)")
 
