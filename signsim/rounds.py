@@ -23,6 +23,16 @@ def clients_per_round(workers: int, participation: float | None, clients: int | 
     return int(workers)
 
 
+def checked_clients(workers: int, participation: float | None, clients: int | None) -> int:
+    """``clients_per_round``, after the checks that involve both options: not P and S together, S <= M."""
+    if participation is not None and clients is not None:
+        raise InputError(f"--participation {_shown(participation)} and --clients-per-round {clients}: give one of "
+                         "the two")
+    if clients is not None and clients > workers:
+        raise InputError(f"--clients-per-round {clients}: more than the {workers} workers (--workers {workers})")
+    return clients_per_round(workers, participation, clients)
+
+
 def of_config(cfg) -> int:
     """S for the resolved run config ``cfg``."""
     return clients_per_round(cfg.workers, getattr(cfg, "participation", None), getattr(cfg, "clients_per_round", None))
@@ -38,11 +48,7 @@ def validate(cfg) -> None:
     """The rounds' cross-option checks (each value's own range comes from ``signsim.options``): one InputError line
     naming what the user wrote."""
     P, S, M = cfg.participation, cfg.clients_per_round, cfg.workers
-    if P is not None and S is not None:
-        raise InputError(f"--participation {_shown(P)} and --clients-per-round {S}: give one of the two")
-    if S is not None and S > M:
-        raise InputError(f"--clients-per-round {S}: more than the {M} workers (--workers {M})")
-    s = clients_per_round(M, P, S)
+    s = checked_clients(M, P, S)
     H = cfg.local_steps
     partial = s < M
     given = f"--participation {_shown(P)}" if P is not None else f"--clients-per-round {S}"

@@ -339,6 +339,19 @@ def per_worker(laws: WorkerLaws, sign_zero: str, byzantine: int = 0) -> list[dic
     return rows
 
 
+def oracle_sample_ref(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, sc: np.ndarray,
+                      x: np.ndarray, w: int, gen, tau: int) -> np.ndarray:
+    """Worker w's stochastic gradient at x by the NumPy references: the problem's oracle, plus the mean of tau
+    noise draws scaled per coordinate by ``sc``, drawn from ``gen`` in the kernels' order."""
+    d = x.shape[0]
+    v = np.array(problem.oracle_ref(x, w, gen, tau), dtype=np.float64)
+    if noise.name == "gaussian":
+        return v + sc * (float(nparams[0]) / np.sqrt(tau) * gen.standard_normal(d))
+    if noise.name != "none":
+        return v + sc * noise.sample(gen, (d, tau), nparams).mean(axis=1)
+    return v
+
+
 def monte_carlo_worker_counts_ref(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, x: np.ndarray,
                                   tau: int, W: int, gens: list, S: int):
     """NumPy reference of ``kernels.monte_carlo_worker_counts``: the same draws from the same generators, in the
@@ -353,11 +366,7 @@ def monte_carlo_worker_counts_ref(problem: ProblemInstance, noise: NoiseModel, n
         gen = gens[c]
         for w in range(W):
             for _ in range(c * S // C, (c + 1) * S // C):
-                v = np.array(problem.oracle_ref(x, w, gen, tau), dtype=np.float64)
-                if noise.name == "gaussian":
-                    v = v + sc * (float(nparams[0]) / np.sqrt(tau) * gen.standard_normal(d))
-                elif noise.name != "none":
-                    v = v + sc * noise.sample(gen, (d, tau), nparams).mean(axis=1)
+                v = oracle_sample_ref(problem, noise, nparams, sc, x, w, gen, tau)
                 pos[w] += v > 0
                 zero[w] += v == 0
                 s1[w] += v

@@ -70,6 +70,7 @@ def _local_range(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w, gens, 
 def local_round_counts_ref(problem, noise, nparams, x, tau, W, gens, S, H, gamma):
     """NumPy reference of ``local_round_counts``: the same draws from the same generators in the same order
     (chunk, worker, round, local step), through the problem's and the noise model's NumPy references."""
+    from signsim.diagnostics.estimators import oracle_sample_ref
     from signsim.noise.base import scales
 
     d = x.shape[0]
@@ -83,11 +84,7 @@ def local_round_counts_ref(problem, noise, nparams, x, tau, W, gens, S, H, gamma
                 y = np.array(x, dtype=np.float64)
                 u = np.zeros(d)
                 for _h in range(H):
-                    v = np.array(problem.oracle_ref(y, w, gen, tau), dtype=np.float64)
-                    if noise.name == "gaussian":
-                        v = v + sc * (float(nparams[0]) / np.sqrt(tau) * gen.standard_normal(d))
-                    elif noise.name != "none":
-                        v = v + sc * noise.sample(gen, (d, tau), nparams).mean(axis=1)
+                    v = oracle_sample_ref(problem, noise, nparams, sc, y, w, gen, tau)
                     u = u + v
                     y = y - gamma * v
                 pos[w] += u > 0

@@ -12,8 +12,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from signsim.errors import InputError
-
 
 @dataclass(frozen=True)
 class Round:
@@ -49,17 +47,9 @@ class Round:
 def clients(cfg) -> int:
     """S: ``--clients-per-round``, or max(1, floor(P M)) from ``--participation P``, or M. Exits 2 (InputError)
     when both are given or S > M."""
-    M = int(cfg.workers)
-    S, P = cfg.clients_per_round, cfg.participation
-    if S is not None and P is not None:
-        raise InputError(f"--participation {P:g} and --clients-per-round {S}: give one of the two")
-    if S is not None:
-        if S > M:
-            raise InputError(f"--clients-per-round {S}: more than the {M} workers (--workers {M})")
-        return int(S)
-    from signsim.rounds import clients_per_round
+    from signsim.rounds import checked_clients  # S from P and its checks: stated once, in signsim.rounds
 
-    return clients_per_round(M, P, S)  # S from P: stated once, in signsim.rounds
+    return checked_clients(int(cfg.workers), cfg.participation, cfg.clients_per_round)
 
 
 def round_index(at: str) -> int:
