@@ -58,9 +58,8 @@ def test_a_family_loop_refuses_a_problem_of_another_family():
 
     serial = compose.loops("analytic", e.settings.stages())[1]
     with pytest.raises(ValueError, match="unknown problem code"):
-        serial(0, 1, 1, e.x, e.mom, e.err, e.iwork, e.srv, e.G, e.msg, e.agg, e.wbits, e.tally, e.gbuf, e.gens,
-               e.server_gen, p.pf, p.pi, p.A, p.b, p.ptr, p.idx, e.nparams, icfg, e.fcfg, e.sp, e.x_star, e.hist,
-               e.counters, e.part, e.part_gen, e.Y, e.U, e.seen)
+        data, workers, server, run = e.bundles()
+        serial(0, 1, 1, data, workers, server, run._replace(icfg=icfg))
 
 
 @pytest.mark.parametrize("problem", PROBLEMS)

@@ -209,6 +209,18 @@ class Engine(ChunkedState):
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
                 np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64))
 
+    def bundles(self) -> tuple:
+        """The loop's arguments after k0, k1, K: its four named bundles (``loop.ProblemData``, ``loop.Workers``,
+        ``loop.Server``, ``loop.RunState``), made from the engine's arrays as they are now (an interrupt may
+        replace x)."""
+        p = self.problem
+        return (loop.ProblemData(p.pf, p.pi, p.A, p.b, p.ptr, p.idx, self.nparams),
+                loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen,
+                             self.gens),
+                loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part,
+                            self.part_gen),
+                loop.RunState(self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters))
+
     def advance(self, n: int) -> Status:
         p = self.problem
         k1 = min(self.K, self.k + n)
@@ -217,11 +229,7 @@ class Engine(ChunkedState):
             threaded, serial = compose.loops(specialize.family_of(p.code), self.settings.stages())
             kernel = threaded if self.icfg[loop.I_PARALLEL] else serial
             try:
-                status = kernel(
-                    self.k, k1, self.K, self.x, self.mom, self.err, self.iwork, self.srv, self.G, self.msg, self.agg,
-                    self.wbits, self.tally, self.gbuf, self.gens, self.server_gen, p.pf, p.pi, p.A, p.b, p.ptr,
-                    p.idx, self.nparams, self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters,
-                    self.part, self.part_gen, self.Y, self.U, self.seen)
+                status = kernel(self.k, k1, self.K, *self.bundles())
             except Exception as e:
                 from numba.core.errors import NumbaError
 

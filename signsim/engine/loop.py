@@ -25,10 +25,13 @@ direction (x <- x - server_lr direction for EF).
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
 whatever the number of Numba threads. The loop is compiled from this one source for each family of problems
-(``signsim.engine.specialize``), with threads and without (a small run loads only the serial one). The driver
-calls it for consecutive ranges of iterations (the state lives in the arrays it passes), which lets a progress
-bar and Ctrl-C act between chunks.
+and composition of stages (``signsim.engine.specialize``, ``signsim.engine.compose``), with threads and without (a
+small run loads only the serial one). The driver calls it for consecutive ranges of iterations (the state lives
+in the arrays of the four bundles it passes: ``ProblemData``, ``Workers``, ``Server``, ``RunState``), which lets a
+progress bar and Ctrl-C act between chunks.
 """
+
+from collections import namedtuple
 
 import numpy as np
 from numba import njit, prange
@@ -48,6 +51,16 @@ from signsim.engine.dispatch import (
     problem_oracle,
     problem_test_loss,
 )
+
+#: the loop's arguments, in four named bundles (``run_chunk``): what the problem and the noise model read, each
+#: worker's state and the per-slot buffers of a round, the server's state, and the run's settings and records.
+#: The driver (``engine/driver.py``) allocates them; the stages declare what they need in them (a stage's ``STATE``:
+#: one row per worker in ``mom`` or ``err``; ``SCRATCH``: index scratch per slot in ``iwork``; else a 1 x 1
+#: placeholder)
+ProblemData = namedtuple("ProblemData", "pf pi A b ptr idx nparams")
+Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen gens")
+Server = namedtuple("Server", "x srv agg gbuf tally gen part part_gen")
+RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 
 #: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names);
 #: ``aggregate`` and ``attack`` are read by the binomial engine only (``engine/binomial.py``)
@@ -149,22 +162,22 @@ def step_size(schedule, lr0, k):
 # indices are drawn by ``signsim.draws``), so its array views and arguments cost no atomic reference counts,
 # which otherwise made up over half of a small problem's step. Kernels it calls that must allocate (the MLP
 # oracle's scratch) ask for the runtime themselves; none returns an array.
-def worker_gradient(m, x, g, gen, pf, pi, A, b, ptr, idx, nparams, icfg):
+def worker_gradient(m, x, g, gen, data, icfg):
     """g <- worker m's stochastic gradient at x: the problem's oracle, then the noise model. Compiled once per family
-    of problems (``signsim.engine.specialize``) and shared by every composition of stages, so that a new composition
-    compiles only its own small ``worker_step`` and loop."""
-    problem_oracle(icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], pf, pi, A, b, ptr, idx, g)
-    add_noise(icfg[I_NOISE], nparams, gen, icfg[I_TAU], g)
+    of problems (``signsim.engine.specialize``) and shared by every composition of stages, so that a new
+    composition compiles only its own small ``worker_step`` and loop."""
+    problem_oracle(icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], data.pf, data.pi, data.A, data.b, data.ptr, data.idx, g)
+    add_noise(icfg[I_NOISE], data.nparams, gen, icfg[I_TAU], g)
 
 
-def local_gradient(m, j, lr, x, G, Y, U, gen, pf, pi, A, b, ptr, idx, nparams, icfg):
+def local_gradient(m, j, lr, x, G, Y, U, gen, data, icfg):
     """Worker m's pseudo-gradient of the round in slot j (docs/theory.md §12): with H = 1 its stochastic gradient
     at x, in G[j]; with H > 1 the exact sum u = sum_{h<H} g(y^h) of its H local SGD steps y^{h+1} = y^h - lr g(y^h)
     from y^0 = x, in U[j] (Y[j] holds y^h, G[j] each g(y^h))."""
     H = icfg[I_LOCAL_STEPS]
     g = G[j]
     if H == 1:
-        worker_gradient(m, x, g, gen, pf, pi, A, b, ptr, idx, nparams, icfg)
+        worker_gradient(m, x, g, gen, data, icfg)
         return
     y = Y[j]
     u = U[j]
@@ -172,7 +185,7 @@ def local_gradient(m, j, lr, x, G, Y, U, gen, pf, pi, A, b, ptr, idx, nparams, i
     for i in range(d):
         y[i] = x[i]
     for h in range(H):
-        worker_gradient(m, y, g, gen, pf, pi, A, b, ptr, idx, nparams, icfg)
+        worker_gradient(m, y, g, gen, data, icfg)
         if h == 0:
             for i in range(d):
                 u[i] = g[i]
@@ -184,13 +197,14 @@ def local_gradient(m, j, lr, x, G, Y, U, gen, pf, pi, A, b, ptr, idx, nparams, i
                 y[i] -= lr * g[i]
 
 
-def worker_step(m, j, k, lr, x, mom, err, iwork, G, msg, wbits, gen, pf, pi, A, b, ptr, idx, nparams, icfg, sp,
-                Y, U, seen):
+def worker_step(m, j, k, lr, x, workers, gen, data, icfg, sp):
     """Worker m's round, in slot j of the round's participants: pseudo-gradient (``local_gradient``), momentum,
     error feedback, compression, attack (the composed stages). The momentum stage sees the worker's own round
     count (its rounds so far; k with full participation)."""
-    local_gradient(m, j, lr, x, G, Y, U, gen, pf, pi, A, b, ptr, idx, nparams, icfg)
-    g = G[j] if icfg[I_LOCAL_STEPS] == 1 else U[j]
+    mom, err, iwork, G, msg, wbits = workers.mom, workers.err, workers.iwork, workers.G, workers.msg, workers.wbits
+    seen = workers.seen
+    local_gradient(m, j, lr, x, G, workers.Y, workers.U, gen, data, icfg)
+    g = G[j] if icfg[I_LOCAL_STEPS] == 1 else workers.U[j]
     mm = mom[0] if mom.shape[0] == 1 else mom[m]  # mom is a 1 x 1 placeholder without momentum
     v = momentum_step(seen[m], g, mm, sp[SP_MOMENTUM])
     seen[m] += 1
@@ -282,14 +296,18 @@ def check_settings(sign_zero, tie):
         raise ValueError("unknown tie code")
 
 
-def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gbuf, gens, server_gen,
-               pf, pi, A, b, ptr, idx, nparams, icfg, fcfg, sp, x_star, hist, counters, part, part_gen, Y, U, seen):
+def _run_chunk(k0, k1, K, data, workers, server, run):
     """Run rounds k0 <= k < k1 of a K-round run; record history every ``eval_every`` rounds and at k = K, or at
     the first round whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the run stops with
-    Status.BUDGET (docs/theory.md §12). Returns a Status; ``counters`` holds the rows written and the rounds
-    completed, ``tally`` the bits sent. Each round's S participants (``part[:S]``, ascending, drawn from
-    ``part_gen``) fill the slots 0..S-1 of ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones (worker
-    index < ``byzantine``) come first."""
+    Status.BUDGET (docs/theory.md §12). The arguments are the four bundles (``ProblemData``, ``Workers``, ``Server``,
+    ``RunState``). Returns a Status; ``counters`` holds the rows written and the rounds completed, ``tally`` the bits
+    sent. Each round's S participants (``part[:S]``, ascending, drawn from ``part_gen``) fill the slots 0..S-1 of
+    ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones (worker index < ``byzantine``) come first."""
+    pf, pi, A, b = data.pf, data.pi, data.A, data.b
+    err, G, msg, wbits, gens = workers.err, workers.G, workers.msg, workers.wbits, workers.gens
+    x, srv, agg, gbuf, tally = server.x, server.srv, server.agg, server.gbuf, server.tally
+    server_gen, part, part_gen = server.gen, server.part, server.part_gen
+    icfg, fcfg, sp, x_star, hist, counters = run.icfg, run.fcfg, run.sp, run.x_star, run.hist, run.counters
     M = part.shape[0]
     d = x.shape[0]
     S = icfg[I_CLIENTS]
@@ -309,8 +327,7 @@ def _run_chunk(k0, k1, K, x, mom, err, iwork, srv, G, msg, agg, wbits, tally, gb
         sample_participants(part_gen, part, M, S)
         for j in prange(S):
             m = part[j]
-            worker_step(m, j, k, lr, x, mom, err, iwork, G, msg, wbits, worker_gen(gens, m), pf, pi, A, b, ptr, idx,
-                        nparams, icfg, sp, Y, U, seen)
+            worker_step(m, j, k, lr, x, workers, worker_gen(gens, m), data, icfg, sp)
         rows = msg[:S]
         if OMNISCIENT and B > 0:
             nb = 0  # the round's Byzantine participants: the first rows, as part[:S] ascends
