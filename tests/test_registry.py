@@ -58,8 +58,8 @@ def test_a_family_loop_refuses_a_problem_of_another_family():
 
     serial = compose.loops("analytic", e.settings.stages())[1]
     with pytest.raises(ValueError, match="unknown problem code"):
-        data, workers, server, run = e.bundles()
-        serial(0, 1, 1, data, workers, server, run._replace(icfg=icfg))
+        data, workers, server, run, gens = e.bundles()
+        serial(0, 1, 1, data, workers, server, run._replace(icfg=icfg), gens)
 
 
 @pytest.mark.parametrize("problem", PROBLEMS)

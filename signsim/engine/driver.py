@@ -211,15 +211,14 @@ class Engine(ChunkedState):
 
     def bundles(self) -> tuple:
         """The loop's arguments after k0, k1, K: its four named bundles (``loop.ProblemData``, ``loop.Workers``,
-        ``loop.Server``, ``loop.RunState``), made from the engine's arrays as they are now (an interrupt may
-        replace x)."""
+        ``loop.Server``, ``loop.RunState``) and the workers' generators, made from the engine's arrays as they are
+        now (an interrupt may replace x)."""
         p = self.problem
         return (loop.ProblemData(p.pf, p.pi, p.A, p.b, p.ptr, p.idx, self.nparams),
-                loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen,
-                             self.gens),
+                loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen),
                 loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part,
                             self.part_gen),
-                loop.RunState(self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters))
+                loop.RunState(self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters), self.gens)
 
     def advance(self, n: int) -> Status:
         p = self.problem

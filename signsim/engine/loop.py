@@ -53,12 +53,14 @@ from signsim.engine.dispatch import (
 )
 
 #: the loop's arguments, in four named bundles (``run_chunk``): what the problem and the noise model read, each
-#: worker's state and the per-slot buffers of a round, the server's state, and the run's settings and records.
+#: worker's state and the per-slot buffers of a round, the server's state, and the run's settings and records;
+#: the workers' generators come apart (a list: a bundle holding it could not go to the worker step, which runs
+#: without Numba's runtime).
 #: The driver (``engine/driver.py``) allocates them; the stages declare what they need in them (a stage's ``STATE``:
 #: one row per worker in ``mom`` or ``err``; ``SCRATCH``: index scratch per slot in ``iwork``; else a 1 x 1
 #: placeholder)
 ProblemData = namedtuple("ProblemData", "pf pi A b ptr idx nparams")
-Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen gens")
+Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen")
 Server = namedtuple("Server", "x srv agg gbuf tally gen part part_gen")
 RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 
@@ -296,15 +298,15 @@ def check_settings(sign_zero, tie):
         raise ValueError("unknown tie code")
 
 
-def _run_chunk(k0, k1, K, data, workers, server, run):
+def _run_chunk(k0, k1, K, data, workers, server, run, gens):
     """Run rounds k0 <= k < k1 of a K-round run; record history every ``eval_every`` rounds and at k = K, or at
     the first round whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the run stops with
     Status.BUDGET (docs/theory.md §12). The arguments are the four bundles (``ProblemData``, ``Workers``, ``Server``,
-    ``RunState``). Returns a Status; ``counters`` holds the rows written and the rounds completed, ``tally`` the bits
+    ``RunState``) and the workers' generators. Returns a Status; ``counters`` holds the rows written and the rounds completed, ``tally`` the bits
     sent. Each round's S participants (``part[:S]``, ascending, drawn from ``part_gen``) fill the slots 0..S-1 of
     ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones (worker index < ``byzantine``) come first."""
     pf, pi, A, b = data.pf, data.pi, data.A, data.b
-    err, G, msg, wbits, gens = workers.err, workers.G, workers.msg, workers.wbits, workers.gens
+    err, G, msg, wbits = workers.err, workers.G, workers.msg, workers.wbits
     x, srv, agg, gbuf, tally = server.x, server.srv, server.agg, server.gbuf, server.tally
     server_gen, part, part_gen = server.gen, server.part, server.part_gen
     icfg, fcfg, sp, x_star, hist, counters = run.icfg, run.fcfg, run.sp, run.x_star, run.hist, run.counters
