@@ -128,6 +128,7 @@ def test_ssdm_reaches_90_percent_on_digits_mlp():
     assert test_acc >= 0.90
 
 
+@pytest.mark.slow  # the digits MLP for 800 iterations of two methods (20 s on 2 cores); .ci/run runs it
 def test_digits_comparison_config_runs_and_compares(cli):
     r = cli("run", "--config", "configs/paper/digits-mlp.toml", "--json")
     assert r.code == 0, r.err
@@ -181,6 +182,7 @@ def test_chunked_full_data_passes_equal_numpy_on_any_thread_count(large_data, op
     np.testing.assert_array_equal(one, g)
 
 
+@pytest.mark.slow  # 8 s of NumPy replay on 2 cores; .ci/run runs it
 def test_large_data_run_replays_in_numpy(large_data):
     """The engine's records call the chunked passes from inside its parallel loop (M d tau is large enough for
     the parallel loop over workers)."""

@@ -157,6 +157,7 @@ def wait_for(predicate, timeout):
     return False
 
 
+@pytest.mark.slow  # real signals to a sweep of real runs (10 s); .ci/run runs it
 def test_ctrl_c_during_a_sweep_keeps_finished_runs(tmp_path):
     sweep = tmp_path / "long.toml"
     sweep.write_text('problem = "quadratic"\ndim = 50\niters = 60000\nrepeats = 12\n[grid]\nmethod = ["signsgd"]\n')
@@ -214,15 +215,26 @@ def test_divergence_is_reported_and_recorded(cli):
     assert cli("run", "--x0", "1e308", "--iters", "5", "--json").json()["status"] == "diverged"
 
 
-@pytest.mark.parametrize("options", [
+EXTREME = [
     {"workers": 1},
     {"workers": 1025, "problem": "quadratic", "dim": 3},
     {"problem": "quadratic", "dim": 1},
     {"iters": 0},
     {"problem": "logistic", "split": "iid", "workers": 100, "batch_size": 64},  # tau > every shard
     {"problem": "mlp", "split": "sorted", "workers": 10, "batch_size": 500, "iters": 5},
-])
-@pytest.mark.parametrize("method", ["signsgd", "ssdm", "ef-signsgd"])
+]
+
+
+def extreme_cases():
+    """Every extreme setting with every method; on the data problems (a loop of their own per method: 6-13 s each on
+    2 cores) the fast suite keeps signSGD, the other methods run in the slow step (.ci/run)."""
+    for i, options in enumerate(EXTREME):
+        for method in ("signsgd", "ssdm", "ef-signsgd"):
+            slow = "split" in options and method != "signsgd"
+            yield pytest.param(options, method, id=f"{method}-options{i}", marks=pytest.mark.slow if slow else ())
+
+
+@pytest.mark.parametrize(("options", "method"), list(extreme_cases()))
 def test_extreme_valid_settings(options, method):
     out = run_engine(**{"iters": 30, **options, "method": method})
     assert out.status == "ok"
