@@ -301,10 +301,11 @@ def check_settings(sign_zero, tie):
 def _run_chunk(k0, k1, K, data, workers, server, run, gens):
     """Run rounds k0 <= k < k1 of a K-round run; record history every ``eval_every`` rounds and at k = K, or at
     the first round whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the run stops with
-    Status.BUDGET (docs/theory.md §12). The arguments are the four bundles (``ProblemData``, ``Workers``, ``Server``,
-    ``RunState``) and the workers' generators. Returns a Status; ``counters`` holds the rows written and the rounds completed, ``tally`` the bits
-    sent. Each round's S participants (``part[:S]``, ascending, drawn from ``part_gen``) fill the slots 0..S-1 of
-    ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones (worker index < ``byzantine``) come first."""
+    Status.BUDGET (docs/theory.md §12). The arguments are the four bundles (``ProblemData``, ``Workers``,
+    ``Server``, ``RunState``) and the workers' generators. Returns a Status; ``counters`` holds the rows written
+    and the rounds completed, ``tally`` the bits sent. Each round's S participants (``part[:S]``, ascending, drawn
+    from ``part_gen``) fill the slots 0..S-1 of ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones
+    (worker index < ``byzantine``) come first."""
     pf, pi, A, b = data.pf, data.pi, data.A, data.b
     err, G, msg, wbits = workers.err, workers.G, workers.msg, workers.wbits
     x, srv, agg, gbuf, tally = server.x, server.srv, server.agg, server.gbuf, server.tally
