@@ -96,7 +96,12 @@ def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
     where.mkdir()
 
     def index(*dtypes):
-        keys = {(tuple(["k0", "k1", "k", f"array({dt}, 1d, C)"]), "cpu"): "file.nbc" for dt in dtypes}
+        from numba.core import types
+
+        def server(dt):  # the Server bundle: x first, then arrays of other types (gbuf is float64 always)
+            return types.Tuple((types.Array(getattr(types, dt), 1, "C"), types.Array(types.float64, 1, "C")))
+
+        keys = {(("k0", "k1", "k", "data", "workers", server(dt), "run", "gens"), "cpu"): "file.nbc" for dt in dtypes}
         index_file = where / "loop.run_chunk_serial__glm__0123456789-1.py311.nbi"
         index_file.write_bytes(pickle.dumps("0.68") + pickle.dumps((0, keys)))
 

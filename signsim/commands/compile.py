@@ -134,8 +134,8 @@ def sweep_notices(path, out) -> list[str]:
     return [notice("sweep", family, dtype) for family, dtype in sorted(needed) if not loop_is_cached(family, dtype)]
 
 
-#: the position of x among the run loop's arguments (``loop._run_chunk``)
-X_ARGUMENT = 3
+#: where x is among the run loop's arguments (``loop._run_chunk``): the first field of its ``Server`` bundle
+SERVER_ARGUMENT, X_FIELD = 5, 0
 
 
 def _compiled_for(index: Path, dtype: str) -> bool:
@@ -147,7 +147,7 @@ def _compiled_for(index: Path, dtype: str) -> bool:
         with open(index, "rb") as f:
             pickle.load(f)  # Numba's version
             _, overloads = pickle.loads(f.read())
-        return any(f"array({dtype}," in str(key[0][X_ARGUMENT]) for key in overloads)
+        return any(f"array({dtype}," in str(key[0][SERVER_ARGUMENT].types[X_FIELD]) for key in overloads)
     except Exception:  # noqa: BLE001 - a damaged or foreign index file
         return True
 
