@@ -174,6 +174,7 @@ def _kernel_manager(tmp_path):
                          kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)]))
 
 
+@pytest.mark.slow  # a real Jupyter kernel runs docs/api.md (15-19 s on 2 cores); .ci/run runs it
 def test_docs_examples_run_in_a_jupyter_kernel(tmp_path, monkeypatch):
     """Every Python block of docs/api.md runs, one cell each, in a real Jupyter kernel (the PyTorch block needs
     torch and is only compiled); a figure is a cell's image; matplotlib's backend is the kernel's before and

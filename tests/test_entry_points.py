@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "configs" / "plugins" / "scaled_sto_sign.py"
 
@@ -27,6 +29,7 @@ def signsim(site: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+@pytest.mark.slow  # new processes that find the package through its metadata (6 s); .ci/run runs it
 def test_an_installed_packages_stage_runs_by_its_name(tmp_path):
     source = EXAMPLE.read_text().replace('NAME = "scaled-sto-sign"', 'NAME = "installed-sto-sign"')
     install(tmp_path, "signsim_ep_example", "installed-sto-sign", source)

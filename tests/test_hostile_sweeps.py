@@ -141,6 +141,7 @@ def test_a_dead_pool_worker_fails_its_run_and_the_rest_finish(tmp_path):
     assert (tmp_path / "o" / "results.csv").exists() and (tmp_path / "o" / "manifest.json").exists()
 
 
+@pytest.mark.slow  # a real Dask scheduler and workers, one killed (5 s); .ci/run runs it
 def test_a_dead_dask_worker_fails_its_run_and_the_rest_finish(tmp_path):
     pytest.importorskip("distributed")
     # the last run kills its worker; with allowed-failures 0 one death fails it. Dask counts every run the dying
@@ -197,6 +198,7 @@ def test_interrupting_a_sweep_keeps_results_and_tables(tmp_path, sig, code, twic
     assert {r["status"] for r in manifest["runs"]} <= {"interrupted", "missing", "ok"}
 
 
+@pytest.mark.slow  # a real Dask scheduler and workers, a real SIGINT (5 s); .ci/run runs it
 def test_interrupting_a_dask_sweep_stores_the_runs_in_flight_as_interrupted(tmp_path):
     pytest.importorskip("distributed")
     p = write(tmp_path, LONG)

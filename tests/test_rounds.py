@@ -203,6 +203,7 @@ def test_bad_rounds_input_in_python_config_and_sweep_files(args, named, tmp_path
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and any(n in r.err for n in names), r.err
 
 
+@pytest.mark.slow  # the same rounds run from four entry points, a sweep among them (5 s); .ci/run runs it
 def test_the_documented_command_works_from_cli_config_sweep_and_python(tmp_path):
     opts = dict(method="signsgd", local_steps=5, participation=0.25, workers=32, iters=6)
     r = signsim.run(**opts)

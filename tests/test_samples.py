@@ -140,6 +140,7 @@ def test_the_policies_differ_where_expected():
     assert "rho_M_norm" not in docs["random"] and "workers" not in docs["random"]
 
 
+@pytest.mark.slow  # enumeration of every minibatch (7 s); .ci/run runs it
 def test_minibatch_monte_carlo_against_enumeration():
     tau = 2
     for sign_zero, tie in (("random", "random"), ("plus", "zero"), ("zero", "zero")):

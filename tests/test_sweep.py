@@ -50,6 +50,7 @@ def run_docs(root):
     return {p.name: strip_timings(json.loads(p.read_text())) for p in sorted((root / "runs").glob("*.json"))}
 
 
+@pytest.mark.slow  # the same sweep through three executors, a local Dask cluster among them (6-8 s); .ci/run runs it
 def test_identical_results_across_executors(cli, tmp_path):
     roots = []
     for name, args in (("one", ("--jobs", "1")), ("two", ("--jobs", "2")),
