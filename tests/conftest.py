@@ -106,12 +106,25 @@ def pytest_collection_modifyitems(config, items):
 # --- one warm-up for the whole suite under pytest-xdist -----------------------------------------------------------
 # With -n N the workers start together on an empty cache and would each compile the kernels of the first tests
 # they run, the same ones at the same time. Before the workers start, ``signsim compile``'s warm-up commands
-# (every kernel) run instead in N processes, one family of problems' commands per process at a time, so that no
-# kernel compiles twice; the tests then load the kernels. Only for the whole suite (no file, -k or -m given).
+# (every kernel) run instead in N processes that take the next command from one queue (a file, under a lock) as
+# each finishes, so that the cores stay busy whatever each command costs; the queue interleaves the families of
+# problems, so that two processes seldom compile one family's shared kernels at the same time. The tests then load
+# the kernels. Only for the whole suite (no file, -k or -m given).
 WARM = """
+import fcntl
 import sys
 from signsim.cli import main
-for line in sys.argv[1:]:
+
+def take(queue):
+    with open(queue, "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        lines = f.read().splitlines()
+        f.seek(0)
+        f.truncate()
+        f.write("\\n".join(lines[1:]))
+    return lines[0] if lines else None
+
+while (line := take(sys.argv[1])) is not None:
     try:
         main(line.split())
     except SystemExit as e:
@@ -120,25 +133,19 @@ for line in sys.argv[1:]:
 """
 
 
-def _warm_up_shards(n: int) -> list[list[str]]:
-    """``signsim compile``'s warm-up commands in at most n shards: each family of problems and dtype (a run loop,
-    its problems' kernels and, for float64, its diagnostics) in one shard, weighed by the CPU seconds
-    ``signsim compile`` measured for it (``SECONDS``), the heaviest first to the lightest shard."""
-    from signsim.commands.compile import SECONDS, group, warm_commands
+def _warm_up_queue() -> list[str]:
+    """``signsim compile``'s float64 warm-up commands (float32 loops are for test_dtype.py, in the slow step), the
+    families of problems interleaved: one command of each family in turn."""
+    from itertools import zip_longest
 
-    units: dict[tuple[str, str], list[list[str]]] = {}
+    from signsim.commands.compile import group, warm_commands
+
+    families: dict[str, list[str]] = {}
     for args in warm_commands():
         _, family, dtype = group(args)
-        if dtype == "float64":  # float32 loops are for test_dtype.py, in the slow step (SLOW_FILES)
-            units.setdefault((family, dtype), []).append(args)
-    weight = {unit: sum(SECONDS.get(g, 0.0) for g in {group(a) for a in cmds}) for unit, cmds in units.items()}
-    shards: list[list[str]] = [[] for _ in range(min(n, len(units)))]
-    load = [0.0] * len(shards)
-    for unit in sorted(units, key=lambda u: -weight[u]):
-        i = load.index(min(load))
-        shards[i].extend(" ".join(args) for args in units[unit])
-        load[i] += weight[unit]
-    return shards
+        if dtype == "float64":
+            families.setdefault(family, []).append(" ".join(args))
+    return [line for turn in zip_longest(*families.values()) for line in turn if line is not None]
 
 
 def pytest_sessionstart(session):
@@ -153,17 +160,19 @@ def pytest_sessionstart(session):
     import tempfile
 
     start = time.monotonic()
-    shards = _warm_up_shards(workers)
-    with tempfile.TemporaryFile("w+") as errors:
-        procs = [subprocess.Popen([sys.executable, "-c", WARM, *shard], stdout=subprocess.DEVNULL, stderr=errors)
-                 for shard in shards]
+    commands = _warm_up_queue()
+    with tempfile.TemporaryFile("w+") as errors, tempfile.TemporaryDirectory() as tmp:
+        queue = Path(tmp) / "queue"
+        queue.write_text("\n".join(commands))
+        procs = [subprocess.Popen([sys.executable, "-c", WARM, str(queue)], stdout=subprocess.DEVNULL, stderr=errors)
+                 for _ in range(workers)]
         codes = [p.wait() for p in procs]
         errors.seek(0)
         problems = [line for line in errors.read().splitlines() if line.startswith(("warm-up:", "Traceback"))]
     report = config.pluginmanager.get_plugin("terminalreporter")
     if report is not None:
-        report.write_line(f"kernel cache warmed: {sum(map(len, shards))} warm-up commands in {len(shards)} "
-                          f"processes, {time.monotonic() - start:.0f} s")
+        report.write_line(f"kernel cache warmed: {len(commands)} warm-up commands in {workers} processes, "
+                          f"{time.monotonic() - start:.0f} s")
         for line in problems + [f"warm-up process exited {c}" for c in codes if c != 0]:
             report.write_line(line)
 
