@@ -57,8 +57,8 @@ def test_a_family_loop_refuses_a_problem_of_another_family():
     from signsim.engine import compose
 
     serial = compose.loops("analytic", e.settings.stages())[1]
+    data, workers, server, run, gens = e.bundles()
     with pytest.raises(ValueError, match="unknown problem code"):
-        data, workers, server, run, gens = e.bundles()
         serial(0, 1, 1, data, workers, server, run._replace(icfg=icfg), gens)
 
 
