@@ -2,7 +2,7 @@
 
 Keeping the fast suite fast (the README's test command: <= 6 min on 2 cores from an empty kernel cache). Most of
 its time is Numba compiling, not running: every new composition of stages (momentum, compressor, error feedback,
-aggregation, attack: one loop each, ~2.7 CPU-s), family of problems and dtype compiles its own loop on first use.
+aggregation, attack: one loop each, ~4 CPU-s), family of problems and dtype compiles its own loop on first use.
 So, in a new test file:
 - reuse the problems, methods and dtypes other tests already use (a quadratic, the method aliases, float64) unless
   the test is about that problem, stage or dtype;
