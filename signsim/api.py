@@ -540,7 +540,11 @@ def run(config: Any = None, *, out: str | Path | None = None,
     if plugins is not None:
         from signsim.stages.plugins import paths
 
-        options["plugin"] = ",".join(paths(plugins))
+        files = paths(plugins)
+        if files:
+            options["plugin"] = ",".join(files)
+        elif isinstance(plugins, (str, Path)):  # an empty list: no plugins
+            raise InputError(f"plugins {str(plugins)!r}: an empty value is not allowed")
     return _warned(execute("run", config, {**options, "out": out, "progress": progress}))
 
 

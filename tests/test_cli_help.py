@@ -99,8 +99,9 @@ def test_completion_options():
     import os
 
     env = {**os.environ, "SHELL": "/bin/bash"}
-    p = subprocess.run(["bash", "-c", f"'{sys.executable}' -m signsim.cli --show-completion"], capture_output=True,
-                       text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    # two commands, so that bash runs the second as its child (not exec'd): the shell Typer detects by its parent
+    p = subprocess.run(["bash", "-c", f"'{sys.executable}' -m signsim.cli --show-completion; exit $?"],
+                       capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     assert "_signsim_completion" in p.stdout
 

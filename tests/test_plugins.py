@@ -143,3 +143,13 @@ def test_python_api_takes_plugins(plugin):
     res = signsim.run(plugins=[plugin], compressor="scaled-sto-sign", aggregate="mean", problem="quadratic", dim=5,
                       workers=2, iters=3)
     assert res["status"] == "ok" and res["stages"]["compressor"]["spec"] == "scaled-sto-sign"
+
+
+def test_python_api_names_an_empty_plugins_value():
+    import signsim
+    from signsim.errors import InputError
+
+    for value in ("", " , "):
+        with pytest.raises(InputError, match=r"^plugins '.*': an empty value is not allowed$"):
+            signsim.run(plugins=value, iters=1)
+    assert signsim.run(plugins=[], iters=1)["status"] == "ok"  # an empty list: no plugins
