@@ -107,45 +107,81 @@ def pytest_collection_modifyitems(config, items):
 # With -n N the workers start together on an empty cache and would each compile the kernels of the first tests
 # they run, the same ones at the same time. Before the workers start, ``signsim compile``'s warm-up commands
 # (every kernel) run instead in N processes that take the next command from one queue (a file, under a lock) as
-# each finishes, so that the cores stay busy whatever each command costs; the queue interleaves the families of
-# problems, so that two processes seldom compile one family's shared kernels at the same time. The tests then load
-# the kernels. Only for the whole suite (no file, -k or -m given).
+# each finishes, so that the cores stay busy whatever each command costs. A family's first command (its primer)
+# compiles the kernels its other commands share (the problem's oracle, evaluation and the default loop: 17-65 CPU-s),
+# so it holds the family's lock exclusively and the family's other commands hold it shared: a process takes the
+# first command whose family is not being primed, and waits on the lock (the primer's end) only when no other
+# command is left. The tests then load the kernels. Only for the whole suite (no file, -k or -m given).
 WARM = """
 import fcntl
 import sys
+from pathlib import Path
 from signsim.cli import main
 
 def take(queue):
+    \"\"\"The next command, with its family's lock held (exclusive for a primer, shared otherwise).\"\"\"
     with open(queue, "r+") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         lines = f.read().splitlines()
+        if not lines:
+            return None, None
+        chosen = None
+        for i, line in enumerate(lines):
+            family, primer, command = line.split("\\t")
+            lock = open(Path(queue).with_name(family), "a")
+            try:
+                fcntl.flock(lock, (fcntl.LOCK_EX if primer == "1" else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+                chosen = i
+                break
+            except BlockingIOError:
+                lock.close()
+        if chosen is None:  # every command left waits for a primer: the first one, once its primer ends
+            chosen, (family, primer, command) = 0, lines[0].split("\\t")
+            lock = None
         f.seek(0)
         f.truncate()
-        f.write("\\n".join(lines[1:]))
-    return lines[0] if lines else None
+        f.write("\\n".join(lines[:chosen] + lines[chosen + 1:]))
+    if lock is None:
+        lock = open(Path(queue).with_name(family), "a")
+        fcntl.flock(lock, fcntl.LOCK_SH)
+    return command, lock
 
-while (line := take(sys.argv[1])) is not None:
+while True:
+    line, lock = take(sys.argv[1])
+    if line is None:
+        break
     try:
         main(line.split())
     except SystemExit as e:
         if e.code not in (0, 1, None):
             print(f"warm-up: signsim {line} exited {e.code}", file=sys.stderr)
+    finally:
+        lock.close()
 """
+#: the threaded loops the fast tests use are signSGD's (the majority-vote statistics, the extreme data settings);
+#: ``signsim compile`` warms the default method's
+THREADED_METHOD = "signsgd"
 
 
 def _warm_up_queue() -> list[str]:
-    """``signsim compile``'s float64 warm-up commands (float32 loops are for test_dtype.py, in the slow step), the
-    families of problems interleaved: one command of each family in turn."""
+    """``signsim compile``'s float64 warm-up commands (float32 loops are for test_dtype.py, in the slow step) as
+    queue lines ``family<TAB>primer<TAB>command``: each family's primer first (the longest first), then the other
+    commands with the families interleaved, one of each in turn."""
     from itertools import zip_longest
 
-    from signsim.commands.compile import group, warm_commands
+    from signsim.commands.compile import group, threaded, warm_commands
 
     families: dict[str, list[str]] = {}
     for args in warm_commands():
         _, family, dtype = group(args)
         if dtype == "float64":
+            if threaded(args):
+                args = [*args, "--method", THREADED_METHOD]
             families.setdefault(family, []).append(" ".join(args))
-    return [line for turn in zip_longest(*families.values()) for line in turn if line is not None]
+    primers = [f"{family}\t1\t{lines[0]}" for family, lines in reversed(families.items())]
+    others = [[f"{family}\t0\t{line}" for line in lines[1:]] for family, lines in families.items()]
+    rest = [line for turn in zip_longest(*others) for line in turn if line is not None]
+    return primers + rest
 
 
 def pytest_sessionstart(session):

@@ -64,7 +64,7 @@ def test_a_family_loop_refuses_a_problem_of_another_family():
 
 @pytest.mark.parametrize("problem", PROBLEMS)
 def test_every_problem_runs_through_dispatch_and_the_reference(problem):
-    options = {"problem": problem, "method": "signsgd", "iters": 2}
+    options = {"problem": problem, "iters": 2}  # the default method: each family's first loop, shared
     if problem in ("logistic", "least-squares", "mlp"):
         options.update(workers=2, batch_size=2)
     engine, prob, model, params, settings, cfg = make_engine(**options, eval_every=1)

@@ -2,7 +2,6 @@
 docs' stage tables come from the modules, and the new stages (noisy sign, natural dithering, Krum, centered
 clipping) against oracles that share none of their code."""
 
-import itertools
 import math
 from pathlib import Path
 
@@ -223,9 +222,19 @@ def test_centered_clipping_without_clipping_is_the_mean_and_clips_an_outlier():
         assert np.linalg.norm(agg - prev) <= L * 0.5 / 5 * (1 + 1e-12)
 
 
-@pytest.mark.parametrize(("aggregate", "attack"), list(itertools.product(
-    ["krum:1", "cclip:0.5", "cclip:2:3"], [{}, {"byzantine": 1, "attack": "invert"},
-                                           {"byzantine": 1, "attack": "alie:1.5"}])))
+NEW_AGGREGATES = ["krum:1", "cclip:0.5", "cclip:2:3"]
+NEW_ATTACKS = [{}, {"byzantine": 1, "attack": "invert"}, {"byzantine": 1, "attack": "alie:1.5"}]
+
+
+def new_aggregation_cases():
+    """Every new aggregation with every attack: each composition is a loop of its own, so the fast suite runs the
+    diagonal (each aggregation and each attack once), the slow step (.ci/run) the rest."""
+    for i, aggregate in enumerate(NEW_AGGREGATES):
+        for j, attack in enumerate(NEW_ATTACKS):
+            yield pytest.param(aggregate, attack, id=f"{aggregate}-attack{j}", marks=() if i == j else pytest.mark.slow)
+
+
+@pytest.mark.parametrize(("aggregate", "attack"), list(new_aggregation_cases()))
 def test_new_aggregations_match_the_reference(aggregate, attack):
     check_replay(6, method="signum", momentum=0.5, compressor="scaled-sign", aggregate=aggregate, **attack,
                  problem="quadratic", dim=5, workers=6, noise="gaussian:1")

@@ -172,6 +172,17 @@ def clear() -> int:
     return removed
 
 
+#: runs whose step is large enough for the threaded loop (driver.PARALLEL_WORK numbers), one per family
+THREADED = (("--problem", "quadratic", "--dim", "2000", "--workers", "32"),
+            ("--problem", "logistic", "--workers", "32", "--batch-size", "64"),
+            ("--problem", "mlp", "--workers", "32", "--batch-size", "8"))
+
+
+def threaded(args: list[str]) -> bool:
+    """Whether a warm-up command line is one of the threaded loops' runs."""
+    return args[0] == "run" and any(tuple(args[1:1 + len(t)]) == t for t in THREADED)
+
+
 #: command lines that together load every kernel signsim has: one run per problem and per noise model (the run
 #: loop, every problem's and noise model's kernels), every method alias, and the diagnostics' estimators
 def warm_commands() -> list[list[str]]:
@@ -184,9 +195,7 @@ def warm_commands() -> list[list[str]]:
         cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--noise", spec, *fast])
     cmds += [["run", "--method", m, "--dim", "3", *fast] for m in methods.registry()]
     # each family's threaded loop (a step of at least driver.PARALLEL_WORK numbers) and its float32 copies
-    cmds += [["run", "--problem", "quadratic", "--dim", "2000", "--workers", "32", *fast],
-             ["run", "--problem", "logistic", "--workers", "32", "--batch-size", "64", *fast],
-             ["run", "--problem", "mlp", "--workers", "32", "--batch-size", "8", *fast]]
+    cmds += [["run", *args, *fast] for args in THREADED]
     cmds += [["run", "--problem", p, "--dtype", "float32", *fast] for p in ("rosenbrock", "logistic", "mlp")]
     # the binomial engine (--votes binomial: analytic problems only)
     cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--method", "signsgd", "--votes", "binomial", *fast])
