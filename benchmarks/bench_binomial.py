@@ -30,9 +30,9 @@ def numpy_binomial(grad, x0, M, K, lr, cdf, seed):
 
 
 def timed(cfg_options, repeats=3):
-    from signsim import config
-    from signsim.build import build
+    from signsim.engine.build import build
     from signsim.engine.driver import simulate
+    from signsim.interface import config
 
     best = np.inf
     for _ in range(repeats):
@@ -59,7 +59,8 @@ def main() -> None:
 
     from scipy.stats import expon
 
-    from signsim import config, problems
+    from signsim import problems
+    from signsim.interface import config
 
     problem = problems.build(config.resolve({**base, "workers": 1}))
     grad = problem.grad_ref

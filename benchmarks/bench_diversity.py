@@ -62,8 +62,8 @@ def child(side: str, path: str) -> None:
         B_S = numpy_B_S(X, ys, w)
     else:
         from signsim import problems
-        from signsim.config import resolve
         from signsim.diagnostics import diversity_estimators as est
+        from signsim.interface.config import resolve
 
         p = problems.build(resolve(dict(RAW, data=path)))
         del X, y

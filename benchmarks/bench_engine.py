@@ -48,7 +48,7 @@ def rosen_grad(x):
 
 def engine_time(**options) -> tuple[float, dict]:
     from signsim.commands.run import run
-    from signsim.config import resolve
+    from signsim.interface.config import resolve
 
     cfg = resolve({"method": "ssdm", "eval_every": options["iters"], **options})
     t = time.perf_counter()

@@ -69,8 +69,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = write_npz(tmp, X, y)
         from signsim import methods, noise, problems
-        from signsim.config import resolve
         from signsim.engine.driver import Engine, Settings, simulate
+        from signsim.interface.config import resolve
 
         options = dict(RAW, data=path, method="signum", aggregate="majority", workers=M, batch_size=tau, lr=1e-3,
                        iters=K, eval_every=K)

@@ -58,8 +58,8 @@ def bound_step(x, L, mom, msg, agg, gens, sigma, beta, lr, draws, traffic):
 def engine_step_time(d: int, M: int) -> tuple[float, object]:
     """Seconds per SSDM step of the engine, steps 1 and 2 of a 4-iteration run (no history records)."""
     from signsim import methods, noise, problems
-    from signsim.config import resolve
     from signsim.engine.driver import Engine, Settings
+    from signsim.interface.config import resolve
 
     cfg = resolve({"problem": "quadratic", "dim": d, "workers": M, "iters": 4, "eval_every": 4,
                    "method": "ssdm", "noise": "gaussian:1"})

@@ -46,8 +46,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = write_npz(tmp, X, y)
         from signsim import noise, problems
-        from signsim.config import resolve
         from signsim.diagnostics.estimators import estimate
+        from signsim.interface.config import resolve
 
         cfg = resolve(dict(RAW, data=path, batch_size=tau))
         problem = problems.build(cfg)

@@ -35,7 +35,7 @@ def main() -> None:
         sweep = Path(tmp) / "bench.toml"
         sweep.write_text(SWEEP)
         from signsim.commands.run import run
-        from signsim.config import resolve
+        from signsim.interface.config import resolve
         from signsim.sweep.spec import expand, load
 
         tasks = expand(load(sweep))

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from signsim.errors import InputError
-from signsim.options import API_OF, RECORD, flag, of_command, of_function, range_text, unknown_option
-from signsim.options import value as checked
+from signsim.interface.options import API_OF, RECORD, flag, of_command, of_function, range_text, unknown_option
+from signsim.interface.options import value as checked
 
 __all__ = ["Result", "run", "check_spb", "diversity", "bound", "sweep", "spb_from_samples",
            "diversity_from_samples"]
@@ -57,13 +57,13 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document of the same command (a fresh copy each call)."""
         if self._json is None:
-            from signsim.results import dumps
+            from signsim.interface.results import dumps
 
             self._json = json.loads(dumps(self._doc))
         return json.loads(json.dumps(self._json))
 
     def to_json(self) -> str:
-        from signsim.results import dumps
+        from signsim.interface.results import dumps
 
         return dumps(self._doc)
 
@@ -177,7 +177,7 @@ def columns(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# options: the names, types and ranges of signsim.options, one path for the command line and Python
+# options: the names, types and ranges of signsim.interface.options, one path for the command line and Python
 
 
 def _names(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -199,7 +199,7 @@ def _is_path(value: Any) -> bool:
 
 
 def _given(function: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword options of ``function`` -> their values, coerced and checked by ``signsim.options`` (None:
+    """The keyword options of ``function`` -> their values, coerced and checked by ``signsim.interface.options`` (None:
     not given, dropped); an unknown name raises InputError naming the close ones. Python values the command
     line cannot give keep their own checks: ``data=(X, y)``, a vector ``x0`` or ``at``, a Result or dict
     ``overlay``, a dict ``constant``."""
@@ -236,7 +236,7 @@ def _record(values: Mapping[str, Any], where: str = "") -> dict[str, Any]:
 
 def _file_values(config: Any) -> dict[str, Any]:
     """``config``: None, a TOML file (str or Path), or a dict of options (TOML spellings allowed)."""
-    from signsim import config as cfgmod
+    from signsim.interface import config as cfgmod
 
     if config is None:
         return {}
@@ -251,7 +251,7 @@ def _file_values(config: Any) -> dict[str, Any]:
     if "experiment" in raw:
         experiment = raw.pop("experiment")
         if isinstance(experiment, Mapping):
-            from signsim.experiment_config import parse as parse_experiment
+            from signsim.interface.experiment_config import parse as parse_experiment
 
             experiment = parse_experiment(dict(experiment), "config: [experiment]")
         out["experiment"] = experiment
@@ -310,7 +310,7 @@ def _vector(value: Any) -> np.ndarray:
 
 def _resolve(values: dict[str, Any]):
     """config.resolve, with a vector x0 checked against the problem's dimension and stored as a list."""
-    from signsim import config as cfgmod
+    from signsim.interface import config as cfgmod
 
     vec = values.get("x0")
     if isinstance(vec, np.ndarray):
@@ -363,7 +363,7 @@ def _out(out: str | None) -> Path | None:
     """--out checked before any work (a bad path is an error, not a lost run)."""
     if out is None:
         return None
-    from signsim.paths import output_file
+    from signsim.interface.paths import output_file
 
     output_file(out, "--out")
     return Path(out)
@@ -371,8 +371,8 @@ def _out(out: str | None) -> Path | None:
 
 def _write(doc: dict[str, Any], out: Path | None) -> None:
     if out is not None:
-        from signsim.interrupts import deferred
-        from signsim.results import dumps, write_atomic
+        from signsim.interface.interrupts import deferred
+        from signsim.interface.results import dumps, write_atomic
 
         with deferred():  # a further Ctrl-C while the results are written acts once they are written
             write_atomic(out, dumps(doc) + "\n")
@@ -399,7 +399,7 @@ ProgressFor = Callable[[str], Progress | None]
 def execute(command: str, config: Any = None, options: Mapping[str, Any] | None = None, *,
             progress_for: ProgressFor | None = None, on_start: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Run ``command`` (run, check-spb, diversity, bound) with ``config`` (a TOML file or a dict) under
-    ``options`` (its keywords, by the names of ``signsim.options``; text is parsed, as flags are): merge
+    ``options`` (its keywords, by the names of ``signsim.interface.options``; text is parsed, as flags are): merge
     (config < options), check, run, write ``out``; return the results document. ``progress_for(label)`` gives
     the progress callback of each run; ``on_start(cfg)`` is called once a single run is built."""
     given = _given(API_OF[command], options or {})
@@ -509,7 +509,7 @@ def _overlay(overlay: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     elif isinstance(overlay, Mapping):
         run_doc = json.loads(json.dumps(overlay, default=_plain))
     else:
-        from signsim.results import load_results
+        from signsim.interface.results import load_results
 
         where = f"--overlay {overlay}"
         run_doc = load_results(overlay, "run", "--overlay")
@@ -586,7 +586,7 @@ def bound(config: Any = None, *, out: str | Path | None = None, **options: Any) 
 
 
 def _plain(obj: Any) -> Any:
-    from signsim.results import jsonable
+    from signsim.interface.results import jsonable
 
     return jsonable(obj)
 
@@ -598,7 +598,7 @@ def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs:
     path of ``signsim sweep`` and ``signsim.sweep``."""
     from signsim.commands.sweep import plan
     from signsim.commands.sweep import sweep as sweep_command
-    from signsim.paths import output_dir
+    from signsim.interface.paths import output_dir
     from signsim.sweep.executors import make
     from signsim.sweep.store import Store
 
@@ -703,7 +703,7 @@ def diversity_from_samples(G: Any, *, delta: float = 1.0) -> Result:
 
 
 def _sample_options(function: Callable[..., Any], given: dict[str, Any]) -> dict[str, Any]:
-    """The keywords of a ``*_from_samples`` function checked by ``signsim.options``; None is refused where the
+    """The keywords of a ``*_from_samples`` function checked by ``signsim.interface.options``; None is refused where the
     signature has a value by default (None is not "not given" here: the signature shows the default)."""
     import inspect
 

@@ -27,8 +27,8 @@ from typing import Annotated, Any  # noqa: E402
 import typer  # noqa: E402
 from typer.core import TyperCommand, TyperGroup  # noqa: E402
 
-from signsim import options  # noqa: E402
 from signsim.errors import InputError  # noqa: E402
+from signsim.interface import options  # noqa: E402
 
 
 def _no_flag_types(command, ctx) -> None:
@@ -99,7 +99,7 @@ def _text(help: str) -> str:
 
 
 def _parameter(o: options.Option, command: str) -> inspect.Parameter:
-    """The Typer parameter of one option of ``signsim.options``. Values arrive as text and are parsed by the
+    """The Typer parameter of one option of ``signsim.interface.options``. Values arrive as text and are parsed by the
     API (one parser, one message for bad input); flags are booleans, repeatable options lists of text."""
     kw: dict[str, Any] = {"help": _text(o.help_for(command)), "show_default": False}
     if o.panel is not None:
@@ -127,7 +127,8 @@ def _argument(command: str) -> list[inspect.Parameter]:
 
 
 def _command(name: str, help: str):
-    """Register ``fn(**opts)`` as the command ``name`` whose parameters are its rows of ``signsim.options``."""
+    """Register ``fn(**opts)`` as the command ``name`` whose parameters are its rows of
+    ``signsim.interface.options``."""
 
     def register(fn):
         def command(**opts: Any) -> None:
@@ -150,7 +151,7 @@ def _figure(plot: str | None, where: str = "--plot") -> Path | None:
     """--plot checked before any work (a bad path is exit 2, not a lost run)."""
     if plot is None:
         return None
-    from signsim.paths import output_file
+    from signsim.interface.paths import output_file
 
     output_file(plot, where)
     if Path(plot).suffix.lower() not in FIGURE_SUFFIXES:
@@ -303,7 +304,7 @@ def sweep(**opts: Any) -> None:
           "sweep directory, check-spb, diversity or bound results.")
 def plot(**opts: Any) -> None:
     from signsim.commands.plot import plot as plot_command
-    from signsim.paths import output_file
+    from signsim.interface.paths import output_file
 
     results, out = opts["results"], opts["out"]
     if out is not None:
@@ -354,7 +355,7 @@ class _progress_bar:
 def _emit(doc: dict[str, Any], as_json: bool) -> None:
     """The results JSON on stdout (--json); the API wrote --out."""
     if as_json:
-        from signsim.results import dumps
+        from signsim.interface.results import dumps
 
         sys.stdout.write(dumps(doc) + "\n")
 
@@ -503,7 +504,7 @@ def compile_(**opts: Any) -> None:
 
 
 def _interrupted_code() -> int:
-    from signsim import interrupts
+    from signsim.interface import interrupts
 
     return interrupts.exit_code()
 
@@ -528,7 +529,7 @@ def _usage_error_type() -> type[Exception]:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one line on stderr and exit 2 for bad input, exit 130 on Ctrl-C and 143 on SIGTERM, never
     a traceback for any of them."""
-    from signsim import interrupts
+    from signsim.interface import interrupts
 
     previous = interrupts.install()
     try:

@@ -117,7 +117,7 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     sparsifier = stages.parse_compressor(cfg.compressor or method.compressor).module.SCRATCH
     rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
     workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers
-    from signsim import rounds
+    from signsim.engine import rounds
 
     need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier, getattr(cfg, "dtype", "float64"),
                      min(rounds.of_config(cfg), workers), getattr(cfg, "local_steps", 1))

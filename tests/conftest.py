@@ -27,10 +27,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from signsim import config
-from signsim.build import build
 from signsim.cli import main
+from signsim.engine.build import build
 from signsim.engine.driver import simulate
+from signsim.interface import config
 
 # Hypothesis profiles: "quick" (default, CI) and "long" (HYPOTHESIS_PROFILE=long python -m pytest ...)
 settings.register_profile("quick", max_examples=40, deadline=None,

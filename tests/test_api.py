@@ -236,7 +236,8 @@ def test_compare_config_matches_cli(cli, tmp_path):
 
 
 def test_at_a_vector(tmp_path):
-    from signsim import config, problems
+    from signsim import problems
+    from signsim.interface import config
 
     x = problems.build(config.resolve({"problem": "logistic"})).x0 + 0.05
     np.save(tmp_path / "x.npy", x)

@@ -104,9 +104,9 @@ RUNS = [  # (noise, M, byzantine, attack, aggregate); the random attack's loop i
 
 
 def _runs(votes, noise_spec, M, byz, attack, aggregate, seeds, iters):
-    from signsim import config
-    from signsim.build import build
+    from signsim.engine.build import build
     from signsim.engine.driver import simulate
+    from signsim.interface import config
 
     x1, loss = [], []
     for seed in range(seeds):
@@ -137,8 +137,8 @@ def test_binomial_runs_have_the_per_worker_distribution(noise_spec, M, byz, atta
 
 
 def test_binomial_run_is_reproducible_and_counts_every_worker_bits():
-    from signsim import config
     from signsim.commands.run import run
+    from signsim.interface import config
 
     opts = {"problem": "quadratic", "dim": 50, "noise": "gaussian:1", "method": "signsgd", "workers": 100_001,
             "iters": 30, "votes": "binomial", "seed": 4}

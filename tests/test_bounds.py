@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from signsim import config
 from signsim.commands.bound import BoundOptions, bound
 from signsim.commands.run import run
 from signsim.diagnostics import bounds as B
 from signsim.diagnostics.constants import glm_L, rosenbrock_L
+from signsim.interface import config
 
 from .test_cli import assert_one_line_error
 

@@ -63,9 +63,9 @@ def test_warm_up_covers_every_problem_noise_model_and_method():
 
 def test_warm_up_reaches_every_family_threaded_loop():
     """The warm-up runs that should take the threaded loop do: one per family of problems."""
-    from signsim import config
-    from signsim.build import build
     from signsim.engine import loop, specialize
+    from signsim.engine.build import build
+    from signsim.interface import config
 
     threaded = set()
     for args in compiling.warm_commands():

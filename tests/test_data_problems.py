@@ -6,8 +6,9 @@ import pytest
 from scipy.optimize import approx_fprime
 from sklearn.metrics import log_loss
 
-from signsim import config, problems
+from signsim import problems
 from signsim.engine import dispatch
+from signsim.interface import config
 from signsim.problems import glm, mlp
 
 from .conftest import run_engine

@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from signsim import config, noise, problems
+from signsim import noise, problems
 from signsim.commands.diversity import DiversityOptions, diversity
 from signsim.diagnostics import diversity_estimators as est
 from signsim.diagnostics.diversity import predicted_speedup
+from signsim.interface import config
 
 from .test_cli import assert_one_line_error
 

@@ -96,10 +96,10 @@ def test_compile_estimates_every_group_it_runs(tmp_path, monkeypatch):
 
 def test_compile_warms_the_binomial_engine():
     """``--votes binomial`` compiled silently, and ``signsim compile`` did not compile it ahead of time."""
-    from signsim import config
-    from signsim.build import build
     from signsim.commands import compile as compiling
     from signsim.engine.binomial import BinomialEngine
+    from signsim.engine.build import build
+    from signsim.interface import config
 
     (args,) = [c for c in compiling.warm_commands() if "--votes" in c]
     options = dict(zip(args[1:-3:2], args[2:-3:2], strict=True))

@@ -12,12 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.special import betainc
 
-from signsim import config, noise, problems
+from signsim import noise, problems
 from signsim.commands.check_spb import SpbOptions, check_spb
 from signsim.commands.diversity import DiversityOptions, diversity
 from signsim.diagnostics import votes
 from signsim.diagnostics.estimators import estimate
 from signsim.diagnostics.votes import Law
+from signsim.interface import config
 
 # --------------------------------------------------------------------------------------------------------------
 # independent references

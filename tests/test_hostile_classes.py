@@ -76,7 +76,7 @@ def hostile_json(draw) -> str:
 @cases()
 @given(hostile_json())
 def test_one_json_reader_refuses_hostile_json_in_one_line(text):
-    from signsim.results import parse_json
+    from signsim.interface.results import parse_json
 
     counted("json")
     with pytest.raises(InputError) as e:
@@ -188,7 +188,7 @@ def test_diversity_grads_file_near_1e300(cli, tmp_path):
                  st.integers(-2**70, 2**70).map(str), st.sampled_from(["1e300", "inf", "nan", "-0", "2147483648"])),
        st.sampled_from(["qsgd", "dropout", "langevin"]))
 def test_transform_parameters_are_checked_with_a_true_message(value, name):
-    from signsim.transform_specs import MAX_LEVELS, parse
+    from signsim.interface.transform_specs import MAX_LEVELS, parse
 
     counted("transform")
     try:
@@ -245,7 +245,7 @@ def test_a_full_device_is_named(cli):
 def test_a_write_that_fails_names_the_file(tmp_path):
     """A file size limit (RLIMIT_FSIZE, like a full disk or quota) fails the write: the error names the
     target, not the temporary file nor nothing; the target is untouched."""
-    from signsim.paths import write_atomic
+    from signsim.interface.paths import write_atomic
 
     target = tmp_path / "r.json"
     target.write_text("old")

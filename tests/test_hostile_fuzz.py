@@ -208,7 +208,7 @@ TOML_VALUES = st.one_of(st.sampled_from(["-1", "0", "1", str(2**63 - 1), str(10*
                         st.integers(-10**20, 10**20).map(str))
 
 
-@given(st.dictionaries(st.sampled_from(sorted(__import__("signsim.options", fromlist=["RECORD"]).RECORD)),
+@given(st.dictionaries(st.sampled_from(sorted(__import__("signsim.interface.options", fromlist=["RECORD"]).RECORD)),
                        TOML_VALUES, max_size=4), st.booleans(), st.sampled_from(["run", "sweep"]))
 def test_every_option_in_config_and_sweep_files(cli, monkeypatch, tmp_path, entries, dashed, where):
     monkeypatch.setenv("SIGNSIM_MAX_ITERS", "15")

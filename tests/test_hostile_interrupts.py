@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from signsim import interrupts
+from signsim.interface import interrupts
 
 ACT_WITHIN = 2.5  # seconds from the signal to the exit (about one second, plus a loaded machine's slack)
 
@@ -89,7 +89,7 @@ def _fake_runs(monkeypatch, interrupted_at: int):
 
 def test_an_interrupted_run_stops_iterations_to_target(monkeypatch):
     from signsim.commands.run import TargetRunsInterrupted, iterations_to_target
-    from signsim.experiment_config import TargetRuns
+    from signsim.interface.experiment_config import TargetRuns
 
     calls = _fake_runs(monkeypatch, interrupted_at=4)
     e = TargetRuns(batch_sizes=[1, 2, 4], seeds=2, max_iters=100)
@@ -102,7 +102,7 @@ def test_an_interrupted_run_stops_iterations_to_target(monkeypatch):
 def test_the_replication_experiment_keeps_the_batch_sizes_measured(monkeypatch):
     from signsim.commands import diversity as diversity_module
     from signsim.commands.replication import replication
-    from signsim.experiment_config import ReplicationExperiment
+    from signsim.interface.experiment_config import ReplicationExperiment
 
     _fake_runs(monkeypatch, interrupted_at=3)
     monkeypatch.setattr(diversity_module, "diversity", lambda *a, **k: pytest.fail("B_S measured after Ctrl-C"))
@@ -114,7 +114,7 @@ def test_the_replication_experiment_keeps_the_batch_sizes_measured(monkeypatch):
 
 def test_the_heuristics_measurement_keeps_the_batch_sizes_measured(monkeypatch):
     from signsim.commands.heuristics import _measure
-    from signsim.experiment_config import HeuristicsExperiment
+    from signsim.interface.experiment_config import HeuristicsExperiment
 
     calls = _fake_runs(monkeypatch, interrupted_at=5)
     e = HeuristicsExperiment(batch_sizes=[1, 2], seeds=2, max_iters=100, measure="langevin:1")

@@ -1,6 +1,6 @@
 """Hostile values for every option, in Python and on the command line (issue #25: hostile finding 5, finding 7
 and the option handling of the smaller findings). One generator per class of value (integer, number, text
-with choices, file name, flag, list, callback), drawn for every option of that class from ``signsim.options``:
+with choices, file name, flag, list, callback), drawn for every option of that class from ``signsim.interface.options``:
 in Python each is an ``InputError`` naming the option (never a TypeError, a MemoryError or a silent
 acceptance); on the command line exit 2 and one line naming the option and echoing the value."""
 
@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import signsim
-from signsim import api, options
+from signsim import api
 from signsim.errors import InputError
+from signsim.interface import options
 
 from .test_cli import assert_one_line_error
 
@@ -241,7 +242,7 @@ def test_a_sweep_file_given_to_run_points_to_sweep(cli, tmp_path):
 
 @pytest.mark.parametrize("iters", [10**11, 10**12, 10**15])
 def test_huge_iters_keep_a_valid_derived_eval_every(iters):
-    from signsim import config
+    from signsim.interface import config
 
     cfg = config.resolve({"iters": iters})
     assert cfg.iters == iters and 1 <= cfg.eval_every <= options.MAX_SIZE

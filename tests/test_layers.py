@@ -6,11 +6,13 @@ own group:
     commands     commands/
     render       render/                    (reads the history's and the tracked quantities' fields)
     diagnostics  diagnostics/   |  sweep    sweep/
-    engine       engine/, build.py
-    config       config.py, experiment_config.py   (each config section parsed here, below the commands)
+    engine       engine/ (but for engine/accounting.py and engine/rounds.py, below)
+    config       interface/config.py, interface/experiment_config.py   (each config section parsed here, below
+                 the commands)
     domain       problems/, methods/, noise/, data/, resources.py
-    base         the package itself (__version__), errors, codes, history, stages, accounting, paths, results,
-                 interrupts, seeding, transform_specs, options
+    base         the package itself (__version__), errors, codes, history, seeding, draws, stages/,
+                 engine/accounting.py, engine/rounds.py (pure functions of the settings), and the rest of
+                 interface/: options, paths, results, interrupts, transform_specs
 
 Two groups of the same layer do not import each other. Exceptions, each for a stated reason:
 
@@ -40,14 +42,14 @@ GROUPS = {
     "signsim.render": "render",
     "signsim.diagnostics": "diagnostics",
     "signsim.sweep": "sweep",
-    "signsim.engine": "engine", "signsim.build": "engine",
-    "signsim.config": "config", "signsim.experiment_config": "config",
+    "signsim.engine": "engine",  # the loop, its driver and engine.build, which assembles a run
+    "signsim.interface.config": "config", "signsim.interface.experiment_config": "config",
     "signsim.problems": "domain", "signsim.methods": "domain", "signsim.noise": "domain", "signsim.data": "domain",
     "signsim.resources": "domain",
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
-    "signsim.accounting": "base", "signsim.paths": "base", "signsim.results": "base",
-    "signsim.interrupts": "base", "signsim.seeding": "base", "signsim.transform_specs": "base", "signsim.draws": "base",
-    "signsim.options": "base",
+    "signsim.seeding": "base", "signsim.draws": "base",
+    "signsim.engine.accounting": "base", "signsim.engine.rounds": "base",  # pure functions of the settings
+    "signsim.interface": "base",  # options, paths, results, interrupts, transform_specs
     "signsim": "base",
 }
 #: (importer, imported) module pairs allowed against the layers, with their reason
@@ -204,7 +206,7 @@ def _fake(package: dict[str, str]) -> dict[str, tuple[str, bool]]:
 @pytest.mark.parametrize(("module", "source", "expected"), [
     # the violations issue #12 names: the config importing a command, a command used as a hub, a command
     # importing back, the diagnostics importing a command's document code
-    ("signsim.config", "def f():\n    from signsim.commands.experiments import parse\n",
+    ("signsim.interface.config", "def f():\n    from signsim.commands.experiments import parse\n",
      "config may not import commands"),
     ("signsim.commands.bound", "from signsim.commands.run import problem_info\n", "only to compose it"),
     ("signsim.commands.run", "from signsim.commands.check_spb import spb_quantities\n", "only to compose it"),
@@ -214,9 +216,9 @@ def _fake(package: dict[str, str]) -> dict[str, tuple[str, bool]]:
     ("signsim.sweep.worker", "from signsim.commands.run import run\n", "sweep may not import commands"),
     ("signsim.commands.compile", "from signsim.cli import main\n", "commands may not import entry"),
     ("signsim.engine.loop", "from signsim.diagnostics import spb\n", "engine may not import diagnostics"),
-    ("signsim.problems.base", "from signsim import config\n", "domain may not import config"),
+    ("signsim.problems.base", "from signsim.interface import config\n", "domain may not import config"),
     ("signsim.sweep.store", "from signsim.diagnostics import tracking\n", "sweep may not import diagnostics"),
-    ("signsim.config", "import importlib\nm = importlib.import_module(f'signsim.commands.{x}')\n",
+    ("signsim.interface.config", "import importlib\nm = importlib.import_module(f'signsim.commands.{x}')\n",
      "config may not import commands"),
 ])
 def test_the_check_catches_wrong_imports(module, source, expected):

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from signsim import noise
 from signsim.commands.check_spb import SpbOptions, check_spb
 from signsim.commands.diversity import DiversityOptions, diversity
-from signsim.config import resolve
 from signsim.diagnostics.diversity import Diversity
+from signsim.interface.config import resolve
 from signsim.noise.base import no_variance, sigma_vector
 
 HEAVY = ["student-t:1.5:1", "student-t:2:0.5", "cauchy:1", "stable:1.5:1", "stable:1.9:0.3"]

@@ -1,4 +1,4 @@
-"""Every option written once (issue #22, item 6): the table of ``signsim.options`` against the command line's
+"""Every option written once (issue #22, item 6): the table of ``signsim.interface.options`` against the command line's
 parameters, the Python API's keywords, RunConfig, the commands' option dataclasses, the choices named
 elsewhere, the defaults the help texts state and docs/reference.md's option tables."""
 
@@ -11,9 +11,10 @@ import pytest
 import typer
 
 import signsim
-from signsim import api, options
+from signsim import api
 from signsim.cli import app
 from signsim.errors import InputError
+from signsim.interface import options
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the commands that have a Python function, and that function
@@ -106,7 +107,7 @@ def test_sweep_force_in_python(tmp_path):
 
 
 def test_runconfig_is_made_from_the_table():
-    from signsim.config import RunConfig
+    from signsim.interface.config import RunConfig
 
     assert [f.name for f in fields(RunConfig)] == list(options.RECORD) == list(options.RECORD_ORDER)
     assert {o.name for o in options.TABLE if o.record} == set(options.RECORD)
@@ -170,7 +171,7 @@ def test_choices_are_those_of_their_sources():
     assert spb["estimator"].choices == METHODS and div["estimator"].choices == ESTIMATORS
     for name, o in options.RECORD.items():
         for choice in o.choices:  # every listed value is accepted by the run's own checks
-            from signsim import config
+            from signsim.interface import config
 
             values = {name: choice, "iters": 1}
             if name in ("oracle",):

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from scipy.optimize import approx_fprime, rosen, rosen_der
 
-from signsim import config, problems
+from signsim import problems
 from signsim.engine import dispatch
+from signsim.interface import config
 
 RNG = np.random.default_rng(1234)
 

@@ -4,9 +4,9 @@ accounting, the NumPy reference, ``signsim list`` and the CLI help. A new entry 
 import numpy as np
 import pytest
 
-from signsim import accounting, methods, noise, problems, stages
+from signsim import methods, noise, problems, stages
 from signsim.codes import Noise, Problem, SignZero, Tie
-from signsim.engine import dispatch
+from signsim.engine import accounting, dispatch
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.stages import registry
@@ -133,8 +133,8 @@ def test_list_and_help_name_every_registry_entry(cli):
 
 FAMILY_ISOLATION = """
 import numpy as np
-from signsim import config
-from signsim.build import build
+from signsim.interface import config
+from signsim.engine.build import build
 from signsim.engine.driver import simulate
 from signsim.problems import glm, mlp
 
@@ -169,8 +169,8 @@ def test_a_run_compiles_no_kernel_of_another_family(tmp_path):
 
 
 WORKER_STEP_FIRST = """
-from signsim import config
-from signsim.build import build
+from signsim.interface import config
+from signsim.engine.build import build
 from signsim.engine.driver import simulate
 
 for problem in ("logistic", "mlp"):

@@ -13,10 +13,11 @@ from scipy.special import betainc
 from scipy.stats import norm
 
 import signsim
-from signsim import config, noise, problems
+from signsim import noise, problems
 from signsim.diagnostics.local_steps import closed_form_round, geometric
 from signsim.diagnostics.sampled_vote import sampled_sum_law, sampled_vote_law
 from signsim.diagnostics.votes import Law
+from signsim.interface import config
 
 from .conftest import binomial_tolerance
 

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 import signsim
-from signsim import config
 from signsim.engine import loop
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
+from signsim.engine.rounds import clients_per_round
 from signsim.errors import InputError
-from signsim.rounds import clients_per_round
+from signsim.interface import config
 
 from .conftest import binomial_tolerance, make_engine, run_subprocess
 

@@ -246,7 +246,8 @@ def assert_same_as_check_spb(mine, ref):
 
 @pytest.mark.parametrize("sign_zero", ["random", "zero"])
 def test_same_numbers_as_check_spb_for_a_finite_sum(cli, tmp_path, sign_zero):
-    from signsim import config, problems
+    from signsim import problems
+    from signsim.interface import config
 
     cfg = config.resolve({"problem": "logistic", "workers": 5})
     problem = problems.build(cfg)
@@ -275,7 +276,8 @@ def test_same_numbers_as_check_spb_for_a_finite_sum(cli, tmp_path, sign_zero):
 @pytest.mark.parametrize(("sign_zero", "tie"), [("random", "random"), ("plus", "zero"), ("zero", "zero")])
 def test_same_numbers_as_check_spb_with_zero_gradients(tmp_path, sign_zero, tie):
     """ReLU network at initialization: about half of the per-sample entries are exactly 0."""
-    from signsim import config, problems
+    from signsim import problems
+    from signsim.interface import config
 
     problem = problems.build(config.resolve({"problem": "mlp", "workers": 4}))
     np.save(tmp_path / "x.npy", problem.x0)

@@ -7,11 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from signsim import config, problems
+from signsim import problems
 from signsim.commands.lower_bound import predicted_iterations, q_factor
 from signsim.data import load, sparse
 from signsim.diagnostics.diversity_estimators import exact
 from signsim.errors import InputError
+from signsim.interface import config
 
 
 def conflict_degrees(X):

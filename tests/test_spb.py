@@ -5,11 +5,12 @@ import pytest
 from scipy.special import betainc
 from scipy.stats import binomtest, norm
 
-from signsim import config, noise, problems
+from signsim import noise, problems
 from signsim.commands.check_spb import SpbOptions, check_spb
 from signsim.diagnostics import spb
 from signsim.diagnostics.estimators import estimate
 from signsim.diagnostics.intervals import bonferroni, clopper_pearson, holm, one_sided_pvalues, wilson
+from signsim.interface import config
 
 from .test_cli import assert_one_line_error
 

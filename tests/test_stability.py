@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 
-from signsim import config, problems
+from signsim import problems
 from signsim.diagnostics.stability import coupled_runs, neighbour, sample_losses
 from signsim.engine import dispatch
 from signsim.errors import InputError
-from signsim.experiment_config import parse
+from signsim.interface import config
+from signsim.interface.experiment_config import parse
 from signsim.problems.sampling import P_NTEST, P_NTRAIN
 
 

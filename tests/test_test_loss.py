@@ -8,8 +8,9 @@ import pytest
 from scipy.special import log_softmax
 
 import signsim
-from signsim import config, problems
+from signsim import problems
 from signsim.engine import dispatch
+from signsim.interface import config
 from signsim.problems import glm, mlp
 from signsim.problems.sampling import P_NTEST, P_NTRAIN
 

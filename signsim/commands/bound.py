@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from signsim import __version__
-from signsim.config import RunConfig
 from signsim.diagnostics import bounds as B
 from signsim.diagnostics.constants import OVERRIDE, Constant, apply_overrides, derive, need
 from signsim.errors import InputError
+from signsim.interface.config import RunConfig
 
 MAJORITY_TABLE_M = 64
 
@@ -270,9 +270,9 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
     from signsim import noise, problems
     from signsim.diagnostics.point import resolve_point
     from signsim.diagnostics.rounds import of_config
-    from signsim.options import check_fields
+    from signsim.interface.options import check_fields
 
-    check_fields(o, "bound")  # --box and --at against their rows of signsim.options
+    check_fields(o, "bound")  # --box and --at against their rows of signsim.interface.options
     rnd = of_config(cfg, o.at)
     problem = problems.build(cfg)
     model, params = noise.for_config(cfg, problem.dim)

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from signsim import __version__
-from signsim.config import RunConfig
+from signsim.interface.config import RunConfig
 
 
 @dataclass
@@ -23,8 +23,8 @@ class SpbOptions:
 
     @classmethod
     def build(cls, workers_given: bool = False, **given: Any) -> SpbOptions:
-        """The options, each checked against its row of ``signsim.options`` (range and choices)."""
-        from signsim.options import check_fields
+        """The options, each checked against its row of ``signsim.interface.options`` (range and choices)."""
+        from signsim.interface.options import check_fields
 
         o = cls(workers_given=workers_given, **{k: v for k, v in given.items() if v is not None})
         check_fields(o, "check-spb")

@@ -7,9 +7,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from signsim.accounting import budget_bits
 from signsim.commands.run import run
-from signsim.config import resolve
+from signsim.engine.accounting import budget_bits
+from signsim.interface.config import resolve
 
 
 def value_at_budget(history: list[dict[str, Any]], key: str, budget_bits: int) -> float | None:

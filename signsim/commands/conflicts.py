@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from signsim import __version__
-from signsim.experiment_config import ConflictsExperiment
+from signsim.interface.experiment_config import ConflictsExperiment
 
 
 def sparse_spec(n: int, s: int, conflict: int, values: str, labels: str, noise: float, seed: int) -> str:
@@ -21,8 +21,8 @@ def sparse_spec(n: int, s: int, conflict: int, values: str, labels: str, noise: 
 def conflicts(base: dict[str, Any], e: ConflictsExperiment,
               progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> dict[str, Any]:
     from signsim.commands.diversity import DiversityOptions, diversity
-    from signsim.config import resolve
     from signsim.errors import InputError
+    from signsim.interface.config import resolve
 
     problem = base.get("problem")
     if problem not in ("least-squares", "logistic"):

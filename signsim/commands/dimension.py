@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from signsim import __version__
-from signsim.experiment_config import DimensionExperiment
+from signsim.interface.experiment_config import DimensionExperiment
 
 
 def fit_slope(d: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -33,8 +33,8 @@ def fit_slope(d: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 def dimension(base: dict[str, Any], e: DimensionExperiment,
               progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> dict[str, Any]:
     from signsim.commands.diversity import DiversityOptions, diversity
-    from signsim.config import resolve
-    from signsim.interrupts import acknowledge
+    from signsim.interface.config import resolve
+    from signsim.interface.interrupts import acknowledge
 
     rows = []
     status = "ok"

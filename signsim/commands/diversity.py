@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from signsim import __version__
-from signsim.config import RunConfig
 from signsim.errors import InputError
+from signsim.interface.config import RunConfig
 
 
 @dataclass
@@ -26,10 +26,10 @@ class DiversityOptions:
 
     @classmethod
     def build(cls, **given: Any) -> DiversityOptions:
-        from signsim.options import check_fields
+        from signsim.interface.options import check_fields
 
         o = cls(**{k: v for k, v in given.items() if v is not None})
-        check_fields(o, "diversity")  # each against its row of signsim.options (range and choices)
+        check_fields(o, "diversity")  # each against its row of signsim.interface.options (range and choices)
         if o.transform:
             from signsim.diagnostics.transforms import parse
 

@@ -1,6 +1,6 @@
 """The experiments a ``diversity`` config file can run from its ``[experiment]`` table: one command module per
 experiment, its runner here by kind. The table itself is parsed below the commands
-(``signsim.experiment_config``: kinds, options, checks); this module only runs what was parsed.
+(``signsim.interface.experiment_config``: kinds, options, checks); this module only runs what was parsed.
 
 Each runner takes (base run options, the experiment's options, progress) and returns the results document.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from signsim.experiment_config import KINDS, Planned
+from signsim.interface.experiment_config import KINDS, Planned
 
 
 def _replication(base, options, progress):

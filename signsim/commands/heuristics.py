@@ -18,7 +18,7 @@ import numpy as np
 
 from signsim import __version__
 from signsim.errors import InputError
-from signsim.experiment_config import HeuristicsExperiment
+from signsim.interface.experiment_config import HeuristicsExperiment
 
 
 def heuristics(base: dict[str, Any], e: HeuristicsExperiment,
@@ -27,12 +27,12 @@ def heuristics(base: dict[str, Any], e: HeuristicsExperiment,
     Ctrl-C or SIGTERM stops it within about a second: the document then keeps the rows computed and the batch
     sizes measured completely, and has status ``interrupted``."""
     from signsim import problems
-    from signsim.config import resolve
     from signsim.diagnostics import transforms as tr
     from signsim.diagnostics.diversity import batch_grid, predicted_speedup
     from signsim.diagnostics.diversity_report import gradient_blocks
     from signsim.diagnostics.point import resolve_point
-    from signsim.interrupts import acknowledge
+    from signsim.interface.config import resolve
+    from signsim.interface.interrupts import acknowledge
 
     cfg = resolve(base)
     problem = problems.build(cfg)

@@ -24,7 +24,7 @@ import numpy as np
 
 from signsim import __version__
 from signsim.errors import InputError
-from signsim.experiment_config import LowerBoundExperiment
+from signsim.interface.experiment_config import LowerBoundExperiment
 
 
 def q_factor(gamma: float, B: int, K: int, s: int) -> float:
@@ -44,9 +44,9 @@ def lower_bound(base: dict[str, Any], e: LowerBoundExperiment,
                 progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> dict[str, Any]:
     from signsim import problems
     from signsim.commands.run import first_hit, run
-    from signsim.config import resolve
     from signsim.data.sparse import parse as parse_sparse
     from signsim.diagnostics.diversity_estimators import exact
+    from signsim.interface.config import resolve
 
     cfg = resolve(base)
     if cfg.problem != "least-squares" or not str(cfg.data).startswith("synthetic:sparse"):

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from signsim.errors import InputError
+from signsim.interface.results import read_json
 from signsim.render import figures
-from signsim.results import read_json
 
 FORMATS = {".png", ".pdf", ".svg"}
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from signsim import __version__
-from signsim.experiment_config import ReplicationExperiment
+from signsim.interface.experiment_config import ReplicationExperiment
 
 
 def replication(base: dict[str, Any], e: ReplicationExperiment,
@@ -24,8 +24,8 @@ def replication(base: dict[str, Any], e: ReplicationExperiment,
     document then keeps the rows of the batch sizes measured completely and has status ``interrupted``."""
     from signsim.commands.diversity import DiversityOptions, diversity
     from signsim.commands.run import iterations_to_target
-    from signsim.config import resolve
-    from signsim.interrupts import acknowledge
+    from signsim.interface.config import resolve
+    from signsim.interface.interrupts import acknowledge
 
     lr1 = resolve(base).lr
     rows: list[dict[str, Any]] = []

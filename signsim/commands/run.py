@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from signsim import __version__
-from signsim.config import RunConfig
-from signsim.experiment_config import TargetRuns
+from signsim.interface.config import RunConfig
+from signsim.interface.experiment_config import TargetRuns
 
 #: x_final is stored in the results for problems up to this dimension
 MAX_STORED_DIM = 1000
@@ -37,10 +37,10 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     ``cfg.track_diversity = N`` the gradient diversity (``tracks.diversity``): the quantities of
     ``signsim.diagnostics.tracking``, each recorded on its own schedule. ``on_start()`` is called once
     the run is built (its options, data and memory checked), just before the compiled loop starts."""
-    from signsim import accounting, history, stages
-    from signsim.build import build
+    from signsim import history, stages
     from signsim.diagnostics import tracking
-    from signsim.engine import loop
+    from signsim.engine import accounting, loop
+    from signsim.engine.build import build
     from signsim.engine.driver import simulate
 
     built = build(cfg)
@@ -102,7 +102,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
 
 
 def measured_bits(declared, tally, iters: int) -> dict[str, Any]:
-    """Bits per iteration: ``up`` and ``down`` as declared (the formulas of ``signsim.accounting``: the dense
+    """Bits per iteration: ``up`` and ``down`` as declared (the formulas of ``signsim.engine.accounting``: the dense
     upper bound for messages whose size varies), beside the run's measured ``up_mean`` and ``down_mean``
     (bits sent / iterations done) and ``up_worst`` (the most bits sent up in one iteration); the measured values
     are None before the first iteration (docs/theory.md §7)."""
@@ -150,7 +150,7 @@ def iterations_to_target(base: dict[str, Any], e: TargetRuns, progress=None,
     where a run does not reach it within ``e.max_iters``): the measurement of the experiments that compare
     speedups (replication, heuristics). Ctrl-C or SIGTERM stops all of it: ``TargetRunsInterrupted`` carries
     the batch sizes measured completely."""
-    from signsim.config import resolve
+    from signsim.interface.config import resolve
 
     lr1 = resolve(base).lr
     iters: dict[int, list[int | None]] = {}

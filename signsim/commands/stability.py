@@ -18,7 +18,7 @@ import numpy as np
 
 from signsim import __version__
 from signsim.errors import InputError
-from signsim.experiment_config import StabilityExperiment
+from signsim.interface.experiment_config import StabilityExperiment
 
 
 def _mean_sd(values: list[float]) -> tuple[float | None, float | None]:
@@ -33,9 +33,9 @@ def stability(base: dict[str, Any], e: StabilityExperiment,
     from dataclasses import replace
 
     from signsim import problems
-    from signsim.config import resolve
     from signsim.diagnostics.diversity_estimators import exact
     from signsim.diagnostics.stability import coupled_runs, neighbour
+    from signsim.interface.config import resolve
     from signsim.problems.sampling import P_NTEST, P_NTRAIN
 
     cfg1 = resolve(base)

@@ -34,13 +34,13 @@ NOT_PROBLEM_OPTIONS = frozenset({
 
 def check_runs(spec, tasks: list[dict[str, Any]]) -> None:
     """Before the first run starts: every run's options checked as the run itself checks them before it
-    allocates anything (``signsim.build.plan``: the stages against the dimension, the noise scales, the
+    allocates anything (``signsim.engine.build.plan``: the stages against the dimension, the noise scales, the
     binomial votes, the data), so that an invalid run exits 2 naming it and its grid values instead of failing
     among the others. One problem instance per distinct problem options. A run whose memory estimate exceeds
     the memory available is left to its turn, where it is recorded as failed (docs/reference.md)."""
-    from signsim.build import plan as plan_run
-    from signsim.config import resolve
+    from signsim.engine.build import plan as plan_run
     from signsim.errors import InputError, MemoryLimit
+    from signsim.interface.config import resolve
 
     built: dict[str, Any] = {}
     for t in tasks:
@@ -89,8 +89,8 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
 
 def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, int], None] | None = None,
           log: Callable[[str], None] | None = None, plugin: str | None = None) -> dict[str, Any]:
-    from signsim import interrupts
     from signsim.commands.run import run
+    from signsim.interface import interrupts
     from signsim.sweep.executors import ExecutorStopped
     from signsim.sweep.store import Store, manifest
 

@@ -5,7 +5,7 @@ The sign kernels count, per coordinate, how often a per-sample or minibatch grad
 first two moments; the diversity kernels accumulate squared norms (docs/theory.md §1, §6).
 
 Every long kernel is a Python function that calls a compiled kernel over consecutive ranges of its samples
-(``signsim.interrupts.chunked``: about 0.1 s each), so that Ctrl-C and SIGTERM act between ranges. Each
+(``signsim.interface.interrupts.chunked``: about 0.1 s each), so that Ctrl-C and SIGTERM act between ranges. Each
 compiled range accumulates into arrays that persist across calls, in the same order as one call over
 everything would: results do not depend on the chunking (nor on the number of threads).
 """
@@ -27,7 +27,7 @@ def _for(compiled, code):
 def diversity_sums(code, x, pf, pi, A, b, rows, lo, hi):
     """One pass over training rows (``rows`` if non-empty, else lo..hi-1), O(d) extra memory:
     returns (sum_j ||grad f_j||^2, sum_j grad f_j) (docs/theory.md §6)."""
-    from signsim.interrupts import chunked
+    from signsim.interface.interrupts import chunked
 
     check_problem(code)
     d = x.shape[0]
@@ -58,7 +58,7 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
     call of the worker's own oracle (so a split-batch worker picks one label group per minibatch, as in a run).
     Returns the sums over the pairs of |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent).
     Pair r uses worker r mod M."""
-    from signsim.interrupts import chunked
+    from signsim.interface.interrupts import chunked
 
     check_problem(code)  # the oracle and noise kernels cannot raise inside the parallel loop
     check_noise(ncode)
@@ -104,7 +104,7 @@ def group_sign_moments(code, x, pf, pi, A, b, rows):
     """Over the training rows ``rows`` (one worker's group): per coordinate the number of per-sample gradients
     that are > 0 and that are exactly 0, and their sum and sum of squares (docs/theory.md §1). Rows are
     split into ROW_CHUNKS fixed chunks, summed in chunk order."""
-    from signsim.interrupts import chunked
+    from signsim.interface.interrupts import chunked
 
     check_problem(code)  # the per-sample kernels cannot raise inside the parallel loop
     d = x.shape[0]
@@ -151,7 +151,7 @@ def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, t
     summed in chunk order (thread-count independent); chunk c draws worker 0's samples, then worker 1's, ...
     from generator c. Returns W x d arrays: the number of draws > 0 and exactly 0, and the sum and sum of
     squares of the draws. Memory: O(len(gens) d) besides the result, whatever W."""
-    from signsim.interrupts import chunked
+    from signsim.interface.interrupts import chunked
     from signsim.resources import require
 
     check_problem(code)  # the oracle and noise kernels cannot raise inside the parallel loop

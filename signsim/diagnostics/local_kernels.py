@@ -19,7 +19,7 @@ def local_round_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, 
     """W x d arrays: per worker oracle w < W, over S rounds of H local steps from x with step gamma, the number
     of rounds whose u_i > 0 and u_i = 0, and the sum and sum of squares of u_i."""
     from signsim.diagnostics.kernels import _add_chunks, _for
-    from signsim.interrupts import chunked
+    from signsim.interface.interrupts import chunked
     from signsim.resources import require
 
     check_problem(code)  # the oracle and noise kernels cannot raise inside the parallel loop

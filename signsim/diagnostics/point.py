@@ -30,7 +30,7 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
             raise InputError(f"--at {at}: expected run:K with an integer K from 0 to {MAX_RUN_K}")
         from dataclasses import replace
 
-        from signsim.build import build
+        from signsim.engine.build import build
         from signsim.engine.driver import simulate
         from signsim.resources import check_run
 
@@ -45,7 +45,7 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
     path = Path(at)
     if path.suffix != ".npy":
         raise InputError(f"--at {at}: expected init, optimum, run:K or a .npy file")
-    from signsim.paths import input_file
+    from signsim.interface.paths import input_file
 
     input_file(path, f"--at {at}")
     from signsim.data.files import load_npy

@@ -3,7 +3,7 @@ of the round, and S of the M workers sampled uniformly without replacement.
 
 ``of_config`` reads ``--local-steps``, ``--local-lr``, ``--server-lr``, ``--participation`` and
 ``--clients-per-round`` from a run config and checks the ones that involve several options (one range per
-option is checked by ``signsim.options``): S <= M, and not both P and S.
+option is checked by ``signsim.interface.options``): S <= M, and not both P and S.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Round:
 def clients(cfg) -> int:
     """S: ``--clients-per-round``, or max(1, floor(P M)) from ``--participation P``, or M. Exits 2 (InputError)
     when both are given or S > M."""
-    from signsim.rounds import checked_clients  # S from P and its checks: stated once, in signsim.rounds
+    from signsim.engine.rounds import checked_clients  # S from P and its checks: stated once, in signsim.engine.rounds
 
     return checked_clients(int(cfg.workers), cfg.participation, cfg.clients_per_round)
 

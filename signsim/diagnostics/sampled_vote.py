@@ -28,7 +28,7 @@ def sampled_sum_law(messages: Law, S: int) -> np.ndarray:
     """P(sum over the sampled workers = s) for s = -S..S (column s + S), per coordinate (rows): messages is
     M x d, S of the M workers sampled uniformly without replacement (compiled; called over ranges of
     coordinates, so that Ctrl-C acts between them)."""
-    from signsim.interrupts import chunked
+    from signsim.interface.interrupts import chunked
 
     plus, zero, minus = (np.ascontiguousarray(a, dtype=np.float64) for a in (messages.plus, messages.zero,
                                                                              messages.minus))

@@ -222,12 +222,12 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
     from signsim.diagnostics import spb
     from signsim.diagnostics.estimators import summarize
     from signsim.diagnostics.spb_report import UNKNOWN_NOISE, estimate_fields, workers_fields
-    from signsim.options import check as check_option
-    from signsim.options import of_function, shown
+    from signsim.interface.options import check as check_option
+    from signsim.interface.options import of_function, shown
 
     given = dict(workers=workers, batch_size=batch_size, sign_zero=sign_zero, tie=tie, confidence=confidence,
                  interval=interval, correction=correction, samples=samples, seed=seed, top=top)
-    for name, o in of_function("spb_from_samples").items():  # ranges and choices: signsim.options
+    for name, o in of_function("spb_from_samples").items():  # ranges and choices: signsim.interface.options
         if given[name] is not None:
             check_option(o, given[name], f"{o.flag} {shown(given[name])}")
     if batch_size > 1 and not hasattr(G, "shape"):
@@ -272,8 +272,8 @@ def diversity_document(G: Any, delta: float = 1.0, where: str = "G") -> dict[str
     from signsim import __version__
     from signsim.diagnostics.diversity import from_sums
     from signsim.diagnostics.diversity_report import summary
-    from signsim.options import check as check_option
-    from signsim.options import of_function
+    from signsim.interface.options import check as check_option
+    from signsim.interface.options import of_function
 
     check_option(of_function("diversity_from_samples")["delta"], delta, f"--delta {delta}")
     check_memory(G, DIVERSITY_VECTORS, where)

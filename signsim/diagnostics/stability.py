@@ -89,7 +89,7 @@ def neighbour(problem, position: int, replacement: int | None) -> Pair:
 def coupled_runs(cfg, pair: Pair, every: int):
     """Run cfg on S and on S' (same seed: the same minibatch indices); return (records, out_S, out_S'), a record
     every ``every`` iterations (and at the end): iter, distance, loss_diff_mean, loss_diff_max."""
-    from signsim.build import build
+    from signsim.engine.build import build
     from signsim.engine.driver import simulate
 
     snaps: tuple[dict[int, np.ndarray], dict[int, np.ndarray]] = ({}, {})

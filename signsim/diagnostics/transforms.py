@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from signsim.errors import InputError
-from signsim.transform_specs import NAMES, Transform, parse  # noqa: F401 (the specs' syntax, re-exported)
+from signsim.interface.transform_specs import NAMES, Transform, parse  # noqa: F401 (the specs' syntax, re-exported)
 
 
 def moments(t: Transform, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

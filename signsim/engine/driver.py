@@ -16,7 +16,7 @@ from signsim.codes import Schedule, SignZero, Status, Tie, choice
 from signsim.engine import compose, loop, specialize
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
-from signsim.interrupts import acknowledge, interruptible, ready
+from signsim.interface.interrupts import acknowledge, interruptible, ready
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -101,7 +101,8 @@ class Settings:
     @classmethod
     def from_config(cls, cfg, method: MethodSpec, dim: int | None = None) -> Settings:
         """The stages of ``cfg``; ``dim`` resolves a default that depends on the dimension (a sparsifier's k)."""
-        from signsim import accounting, rounds, stages
+        from signsim import stages
+        from signsim.engine import accounting, rounds
 
         return cls(
             compressor=stages.parse_compressor(cfg.compressor or method.compressor, dim),
@@ -146,7 +147,7 @@ class Engine(ChunkedState):
     def __init__(self, problem: ProblemInstance, noise: NoiseModel, noise_params: np.ndarray, s: Settings,
                  workers: int, iters: int, eval_every: int, seed: int, parallel: bool | None = None,
                  dtype: str | np.dtype = np.float64):
-        from signsim import accounting
+        from signsim.engine import accounting
         from signsim.seeding import participation_stream
 
         d, M = problem.dim, workers

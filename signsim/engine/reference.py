@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from signsim import accounting
 from signsim.codes import Schedule
+from signsim.engine import accounting
 from signsim.engine.driver import Settings
 from signsim.noise.base import NoiseModel
 from signsim.noise.base import scales as noise_scales
@@ -35,7 +35,7 @@ class ReferenceRun:
         self.g_server = np.zeros(problem.dim)  # EF21: the server's g = mean of the g_m
         self.broadcast = np.zeros(problem.dim)  # the last aggregate (centered clipping starts from it)
         self.k = 0
-        self.bits_up = 0  # by the formulas of signsim.accounting
+        self.bits_up = 0  # by the formulas of signsim.engine.accounting
         self.bits_down = 0
 
     def stochastic_gradient(self, m: int, x: np.ndarray | None = None) -> np.ndarray:

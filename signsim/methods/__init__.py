@@ -53,7 +53,7 @@ def registry() -> dict[str, MethodSpec]:
 def get(name: str) -> MethodSpec:
     specs = registry()
     if name not in specs:
-        from signsim.options import suggest
+        from signsim.interface.options import suggest
 
         raise InputError(f"--method: unknown method '{name}'{suggest(name, specs)}; choose from {', '.join(specs)}")
     return specs[name]

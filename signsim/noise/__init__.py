@@ -25,7 +25,7 @@ def parse(spec: str) -> tuple[NoiseModel, np.ndarray]:
     name, *raw = str(spec).strip().split(":")
     models = registry()
     if name not in models:
-        from signsim.options import suggest
+        from signsim.interface.options import suggest
 
         raise InputError(f"--noise: unknown noise model '{name}'{suggest(name, models)}; choose from "
                          f"{', '.join(models)}")

@@ -25,7 +25,7 @@ def registry() -> dict[str, ProblemSpec]:
 def get(name: str) -> ProblemSpec:
     specs = registry()
     if name not in specs:
-        from signsim.options import suggest
+        from signsim.interface.options import suggest
 
         raise InputError(f"--problem: unknown problem '{name}'{suggest(name, specs)}; choose from "
                          f"{', '.join(specs)}")
@@ -38,7 +38,7 @@ PROBLEM_VECTORS = 8
 
 def build(cfg, simulated: bool = False) -> ProblemInstance:
     """The problem of ``cfg``. A data problem packs its data matrix in ``cfg.dtype``; only a simulated run
-    (``simulated``: ``signsim.build``) takes float32 data, the diagnostics compute from float64 data."""
+    (``simulated``: ``signsim.engine.build``) takes float32 data, the diagnostics compute from float64 data."""
     spec = get(cfg.problem)
     if getattr(cfg, "dtype", "float64") != "float64" and not simulated:
         raise InputError(f"--dtype {cfg.dtype}: applies to simulated runs only (run, compare, sweep); the "

@@ -76,7 +76,7 @@ def subplots(*args, **kwargs):
 
 def save(fig, path) -> None:
     """Write the figure atomically (a temporary file renamed over the target)."""
-    from signsim.paths import atomic_path
+    from signsim.interface.paths import atomic_path
 
     with atomic_path(path, "--plot") as tmp:
         fig.savefig(tmp, format=tmp.suffix.lstrip(".").lower() or None)
@@ -305,7 +305,7 @@ def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str
     Averaging over different problems calls ``warn``."""
     from dataclasses import fields
 
-    from signsim.config import RunConfig
+    from signsim.interface.config import RunConfig
 
     header = list(rows[0]) if rows else []
     run_options = {f.name for f in fields(RunConfig)} | {"seed", "repeat"} | set(parameters)
@@ -406,7 +406,7 @@ def sweep_final(rows: list[dict[str, str]], parameters: list[str], option: str, 
     such as compressor specs, one tick each in the order the sweep ran them."""
     from dataclasses import fields
 
-    from signsim.config import RunConfig
+    from signsim.interface.config import RunConfig
 
     header = list(rows[0]) if rows else []
     run_options = {f.name for f in fields(RunConfig)} | {"seed", "repeat"} | set(parameters)

@@ -84,7 +84,7 @@ class LocalExecutor:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        from signsim.interrupts import worker_init
+        from signsim.interface.interrupts import worker_init
 
         self.pool = ProcessPoolExecutor(max_workers=max(1, min(self.jobs, n)),
                                         mp_context=multiprocessing.get_context("spawn"),

@@ -62,7 +62,7 @@ def _values(raw: Any, key: str, where: str) -> list[Any]:
 
 
 def load(path: str | Path) -> SweepSpec:
-    from signsim.config import parse_options, read_toml
+    from signsim.interface.config import parse_options, read_toml
 
     p = Path(path)
     where = f"sweep file {p}"
@@ -131,7 +131,7 @@ def repeat_seeds(seed: int, repeats: int) -> list[int]:
 
 def expand(spec: SweepSpec) -> list[RunTask]:
     """Every run of the sweep, in a fixed order (grid product, then zip groups, then repeats)."""
-    from signsim.config import resolve
+    from signsim.interface.config import resolve
 
     grid_items = [[(k, v) for v in vals] for k, vals in spec.grid.items()]
     zip_items = [[tuple(zip(z.keys(), combo, strict=True)) for combo in zip(*z.values(), strict=True)]

@@ -13,7 +13,7 @@ from typing import Any
 from signsim import __version__
 from signsim.errors import InputError
 from signsim.history import CSV_FIELDS
-from signsim.results import dumps, read_json, write_atomic
+from signsim.interface.results import dumps, read_json, write_atomic
 
 FINISHED = ("ok", "diverged", "budget")
 
@@ -47,7 +47,7 @@ class Store:
         import os
         import stat
 
-        from signsim.paths import kind
+        from signsim.interface.paths import kind
 
         def what(p: Path) -> int | None:
             try:

@@ -30,8 +30,8 @@ def execute(task: dict[str, Any], runner: Callable[[Any], dict[str, Any]]) -> di
     ``<marker_dir>/<index>`` holds this process's id while the run is in progress (so that the sweep can
     tell which run a dead worker process was running). A pool worker that was already interrupted starts
     nothing more and returns None (the run stays missing)."""
-    from signsim import interrupts
     from signsim.errors import InputError
+    from signsim.interface import interrupts
 
     if task.get("marker_dir") and interrupts.received() is not None:
         return None
@@ -44,7 +44,7 @@ def execute(task: dict[str, Any], runner: Callable[[Any], dict[str, Any]]) -> di
             return failed(task, task["error"])
         if os.environ.get("SIGNSIM_CRASH_RUN") == str(task["index"]):  # a testing aid: this worker dies
             os.kill(os.getpid(), signal.SIGKILL)
-        from signsim.config import resolve
+        from signsim.interface.config import resolve
 
         return runner(resolve(task["config"]))
     except InputError as e:

@@ -3,7 +3,7 @@ which commands and Python functions take it.
 
 Everything else comes from this table: the command line's Typer parameters (``signsim.cli``), the Python API's
 coercion and its set of accepted keywords (``signsim.api``), the checks of config files and sweep files
-(``signsim.config``), the fields and defaults of ``RunConfig``; tests check docs/reference.md's option tables,
+(``signsim.interface.config``), the fields and defaults of ``RunConfig``; tests check docs/reference.md's option tables,
 the commands' own option dataclasses and the choices named elsewhere against it. A new option is one row.
 
 Pure Python (no NumPy): ``signsim --help`` loads it.

@@ -39,14 +39,14 @@ def of_config(cfg) -> int:
 
 
 def _shown(value) -> str:
-    from signsim.options import shown
+    from signsim.interface.options import shown
 
     return shown(value)
 
 
 def validate(cfg) -> None:
-    """The rounds' cross-option checks (each value's own range comes from ``signsim.options``): one InputError line
-    naming what the user wrote."""
+    """The rounds' cross-option checks (each value's own range comes from ``signsim.interface.options``): one
+    InputError line naming what the user wrote."""
     P, S, M = cfg.participation, cfg.clients_per_round, cfg.workers
     s = checked_clients(M, P, S)
     H = cfg.local_steps

@@ -35,8 +35,8 @@ def dumps(doc: dict[str, Any]) -> str:
 
 
 def write_atomic(path: str | Path, text: str, option: str = "--out") -> None:
-    """Write ``text`` to ``path`` atomically (see ``signsim.paths``)."""
-    from signsim.paths import write_atomic as write
+    """Write ``text`` to ``path`` atomically (see ``signsim.interface.paths``)."""
+    from signsim.interface.paths import write_atomic as write
 
     write(path, text, option)
 
@@ -71,7 +71,7 @@ def parse_json(text: str, where: str) -> Any:
 def read_json(path: Path, where: str) -> Any:
     """The parsed JSON file (``parse_json``); a missing, unreadable, non-UTF-8 or invalid file raises
     InputError prefixed by ``where``."""
-    from signsim.paths import input_file
+    from signsim.interface.paths import input_file
 
     input_file(path, where)
     try:

@@ -160,7 +160,7 @@ def parse_dimension(raw: dict[str, Any], where: str) -> DimensionExperiment:
 
 
 def parse_heuristics(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
-    from signsim.transform_specs import parse as parse_transform
+    from signsim.interface.transform_specs import parse as parse_transform
 
     e = HeuristicsExperiment()
     known = {f.replace("_", "-") for f in HeuristicsExperiment.__dataclass_fields__}

@@ -14,9 +14,9 @@ from dataclasses import asdict, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
-from signsim import options as _options
 from signsim.errors import InputError
-from signsim.options import COMMON, MAX_SIZE, RECORD  # noqa: F401 - COMMON, MAX_SIZE: names used elsewhere
+from signsim.interface import options as _options
+from signsim.interface.options import COMMON, MAX_SIZE, RECORD  # noqa: F401 - COMMON, MAX_SIZE: names used elsewhere
 
 #: the values of --dtype: the floating-point type of a run's state and data (docs/reference.md)
 DTYPES = RECORD["dtype"].choices
@@ -36,11 +36,11 @@ def _to_dict(self) -> dict[str, Any]:
 
 
 #: Every option of ``signsim run`` once resolved (names as in docs/reference.md, with _ for -): the rows of
-#: ``signsim.options.TABLE`` marked ``record``, with their defaults, in RECORD_ORDER.
+#: ``signsim.interface.options.TABLE`` marked ``record``, with their defaults, in RECORD_ORDER.
 RunConfig = make_dataclass(
     "RunConfig", [(name, _annotation(o), field(default=o.default)) for name, o in RECORD.items()],
     namespace={"to_dict": _to_dict, "__doc__": "Every option of ``signsim run`` once resolved (generated from "
-               "signsim.options.TABLE)."},
+               "signsim.interface.options.TABLE)."},
 )
 RunConfig.__module__ = __name__  # pickled by name (sweep workers, Dask)
 
@@ -48,8 +48,8 @@ _FIELDS = {f.name: f for f in fields(RunConfig)}
 
 
 def check_value(name: str, value: Any, where: str) -> Any:
-    """``value`` checked against the option's declaration in ``signsim.options`` (type, range, choices); ``where``
-    names it as the user wrote it (``--batch-size 0`` or ``sweep file s.toml: [grid]: 'lr' -1``)."""
+    """``value`` checked against the option's declaration in ``signsim.interface.options`` (type, range, choices);
+    ``where`` names it as the user wrote it (``--batch-size 0`` or ``sweep file s.toml: [grid]: 'lr' -1``)."""
     o = RECORD.get(name)
     return value if o is None else _options.check(o, value, where)
 
@@ -63,7 +63,7 @@ def option_name(field: str) -> str:
 
 def read_toml(path: Path, where: str) -> dict[str, Any]:
     """The parsed TOML file; a missing, non-UTF-8 or invalid file raises InputError prefixed by ``where``."""
-    from signsim.paths import input_file
+    from signsim.interface.paths import input_file
 
     input_file(path, where)
     try:
@@ -92,7 +92,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     experiment = raw.pop("experiment", None)
     out = parse_options(raw, f"--config {p}")
     if experiment is not None:
-        from signsim.experiment_config import parse as parse_experiment
+        from signsim.interface.experiment_config import parse as parse_experiment
 
         out["experiment"] = parse_experiment(experiment, f"--config {p}: [experiment]")
     if variants is not None:
@@ -109,7 +109,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
 
 
 def parse_options(raw: dict[str, Any], where: str) -> dict[str, Any]:
-    """Options read from a file (TOML types), each checked against its declaration in ``signsim.options``."""
+    """Options read from a file (TOML types), each checked against its declaration in ``signsim.interface.options``."""
     out: dict[str, Any] = {}
     spelled: dict[str, str] = {}
     for key, value in raw.items():
@@ -183,7 +183,7 @@ def _check(ok: bool, field: str, value: Any, what: str) -> None:
 
 def validate(cfg: RunConfig) -> None:
     """The checks that involve several options or a registry; each value's own type, range and choices come
-    from ``signsim.options`` (checked for every resolved value, defaults included)."""
+    from ``signsim.interface.options`` (checked for every resolved value, defaults included)."""
     from signsim import methods, stages
 
     for name in RECORD:
@@ -212,7 +212,7 @@ def validate(cfg: RunConfig) -> None:
     if cfg.momentum2 is not None:
         _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
     stages.check_composition(cfg, cfg.method)
-    from signsim import rounds
+    from signsim.engine import rounds
 
     rounds.validate(cfg)
     if cfg.dtype != "float64":

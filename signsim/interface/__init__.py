@@ -1,0 +1,4 @@
+"""What users hand to signsim and what they get back: the option table (``options``), the run's config
+(``config``) and its ``[experiment]`` table (``experiment_config``), the transform specs of the diagnostics
+(``transform_specs``), the files read and written atomically (``paths``), the JSON results (``results``) and
+how Ctrl-C and SIGTERM stop a run (``interrupts``)."""
