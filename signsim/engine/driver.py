@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from signsim.codes import Schedule, SignZero, Status, Tie, choice
-from signsim.engine import compose, loop, specialize
+from signsim.engine import compose, loop, specialize, split_compile
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.interface.interrupts import acknowledge, interruptible, ready
@@ -229,6 +229,7 @@ class Engine(ChunkedState):
             threaded, serial = compose.loops(specialize.family_of(p.code), self.settings.stages())
             kernel = threaded if self.icfg[loop.I_PARALLEL] else serial
             try:
+                split_compile.compile_loop(self, kernel)  # a loop not in the cache compiles on two cores
                 status = kernel(self.k, k1, self.K, *self.bundles())
             except Exception as e:
                 from numba.core.errors import NumbaError

@@ -1,0 +1,168 @@
+"""A new run loop compiled on two cores: the kernels the loop calls apart from the worker step compile in a helper
+process while this one compiles the worker step.
+
+Numba compiles in one thread: a loop compiles its callees one after the other as it types its body, then itself.
+The worker step (the problem's oracle, the noise model, the worker's stages) and the loop's other callees (the
+history's ``record`` with the problem's evaluation, the participants' sampling, the server's stages, the checks)
+do not depend on each other, and together they are most of a first run's compile. So when a run's loop is not in
+the kernel cache, ``alongside`` starts ``python -m signsim.engine.split_compile``, which compiles those other
+callees into the cache (``jobs``: each named by how a fresh process finds its dispatcher, with the signature the
+loop calls it with), this process compiles the worker step meanwhile, waits for the helper to end (its exit is the
+readiness signal), and then compiles the loop, which loads the helper's kernels from the cache.
+
+Nothing here changes what is compiled, only which process compiles it, so results do not change. The helper ends
+when its stdin closes (this process ended or was interrupted), and anything it did not compile this process
+compiles itself. It is started only for a callee that is not cached yet, so a new composition of stages on a
+family whose kernels are cached starts none. ``SIGNSIM_SPLIT_COMPILE=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pickle
+import subprocess
+import sys
+import threading
+
+#: the environment variable that turns the helper off ("0")
+ENV = "SIGNSIM_SPLIT_COMPILE"
+
+
+def _int(v):
+    """A loop's integer scalar, typed as the loop types it (int64)."""
+    import numpy as np
+
+    return np.int64(v)
+
+
+def plan(engine, kernel) -> tuple[list, tuple]:
+    """(helper jobs, this process's share) for ``engine``'s loop ``kernel``: the jobs are ``(recipe, signature)``
+    pairs (``find`` makes a recipe's dispatcher in any process), the share is (worker step dispatcher, signature).
+    The signatures are those ``loop._run_chunk`` calls the kernels with; a test checks them against the
+    signatures a compiled loop put in the cache."""
+    from numba import typeof
+
+    from signsim.engine import loop, specialize
+    from signsim.stages.plugins import is_plugin
+
+    data, workers, server, run, gens = engine.bundles()
+    icfg, fcfg, sp = run.icfg, run.fcfg, run.sp
+    family = specialize.family_of(engine.problem.code)
+    stages = engine.settings.stages()
+    S = icfg[loop.I_CLIENTS]
+
+    def sig(*args):
+        return tuple(typeof(a) for a in args)
+
+    k = _int(0)
+    jobs = [(("family", family, "record"), sig(k, server.x, workers.err, server.gbuf, data.pf, data.pi, data.A,
+                                               data.b, icfg, fcfg, run.x_star, run.hist, run.counters, server.tally)),
+            (("family", family, "check_problem"), sig(icfg[loop.I_PROBLEM])),
+            (("module", "signsim.engine.dispatch", "check_noise"), sig(icfg[loop.I_NOISE])),
+            (("module", "signsim.engine.loop", "check_settings"), sig(icfg[loop.I_SIGN_ZERO], icfg[loop.I_TIE])),
+            (("module", "signsim.engine.loop", "step_size"), sig(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)),
+            (("module", "signsim.engine.loop", "sample_participants"),
+             sig(server.part_gen, server.part, _int(server.part.shape[0]), S)),
+            (("module", "signsim.engine.compress", "sparse_broadcast_bits"), sig(server.agg))]
+    aggregation, ef = stages["aggregation"], stages["error_feedback"]
+    if aggregation.SUMMED:
+        jobs.append((("stage", "aggregation", aggregation.__name__, "finish"),
+                     sig(server.agg, S, sp[loop.SP_AGGREGATION], icfg[loop.I_TIE], server.gen)))
+    jobs.append((("stage", "error_feedback", ef.__name__, "direction"), sig(server.agg, server.srv)))
+    jobs = [(recipe, s) for recipe, s in jobs
+            if recipe[0] != "stage" or not is_plugin(importlib.import_module(recipe[2]))]
+    step = kernel.py_func.__globals__["worker_step"]
+    lr = fcfg[loop.F_LR]
+    share = (step, sig(_int(0), _int(0), k, lr, server.x, workers, gens[0], data, icfg, sp))
+    return jobs, share
+
+
+def find(recipe):
+    """The dispatcher a recipe names, made (or taken) the way the loop's namespace makes it."""
+    kind = recipe[0]
+    if kind == "family":
+        from signsim.engine import specialize
+
+        return specialize.dispatchers(recipe[1])[recipe[2]]
+    if kind == "module":
+        return getattr(importlib.import_module(recipe[1]), recipe[2])
+    if kind == "stage":
+        from signsim.engine import compose
+
+        return compose.stage_function(importlib.import_module(recipe[2]), recipe[3], False)
+    raise ValueError(f"unknown recipe {recipe!r}")
+
+
+def cached(dispatcher, signature) -> bool:
+    """Whether Numba's cache holds ``dispatcher`` compiled for ``signature`` (its index lists it). Reads Numba's
+    cache index the way ``Dispatcher.compile`` does; anything unexpected counts as not cached."""
+    try:
+        cache = dispatcher._cache
+        key = cache._index_key(signature, dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - a Numba without these internals: the helper then finds out itself
+        return False
+
+
+@contextlib.contextmanager
+def alongside(jobs):
+    """While the block runs, a helper process compiles the ``jobs`` that are not cached (none: no helper); at the
+    block's end, wait for it to finish."""
+    todo = [(r, s) for r, s in jobs if not cached(find(r), s)]
+    if not todo or os.environ.get(ENV) == "0" or (os.cpu_count() or 1) < 2:
+        yield
+        return
+    proc = subprocess.Popen([sys.executable, "-m", "signsim.engine.split_compile"], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proc.stdin.write(pickle.dumps(todo))
+        proc.stdin.flush()
+    except OSError:
+        pass
+    try:
+        yield
+        proc.wait()
+    finally:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # the helper's signal to stop, if it still runs
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def compile_loop(engine, kernel) -> None:
+    """Compile ``engine``'s loop ``kernel`` (a dispatcher not yet compiled in this process) on two cores when it
+    is not in the cache: the helper's jobs in a helper process, the worker step here. The loop itself then
+    compiles (or loads) at its first call."""
+    from numba import typeof
+
+    if kernel.signatures:
+        return
+    args = (_int(engine.k), _int(engine.k), _int(engine.K), *engine.bundles())
+    if cached(kernel, tuple(typeof(a) for a in args)):
+        return
+    jobs, (step, signature) = plan(engine, kernel)
+    with alongside(jobs):
+        step.compile(signature)
+
+
+def _helper() -> None:
+    """The helper process: read the jobs from stdin, compile each into the cache; exit when stdin closes."""
+    jobs = pickle.load(sys.stdin.buffer)
+
+    def watch():
+        sys.stdin.buffer.read()  # returns at EOF: the parent closed the pipe or ended
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+    for recipe, signature in jobs:
+        with contextlib.suppress(Exception):  # the parent compiles whatever is missing
+            find(recipe).compile(signature)
+
+
+if __name__ == "__main__":
+    import signsim  # noqa: F401 - sets NUMBA_CACHE_DIR (inherited anyway) before Numba loads
+
+    _helper()

@@ -1,0 +1,97 @@
+"""A new loop compiles on two cores (``signsim.engine.split_compile``): the helper process compiles the loop's
+callees with the signatures the loop calls them with, so the loop loads them instead of compiling them again, and
+the results do not change."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from signsim.engine import split_compile
+from signsim.engine.build import build
+from signsim.engine.driver import simulate
+from signsim.interface import config
+
+
+def _engine(monkeypatch, **options):
+    monkeypatch.setenv(split_compile.ENV, "0")  # whatever is compiled here, the loop compiles it itself
+    engine = build(config.resolve({"method": "ssdm", "workers": 32, "iters": 20, **options})).engine
+    simulate(engine)
+    return engine
+
+
+@pytest.mark.parametrize("options", [{}, {"method": "signsgd", "dim": 2000, "workers": 64}],
+                         ids=["serial", "threaded"])
+def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options):
+    """Every job's signature is one Numba's cache lists for that kernel after a loop compiled it (the suite's
+    warm-up compiles the loops without the helper: a signature that differs from the loop's would be missing)."""
+    from signsim.engine import compose, loop, specialize
+
+    engine = _engine(monkeypatch, **options)
+    threaded, serial = compose.loops(specialize.family_of(engine.problem.code), engine.settings.stages())
+    kernel = threaded if engine.icfg[loop.I_PARALLEL] else serial
+    assert (kernel is threaded) == bool(options)
+    jobs, (step, signature) = split_compile.plan(engine, kernel)
+    names = [recipe[-1] for recipe, _ in jobs]
+    assert {"record", "sample_participants", "finish", "direction"} <= set(names)
+    missing = [recipe for recipe, sig in jobs if not split_compile.cached(split_compile.find(recipe), sig)]
+    assert missing == []
+    assert split_compile.cached(step, signature)
+
+
+def test_cached_says_no_for_a_signature_never_compiled():
+    from numba import float32, int64
+
+    from signsim.engine import loop
+
+    assert split_compile.cached(loop.step_size, (int64, float32, int64)) is False
+    assert split_compile.cached(loop.step_size, (int64, float32)) is False
+
+
+LISTEN = """
+import json, sys
+import signsim
+from numba.core import event
+names = []
+class Listener(event.Listener):
+    def on_start(self, ev):
+        pass
+    def on_end(self, ev):
+        names.append(ev.data["dispatcher"].py_func.__name__)
+event.register("numba:compile", Listener())
+from signsim.cli import main
+try:
+    main(sys.argv[2:])
+finally:
+    with open(sys.argv[1], "w") as f:
+        json.dump(names, f)
+"""
+
+
+@pytest.mark.slow
+def test_from_an_empty_cache_the_loop_loads_the_helpers_kernels_and_results_match(tmp_path):
+    """From an empty cache, with the helper: this process compiles the worker step and the loop and none of the
+    helper's kernels; the results are those of a compile in one process."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", split_compile.ENV)}
+    runs = {}
+    for split in ("0", "1"):
+        out, names = tmp_path / f"run{split}.json", tmp_path / f"names{split}.json"
+        args = [sys.executable, "-c", LISTEN, str(names), "run", "--method", "ssdm", "--workers", "32", "--quiet",
+                "--out", str(out)]
+        done = subprocess.run(args, env={**env, "XDG_CACHE_HOME": str(tmp_path / split), split_compile.ENV: split},
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr
+        runs[split] = json.loads(out.read_text()), json.loads(names.read_text())
+    (alone, compiled_alone), (split, compiled_here) = runs["0"], runs["1"]
+    assert split["history"] == alone["history"]
+    assert np.array_equal(split["x_final"], alone["x_final"])
+    assert any(n.startswith("record__analytic") for n in compiled_alone)  # the one process compiled everything
+    helpers = {"record__analytic", "sample_participants", "step_size", "check_settings", "check_problem__analytic",
+               "check_noise", "sparse_broadcast_bits", "finish__mean", "direction__none"}
+    assert helpers <= set(compiled_alone)
+    assert not helpers & set(compiled_here), compiled_here
+    assert any(n.startswith("worker_step__analytic") for n in compiled_here)
+    assert any(n.startswith("run_chunk_serial__analytic") for n in compiled_here)
