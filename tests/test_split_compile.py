@@ -34,12 +34,17 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     threaded, serial = compose.loops(specialize.family_of(engine.problem.code), engine.settings.stages())
     kernel = threaded if engine.icfg[loop.I_PARALLEL] else serial
     assert (kernel is threaded) == bool(options)
-    jobs, (step, signature) = split_compile.plan(engine, kernel)
+    jobs, (step, signatures) = split_compile.plan(engine, kernel)
     names = [recipe[-1] for recipe, _ in jobs]
     assert {"record", "sample_participants", "finish", "direction"} <= set(names)
     missing = [recipe for recipe, sig in jobs if not split_compile.cached(split_compile.find(recipe), sig)]
     assert missing == []
-    assert split_compile.cached(step, signature)
+    # the worker step and record: the cache holds no other float64 signature (a wrong one compiled by the split
+    # path would sit next to the loop's own)
+    record = dict(jobs)[("family", "analytic", "record")]
+    for dispatcher, sigs in ((step, signatures), (split_compile.find(("family", "analytic", "record")), [record])):
+        index = dispatcher._cache._cache_file._load_index()
+        assert {key[0] for key in index if "float32" not in str(key[0])} == set(sigs)
 
 
 def test_cached_says_no_for_a_signature_never_compiled():

@@ -30,6 +30,11 @@ import threading
 ENV = "SIGNSIM_SPLIT_COMPILE"
 
 
+def enabled() -> bool:
+    """Whether a new loop compiles on two cores: 2 or more cores, and not turned off (``ENV``)."""
+    return os.environ.get(ENV) != "0" and (os.cpu_count() or 1) >= 2
+
+
 def _int(v):
     """A loop's integer scalar, typed as the loop types it (int64)."""
     import numpy as np
@@ -39,9 +44,10 @@ def _int(v):
 
 def plan(engine, kernel) -> tuple[list, tuple]:
     """(helper jobs, this process's share) for ``engine``'s loop ``kernel``: the jobs are ``(recipe, signature)``
-    pairs (``find`` makes a recipe's dispatcher in any process), the share is (worker step dispatcher, signature).
+    pairs (``find`` makes a recipe's dispatcher in any process), the share is (worker step dispatcher, signatures).
     The signatures are those ``loop._run_chunk`` calls the kernels with; a test checks them against the
     signatures a compiled loop put in the cache."""
+    import numpy as np
     from numba import typeof
 
     from signsim.engine import loop, specialize
@@ -75,7 +81,10 @@ def plan(engine, kernel) -> tuple[list, tuple]:
             if recipe[0] != "stage" or not is_plugin(importlib.import_module(recipe[2]))]
     step = kernel.py_func.__globals__["worker_step"]
     lr = fcfg[loop.F_LR]
-    share = (step, sig(_int(0), _int(0), k, lr, server.x, workers, gens[0], data, icfg, sp))
+    # the slot j: the threaded loop types its body as a plain loop first (j int64), then the parallel loop's body,
+    # whose prange index is unsigned, and so compiles the worker step for both
+    slots = [_int(0), np.uint64(0)] if kernel.targetoptions.get("parallel") else [_int(0)]
+    share = (step, [sig(_int(0), j, k, lr, server.x, workers, gens[0], data, icfg, sp) for j in slots])
     return jobs, share
 
 
@@ -111,7 +120,7 @@ def alongside(jobs):
     """While the block runs, a helper process compiles the ``jobs`` that are not cached (none: no helper); at the
     block's end, wait for it to finish."""
     todo = [(r, s) for r, s in jobs if not cached(find(r), s)]
-    if not todo or os.environ.get(ENV) == "0" or (os.cpu_count() or 1) < 2:
+    if not todo or not enabled():
         yield
         return
     proc = subprocess.Popen([sys.executable, "-m", "signsim.engine.split_compile"], stdin=subprocess.PIPE,
@@ -138,14 +147,15 @@ def compile_loop(engine, kernel) -> None:
     compiles (or loads) at its first call."""
     from numba import typeof
 
-    if kernel.signatures:
+    if kernel.signatures or not enabled():
         return
     args = (_int(engine.k), _int(engine.k), _int(engine.K), *engine.bundles())
     if cached(kernel, tuple(typeof(a) for a in args)):
         return
-    jobs, (step, signature) = plan(engine, kernel)
+    jobs, (step, signatures) = plan(engine, kernel)
     with alongside(jobs):
-        step.compile(signature)
+        for signature in signatures:
+            step.compile(signature)
 
 
 def _helper() -> None:
