@@ -330,7 +330,9 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
         sample_participants(part_gen, part, M, S)
         for j in prange(S):
             m = part[j]
-            worker_step(m, j, k, lr, x, workers, worker_gen(gens, m), data, icfg, sp)
+            # j as int64: the parallel loop's index is unsigned, and its body is typed as a plain loop first, so
+            # the worker step would compile twice (once per index type)
+            worker_step(m, np.int64(j), k, lr, x, workers, worker_gen(gens, m), data, icfg, sp)
         rows = msg[:S]
         if OMNISCIENT and B > 0:
             nb = 0  # the round's Byzantine participants: the first rows, as part[:S] ascends

@@ -34,8 +34,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 }
 #: the dispatchers of ``engine/dispatch.py`` that the loops and the diagnostics call, directly or through each
 #: other; a kernel module's stand-in must define every kernel these call on a module (``_stand_in``)
-DISPATCHERS = ("problem_loss", "problem_grad", "problem_loss_grad", "problem_evaluate", "problem_oracle",
-               "problem_sample_grad", "problem_accuracy", "problem_test_loss", "check_problem")
+DISPATCHERS = ("analytic_loss_grad", "problem_loss", "problem_grad", "problem_loss_grad", "problem_evaluate",
+               "problem_oracle", "problem_sample_grad", "problem_accuracy", "problem_test_loss", "check_problem")
 NO_CODE = -1  # a stand-in's CODE: equal to no problem's code
 
 

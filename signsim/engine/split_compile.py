@@ -47,7 +47,6 @@ def plan(engine, kernel) -> tuple[list, tuple]:
     pairs (``find`` makes a recipe's dispatcher in any process), the share is (worker step dispatcher, signatures).
     The signatures are those ``loop._run_chunk`` calls the kernels with; a test checks them against the
     signatures a compiled loop put in the cache."""
-    import numpy as np
     from numba import typeof
 
     from signsim.engine import loop, specialize
@@ -81,10 +80,7 @@ def plan(engine, kernel) -> tuple[list, tuple]:
             if recipe[0] != "stage" or not is_plugin(importlib.import_module(recipe[2]))]
     step = kernel.py_func.__globals__["worker_step"]
     lr = fcfg[loop.F_LR]
-    # the slot j: the threaded loop types its body as a plain loop first (j int64), then the parallel loop's body,
-    # whose prange index is unsigned, and so compiles the worker step for both
-    slots = [_int(0), np.uint64(0)] if kernel.targetoptions.get("parallel") else [_int(0)]
-    share = (step, [sig(_int(0), j, k, lr, server.x, workers, gens[0], data, icfg, sp) for j in slots])
+    share = (step, [sig(_int(0), _int(0), k, lr, server.x, workers, gens[0], data, icfg, sp)])
     return jobs, share
 
 
