@@ -137,10 +137,8 @@ def parse_dimension(raw: dict[str, Any], where: str) -> DimensionExperiment:
     from signsim.data.synthetic import FEATURES, LABELS
 
     e = DimensionExperiment()
-    known = {f.replace("_", "-") for f in DimensionExperiment.__dataclass_fields__}
+    _known(DimensionExperiment, raw, where)
     for key, value in raw.items():
-        if key.replace("_", "-") not in known:
-            raise InputError(f"{where}: unknown key '{key}' (known: kind, {', '.join(sorted(known))})")
         name = key.replace("-", "_")
         if name == "dims":
             if not (isinstance(value, list) and len(value) >= 2
@@ -163,10 +161,8 @@ def parse_heuristics(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
     from signsim.interface.transform_specs import parse as parse_transform
 
     e = HeuristicsExperiment()
-    known = {f.replace("_", "-") for f in HeuristicsExperiment.__dataclass_fields__}
+    _known(HeuristicsExperiment, raw, where)
     for key, value in raw.items():
-        if key.replace("_", "-") not in known:
-            raise InputError(f"{where}: unknown key '{key}' (known: kind, {', '.join(sorted(known))})")
         name = key.replace("-", "_")
         default = getattr(e, name)
         if name == "transforms":
@@ -195,10 +191,8 @@ def parse_heuristics(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
 
 def parse_stability(raw: dict[str, Any], where: str) -> StabilityExperiment:
     e = StabilityExperiment()
-    known = {f.replace("_", "-") for f in StabilityExperiment.__dataclass_fields__}
+    _known(StabilityExperiment, raw, where)
     for key, value in raw.items():
-        if key.replace("_", "-") not in known:
-            raise InputError(f"{where}: unknown key '{key}' (known: kind, {', '.join(sorted(known))})")
         name = key.replace("-", "_")
         if name == "replacement":
             if value not in ("held-out", "copy"):

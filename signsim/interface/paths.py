@@ -106,21 +106,26 @@ def output_file(value: str | Path | None, option: str = "--out") -> Path | None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise InputError(f"{where}: {ancestor} is a file, not a directory")
+    _probe(where, ancestor, path, parent)
+    return path
+
+
+def _probe(where: str, ancestor: Path, path: Path, directory: Path) -> None:
+    """Refuse a name in ``path`` longer than the file system of ``ancestor`` (its nearest existing folder)
+    allows, then create ``directory`` and write (and remove) a file in it."""
     try:
         limit = os.pathconf(ancestor, "PC_NAME_MAX")
     except (OSError, ValueError):
         limit = 255
-    too_long = [part for part in path.parts if len(os.fsencode(part)) > limit]
-    if too_long:
+    if any(len(os.fsencode(part)) > limit for part in path.parts):
         raise InputError(f"{where}: a name in it is longer than the file system allows ({limit} bytes)")
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".signsim-probe.", dir=parent)
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".signsim-probe.", dir=directory)
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
         raise InputError(f"{where}: cannot write there ({e.strerror or errno.errorcode.get(e.errno, e)})") from None
-    return path
 
 
 def output_dir(value: str | Path, option: str = "--out") -> Path:
@@ -136,19 +141,7 @@ def output_dir(value: str | Path, option: str = "--out") -> Path:
     if not ancestor.is_dir():
         what = "it" if ancestor == path else str(ancestor)
         raise InputError(f"{where}: {what} is not a directory")
-    try:
-        limit = os.pathconf(ancestor, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        limit = 255
-    if any(len(os.fsencode(part)) > limit for part in path.parts):
-        raise InputError(f"{where}: a name in it is longer than the file system allows ({limit} bytes)")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".signsim-probe.", dir=path)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise InputError(f"{where}: cannot write there ({e.strerror or e})") from None
+    _probe(where, ancestor, path, path)
     return Path(text)
 
 
