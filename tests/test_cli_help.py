@@ -179,16 +179,21 @@ def run_json(tmp_path_factory):
     return path
 
 
+#: a second variant of a command's table (a wider vector, another estimator, a split) starts its own process of
+#: 2-5 s: in the slow step (``.ci/run``); each command's table is checked in the fast suite
+SECOND = pytest.mark.slow
+
+
 @pytest.mark.parametrize("args", [
     ("run", "--iters", "50"),
-    ("run", "--iters", "50", "--dim", "2000", "--workers", "3"),
+    pytest.param(("run", "--iters", "50", "--dim", "2000", "--workers", "3"), marks=SECOND),
     ("list",),
     ("check-spb",),
-    ("check-spb", "--estimator", "monte-carlo", "--samples", "100", "--workers", "3", "--split", "iid"),
-    ("check-spb", "--at", "run:50"),
+    pytest.param(("check-spb", "--estimator", "monte-carlo", "--samples", "100", "--workers", "3", "--split", "iid"),
+                 marks=SECOND),
     ("bound",),
     ("diversity",),
-    ("diversity", "--workers", "4", "--split", "label-skew:0.5", "--transform", "sign"),
+    pytest.param(("diversity", "--workers", "4", "--split", "label-skew:0.5", "--transform", "sign"), marks=SECOND),
 ])
 def test_piped_tables_fit_80_columns(args):
     _assert_readable(_piped(*args))
@@ -202,6 +207,7 @@ def test_piped_bound_overlay_fits_80_columns(run_json):
 
 def test_spb_after_a_run_reads_well():
     text = _piped("check-spb", "--at", "run:50")
+    _assert_readable(text)
     assert "SPB after 50 iterations of ssdm: logistic (d = 31)" in text
 
 

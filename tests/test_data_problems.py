@@ -7,7 +7,7 @@ from scipy.optimize import approx_fprime
 from sklearn.metrics import log_loss
 
 from signsim import problems
-from signsim.engine import dispatch
+from signsim.engine import specialize
 from signsim.interface import config
 from signsim.problems import glm, mlp
 
@@ -37,10 +37,16 @@ PROBLEMS = [
 ]
 
 
+def kernels(p) -> dict:
+    """The dispatchers the loops call for ``p``: the copies of its family (compiling the dispatchers of
+    ``engine/dispatch.py`` themselves would compile every family's kernels)."""
+    return specialize.dispatchers(specialize.family_of(p.code))
+
+
 def kernel_loss_grad(p, x):
     g = np.zeros(p.dim)
-    dispatch.problem_grad(p.code, x, p.pf, p.pi, p.A, p.b, g)
-    return dispatch.problem_loss(p.code, x, p.pf, p.pi, p.A, p.b), g
+    kernels(p)["problem_grad"](p.code, x, p.pf, p.pi, p.A, p.b, g)
+    return kernels(p)["problem_loss"](p.code, x, p.pf, p.pi, p.A, p.b), g
 
 
 @pytest.mark.parametrize("options", PROBLEMS)
@@ -166,17 +172,17 @@ def test_chunked_full_data_passes_equal_numpy_on_any_thread_count(large_data, op
     assert f == pytest.approx(p.loss_ref(x), rel=1e-10)
     np.testing.assert_allclose(g, p.grad_ref(x), rtol=1e-9, atol=1e-12)
     both = np.zeros(p.dim)
-    assert dispatch.problem_loss_grad(p.code, x, p.pf, p.pi, p.A, p.b, both) == f
+    assert kernels(p)["problem_loss_grad"](p.code, x, p.pf, p.pi, p.A, p.b, both) == f
     np.testing.assert_array_equal(both, g)
     if p.name == "logistic":
         for test, rows in ((False, slice(0, n)), (True, slice(n, None))):
             expect = np.mean(np.where(p.A[rows] @ x >= 0, 1.0, -1.0) == p.b[rows])
-            assert dispatch.problem_accuracy(p.code, x, p.pf, p.pi, p.A, p.b, test) == pytest.approx(expect)
+            assert kernels(p)["problem_accuracy"](p.code, x, p.pf, p.pi, p.A, p.b, test) == pytest.approx(expect)
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
         one = np.zeros(p.dim)
-        f1 = dispatch.problem_loss_grad(p.code, x, p.pf, p.pi, p.A, p.b, one)
+        f1 = kernels(p)["problem_loss_grad"](p.code, x, p.pf, p.pi, p.A, p.b, one)
     finally:
         numba.set_num_threads(before)
     assert f1 == f
@@ -203,10 +209,10 @@ def test_one_pass_evaluation_equals_the_separate_passes(small_data, large_data, 
     x = np.random.default_rng(2).normal(size=p.dim) * 0.05
     f, g = kernel_loss_grad(p, x)
     out = np.zeros(p.dim)
-    loss, acc = dispatch.problem_evaluate(p.code, x, p.pf, p.pi, p.A, p.b, out)
+    loss, acc = kernels(p)["problem_evaluate"](p.code, x, p.pf, p.pi, p.A, p.b, out)
     assert loss == f
     np.testing.assert_array_equal(out, g)
-    separate = dispatch.problem_accuracy(p.code, x, p.pf, p.pi, p.A, p.b, False)
+    separate = kernels(p)["problem_accuracy"](p.code, x, p.pf, p.pi, p.A, p.b, False)
     if np.isnan(separate):  # least squares has no accuracy
         assert np.isnan(acc) and p.name == "least-squares"
     else:
@@ -219,6 +225,6 @@ def test_one_pass_evaluation_of_an_analytic_problem():
     p = problems.build(config.resolve({"problem": "rosenbrock", "dim": 4}))
     x = np.array([0.5, -1.0, 2.0, 0.0])
     out = np.zeros(4)
-    loss, acc = dispatch.problem_evaluate(p.code, x, p.pf, p.pi, p.A, p.b, out)
+    loss, acc = kernels(p)["problem_evaluate"](p.code, x, p.pf, p.pi, p.A, p.b, out)
     assert loss == rosenbrock.loss_ref(x) and np.isnan(acc)
     np.testing.assert_allclose(out, rosenbrock.grad_ref(x), rtol=1e-14)

@@ -6,7 +6,7 @@ import pytest
 
 from signsim import methods, noise, problems, stages
 from signsim.codes import Noise, Problem, SignZero, Tie
-from signsim.engine import accounting, dispatch
+from signsim.engine import accounting, dispatch, specialize
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.stages import registry
@@ -105,8 +105,9 @@ def test_every_compressor_has_accounting_a_reference_and_a_constant(name):
 def test_unknown_codes_raise_in_every_dispatch():
     x = np.zeros(2)
     empty = np.zeros(0)
-    with pytest.raises(ValueError, match="problem"):
-        dispatch.problem_loss(99, x, empty, np.zeros(0, dtype=np.int64), np.zeros((0, 0)), empty)
+    with pytest.raises(ValueError, match="problem"):  # (the analytic family's copy, the one the loops call)
+        specialize.dispatchers("analytic")["problem_loss"](99, x, empty, np.zeros(0, dtype=np.int64),
+                                                           np.zeros((0, 0)), empty)
     assert np.isnan(dispatch.noise_draw(99, np.random.default_rng(0), empty))  # inside parallel loops: NaN
     with pytest.raises(ValueError, match="noise"):
         dispatch.check_noise(99)

@@ -173,8 +173,8 @@ BAD = [
 
 
 @pytest.mark.parametrize("args, named", BAD)
-def test_bad_rounds_input_exits_2_with_one_line(args, named):
-    r = run_subprocess("run", "--problem", "quadratic", "--iters", "2", *args)
+def test_bad_rounds_input_exits_2_with_one_line(args, named, cli):
+    r = cli("run", "--problem", "quadratic", "--iters", "2", *args)
     assert r.code == 2, r.err
     lines = r.err.strip().splitlines()
     assert len(lines) == 1 and named in lines[0], r.err
@@ -182,7 +182,7 @@ def test_bad_rounds_input_exits_2_with_one_line(args, named):
 
 
 @pytest.mark.parametrize("args, named", BAD)
-def test_bad_rounds_input_in_python_config_and_sweep_files(args, named, tmp_path):
+def test_bad_rounds_input_in_python_config_and_sweep_files(args, named, tmp_path, cli):
     opts = {}
     for flag, value in zip(args[::2], args[1::2], strict=True):
         name = flag[2:].replace("-", "_")
@@ -195,11 +195,11 @@ def test_bad_rounds_input_in_python_config_and_sweep_files(args, named, tmp_path
     toml = "\n".join(f"{k} = {json.dumps(v)}" for k, v in {"problem": "quadratic", "iters": 2, **opts}.items())
     cfg_file = tmp_path / "c.toml"
     cfg_file.write_text(toml + "\n")
-    r = run_subprocess("run", "--config", str(cfg_file))
+    r = cli("run", "--config", str(cfg_file))
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and any(n in r.err for n in names), r.err
     sweep_file = tmp_path / "s.toml"
     sweep_file.write_text(toml + "\n[grid]\nseed = [1]\n")
-    r = run_subprocess("sweep", str(sweep_file), "--out", str(tmp_path / "out"))
+    r = cli("sweep", str(sweep_file), "--out", str(tmp_path / "out"))
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and any(n in r.err for n in names), r.err
 
 
