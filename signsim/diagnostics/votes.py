@@ -18,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from signsim.jit import njit
 
 SIGN_ZERO = ("random", "plus", "zero")
 TIES = ("random", "zero")
