@@ -8,10 +8,9 @@ allocates nothing. ``tests/test_draws.py`` compares the streams with NumPy's.
 """
 
 import numpy as np
+from numba import njit
 from numba.np.random.generator_core import next_uint32
 from numba.np.random.random_methods import bounded_lemire_uint64, buffered_bounded_lemire_uint32
-
-from signsim.jit import njit
 
 UINT32_MAX = 0xFFFFFFFF
 

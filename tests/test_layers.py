@@ -47,7 +47,7 @@ GROUPS = {
     "signsim.problems": "domain", "signsim.methods": "domain", "signsim.noise": "domain", "signsim.data": "domain",
     "signsim.resources": "domain",
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
-    "signsim.seeding": "base", "signsim.draws": "base", "signsim.jit": "base",
+    "signsim.seeding": "base", "signsim.draws": "base",
     "signsim.engine.accounting": "base", "signsim.engine.rounds": "base",  # pure functions of the settings
     "signsim.interface": "base",  # options, paths, results, interrupts, transform_specs
     "signsim": "base",

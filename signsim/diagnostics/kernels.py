@@ -11,10 +11,9 @@ everything would: results do not depend on the chunking (nor on the number of th
 """
 
 import numpy as np
-from numba import prange
+from numba import njit, prange
 
 from signsim.engine.dispatch import add_noise, check_noise, check_problem, problem_oracle, problem_sample_grad
-from signsim.jit import njit
 
 
 def _for(compiled, code):

@@ -10,10 +10,9 @@ generators, summed in chunk order (thread-count independent), and the kernel is 
 """
 
 import numpy as np
-from numba import prange
+from numba import njit, prange
 
 from signsim.engine.dispatch import add_noise, check_noise, check_problem, problem_oracle
-from signsim.jit import njit
 
 
 def local_round_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, gens, S, H, gamma):

@@ -19,10 +19,9 @@ compiled kernel (one (S + 1) x (2S + 1) table per coordinate, updated in place, 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
+from numba import njit, prange
 
 from signsim.diagnostics.votes import Law, Vote, vote_of_sum
-from signsim.jit import njit
 
 
 def sampled_sum_law(messages: Law, S: int) -> np.ndarray:

@@ -18,9 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import prange
-
-from signsim.jit import njit
+from numba import njit, prange
 
 SIGN_ZERO = ("random", "plus", "zero")
 TIES = ("random", "zero")

@@ -21,13 +21,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import SignZero, Status, Tie
 from signsim.engine import loop, specialize
 from signsim.engine.dispatch import problem_loss, problem_loss_grad
 from signsim.engine.loop import record
 from signsim.engine.state import ChunkedState
-from signsim.jit import njit
 from signsim.noise import bimodal, cauchy, gaussian, laplace, skewed, uniform
 from signsim.noise.base import N_NOISE_PARAMS
 

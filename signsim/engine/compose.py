@@ -24,9 +24,9 @@ import re
 import types
 
 import numpy as np
+from numba import njit
 
 from signsim.engine import loop, specialize
-from signsim.jit import njit
 
 #: what a stage of each kind gives the loop: loop name -> module attribute (functions), and flags
 FUNCTIONS = {

@@ -2,7 +2,7 @@
 aggregations, attacks) live in their own modules, ``signsim.stages``, and are composed into each run's loop by
 ``signsim.engine.compose``."""
 
-from signsim.jit import njit
+from numba import njit
 
 FLOAT_BITS = 32.0
 

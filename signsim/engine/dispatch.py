@@ -10,9 +10,9 @@ write NaN (and callers check their codes before the loop with ``check_problem`` 
 """
 
 import numpy as np
+from numba import njit
 from numba.np.ufunc.parallel import _launch_threads
 
-from signsim.jit import njit
 from signsim.noise import bimodal, cauchy, gaussian, laplace, none, skewed, stable, student_t, uniform
 from signsim.noise.base import N_NOISE_PARAMS
 from signsim.problems import glm, least_squares, logistic, mlp, quadratic, rosenbrock, sign_trap, vote_trap

@@ -34,7 +34,7 @@ progress bar and Ctrl-C act between chunks.
 from collections import namedtuple
 
 import numpy as np
-from numba import prange
+from numba import njit, prange
 from numba.core import types as nbtypes
 from numba.extending import overload
 
@@ -51,7 +51,6 @@ from signsim.engine.dispatch import (
     problem_oracle,
     problem_test_loss,
 )
-from signsim.jit import njit
 
 #: the loop's arguments, in four named bundles (``run_chunk``): what the problem and the noise model read, each
 #: worker's state and the per-slot buffers of a round, the server's state, and the run's settings and records;

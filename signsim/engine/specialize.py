@@ -22,9 +22,9 @@ import functools
 import types
 
 import numpy as np
+from numba import njit
 
 from signsim.engine import dispatch, loop
-from signsim.jit import njit
 
 #: the problem kernel modules, by the names ``engine/dispatch.py`` gives them, in families
 FAMILIES: dict[str, tuple[str, ...]] = {

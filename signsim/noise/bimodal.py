@@ -6,9 +6,9 @@ independent of the sign), so the Numba kernel and the NumPy sampler consume the 
 """
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Noise
-from signsim.jit import njit
 from signsim.noise.base import NoiseModel
 
 CODE = int(Noise.BIMODAL)  # assigned in signsim.codes

@@ -7,9 +7,9 @@ scale c, so minibatching does not help (the closed form used at any tau).
 """
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Noise
-from signsim.jit import njit
 from signsim.noise.base import NoiseModel
 
 CODE = int(Noise.CAUCHY)  # assigned in signsim.codes

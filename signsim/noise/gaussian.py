@@ -2,9 +2,9 @@
 (docs/theory.md §1)."""
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Noise
-from signsim.jit import njit
 from signsim.noise.base import NoiseModel
 
 CODE = int(Noise.GAUSSIAN)  # assigned in signsim.codes

@@ -1,9 +1,9 @@
 """Laplace noise with scale b = sigma / sqrt(2) (standard deviation sigma): unimodal, symmetric."""
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Noise
-from signsim.jit import njit
 from signsim.noise.base import NoiseModel
 
 CODE = int(Noise.LAPLACE)  # assigned in signsim.codes

@@ -1,9 +1,9 @@
 """No noise: the oracle's own randomness only (exact gradients for full-gradient oracles)."""
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Noise
-from signsim.jit import njit
 from signsim.noise.base import NoiseModel
 
 CODE = int(Noise.NONE)  # assigned in signsim.codes

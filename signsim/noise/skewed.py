@@ -5,9 +5,9 @@ below 1/2 when g_i < sigma (1 - ln 2): SPB fails at tau = 1 though the variance 
 """
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Noise
-from signsim.jit import njit
 from signsim.noise.base import NoiseModel
 
 CODE = int(Noise.SKEWED)  # assigned in signsim.codes

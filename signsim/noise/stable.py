@@ -10,10 +10,10 @@ diagnostics take the CDF from there. The mean of tau draws is S(alpha, 0, c tau^
 """
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Noise
 from signsim.errors import InputError
-from signsim.jit import njit
 from signsim.noise.base import NoiseModel
 
 CODE = int(Noise.STABLE)  # assigned in signsim.codes

@@ -7,10 +7,10 @@ symmetric. ``params`` = [sigma (inf when nu <= 2), nu, scale].
 """
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Noise
 from signsim.errors import InputError
-from signsim.jit import njit
 from signsim.noise.base import NoiseModel
 
 CODE = int(Noise.STUDENT_T)  # assigned in signsim.codes

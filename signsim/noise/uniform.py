@@ -1,9 +1,9 @@
 """Uniform noise on [-a, a] with a = sigma sqrt(3) (standard deviation sigma): unimodal, symmetric."""
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Noise
-from signsim.jit import njit
 from signsim.noise.base import NoiseModel
 
 CODE = int(Noise.UNIFORM)  # assigned in signsim.codes

@@ -9,9 +9,8 @@ Rows 0..n_train-1 of A are the training set, the rest the held-out set; b holds 
 """
 
 import numpy as np
-from numba import prange
+from numba import njit, prange
 
-from signsim.jit import njit
 from signsim.problems.prefetch import prefetch_row
 from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
 

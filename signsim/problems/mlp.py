@@ -13,11 +13,10 @@ part g_j, and the regularizer adds 2 lam <g_j, w> + lam^2 ||w||^2 with <g_j, w> 
 """
 
 import numpy as np
-from numba import prange
+from numba import njit, prange
 
 from signsim.codes import Problem
 from signsim.errors import InputError
-from signsim.jit import njit
 from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
 from signsim.problems.glm import _chunks, add_chunks, sq_norm

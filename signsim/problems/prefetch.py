@@ -8,11 +8,9 @@ A prefetch is only a hint: it never changes a result.
 """
 
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
-
-from signsim.jit import njit
 
 #: doubles per 64-byte cache line
 LINE = 8

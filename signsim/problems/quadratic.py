@@ -5,10 +5,10 @@ stochastic part.
 """
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Problem
 from signsim.errors import InputError
-from signsim.jit import njit
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
 CODE = int(Problem.QUADRATIC)  # assigned in signsim.codes

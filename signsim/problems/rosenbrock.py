@@ -6,11 +6,11 @@ scipy.optimize.rosen / rosen_der are the independent references in the tests.
 """
 
 import numpy as np
+from numba import njit
 
 from signsim import draws
 from signsim.codes import Problem
 from signsim.errors import InputError
-from signsim.jit import njit
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
 CODE = int(Problem.ROSENBROCK)  # assigned in signsim.codes

@@ -5,10 +5,10 @@ group (< 1/2: the first), then tau indices, each ``gen.integers(0, group size)``
 """
 
 import numpy as np
+from numba import njit
 
 from signsim import draws
 from signsim.data.splits import SHARD, SHARED
-from signsim.jit import njit
 
 # layout of the integer parameters shared by every finite-sum problem
 P_MODE, P_NTRAIN, P_NTEST, P_FEATURES = 0, 1, 2, 3

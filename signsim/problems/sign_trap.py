@@ -10,11 +10,11 @@ dominant, hence positive semidefinite), which gives L = (4, 4) for every eps.
 """
 
 import numpy as np
+from numba import njit
 
 from signsim import draws
 from signsim.codes import Problem
 from signsim.errors import InputError
-from signsim.jit import njit
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
 CODE = int(Problem.SIGN_TRAP)  # assigned in signsim.codes

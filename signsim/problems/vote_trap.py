@@ -8,10 +8,10 @@ moves up, settling near x = 1 where f'(1) = 2 lambda / 3 != 0. SGD (mean of exac
 """
 
 import numpy as np
+from numba import njit
 
 from signsim.codes import Problem
 from signsim.errors import InputError
-from signsim.jit import njit
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
 CODE = int(Problem.VOTE_TRAP)  # assigned in signsim.codes
