@@ -245,17 +245,18 @@ def select(commands: list[str] | None = None, families: list[str] | None = None,
 
 #: CPU seconds each group of warm-up commands took, (command, family, dtype) -> seconds: each group's commands run
 #: through ``main`` in the order of ``warm_commands``, in one process from an empty kernel cache, on a 2-core
-#: machine with nothing else running (2 December 2026, 02:31-02:39: 439 CPU-s, 7 min 21 s of wall time for the
-#: whole list); the estimate that ``signsim compile`` prints first. The first group of a family also compiles the
-#: kernels its later groups share.
+#: machine (the other core idle but for two minutes of short runs) with the helper process off
+#: (``SIGNSIM_SPLIT_COMPILE=0``; 2 December 2026, 05:45-05:52: 379 CPU-s, 6 min 27 s of wall time for the whole
+#: list); the estimate that ``signsim compile`` prints first. The first group of a family also compiles the kernels
+#: its later groups share.
 SECONDS: dict[tuple[str, str, str], float] = {
-    ("run", "analytic", "float64"): 110, ("run", "glm", "float64"): 40, ("run", "mlp", "float64"): 76,
-    ("run", "analytic", "float32"): 17, ("run", "glm", "float32"): 25, ("run", "mlp", "float32"): 64,
-    ("check-spb", "analytic", "float64"): 24, ("check-spb", "glm", "float64"): 16,
+    ("run", "analytic", "float64"): 111, ("run", "glm", "float64"): 39, ("run", "mlp", "float64"): 50,
+    ("run", "analytic", "float32"): 16, ("run", "glm", "float32"): 23, ("run", "mlp", "float32"): 44,
+    ("check-spb", "analytic", "float64"): 20, ("check-spb", "glm", "float64"): 21,
     ("check-spb", "mlp", "float64"): 21,
-    ("diversity", "analytic", "float64"): 19, ("diversity", "glm", "float64"): 12,
+    ("diversity", "analytic", "float64"): 12, ("diversity", "glm", "float64"): 7,
     ("diversity", "mlp", "float64"): 13,
-    ("bound", "analytic", "float64"): 4,
+    ("bound", "analytic", "float64"): 2,
 }
 
 
