@@ -108,6 +108,9 @@ def test_unknown_codes_raise_in_every_dispatch():
     with pytest.raises(ValueError, match="problem"):  # (the analytic family's copy, the one the loops call)
         specialize.dispatchers("analytic")["problem_loss"](99, x, empty, np.zeros(0, dtype=np.int64),
                                                            np.zeros((0, 0)), empty)
+    with pytest.raises(ValueError, match="problem"):  # the history's evaluation of the problems without data
+        specialize.dispatchers("analytic")["analytic_loss_grad"](99, x, empty, np.zeros(0, dtype=np.int64),
+                                                                 np.zeros((0, 0)), empty, np.zeros(2))
     assert np.isnan(dispatch.noise_draw(99, np.random.default_rng(0), empty))  # inside parallel loops: NaN
     with pytest.raises(ValueError, match="noise"):
         dispatch.check_noise(99)
