@@ -189,3 +189,19 @@ def test_diversity_options_build():
     assert DiversityOptions.build(delta=2.0).delta == 2.0
     with pytest.raises(Exception, match="--pairs"):
         diversity(config.resolve({"problem": "quadratic"}), DiversityOptions.build(pairs=1))
+
+
+def test_the_largest_batch_under_a_huge_delta_is_the_population(cli):
+    """delta B_S + 1 past the largest float (delta up to 1e308 is allowed) caps at n, or is infinite without a
+    finite population; it raised OverflowError (found by test_hardening's generated options)."""
+    import math
+
+    from signsim.diagnostics.diversity import largest_batch
+
+    assert largest_batch(4.07, 1e308, 455) == 455
+    assert largest_batch(4.07, 1e308, None) == math.inf
+    assert largest_batch(4.07, 0.5, 455) == math.floor(0.5 * 4.07 + 1)
+    assert largest_batch(math.inf, 0.5, 455) == 455
+    r = cli("diversity", "--delta", "1e308", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["largest_batch"] == r.json()["n"]

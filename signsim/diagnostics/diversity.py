@@ -93,9 +93,10 @@ def predicted_speedup(B: np.ndarray | float, B_S: float) -> np.ndarray:
 
 def largest_batch(B_S: float, delta: float, limit: int | None) -> int | float:
     """The largest integer B with B <= delta B_S + 1 (capped at ``limit`` where given)."""
-    if math.isinf(B_S):
+    bound = float(delta) * float(B_S) + 1  # Python floats: a product past 1.8e308 is inf, without a warning
+    if math.isinf(bound):  # an infinite B_S, or a product too large for a float (delta up to 1e308)
         return limit if limit is not None else math.inf
-    b = math.floor(delta * B_S + 1)
+    b = math.floor(bound)
     return min(b, limit) if limit is not None else b
 
 
