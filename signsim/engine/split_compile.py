@@ -26,6 +26,8 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
+
 #: the environment variable that turns the helper off ("0")
 ENV = "SIGNSIM_SPLIT_COMPILE"
 
@@ -35,24 +37,17 @@ def enabled() -> bool:
     return os.environ.get(ENV) != "0" and (os.cpu_count() or 1) >= 2
 
 
-def _int(v):
-    """A loop's integer scalar, typed as the loop types it (int64)."""
-    import numpy as np
-
-    return np.int64(v)
-
-
-def plan(engine, kernel) -> tuple[list, tuple]:
+def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
     """(helper jobs, this process's share) for ``engine``'s loop ``kernel``: the jobs are ``(recipe, signature)``
     pairs (``find`` makes a recipe's dispatcher in any process), the share is (worker step dispatcher, signatures).
     The signatures are those ``loop._run_chunk`` calls the kernels with; a test checks them against the
-    signatures a compiled loop put in the cache."""
+    signatures a compiled loop put in the cache. ``bundles``: ``engine.bundles()``, if already made."""
     from numba import typeof
 
     from signsim.engine import loop, specialize
     from signsim.stages.plugins import is_plugin
 
-    data, workers, server, run, gens = engine.bundles()
+    data, workers, server, run, gens = bundles or engine.bundles()
     icfg, fcfg, sp = run.icfg, run.fcfg, run.sp
     family = specialize.family_of(engine.problem.code)
     stages = engine.settings.stages()
@@ -61,7 +56,7 @@ def plan(engine, kernel) -> tuple[list, tuple]:
     def sig(*args):
         return tuple(typeof(a) for a in args)
 
-    k = _int(0)
+    k = np.int64(0)  # the loop's integer scalars are int64
     jobs = [(("family", family, "record"), sig(k, server.x, workers.err, server.gbuf, data.pf, data.pi, data.A,
                                                data.b, icfg, fcfg, run.x_star, run.hist, run.counters, server.tally)),
             (("family", family, "check_problem"), sig(icfg[loop.I_PROBLEM])),
@@ -69,7 +64,7 @@ def plan(engine, kernel) -> tuple[list, tuple]:
             (("module", "signsim.engine.loop", "check_settings"), sig(icfg[loop.I_SIGN_ZERO], icfg[loop.I_TIE])),
             (("module", "signsim.engine.loop", "step_size"), sig(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)),
             (("module", "signsim.engine.loop", "sample_participants"),
-             sig(server.part_gen, server.part, _int(server.part.shape[0]), S)),
+             sig(server.part_gen, server.part, np.int64(server.part.shape[0]), S)),
             (("module", "signsim.engine.compress", "sparse_broadcast_bits"), sig(server.agg))]
     aggregation, ef = stages["aggregation"], stages["error_feedback"]
     if aggregation.SUMMED:
@@ -80,7 +75,7 @@ def plan(engine, kernel) -> tuple[list, tuple]:
             if recipe[0] != "stage" or not is_plugin(importlib.import_module(recipe[2]))]
     step = kernel.py_func.__globals__["worker_step"]
     lr = fcfg[loop.F_LR]
-    share = (step, [sig(_int(0), _int(0), k, lr, server.x, workers, gens[0], data, icfg, sp)])
+    share = (step, [sig(k, k, k, lr, server.x, workers, gens[0], data, icfg, sp)])
     return jobs, share
 
 
@@ -145,10 +140,10 @@ def compile_loop(engine, kernel) -> None:
 
     if kernel.signatures or not enabled():
         return
-    args = (_int(engine.k), _int(engine.k), _int(engine.K), *engine.bundles())
-    if cached(kernel, tuple(typeof(a) for a in args)):
+    bundles = engine.bundles()
+    if cached(kernel, tuple(typeof(a) for a in (np.int64(0), np.int64(0), np.int64(0), *bundles))):
         return
-    jobs, (step, signatures) = plan(engine, kernel)
+    jobs, (step, signatures) = plan(engine, kernel, bundles)
     with alongside(jobs):
         for signature in signatures:
             step.compile(signature)
