@@ -72,8 +72,9 @@ def require(nbytes: float, what: str, reduce: str) -> None:
         raise MemoryLimit(f"{what} needs about {fmt(nbytes)} of memory, {fmt(avail)} available; {reduce}")
 
 
-#: Python and Numba objects per worker (its random generator and bookkeeping), bytes
-PER_WORKER = 4096
+#: Python and Numba objects per worker stream made (its random generator and its entry in the chunk's list),
+#: bytes; a stream is made when its worker first takes part (``signsim.seeding.WorkerStreams``)
+PER_STREAM = 4096
 
 
 def itemsize(dtype: str = "float64") -> int:
@@ -90,18 +91,20 @@ def data_bytes(values: int, dtype: str = "float64") -> int:
 
 def run_bytes(workers: int, dim: int, momentum: bool, error_feedback: bool, history_rows: int,
               data_values: int = 0, index_scratch: bool = False, dtype: str = "float64", clients: int | None = None,
-              local_steps: int = 1) -> int:
-    """The memory a run allocates: per worker its momentum and error-feedback vectors (in ``dtype``) and its
-    generator; per participant of a round (``clients`` = S, default every worker) its gradient and message (in
+              local_steps: int = 1, iters: int | None = None) -> int:
+    """The memory a run allocates: per worker its momentum and error-feedback vectors (in ``dtype``), only when a
+    stage keeps them; a generator per worker that takes part (every worker, or at most S ``iters`` of them); per
+    participant of a round (``clients`` = S, default every worker) its gradient and message (in
     ``dtype``), the sparsifiers' int64 index scratch, and with ``local_steps`` H > 1 its local iterate and
     pseudo-gradient (docs/theory.md §12); the server's vectors (x, EF21's g and the aggregate in ``dtype``; the full
     gradient, x*, x0 and the problem's vectors in float64); the recorded float64 history; the data while it is
     packed (``data_bytes``)."""
     v = itemsize(dtype)
     S = workers if clients is None else min(clients, workers)
-    per_worker = v * dim * (int(momentum) + int(error_feedback)) + PER_WORKER
+    per_worker = v * dim * (int(momentum) + int(error_feedback)) + 8 * int(momentum)
     per_slot = v * dim * (2 + 2 * int(local_steps > 1)) + 8 * dim * int(index_scratch)
-    return (workers * per_worker + S * per_slot + (3 * v + 5 * 8) * dim + history_rows * 16 * 8
+    streams = workers if S == workers or iters is None else min(workers, S * iters)
+    return (workers * per_worker + streams * PER_STREAM + S * per_slot + (3 * v + 5 * 8) * dim + history_rows * 16 * 8
             + data_bytes(data_values, dtype))
 
 
@@ -120,7 +123,7 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     from signsim.engine import rounds
 
     need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier, getattr(cfg, "dtype", "float64"),
-                     min(rounds.of_config(cfg), workers), getattr(cfg, "local_steps", 1))
+                     min(rounds.of_config(cfg), workers), getattr(cfg, "local_steps", 1), cfg.iters)
     hint = ""
     if workers and cfg.method == "signsgd" and not momentum:
         hint = "; for signSGD on a synthetic problem, --votes binomial simulates any number of workers in O(d)"

@@ -18,10 +18,37 @@ def generator(ss: np.random.SeedSequence) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(ss))
 
 
-def run_streams(seed: int, workers: int) -> tuple[list[np.random.Generator], np.random.Generator]:
-    children = np.random.SeedSequence(seed).spawn(CHILDREN)
-    gens = [generator(s) for s in children[WORKERS].spawn(workers)]
-    return gens, generator(children[SERVER])
+class WorkerStreams:
+    """Worker m's generator, made the first time it is asked for and kept (its draws continue across rounds):
+    ``SeedSequence(seed, spawn_key=(WORKERS, m))`` is the m-th child of the workers' root, the same stream as
+    ``SeedSequence(seed).spawn(CHILDREN)[WORKERS].spawn(M)[m]``, made without making the others. A run of M
+    workers of which S take part per round therefore seeds only the workers that take part (docs/theory.md §12)."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.made: dict[int, np.random.Generator] = {}
+
+    def __getitem__(self, m: int) -> np.random.Generator:
+        gen = self.made.get(m)
+        if gen is None:
+            gen = self.made[m] = generator(np.random.SeedSequence(self.seed, spawn_key=(WORKERS, int(m))))
+        return gen
+
+    def __len__(self) -> int:  # the streams made so far
+        return len(self.made)
+
+    def __iter__(self):  # (without this, Python would iterate by __getitem__ 0, 1, 2, ... without end)
+        raise TypeError("WorkerStreams are made on demand and cannot be iterated: index them by worker")
+
+
+def server_stream(seed: int) -> np.random.Generator:
+    """The server's stream (random tie-breaks, the binomial engine's counts)."""
+    return generator(np.random.SeedSequence(seed, spawn_key=(SERVER,)))
+
+
+def run_streams(seed: int, workers: int) -> tuple[WorkerStreams, np.random.Generator]:
+    """(the workers' streams, made on first use; the server's stream). ``workers`` is not needed to make them."""
+    return WorkerStreams(seed), server_stream(seed)
 
 
 def participation_stream(seed: int) -> np.random.Generator:

@@ -1,13 +1,12 @@
 """Shared fixtures, the hypothesis profiles, the suite's kernel warm-up and its count of compiled kernels.
 
 Keeping the fast suite fast (the README's test command: <= 6 min on 2 cores from an empty kernel cache). Most of
-its time is Numba compiling, not running: every new composition of stages (momentum, compressor, error feedback,
-aggregation, attack: one loop each, ~4 CPU-s), family of problems and dtype compiles its own loop on first use.
-So, in a new test file:
-- reuse the problems, methods and dtypes other tests already use (a quadratic, the method aliases, float64) unless
-  the test is about that problem, stage or dtype;
-- a grid over stages or options runs in the fast suite only as a covering subset (each value once: see
-  ``covering`` in test_stages.py); the full cross product is marked ``@pytest.mark.slow``;
+its time is Numba compiling, not running. Every composition of built-in stages runs in its family's one loop
+(``SIGNSIM_LOOP=builtin``, set below), compiled once per family of problems, dtype and threading, so a grid over
+stages costs run time only; a plugin's composition, a new problem family or dtype still compiles. So, in a new
+test file:
+- reuse the problems and dtypes other tests already use (a quadratic, float64) unless the test is about that
+  problem or dtype;
 - end-to-end runs of more than a few seconds, fresh-cache compiles and long hypothesis searches are marked
   ``slow`` too. ``.ci/run`` runs them (``python -m pytest -m slow``), so nothing marked slow goes untested;
 - never a fixed sleep: wait for a readiness signal (``wait_until_ready``, a line on stderr).
@@ -26,6 +25,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+# every composition of built-in stages runs in its family's one loop (docs/reference.md, SIGNSIM_LOOP): the suite
+# compiles that loop once per family, dtype and threading instead of a loop per composition; tests that compare it
+# with a composition's own loop set the variable themselves
+os.environ.setdefault("SIGNSIM_LOOP", "builtin")
 
 from signsim.cli import main
 from signsim.engine.build import build

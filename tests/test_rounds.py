@@ -8,6 +8,7 @@ import pytest
 import signsim
 from signsim.engine import loop
 from signsim.engine.driver import simulate
+from signsim.engine.participants import sample_rounds
 from signsim.engine.reference import ReferenceRun
 from signsim.engine.rounds import clients_per_round
 from signsim.errors import InputError
@@ -100,12 +101,11 @@ def test_each_worker_takes_part_with_frequency_s_over_m():
     independent rounds each frequency is within 5 binomial standard errors (fixed seed)."""
     M, S, R = 10, 3, 20_000
     gen = np.random.default_rng(11)
-    part = np.arange(M, dtype=np.int64)
+    rounds = np.empty((R, S), dtype=np.int64)
+    sample_rounds(gen, M, rounds)
     counts = np.zeros(M)
     pairs = np.zeros((M, M))
-    for _ in range(R):
-        loop.sample_participants(gen, part, M, S)
-        chosen = part[:S].copy()
+    for chosen in rounds:
         assert np.all(np.diff(chosen) > 0)  # ascending, distinct
         counts[chosen] += 1
         pairs[np.ix_(chosen, chosen)] += 1
@@ -122,10 +122,33 @@ def test_the_compiled_sample_equals_the_replays():
     ref = ReferenceRun(problem, model, params, settings, cfg.workers, cfg.seed)
     gen = np.random.default_rng(5)
     ref.sampler = np.random.default_rng(5)
-    part = np.arange(cfg.workers, dtype=np.int64)
-    for _ in range(200):
-        loop.sample_participants(gen, part, cfg.workers, 4)
-        assert list(part[:4]) == ref.participants()
+    rounds = np.empty((200, 4), dtype=np.int64)
+    sample_rounds(gen, cfg.workers, rounds)
+    for row in rounds:
+        assert list(row) == ref.participants()
+
+
+@pytest.mark.parametrize(("M", "S"), [(2, 1), (7, 6), (64, 63), (1000, 100), (10**6, 100), (2**40, 5)])
+def test_the_sparse_shuffle_equals_a_dense_fisher_yates(M, S):
+    """The table of touched positions gives the participants of a dense partial Fisher-Yates shuffle of 0..M-1
+    (an independent NumPy copy, or positions drawn by NumPy for M too large to hold), from the same draws."""
+    gen, ref = np.random.default_rng(M % 97), np.random.default_rng(M % 97)
+    rounds = np.empty((30, S), dtype=np.int64)
+    sample_rounds(gen, M, rounds)
+    for row in rounds:
+        if M <= 10**4:  # the whole permutation
+            order = list(range(M))
+            for i in range(S):
+                j = i + int(ref.integers(0, M - i))
+                order[i], order[j] = order[j], order[i]
+            assert list(row) == sorted(order[:S])
+        else:  # the positions that moved, in a Python dict
+            moved = {}
+            for i in range(S):
+                j = i + int(ref.integers(0, M - i))
+                moved[i], moved[j] = moved.get(j, j), moved.get(i, i)
+            assert list(row) == sorted(moved.get(i, i) for i in range(S))
+    assert gen.random() == ref.random()  # the same number of draws
 
 
 @pytest.mark.parametrize("H", [1, 4])

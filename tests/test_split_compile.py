@@ -36,7 +36,7 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     assert (kernel is threaded) == bool(options)
     jobs, (step, signatures) = split_compile.plan(engine, kernel)
     names = [recipe[-1] for recipe, _ in jobs]
-    assert {"record", "sample_participants", "finish", "direction"} <= set(names)
+    assert {"record", "finish", "direction"} <= set(names)
     missing = [recipe for recipe, sig in jobs if not split_compile.cached(split_compile.find(recipe), sig)]
     assert missing == []
     # the worker step and record: the cache holds no other float64 signature (a wrong one compiled by the split
@@ -94,7 +94,7 @@ def test_from_an_empty_cache_the_loop_loads_the_helpers_kernels_and_results_matc
     assert split["history"] == alone["history"]
     assert np.array_equal(split["x_final"], alone["x_final"])
     assert any(n.startswith("record__analytic") for n in compiled_alone)  # the one process compiled everything
-    helpers = {"record__analytic", "sample_participants", "step_size", "check_settings", "check_problem__analytic",
+    helpers = {"record__analytic", "step_size", "check_settings", "check_problem__analytic",
                "check_noise", "sparse_broadcast_bits", "finish__mean", "direction__none"}
     assert helpers <= set(compiled_alone)
     assert not helpers & set(compiled_here), compiled_here

@@ -46,7 +46,8 @@ def test_every_alias_matches_the_reference_and_counts_bits_by_the_formulas(metho
 
 
 # momentum kind (through the alias that carries it) x compressor x error feedback; aggregation and attack
-# rotate through their values so that every pair is met across the grid
+# rotate through their values so that every pair is met across the grid. Every row runs in the fast suite: the
+# family's one loop runs every composition of built-in stages without compiling again
 MOMENTA = {"signsgd": {}, "signum": {"momentum": 0.5}, "ssdm": {"momentum": 0.5}, "lion": {}}
 COMPRESSORS = ["identity", "sign", "sto-sign", "scaled-sign", "qsgd:2", "terngrad", "top-k:3", "rand-k:4",
                "natural", "onebit"]
@@ -63,34 +64,13 @@ for i, (m, c, ef) in enumerate(itertools.product(MOMENTA, COMPRESSORS, ["none", 
     GRID.append((m, c, ef, agg, i % len(ATTACKS)))
 
 
-def covering(rows, features):
-    """The rows of a grid that the fast suite runs, the others marked ``slow`` (.ci/run runs them): greedily, the
-    row that shows the most features (a ``set``) not yet shown, until every feature of the grid is shown once.
-    Each row is its own composition of stages, a loop compiled for it alone (about 2.7 CPU-seconds)."""
-    need, fast = set().union(*map(features, rows)), set()
-    while need:
-        best = max(rows, key=lambda r: len(features(r) & need))
-        fast.add(best)
-        need -= features(best)
-    return [r if r in fast else pytest.param(*r, marks=pytest.mark.slow) for r in rows]
-
-
-def grid_features(row):
-    """Every momentum kind, error feedback, aggregation and attack, and every momentum with error feedback; every
-    compressor meets the loop in the fast suite through its alias (the test above)."""
-    m, _, ef, agg, attack = row
-    return {("momentum", m), ("ef", ef), ("aggregate", agg), ("attack", attack)} | ({("momentum+ef", m)}
-                                                                                    if ef != "none" else set())
-
-
-@pytest.mark.parametrize(("method", "compressor", "ef", "aggregate", "attack"), covering(GRID, grid_features))
+@pytest.mark.parametrize(("method", "compressor", "ef", "aggregate", "attack"), GRID)
 def test_stage_grid_matches_the_reference(method, compressor, ef, aggregate, attack):
     check_replay(5, method=method, compressor=compressor, error_feedback=ef, aggregate=aggregate,
                  **MOMENTA[method], **ATTACKS[attack], problem="quadratic", dim=10, workers=6,
                  noise="gaussian:1", weight_decay=0.1 if attack == 0 else 0.0, lr=0.01)
 
 
-@pytest.mark.slow  # every pair, a loop each; the fast suite meets each aggregation and attack in the grid above
 @pytest.mark.parametrize(("aggregate", "attack"), list(itertools.product(AGGREGATES, range(len(ATTACKS)))))
 def test_every_aggregate_with_every_attack_matches_the_reference(aggregate, attack):
     check_replay(5, method="signsgd", compressor="scaled-sign", aggregate=aggregate, **ATTACKS[attack],
@@ -302,7 +282,8 @@ def test_unknown_codes_are_errors_not_fallthrough():
 
 
 def test_an_unknown_code_stops_the_run_before_the_loop():
-    for index in (loop.I_NOISE, loop.I_PROBLEM, loop.I_SIGN_ZERO, loop.I_TIE):
+    for index in (loop.I_NOISE, loop.I_PROBLEM, loop.I_SIGN_ZERO, loop.I_TIE, loop.I_CODE_COMPRESSOR,
+                  loop.I_CODE_AGGREGATION):
         engine, *_ = make_engine(problem="quadratic", dim=3, iters=2)
         engine.icfg[index] = 99
         with pytest.raises(ValueError, match="unknown"):

@@ -276,6 +276,20 @@ def compile_all(main: Callable[[list[str]], None], report: Callable[[str], None]
     """Run the warm-up commands ``cmds`` (every one by default) in this process through the CLI's ``main``
     (handed down by the CLI: commands do not import it); return how many ran."""
     cmds = warm_commands() if cmds is None else cmds
+    # the family's one loop, which runs every composition of built-in stages (``signsim.engine.compose``)
+    previous = os.environ.get("SIGNSIM_LOOP")
+    os.environ["SIGNSIM_LOOP"] = "builtin"
+    try:
+        _run_all(main, report, cmds)
+    finally:
+        if previous is None:
+            os.environ.pop("SIGNSIM_LOOP", None)
+        else:
+            os.environ["SIGNSIM_LOOP"] = previous
+    return len(cmds)
+
+
+def _run_all(main, report, cmds) -> None:
     for i, args in enumerate(cmds, 1):
         report(f"[{i}/{len(cmds)}] signsim {' '.join(args)}")
         try:
@@ -285,4 +299,3 @@ def compile_all(main: Callable[[list[str]], None], report: Callable[[str], None]
                 raise KeyboardInterrupt from None
             if e.code not in (0, 1, None):
                 raise RuntimeError(f"signsim {' '.join(args)} exited {e.code}") from None
-    return len(cmds)

@@ -235,7 +235,7 @@ class BinomialEngine(ChunkedState):
         _, self.gen = run_streams(seed, 0)  # the server's stream draws every count
         self.up_bits = float(M * accounting.uplink_bits(s.compressor, d, s.sign_zero))
         down = accounting.downlink_bits(s.compressor, s.aggregate, M, d, s.sign_zero, s.tie)
-        self.icfg, self.fcfg = Engine.settings_arrays(problem, noise, s, eval_every, False, False, down, M)
+        self.icfg, self.fcfg = Engine.settings_arrays(problem, noise, s, eval_every, False, False, down, M, M)
         self.icfg[loop.I_AGGREGATE] = RULES[s.aggregate.name]
         self.icfg[loop.I_ATTACK] = ATTACKS.get(s.attack.name, -1)
         self.nparams = np.asarray(noise_params, dtype=np.float64)

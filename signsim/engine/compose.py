@@ -20,26 +20,22 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import os
 import re
 import types
+from pathlib import Path
 
 import numpy as np
 from numba import njit
 
 from signsim.engine import loop, specialize
+from signsim.stages import kinds
 
-#: what a stage of each kind gives the loop: loop name -> module attribute (functions), and flags
-FUNCTIONS = {
-    "momentum": {"momentum_step": "kernel"},
-    "compressor": {"compress": "kernel"},
-    "error_feedback": {"ef_before": "before", "ef_after": "after", "ef_direction": "direction"},
-    "aggregation": {"finish_aggregate": "finish", "robust_aggregate": "robust"},
-    "attack": {"attack_row": "row", "attack_rows": "rows"},
-}
-FLAGS = {"error_feedback": {"STEP_SCALED": "STEP_SCALED"}, "aggregation": {"SUMMED": "SUMMED"},
-         "attack": {"OMNISCIENT": "OMNISCIENT"}}
+#: what a stage of each kind gives the loop (``signsim.stages.kinds``): loop name -> module attribute, and flags
+FUNCTIONS = {k.name: {c.loop_name: c.attr for c in k.calls} for k in kinds.TABLE}
+FLAGS = {k.name: dict(k.flags) for k in kinds.TABLE if k.flags}
 #: functions on a worker's path: compiled without Numba's runtime
-WORKER_PATH = {"momentum_step", "compress", "ef_before", "ef_after", "attack_row"}
+WORKER_PATH = {c.loop_name for k in kinds.TABLE for c in k.calls if c.worker}
 
 
 def _no_attack_row(out, p, gen):
@@ -91,8 +87,9 @@ def _helper(fn):
 
 
 @functools.cache
-def stage_function(module, attr: str, worker_path: bool):
-    """The stage module's function ``attr`` compiled (cached on disk under its own name)."""
+def stage_function(module, attr: str, worker_path: bool, inline: bool = False):
+    """The stage module's function ``attr`` compiled (cached on disk under its own name); with ``inline``, a
+    function inlined into its caller instead (nothing of its own to compile or cache)."""
     fn = getattr(module, attr)
     h = source_hash(module)
     # the copy without Numba's runtime carries its own name: the cache does not tell the two apart
@@ -101,6 +98,8 @@ def stage_function(module, attr: str, worker_path: bool):
                               fn.__defaults__)
     copy.__qualname__ = name
     copy.__doc__ = fn.__doc__
+    if inline:
+        return njit(inline="always", _nrt=not worker_path)(copy)
     return njit(cache=True, _nrt=False)(copy) if worker_path else njit(cache=True)(copy)
 
 
@@ -120,22 +119,53 @@ def composition_key(stages: dict) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:10]
 
 
-def namespace(stages: dict) -> dict:
-    """The loop's names for the stages ``stages`` (kind -> module)."""
+def builtin_only(stages: dict) -> bool:
+    """Whether every stage of ``stages`` (kind -> module) is built in: then the run takes the family's one loop."""
+    from signsim.stages.plugins import is_plugin
+
+    return not any(is_plugin(m) for m in stages.values())
+
+
+def codes(stages: dict) -> dict[str, int]:
+    """kind -> the code of its stage in ``signsim/engine/universal.py`` (its index among the kind's built-in
+    stages; 0 for a plugin, whose loop ignores codes, and for the absent attack of a run without Byzantine
+    workers)."""
+    from signsim.stages import registry
+
+    out = {}
+    for kind, mod in stages.items():
+        name = mod.__name__.rpartition(".")[2]
+        out[kind] = registry.BUILTIN[kind].index(name) if name in registry.BUILTIN[kind] and mod.__name__.startswith(
+            "signsim.stages.") else 0
+    return out
+
+
+def namespace(stages: dict | None) -> dict:
+    """The loop's names for the stages: with ``stages`` None, the dispatchers of every built-in stage
+    (``signsim/engine/universal.py``); else (kind -> module) one-stage copies of its templates, each calling the
+    kind's stage."""
+    from signsim.engine import universal
+
     ns = {}
-    for kind, names in FUNCTIONS.items():
-        for loop_name, attr in names.items():
-            ns[loop_name] = stage_function(stages[kind], attr, loop_name in WORKER_PATH)
-    for kind, flags in FLAGS.items():
-        for loop_name, attr in flags.items():
-            ns[loop_name] = bool(getattr(stages[kind], attr))
+    for kind in kinds.TABLE:
+        for call in kind.calls:
+            if stages is None:
+                ns[call.loop_name] = getattr(universal, call.loop_name)
+                continue
+            mod = stages[kind.name]
+            fn = stage_function(mod, call.attr, call.worker)
+            h = source_hash(mod)
+            name = f"{call.loop_name}__{_safe(mod.NAME)}" + (f"__{h}" if h else "")
+            template = getattr(universal, f"{call.loop_name}__one")
+            # inlined into the loop (nothing of its own to compile); on a worker's path without Numba's runtime
+            ns[call.loop_name] = specialize._copy(template, name, {"_stage": fn}, inline="always",
+                                                  _nrt=not call.worker)
     return ns
 
 
 @functools.cache
-def _loops(family: str, key: str, stages: tuple):
-    stage_map = dict(stages)
-    lns = {**vars(loop), **specialize.dispatchers(family), **namespace(stage_map)}
+def _loops(family: str, key: str, stages: tuple | None):
+    lns = {**vars(loop), **specialize.dispatchers(family), **namespace(None if stages is None else dict(stages))}
     lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{family}__{key}", lns, _nrt=False)
     # nogil: the driver keeps handling signals while a chunk runs in its helper thread
     threaded = specialize._copy(loop.run_chunk_source, f"run_chunk__{family}__{key}", lns, parallel=True,
@@ -144,10 +174,75 @@ def _loops(family: str, key: str, stages: tuple):
     return threaded, serial
 
 
-def loops(family: str, stages: dict):
+#: the key of the loop that runs every composition of built-in stages
+BUILTIN_KEY = "builtin"
+
+
+#: which loop a composition of built-in stages runs in: "auto" (``choose``), "builtin" (always the family's one
+#: loop) or "composed" (always a loop of its own)
+LOOP_ENV = "SIGNSIM_LOOP"
+LOOP_MODES = ("auto", "builtin", "composed")
+
+
+def loops(family: str, stages: dict, builtin: bool = True):
     """(threaded loop, serial loop) for the problems of ``family`` and the stages ``stages`` (kind -> module);
-    compiled (or loaded from the cache) on first call."""
+    compiled (or loaded from the cache) on first call. With ``builtin``, a composition of built-in stages gets the
+    family's one pair that runs every such composition (``BUILTIN_KEY``); otherwise, and for a composition with a
+    plugin, a pair of its own."""
+    if builtin and builtin_only(stages):
+        return _loops(family, BUILTIN_KEY, None)
     return _loops(family, composition_key(stages), tuple(sorted(stages.items())))
+
+
+def check_codes(kernel, icfg) -> None:
+    """ValueError for a stage code the family's one loop does not know (its dispatchers would fall through to the
+    last stage of the kind): checked before the loop, like the problem and noise codes."""
+    if not kernel.py_func.__name__.endswith(f"__{BUILTIN_KEY}"):
+        return
+    from signsim.engine import universal
+
+    for kind, count in universal.COUNTS.items():
+        code = int(icfg[loop.ICFG.index(kinds.code_setting(kind))])
+        if not 0 <= code < count:
+            raise ValueError(f"unknown {kind} stage code {code}")
+
+
+def mode() -> str:
+    value = os.environ.get(LOOP_ENV, "auto").strip().lower() or "auto"
+    return value if value in LOOP_MODES else "auto"
+
+
+def choose(family: str, stages: dict, threaded: bool, signature: tuple):
+    """The loop a run takes. A composition with a plugin: its own. Otherwise, by ``SIGNSIM_LOOP``; under "auto",
+    the family's one loop when it is in the kernel cache for this signature (nothing compiles), else the
+    composition's own when that is cached, else its own when the cache holds no loop of the family yet (a first
+    run compiles the smaller loop: about half the CPU time), else the one loop (a second composition: from then on
+    every composition of built-in stages runs without compiling)."""
+    from signsim.engine.split_compile import cached
+
+    which = 0 if threaded else 1
+    if not builtin_only(stages):
+        return loops(family, stages, builtin=False)[which]
+    chosen = mode()
+    if chosen != "auto":
+        return loops(family, stages, builtin=chosen == "builtin")[which]
+    one = loops(family, stages)[which]
+    if cached(one, signature):
+        return one
+    own = loops(family, stages, builtin=False)[which]
+    if cached(own, signature):
+        return own
+    return one if _family_has_loops(own, family, threaded) else own
+
+
+def _family_has_loops(kernel, family: str, threaded: bool) -> bool:
+    """Whether the kernel cache holds any loop of ``family`` (threaded or serial as asked), of any composition."""
+    try:
+        folder = kernel._cache._cache_path
+    except AttributeError:
+        return False
+    prefix = "run_chunk" if threaded else "run_chunk_serial"
+    return any(True for _ in Path(folder).glob(f"*.{prefix}__{family}__*.nbi"))
 
 
 def smoke_test(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage

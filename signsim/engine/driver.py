@@ -20,13 +20,17 @@ from signsim.interface.interrupts import acknowledge, interruptible, ready
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
-from signsim.seeding import run_streams
+from signsim.seeding import participation_stream, run_streams
+from signsim.stages import kinds
 from signsim.stages.registry import Stage
 
 #: a run uses the parallel loop over workers when a step touches at least this many numbers
 PARALLEL_WORK = 50_000
 #: the driver returns to Python about this often (seconds) for the progress bar and Ctrl-C
 CHUNK_SECONDS = 0.1
+#: with sampled participants, a chunk holds at most this many (round, participant) slots: their generators are
+#: handed to the loop as a list made for the chunk
+CHUNK_SLOTS = 16_384
 
 
 @dataclass
@@ -148,7 +152,6 @@ class Engine(ChunkedState):
                  workers: int, iters: int, eval_every: int, seed: int, parallel: bool | None = None,
                  dtype: str | np.dtype = np.float64):
         from signsim.engine import accounting
-        from signsim.seeding import participation_stream
 
         d, M = problem.dim, workers
         S = s.participants(M)
@@ -177,16 +180,24 @@ class Engine(ChunkedState):
         self.gbuf = np.zeros(d)  # the full gradient behind the history's norms: float64 like the history
         self.wbits = np.zeros(S)
         self.tally = np.zeros(loop.N_TALLY)
-        self.part = np.arange(M, dtype=np.int64)  # the round's participants: part[:S]
-        self.seen = np.zeros(M, dtype=np.int64)  # each worker's rounds so far
-        gens, self.server_gen = run_streams(seed, M)
+        # each worker's rounds so far, the k its momentum sees (one entry when the momentum keeps no state)
+        self.seen = np.zeros(M if s.momentum_kind.module.STATE else 1, dtype=np.int64)
+        # the workers' streams are made as they first take part (docs/theory.md §12): nothing here costs per worker
+        self.streams, self.server_gen = run_streams(seed, M)
         self.part_gen = participation_stream(seed)  # the server's sampling stream, apart from its tie-breaks
+        self.M, self.S = M, S
         if parallel is None:
             parallel = S * d * max(1, s.batch_size if problem.A.size else 1) * s.local_steps >= PARALLEL_WORK
-        self.gens = worker_generators(gens, parallel)
+        self.parallel = bool(parallel)
+        if S < M:  # each chunk's participants and their generators are drawn before it (``_sample``)
+            self.part = np.zeros((1, S), dtype=np.int64)
+            self.gens = worker_generators([self.streams[0]], parallel)
+        else:
+            self.part = np.arange(M, dtype=np.int64).reshape(1, M)
+            self.gens = worker_generators([self.streams[m] for m in range(M)], parallel)
         sparse_down = accounting.broadcast_is_sparse(s.compressor, s.aggregate)
         down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, S, d, s.sign_zero, s.tie)
-        self.icfg, self.fcfg = self.settings_arrays(problem, noise, s, eval_every, parallel, sparse_down, down, S)
+        self.icfg, self.fcfg = self.settings_arrays(problem, noise, s, eval_every, parallel, sparse_down, down, S, M)
         self.sp = s.stage_params()
         from signsim.stages import plugins
 
@@ -194,17 +205,23 @@ class Engine(ChunkedState):
         for st in s.stage_list():
             compose.smoke_test(st, d)  # a plugin's kernels compile and behave, or one error line naming it
         self.nparams = np.asarray(noise_params, dtype=np.float64)
+        self.kernel = None  # the compiled loop, chosen at the first chunk
         self.init_history(problem, iters, eval_every)
 
     @staticmethod
     def settings_arrays(problem, noise, s: Settings, eval_every: int, parallel: bool, sparse_down: bool,
-                        down_bits: float, clients: int) -> tuple[np.ndarray, np.ndarray]:
+                        down_bits: float, clients: int, workers: int) -> tuple[np.ndarray, np.ndarray]:
         """The loop's ``icfg`` and ``fcfg`` arrays, filled by the names in ``loop.ICFG`` and ``loop.FCFG``
-        (``clients``: S, the participants per round)."""
+        (``clients``: S, the participants per round; ``workers``: M)."""
         ints = dict(aggregate=0, sign_zero=s.sign_zero, tie=s.tie, schedule=s.schedule, byzantine=s.byzantine,
                     attack=0, eval_every=eval_every, parallel=parallel, tau=s.batch_size, problem=problem.code,
                     noise=noise.code, monotone=s.monotone, track_error=s.error_feedback.module.TRACK_ERROR,
-                    sparse_down=sparse_down, local_steps=s.local_steps, clients=clients)
+                    sparse_down=sparse_down, local_steps=s.local_steps, clients=clients, workers=workers)
+        stages = s.stages()
+        for kind, code in compose.codes(stages).items():  # the stages' codes and flags (signsim.stages.kinds)
+            ints[kinds.code_setting(kind)] = code
+        for flag, (kind, attr) in kinds.FLAGS.items():
+            ints[kinds.flag_setting(flag)] = bool(getattr(stages[kind.name], attr))
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
                       budget=s.budget, server_lr=s.server_lr)
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
@@ -217,17 +234,35 @@ class Engine(ChunkedState):
         p = self.problem
         return (loop.ProblemData(p.pf, p.pi, p.A, p.b, p.ptr, p.idx, self.nparams),
                 loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen),
-                loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part,
-                            self.part_gen),
+                loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part),
                 loop.RunState(self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters), self.gens)
+
+    def _sample(self, k1: int) -> int:
+        """Draw the participants of rounds k..k1-1 (at most ``CHUNK_SLOTS`` slots) into ``part`` and hand the loop
+        their generators, made on first use (``participants.sample_rounds``); returns the chunk's end."""
+        from signsim.engine.participants import sample_rounds
+
+        k1 = min(k1, self.k + max(1, CHUNK_SLOTS // self.S))
+        self.part = np.empty((k1 - self.k, self.S), dtype=np.int64)
+        sample_rounds(self.part_gen, np.int64(self.M), self.part)
+        self.gens = worker_generators([self.streams[m] for m in self.part.ravel().tolist()], self.parallel)
+        return k1
 
     def advance(self, n: int) -> Status:
         p = self.problem
         k1 = min(self.K, self.k + n)
+        if self.S < self.M and k1 > self.k:
+            k1 = self._sample(k1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Numba's type-safety notes on prange indices
-            threaded, serial = compose.loops(specialize.family_of(p.code), self.settings.stages())
-            kernel = threaded if self.icfg[loop.I_PARALLEL] else serial
+            kernel = self.kernel
+            if kernel is None:  # chosen once per run (``compose.choose``)
+                from numba import typeof
+
+                signature = tuple(typeof(a) for a in (np.int64(0), np.int64(0), np.int64(0), *self.bundles()))
+                kernel = self.kernel = compose.choose(specialize.family_of(p.code), self.settings.stages(),
+                                                      bool(self.icfg[loop.I_PARALLEL]), signature)
+            compose.check_codes(kernel, self.icfg)
             try:
                 split_compile.compile_loop(self, kernel)  # a loop not in the cache compiles on two cores
                 status = kernel(self.k, k1, self.K, *self.bundles())
@@ -253,9 +288,9 @@ def worker_generators(gens: list[np.random.Generator], parallel: bool):
     so the draws are those of the NumPy replay."""
     if not parallel:
         return list(gens)
-    from numba.typed import List
+    from signsim.engine.participants import typed_list
 
-    return List(gens)
+    return typed_list(list(gens))
 
 
 Hook = tuple[int, Callable[[int, np.ndarray], None]]

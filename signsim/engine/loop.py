@@ -18,7 +18,8 @@ with ``monotone`` the step is taken only if it does not increase f (signSGD's "o
 message and broadcast are counted as they are produced (docs/theory.md §7, §8).
 
 An iteration is a federated round (docs/theory.md §12): the server first samples the round's S participants
-(``sample_participants``, from a stream of its own; none drawn when S = M), only they run the steps above, with
+(``participants.sample_rounds``, from a stream of its own, drawn by the driver ahead of each chunk of rounds; none
+drawn when S = M), only they run the steps above, with
 g replaced by the sum of H local SGD gradients (``local_gradient``; H = 1 is the gradient itself), in slots
 0..S-1 of the per-round buffers; the server aggregates those S messages and steps x <- x - server_lr gamma_k
 direction (x <- x - server_lr direction for EF).
@@ -38,7 +39,7 @@ from numba import njit, prange
 from numba.core import types as nbtypes
 from numba.extending import overload
 
-from signsim import draws, history
+from signsim import history
 from signsim.codes import Schedule, SignZero, Status, Tie
 from signsim.engine.compress import sparse_broadcast_bits
 from signsim.engine.dispatch import (
@@ -51,6 +52,7 @@ from signsim.engine.dispatch import (
     problem_oracle,
     problem_test_loss,
 )
+from signsim.stages import kinds
 
 #: the loop's arguments, in four named bundles (``run_chunk``): what the problem and the noise model read, each
 #: worker's state and the per-slot buffers of a round, the server's state, and the run's settings and records;
@@ -61,17 +63,23 @@ from signsim.engine.dispatch import (
 #: placeholder)
 ProblemData = namedtuple("ProblemData", "pf pi A b ptr idx nparams")
 Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen")
-Server = namedtuple("Server", "x srv agg gbuf tally gen part part_gen")
+Server = namedtuple("Server", "x srv agg gbuf tally gen part")
 RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 
 #: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names);
 #: ``aggregate`` and ``attack`` are read by the binomial engine only (``engine/binomial.py``)
 ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
-        "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients")
+        "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients", "workers",
+        # the run's stage of each kind, by its code (``signsim/engine/universal.py``), and the stages' flags
+        *(kinds.code_setting(k) for k in kinds.NAMES), *(kinds.flag_setting(f) for f in kinds.FLAGS))
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
 FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
- I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS) = range(len(ICFG))
+ I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS) = range(17)
+I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK = (
+    ICFG.index(kinds.code_setting(k)) for k in ("momentum", "compressor", "error_feedback", "aggregation", "attack"))
+I_STEP_SCALED, I_SUMMED, I_OMNISCIENT = (ICFG.index(kinds.flag_setting(f))
+                                         for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT"))
 N_ICFG = len(ICFG)
 F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR = range(len(FCFG))
 N_FCFG = len(FCFG)
@@ -93,48 +101,45 @@ H_GRAD_CALLS = history.index("grad_calls")
 N_HIST = history.N_COLUMNS
 
 
-# The stages of a run, by the names the loop calls them: ``signsim.engine.compose`` gives each run's copy of
-# ``worker_step`` and of the loop the kernels of its own stages under these names (and the two flags), so these
-# stand-ins are never compiled.
-def momentum_step(k, g, m, p):  # -> v
+# The stages of a run, by the names the loop calls them (``signsim.stages.kinds``: each call takes the stage's code
+# first): ``signsim.engine.compose`` gives each copy of ``worker_step`` and of the loop either the dispatchers of
+# every built-in stage (``signsim/engine/universal.py``) or, for a composition with a plugin, one-stage copies, so
+# these stand-ins are never compiled. The stages' flags (error feedback's STEP_SCALED, the aggregation's SUMMED, the
+# attack's OMNISCIENT) are read from ``icfg``.
+def momentum_step(code, k, g, m, p):  # -> v
     raise NotImplementedError
 
 
-def ef_before(lr, v, g, e):  # -> u, what is compressed
+def ef_before(code, lr, v, g, e):  # -> u, what is compressed
     raise NotImplementedError
 
 
-def ef_after(e, out):
+def ef_after(code, e, out):
     raise NotImplementedError
 
 
-def ef_direction(agg, srv):  # -> the direction of the step
+def ef_direction(code, agg, srv):  # -> the direction of the step
     raise NotImplementedError
 
 
-def compress(v, out, p, sign_zero, gen, iwork):  # out <- C(v); -> bits
+def compress(code, v, out, p, sign_zero, gen, iwork):  # out <- C(v); -> bits
     raise NotImplementedError
 
 
-def attack_row(out, p, gen):
+def attack_row(code, out, p, gen):
     raise NotImplementedError
 
 
-def attack_rows(msg, B, p):
+def attack_rows(code, msg, B, p):
     raise NotImplementedError
 
 
-def finish_aggregate(agg, M, p, tie, gen):
+def finish_aggregate(code, agg, M, p, tie, gen):
     raise NotImplementedError
 
 
-def robust_aggregate(msg, agg, p):
+def robust_aggregate(code, msg, agg, p):
     raise NotImplementedError
-
-
-OMNISCIENT = False  # the attack replaces the Byzantine rows once every message is known
-SUMMED = True  # the server rule starts from the sum of the messages
-STEP_SCALED = True  # x <- x - gamma_k direction (False: x <- x - direction, EF's step sits in the messages)
 
 
 def worker_gen(gens, m):
@@ -208,16 +213,17 @@ def worker_step(m, j, k, lr, x, workers, gen, data, icfg, sp):
     local_gradient(m, j, lr, x, G, workers.Y, workers.U, gen, data, icfg)
     g = G[j] if icfg[I_LOCAL_STEPS] == 1 else workers.U[j]
     mm = mom[0] if mom.shape[0] == 1 else mom[m]  # mom is a 1 x 1 placeholder without momentum
-    v = momentum_step(seen[m], g, mm, sp[SP_MOMENTUM])
-    seen[m] += 1
+    si = 0 if seen.shape[0] == 1 else m  # seen has one entry without a momentum state
+    v = momentum_step(icfg[I_CODE_MOMENTUM], seen[si], g, mm, sp[SP_MOMENTUM])
+    seen[si] += 1
     out = msg[j]
     e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
-    u = ef_before(lr, v, g, e)
+    u = ef_before(icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
     iw = iwork[0] if iwork.shape[0] == 1 else iwork[j]  # 1 x 1 without a sparsifier
-    wbits[j] = compress(u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
-    ef_after(e, out)
+    wbits[j] = compress(icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
+    ef_after(icfg[I_CODE_ERROR_FEEDBACK], e, out)
     if m < icfg[I_BYZANTINE]:
-        attack_row(out, sp[SP_ATTACK], gen)
+        attack_row(icfg[I_CODE_ATTACK], out, sp[SP_ATTACK], gen)
 
 
 @njit(cache=True)
@@ -267,29 +273,6 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
 
 
 @njit(cache=True)
-def sample_participants(gen, part, M, S):
-    """part[:S] <- S of the M workers, uniformly without replacement, in ascending order (docs/theory.md §12): a
-    partial Fisher-Yates shuffle of 0..M-1 (draw i swaps position i with i + gen.integers(0, M - i)), then the
-    first S sorted. Draws nothing when S = M."""
-    for i in range(M):
-        part[i] = i
-    if S >= M:
-        return
-    for i in range(S):
-        j = i + draws.index(gen, M - i)
-        t = part[i]
-        part[i] = part[j]
-        part[j] = t
-    for i in range(1, S):  # insertion sort: S is small, and nothing allocates
-        t = part[i]
-        j = i - 1
-        while j >= 0 and part[j] > t:
-            part[j + 1] = part[j]
-            j -= 1
-        part[j + 1] = t
-
-
-@njit(cache=True)
 def check_settings(sign_zero, tie):
     """Raise for an unknown sign(0) or tie code (the loop calls this before its parallel part)."""
     if not (sign_zero == SignZero.RANDOM or sign_zero == SignZero.PLUS or sign_zero == SignZero.ZERO):
@@ -303,17 +286,19 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
     the first round whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the run stops with
     Status.BUDGET (docs/theory.md §12). The arguments are the four bundles (``ProblemData``, ``Workers``,
     ``Server``, ``RunState``) and the workers' generators. Returns a Status; ``counters`` holds the rows written
-    and the rounds completed, ``tally`` the bits sent. Each round's S participants (``part[:S]``, ascending, drawn
-    from ``part_gen``) fill the slots 0..S-1 of ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones
-    (worker index < ``byzantine``) come first."""
+    and the rounds completed, ``tally`` the bits sent. Round k's S participants (``part[k - k0]``, ascending, drawn
+    by the driver before the chunk; ``part[0]`` = 0..M-1 when every worker takes part) fill the slots 0..S-1 of
+    ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones (worker index < ``byzantine``) come first. Worker
+    m's generator in round k is ``gens[(k - k0) S + j]`` for slot j (``gens[m]`` when every worker takes part)."""
     pf, pi, A, b = data.pf, data.pi, data.A, data.b
     err, G, msg, wbits = workers.err, workers.G, workers.msg, workers.wbits
     x, srv, agg, gbuf, tally = server.x, server.srv, server.agg, server.gbuf, server.tally
-    server_gen, part, part_gen = server.gen, server.part, server.part_gen
+    server_gen, part = server.gen, server.part
     icfg, fcfg, sp, x_star, hist, counters = run.icfg, run.fcfg, run.sp, run.x_star, run.hist, run.counters
-    M = part.shape[0]
+    M = icfg[I_WORKERS]
     d = x.shape[0]
     S = icfg[I_CLIENTS]
+    sampled = S < M
     lr0 = fcfg[F_LR]
     wd = fcfg[F_WEIGHT_DECAY]
     every = icfg[I_EVAL_EVERY]
@@ -327,28 +312,29 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             if status != Status.OK:
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
-        sample_participants(part_gen, part, M, S)
+        row = k - k0 if sampled else 0
         for j in prange(S):
-            m = part[j]
+            m = part[row, j]
+            slot = row * S + j if sampled else m
             # j as int64: the parallel loop's index is unsigned, and its body is typed as a plain loop first, so
             # the worker step would compile twice (once per index type)
-            worker_step(m, np.int64(j), k, lr, x, workers, worker_gen(gens, m), data, icfg, sp)
+            worker_step(m, np.int64(j), k, lr, x, workers, worker_gen(gens, slot), data, icfg, sp)
         rows = msg[:S]
-        if OMNISCIENT and B > 0:
-            nb = 0  # the round's Byzantine participants: the first rows, as part[:S] ascends
-            while nb < S and part[nb] < B:
+        if icfg[I_OMNISCIENT] and B > 0:
+            nb = 0  # the round's Byzantine participants: the first rows, as part[row] ascends
+            while nb < S and part[row, nb] < B:
                 nb += 1
             if 0 < nb < S:  # (no honest message to read when every participant is Byzantine, §12)
-                attack_rows(rows, nb, sp[SP_ATTACK])
-        if SUMMED:
+                attack_rows(icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
+        if icfg[I_SUMMED]:
             for i in prange(d):
                 s = 0.0
                 for j in range(S):
                     s += msg[j, i]
                 agg[i] = s
-            finish_aggregate(agg, S, sp[SP_AGGREGATION], icfg[I_TIE], server_gen)
+            finish_aggregate(icfg[I_CODE_AGGREGATION], agg, S, sp[SP_AGGREGATION], icfg[I_TIE], server_gen)
         else:
-            robust_aggregate(rows, agg, sp[SP_AGGREGATION])
+            robust_aggregate(icfg[I_CODE_AGGREGATION], rows, agg, sp[SP_AGGREGATION])
         up = 0.0
         for j in range(S):
             up += wbits[j]
@@ -358,8 +344,8 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             tally[T_DOWN] += S * sparse_broadcast_bits(agg)
         else:
             tally[T_DOWN] += S * fcfg[F_DOWN_BITS]
-        direction = ef_direction(agg, srv)
-        scale = fcfg[F_SERVER_LR] * (lr if STEP_SCALED else 1.0)
+        direction = ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv)
+        scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
         if icfg[I_MONOTONE]:
             # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration
             trial = G[0]

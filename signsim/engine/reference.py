@@ -24,7 +24,8 @@ class ReferenceRun:
     def __init__(self, problem: ProblemInstance, noise: NoiseModel, noise_params: np.ndarray, s: Settings,
                  workers: int, seed: int):
         self.p, self.noise, self.nparams, self.s, self.M = problem, noise, noise_params, s, workers
-        self.gens, self.server = run_streams(seed, workers)
+        streams, self.server = run_streams(seed, workers)
+        self.gens = [streams[m] for m in range(workers)]
         self.sampler = participation_stream(seed)
         self.S = s.participants(workers)
         self.seen = np.zeros(workers, dtype=int)  # each worker's rounds so far (its momentum's k)

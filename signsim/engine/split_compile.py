@@ -3,7 +3,7 @@ process while this one compiles the worker step.
 
 Numba compiles in one thread: a loop compiles its callees one after the other as it types its body, then itself.
 The worker step (the problem's oracle, the noise model, the worker's stages) and the loop's other callees (the
-history's ``record`` with the problem's evaluation, the participants' sampling, the server's stages, the checks)
+history's ``record`` with the problem's evaluation, the server's stages, the checks)
 do not depend on each other, and together they are most of a first run's compile. So when a run's loop is not in
 the kernel cache, ``alongside`` starts ``python -m signsim.engine.split_compile``, which compiles those other
 callees into the cache (``jobs``: each named by how a fresh process finds its dispatcher, with the signature the
@@ -44,8 +44,7 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
     signatures a compiled loop put in the cache. ``bundles``: ``engine.bundles()``, if already made."""
     from numba import typeof
 
-    from signsim.engine import loop, specialize
-    from signsim.stages.plugins import is_plugin
+    from signsim.engine import compose, loop, specialize
 
     data, workers, server, run, gens = bundles or engine.bundles()
     icfg, fcfg, sp = run.icfg, run.fcfg, run.sp
@@ -63,16 +62,26 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
             (("module", "signsim.engine.dispatch", "check_noise"), sig(icfg[loop.I_NOISE])),
             (("module", "signsim.engine.loop", "check_settings"), sig(icfg[loop.I_SIGN_ZERO], icfg[loop.I_TIE])),
             (("module", "signsim.engine.loop", "step_size"), sig(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)),
-            (("module", "signsim.engine.loop", "sample_participants"),
-             sig(server.part_gen, server.part, np.int64(server.part.shape[0]), S)),
             (("module", "signsim.engine.compress", "sparse_broadcast_bits"), sig(server.agg))]
-    aggregation, ef = stages["aggregation"], stages["error_feedback"]
-    if aggregation.SUMMED:
-        jobs.append((("stage", "aggregation", aggregation.__name__, "finish"),
-                     sig(server.agg, S, sp[loop.SP_AGGREGATION], icfg[loop.I_TIE], server.gen)))
-    jobs.append((("stage", "error_feedback", ef.__name__, "direction"), sig(server.agg, server.srv)))
-    jobs = [(recipe, s) for recipe, s in jobs
-            if recipe[0] != "stage" or not is_plugin(importlib.import_module(recipe[2]))]
+    # the server's stages: in the loop of every built-in composition, the dispatchers of signsim/engine/universal.py
+    # (every aggregation, error feedback and attack, compiled here whatever the run uses); a plugin's composition
+    # calls copies that a fresh process cannot make, compiled in this process with the loop
+    if kernel.py_func.__name__.endswith(f"__{compose.BUILTIN_KEY}"):
+        code = icfg[loop.I_CODE_AGGREGATION]
+        jobs += [(("module", "signsim.engine.universal", "finish_aggregate"),
+                  sig(code, server.agg, S, sp[loop.SP_AGGREGATION], icfg[loop.I_TIE], server.gen)),
+                 (("module", "signsim.engine.universal", "robust_aggregate"),
+                  sig(code, workers.msg[:S], server.agg, sp[loop.SP_AGGREGATION])),
+                 (("module", "signsim.engine.universal", "attack_rows"),
+                  sig(code, workers.msg[:S], S, sp[loop.SP_ATTACK])),
+                 (("module", "signsim.engine.universal", "ef_direction"), sig(code, server.agg, server.srv))]
+    elif compose.builtin_only(stages):  # a composition's own loop: the functions of its server-side stages
+        aggregation, ef = stages["aggregation"], stages["error_feedback"]
+        attr = "finish" if aggregation.SUMMED else "robust"
+        args = (server.agg, S, sp[loop.SP_AGGREGATION], icfg[loop.I_TIE], server.gen) if aggregation.SUMMED else \
+            (workers.msg[:S], server.agg, sp[loop.SP_AGGREGATION])
+        jobs += [(("stage", "aggregation", aggregation.__name__, attr), sig(*args)),
+                 (("stage", "error_feedback", ef.__name__, "direction"), sig(server.agg, server.srv))]
     step = kernel.py_func.__globals__["worker_step"]
     lr = fcfg[loop.F_LR]
     share = (step, [sig(k, k, k, lr, server.x, workers, gens[0], data, icfg, sp)])

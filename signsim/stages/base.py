@@ -25,12 +25,12 @@ import math
 from dataclasses import dataclass
 
 from signsim.errors import InputError
+from signsim.stages import kinds
 
 FLOAT_BITS = 32
-KINDS = ("momentum", "compressor", "error_feedback", "aggregation", "attack")
-#: the option that names each kind of stage, for error messages
-OPTION = {"momentum": "--momentum-kind", "compressor": "--compressor", "error_feedback": "--error-feedback",
-          "aggregation": "--aggregate", "attack": "--attack"}
+#: the kinds of stage, in the order of a step, and the option that names each (``signsim.stages.kinds``)
+KINDS = kinds.NAMES
+OPTION = {k.name: k.option for k in kinds.TABLE}
 #: every stage kernel takes its parameters as a float64 array of this length
 MAX_PARAMS = 4
 

@@ -18,25 +18,11 @@ from pathlib import Path
 from types import ModuleType
 
 from signsim.errors import InputError
-from signsim.stages import registry
+from signsim.stages import kinds, registry
 from signsim.stages.base import KINDS, Param
 
-#: what each kind of stage must declare: attribute -> "function" or a type
-REQUIRED: dict[str, dict[str, object]] = {
-    "compressor": {"NAME": str, "PARAMS": tuple, "SUMMARY": str, "KIND": str, "SCRATCH": bool, "BROADCAST": str,
-                   "constant": "function", "may_be_zero": "function", "kernel": "function", "bits": "function",
-                   "reference": "function"},
-    "momentum": {"NAME": str, "PARAMS": tuple, "SUMMARY": str, "STATE": bool, "kernel": "function",
-                 "reference": "function"},
-    "error_feedback": {"NAME": str, "PARAMS": tuple, "SUMMARY": str, "STATE": bool, "STEP_SCALED": bool,
-                       "TRACK_ERROR": bool, "before": "function", "after": "function", "direction": "function",
-                       "reference_before": "function", "reference_after": "function",
-                       "reference_direction": "function"},
-    "aggregation": {"NAME": str, "PARAMS": tuple, "SUMMARY": str, "SUMMED": bool, "finish": "function",
-                    "robust": "function", "sparse": "function", "down_bits": "function", "reference": "function"},
-    "attack": {"NAME": str, "PARAMS": tuple, "SUMMARY": str, "OMNISCIENT": bool, "row": "function",
-               "rows": "function", "reference": "function", "reference_rows": "function"},
-}
+#: what each kind of stage must declare: attribute -> "function" or a type (the table of kinds)
+REQUIRED: dict[str, dict[str, object]] = {k.name: k.required for k in kinds.TABLE}
 COMPRESSOR_KINDS = ("unbiased", "contractive", "biased")
 BROADCASTS = ("floats", "sparse", "sign-sum")
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from signsim.errors import InputError
+from signsim.stages import kinds
 from signsim.stages.base import KINDS, MAX_PARAMS, OPTION
 
 #: the built-in stage modules of each kind, by folder and module name, in the order signsim lists them
@@ -22,8 +23,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip"),
     "attack": ("invert", "random", "alie", "ipm"),
 }
-FOLDER = {"momentum": "momentum", "compressor": "compressors", "error_feedback": "error_feedback",
-          "aggregation": "aggregation", "attack": "attacks"}
+FOLDER = {k.name: k.folder for k in kinds.TABLE}
 
 #: stages from plugins, by kind and name (``signsim.stages.plugins.load`` adds to it)
 PLUGINS: dict[str, dict[str, ModuleType]] = {k: {} for k in KINDS}

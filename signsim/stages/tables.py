@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from signsim.stages import registry
+from signsim.stages import kinds, registry
 from signsim.stages.base import KINDS
 
-TITLES = {"momentum": "Momentum (`--momentum`, picked by the method)", "compressor": "Compressors (`--compressor`)",
-          "error_feedback": "Error feedback (`--error-feedback`)", "aggregation": "Aggregation (`--aggregate`)",
-          "attack": "Attacks (`--attack`, with `--byzantine`)"}
+TITLES = {k.name: k.title for k in kinds.TABLE}
 
 
 def constant_text(mod) -> str:

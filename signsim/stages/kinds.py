@@ -1,0 +1,116 @@
+"""The kinds of stage, declared once (docs/theory.md §2, §8): for each, where it sits in a worker's or the server's
+step, the functions the loop calls on it (with their arguments, and whether they run on a worker's path), the
+flags the loop reads, the state it may own, and what a module of that kind must declare (the plugin contract,
+``signsim check-stage``).
+
+Everything that names the kinds reads this table: the registry (folders, options), the plugin loader
+(``plugins.REQUIRED``), the loop's names (``signsim.engine.compose``), the generated dispatch of every built-in stage
+(``signsim/engine/universal.py``, made by ``python -m signsim.engine.generate``), the driver's state arrays, the
+docs' stage tables (``signsim.stages.tables``). Pure Python: importing it costs nothing.
+
+A worker's step, in order: momentum -> error feedback (before) -> compressor -> error feedback (after) -> attack
+(row); the server's: attack (rows, omniscient) -> aggregation (finish of the sum, or robust) -> error feedback
+(direction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Call:
+    """One function the loop calls on a stage: the loop's name for it, the module's function, its arguments (after
+    the stage's code, which the loop passes first), whether it returns a value, and whether it runs on a worker's
+    path (compiled without Numba's runtime: nothing there may allocate)."""
+
+    loop_name: str
+    attr: str
+    args: tuple[str, ...]
+    returns: bool
+    worker: bool
+
+
+@dataclass(frozen=True)
+class State:
+    """An array a stage of this kind may own: allocated by the engine when the module sets ``flag`` to True (else a
+    placeholder of shape (1, 1)), in the loop's bundle under ``slot``, of shape ``shape`` (in M workers, S
+    participants per round, d coordinates), of the state's dtype ("state") or int64, filled with zeros."""
+
+    flag: str
+    slot: str
+    shape: tuple[str, ...]
+    dtype: str = "state"
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    folder: str  # signsim/stages/<folder>/, one module per stage
+    option: str  # the option that names a stage of this kind
+    title: str  # its table's title in docs/reference.md and ``signsim list``
+    place: str  # "worker" or "server": whose step calls it
+    calls: tuple[Call, ...]
+    #: loop flag -> the module's bool attribute it comes from (read at run time from ``icfg``)
+    flags: dict[str, str] = field(default_factory=dict)
+    states: tuple[State, ...] = ()
+    #: what a module of this kind declares besides NAME, PARAMS, SUMMARY and the calls' functions: attribute ->
+    #: "function" or a type
+    declares: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def required(self) -> dict[str, object]:
+        """The plugin contract of this kind: every attribute a module must declare, with its type."""
+        out: dict[str, object] = {"NAME": str, "PARAMS": tuple, "SUMMARY": str}
+        out.update(self.declares)
+        for c in self.calls:
+            out[c.attr] = "function"
+        return out
+
+
+TABLE: tuple[Kind, ...] = (
+    Kind("momentum", "momentum", "--momentum-kind", "Momentum (`--momentum`, picked by the method)", "worker",
+         (Call("momentum_step", "kernel", ("k", "g", "m", "p"), True, True),),
+         states=(State("STATE", "mom", ("M", "d")),),
+         declares={"STATE": bool, "reference": "function"}),
+    Kind("compressor", "compressors", "--compressor", "Compressors (`--compressor`)", "worker",
+         (Call("compress", "kernel", ("v", "out", "p", "sign_zero", "gen", "iwork"), True, True),),
+         states=(State("SCRATCH", "iwork", ("S", "d"), "int64"),),
+         declares={"KIND": str, "SCRATCH": bool, "BROADCAST": str, "constant": "function", "may_be_zero": "function",
+                   "bits": "function", "reference": "function"}),
+    Kind("error_feedback", "error_feedback", "--error-feedback", "Error feedback (`--error-feedback`)", "worker",
+         (Call("ef_before", "before", ("lr", "v", "g", "e"), True, True),
+          Call("ef_after", "after", ("e", "out"), False, True),
+          Call("ef_direction", "direction", ("agg", "srv"), True, False)),
+         flags={"STEP_SCALED": "STEP_SCALED"},
+         states=(State("STATE", "err", ("M", "d")),),
+         declares={"STATE": bool, "STEP_SCALED": bool, "TRACK_ERROR": bool, "reference_before": "function",
+                   "reference_after": "function", "reference_direction": "function"}),
+    Kind("aggregation", "aggregation", "--aggregate", "Aggregation (`--aggregate`)", "server",
+         (Call("finish_aggregate", "finish", ("agg", "M", "p", "tie", "gen"), False, False),
+          Call("robust_aggregate", "robust", ("msg", "agg", "p"), False, False)),
+         flags={"SUMMED": "SUMMED"},
+         declares={"SUMMED": bool, "sparse": "function", "down_bits": "function", "reference": "function"}),
+    Kind("attack", "attacks", "--attack", "Attacks (`--attack`, with `--byzantine`)", "worker",
+         (Call("attack_row", "row", ("out", "p", "gen"), False, True),
+          Call("attack_rows", "rows", ("msg", "B", "p"), False, False)),
+         flags={"OMNISCIENT": "OMNISCIENT"},
+         declares={"OMNISCIENT": bool, "reference": "function", "reference_rows": "function"}),
+)
+
+BY_NAME: dict[str, Kind] = {k.name: k for k in TABLE}
+NAMES: tuple[str, ...] = tuple(k.name for k in TABLE)
+#: every call of every kind, by the loop's name
+CALLS: dict[str, tuple[Kind, Call]] = {c.loop_name: (k, c) for k in TABLE for c in k.calls}
+#: every flag the loop reads, by the loop's name
+FLAGS: dict[str, tuple[Kind, str]] = {flag: (k, attr) for k in TABLE for flag, attr in k.flags.items()}
+
+
+def code_setting(kind: str) -> str:
+    """The name, in the loop's integer settings (``loop.ICFG``), of the code of the run's stage of ``kind``."""
+    return f"code_{kind}"
+
+
+def flag_setting(flag: str) -> str:
+    """The name, in ``loop.ICFG``, of a stage flag (``SUMMED`` -> ``flag_summed``)."""
+    return f"flag_{flag.lower()}"

@@ -1,0 +1,119 @@
+"""The one compiled engine (issue 31): the table of kinds drives every place that names a kind, the generated
+dispatch module is fresh, the family's one loop and a composition's own loop give bit-identical runs, and a run of
+many clients costs nothing per client that does not take part."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import signsim
+from signsim.engine import compose, generate, loop
+from signsim.seeding import CHILDREN, SERVER, WORKERS, WorkerStreams, generator, run_streams
+from signsim.stages import kinds, plugins, registry, tables
+from signsim.stages.base import KINDS, OPTION
+
+
+def test_the_generated_dispatch_module_is_fresh():
+    """signsim/engine/universal.py is what ``python -m signsim.engine.generate`` writes from the table of kinds and
+    the registry (a new built-in stage or kind: run the generator)."""
+    assert generate.main(["--check"]) == 0, "run: python -m signsim.engine.generate"
+
+
+def test_every_place_that_names_a_kind_reads_the_table():
+    assert KINDS == kinds.NAMES
+    assert OPTION == {k.name: k.option for k in kinds.TABLE}
+    assert registry.FOLDER == {k.name: k.folder for k in kinds.TABLE}
+    assert plugins.REQUIRED == {k.name: k.required for k in kinds.TABLE}
+    assert tables.TITLES == {k.name: k.title for k in kinds.TABLE}
+    assert compose.FUNCTIONS == {k.name: {c.loop_name: c.attr for c in k.calls} for k in kinds.TABLE}
+    assert compose.WORKER_PATH == {c.loop_name for k in kinds.TABLE for c in k.calls if c.worker}
+    for k in kinds.TABLE:  # the loop reads each stage's code and flags from its integer settings
+        assert kinds.code_setting(k.name) in loop.ICFG
+        for flag in k.flags:
+            assert kinds.flag_setting(flag) in loop.ICFG
+
+
+def test_every_built_in_stage_module_declares_its_kinds_contract():
+    """The contract a plugin is held to (``Kind.required``) holds for every built-in stage too."""
+    for kind in kinds.TABLE:
+        for mod in registry.builtin(kind.name).values():
+            for attr, want in kind.required.items():
+                assert hasattr(mod, attr), (mod.__name__, attr)
+                value = getattr(mod, attr)
+                assert callable(value) if want == "function" else isinstance(value, want), (mod.__name__, attr)
+
+
+def test_a_stage_code_is_its_index_among_the_built_in_stages():
+    from signsim.engine import universal
+
+    for kind in kinds.TABLE:
+        assert universal.COUNTS[kind.name] == len(registry.BUILTIN[kind.name])
+        for i, mod in enumerate(registry.builtin(kind.name).values()):
+            assert compose.codes({kind.name: mod}) == {kind.name: i}
+
+
+def test_a_workers_stream_made_alone_is_the_spawned_child():
+    """SeedSequence(seed, spawn_key=(WORKERS, m)) is the m-th child of the workers' root: the same draws as the
+    streams made all at once, whichever order the lazy ones are asked for."""
+    seed, M = 12345, 40
+    root = np.random.SeedSequence(seed).spawn(CHILDREN)
+    eager = [generator(s) for s in root[WORKERS].spawn(M)]
+    lazy, server = run_streams(seed, M)
+    for m in reversed(range(M)):
+        assert np.array_equal(lazy[m].random(5), eager[m].random(5))
+    assert len(lazy) == M and lazy[3] is lazy[3]
+    assert np.array_equal(server.random(3), generator(root[SERVER]).random(3))
+    assert isinstance(lazy, WorkerStreams)
+
+
+RUN = dict(problem="quadratic", dim=12, workers=7, iters=60, eval_every=5, seed=4)
+COMPOSITIONS = [dict(method="topk-ef", aggregate="mean", byzantine=2, attack="invert"),
+                dict(method="signum", aggregate="krum:1", clients_per_round=5, byzantine=1, attack="alie:1.5")]
+
+
+def _run_with_loop(mode: str, opts: dict) -> dict:
+    code = ("import json, sys, signsim\nr = signsim.run(**json.loads(sys.argv[1]))\n"
+            "d = r.to_dict()\nprint(json.dumps({'history': d['history'], 'x': d['x_final']}))")
+    import os
+
+    env = {**os.environ, compose.LOOP_ENV: mode}
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(opts)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("opts", COMPOSITIONS, ids=["topk-ef-invert", "signum-krum-alie-sampled"])
+def test_the_one_loop_and_a_compositions_own_loop_give_the_same_run(opts):
+    """Bit for bit: the universal dispatch changes which code is compiled, never a number."""
+    one = _run_with_loop("builtin", {**RUN, **opts})
+    own = _run_with_loop("composed", {**RUN, **opts})
+    assert one == own
+
+
+def test_loop_mode_is_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv(compose.LOOP_ENV, "composed")
+    assert compose.mode() == "composed"
+    monkeypatch.setenv(compose.LOOP_ENV, "nonsense")
+    assert compose.mode() == "auto"
+    stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
+    monkeypatch.setenv(compose.LOOP_ENV, "builtin")
+    threaded, serial = compose.loops("analytic", stages)
+    assert serial.py_func.__name__ == f"run_chunk_serial__analytic__{compose.BUILTIN_KEY}"
+    own = compose.loops("analytic", stages, builtin=False)[1]
+    assert own.py_func.__name__ != serial.py_func.__name__
+
+
+def test_a_billion_clients_of_which_two_take_part_cost_nothing_per_client():
+    """M = 10^9 workers, S = 2 per round, stateless stages: a worker array would need gigabytes (and its streams
+    hours); the run sets up and finishes with the oracle calls of its participants only, reproducibly."""
+    opts = dict(problem="quadratic", dim=5, workers=10**9, clients_per_round=2, iters=30, method="sgd", seed=1,
+                eval_every=10)
+    a = signsim.run(**opts).to_dict()
+    b = signsim.run(**opts).to_dict()
+    assert a["status"] == "ok"
+    assert a["final"]["grad_calls"] == 2 * 30
+    assert a["history"] == b["history"]
