@@ -16,6 +16,9 @@ def check_stage(spec: str, plugin: str | None = None, samples: int = 2000, seed:
     if seed < 0:
         raise InputError(f"--seed {seed}: must be >= 0")
     plugins.load(plugins.absolute(plugin) if plugin else None)
+    from signsim.interface.suggest import stage_spec
+
+    stage_spec("compressor", spec, "check-stage")
     stage = registry.parse("compressor", spec, option="check-stage")
     d = check.DIMS[-1]  # a plugin's kernels compile and behave, or one error line naming it
     smoke_test(registry.parse("compressor", spec, d, option="check-stage"), d)

@@ -205,6 +205,11 @@ def validate(cfg: RunConfig) -> None:
         from signsim.stages import plugins
 
         plugins.load(cfg.plugin)
+    from signsim.interface.suggest import stage_spec
+
+    for kind, spec in (("aggregation", cfg.aggregate), ("attack", cfg.attack), ("compressor", cfg.compressor),
+                       ("error_feedback", cfg.error_feedback)):
+        stage_spec(kind, spec)  # an unknown name, with the closest one ("did you mean 'top-k'?")
     stages.parse_aggregate(cfg.aggregate)
     stages.parse_attack(cfg.attack)
     stages.parse_compressor(cfg.compressor)
