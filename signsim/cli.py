@@ -369,8 +369,8 @@ def list_() -> None:
 
     from signsim import data, methods, noise, problems
     from signsim.data.splits import SUMMARIES
+    from signsim.render import stage_tables as tables
     from signsim.render.tables import emit, listing
-    from signsim.stages import tables
 
     def stage_rows(kind: str) -> list[tuple[str, str]]:
         return [(f, s + ("" if dft == "-" else f"; default {dft}")) for f, dft, s, _ in tables.rows(kind, False)]

@@ -181,6 +181,26 @@ def _check(ok: bool, field: str, value: Any, what: str) -> None:
         raise InputError(f"{option_name(field)} {value}: {what}")
 
 
+def _check_round_aggregate(cfg: RunConfig) -> None:
+    """A rule that needs enough messages (Krum) against the S clients of a round, named as the user gave S
+    (``--clients-per-round 3``, not "--workers 3"); before ``rounds.validate``, whose message names the rule's."""
+    from signsim.engine import rounds
+    from signsim.stages import registry
+
+    s = rounds.checked_clients(cfg.workers, cfg.participation, cfg.clients_per_round)
+    agg = registry.stages("aggregation").get(str(cfg.aggregate).split(":")[0])
+    if s >= cfg.workers or agg is None or not hasattr(agg, "check_workers"):
+        return
+    try:
+        agg.check_workers(s, min(cfg.byzantine, s), cfg.aggregate)
+    except InputError as e:
+        given = (f"--participation {_shown(cfg.participation)} of --workers {cfg.workers}"
+                 if cfg.participation is not None else f"--clients-per-round {cfg.clients_per_round}")
+        need = str(e).rsplit(": ", 1)[-1]
+        raise InputError(f"{given} with --aggregate {cfg.aggregate}: {s} clients per round, but {need} (M: the "
+                         "messages aggregated in a round, one per client)") from None
+
+
 def validate(cfg: RunConfig) -> None:
     """The checks that involve several options or a registry; each value's own type, range and choices come
     from ``signsim.interface.options`` (checked for every resolved value, defaults included)."""
@@ -219,6 +239,7 @@ def validate(cfg: RunConfig) -> None:
     stages.check_composition(cfg, cfg.method)
     from signsim.engine import rounds
 
+    _check_round_aggregate(cfg)
     rounds.validate(cfg)
     if cfg.dtype != "float64":
         _check(cfg.votes != "binomial", "dtype", cfg.dtype, "does not apply with --votes binomial (its O(d) state "
