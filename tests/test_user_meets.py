@@ -98,3 +98,111 @@ def test_krum_against_the_clients_of_a_round_names_what_the_user_wrote(cli, give
     r = cli("run", *QUAD, "--aggregate", "krum:1", "--workers", "6", *given)
     assert r.code == 2 and r.err.count("\n") == 1
     assert "--workers 3" not in r.err and per_round in r.err and " ".join(given) in r.err
+
+
+# ----------------------------------------------------------------------------------------------------------
+# item 6: hostile classes, each with its generator: exit 2, one line naming what the user wrote, no traceback
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from .test_hostile_classes import cases, one_line_error  # noqa: E402
+
+
+def _no_such_user(name: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return True
+    return False
+
+
+unknown_users = st.text("abcdefghijklmnopqrstuvwxyz0123456789_", min_size=1, max_size=12).map(
+    lambda s: "nouser" + s).filter(_no_such_user)
+
+
+@cases()
+@given(unknown_users, st.sampled_from(["run", "sweep", "check-stage", "run-config"]))
+def test_a_path_of_a_user_that_does_not_exist_is_one_line(cli, tmp_path_factory, user, command):
+    path = f"~{user}/stage.py"
+    if command == "run":
+        r = cli("run", *QUAD, "--plugin", path)
+    elif command == "check-stage":
+        r = cli("check-stage", "qsgd", "--plugin", path)
+    else:
+        d = tmp_path_factory.mktemp("home")
+        f = d / "sweep.toml"
+        f.write_text(f'plugin = "{path}"\nproblem = "quadratic"\n[grid]\nmethod = ["signsgd"]\n' if command == "sweep"
+                     else f'plugin = "{path}"\nproblem = "quadratic"\n')
+        r = cli("sweep", f, "--out", d / "out") if command == "sweep" else cli("run", "--config", f)
+    one_line_error(r, path, f"cannot expand '~{user}'")
+
+
+tiny = st.floats(min_value=5e-324, max_value=1e-160)
+huge = st.floats(min_value=1e160, max_value=1e300)
+
+
+@cases()
+@given(st.one_of(st.tuples(st.just("tiny"), tiny, tiny), st.tuples(st.just("huge"), huge, huge)))
+def test_bound_with_step_sizes_whose_product_leaves_the_floats(cli, case):
+    kind, server, local = case
+    if 0 < server * local < float("inf"):  # a product that stays a positive float is an ordinary bound
+        return
+    r = cli("bound", *QUAD, "--server-lr", repr(server), "--local-lr", repr(local))
+    one_line_error(r, f"--server-lr {server:g} x local step size {local:g}",
+                   "underflows to 0" if kind == "tiny" else "overflows")
+
+
+@cases()
+@given(st.sampled_from(["F", "f0", "L1", "sigma1"]), st.floats(min_value=1e160, max_value=1.7e308))
+def test_bound_with_constants_past_the_float_range(cli, name, value):
+    r = cli("bound", *QUAD, "--constant", f"{name}={value!r}")
+    if r.code == 0:  # small enough for every bound: a result, not an error
+        return
+    one_line_error(r, f"--constant {name}={value!r}")
+
+
+@cases()
+@given(st.integers(10**15 + 1, 2**1000))
+def test_bound_K_is_bounded_as_iters_is(cli, K):
+    one_line_error(cli("bound", *QUAD, "--constant", f"K={K}"), f"--constant K={K}", "10^15")
+
+
+@cases()
+@given(st.floats(min_value=1e160, max_value=1.7e308), st.booleans())
+def test_diversity_where_the_gradients_overflow(cli, x0, negative):
+    x0 = -x0 if negative else x0
+    r = cli("diversity", "--problem", "least-squares", "--x0", repr(x0))
+    if r.code == 0:
+        return
+    one_line_error(r, "--at init", "not finite")
+
+
+@cases()
+@given(st.floats(min_value=2.0**1000, max_value=1.7e308), st.integers(1, 4))
+def test_diversity_of_samples_at_the_largest_floats(big, rows):
+    G = np.ones((rows + 1, 2))
+    G[0] = [big, -big]
+    d = signsim.diversity_from_samples(G)
+    assert d["B_S"] is not None and np.isfinite(d["B_S"]) and d["B_S"] >= 1
+
+
+@cases()
+@given(st.sampled_from(["replication", "dimension", "heuristics", "conflicts", "lower-bound"]),
+       st.integers(10_001, 2**63 - 1))
+def test_experiment_seeds_are_bounded(kind, seeds):
+    from signsim.errors import InputError
+    from signsim.interface.experiment_config import parse
+
+    # parsed, not run: before the bound, 2^63 - 1 seeds ran forever
+    with pytest.raises(InputError, match=f"'seeds' {seeds}: at most 10,000 seeds"):
+        parse({"kind": kind, "seeds": seeds}, "[experiment]")
+    assert parse({"kind": kind, "seeds": 10_000}, "[experiment]").options.seeds == 10_000
+
+
+def test_experiment_seeds_past_the_bound_exit_2_on_the_command_line(cli, tmp_path):
+    f = tmp_path / "e.toml"
+    f.write_text('problem = "logistic"\n[experiment]\nkind = "replication"\nseeds = 9223372036854775807\n')
+    one_line_error(cli("diversity", "--config", f), "'seeds' 9223372036854775807", "at most 10,000")

@@ -158,6 +158,7 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     if cfg.plugin is not None:  # absolute paths: sweep workers (Dask ones too) load the same files
         from signsim.stages import plugins
 
+        check_plugin_paths(cfg.plugin)
         cfg.plugin = plugins.absolute(cfg.plugin)
     cap = os.environ.get("SIGNSIM_MAX_ITERS")
     if cap:  # a testing aid: every run stops after at most this many iterations
@@ -169,6 +170,15 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         cfg.eval_every = default_eval_every(cfg.iters)
     validate(cfg)
     return cfg
+
+
+def check_plugin_paths(plugin: str | None, option: str = "--plugin") -> None:
+    """Every file of the ``plugin`` option can have its ``~user`` expanded (else one line naming it, exit 2)."""
+    from signsim.interface.paths import home_expanded
+    from signsim.stages import plugins
+
+    for p in plugins.paths(plugin):
+        home_expanded(p, option)
 
 
 def default_eval_every(iters: int) -> int:
