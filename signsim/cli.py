@@ -398,6 +398,9 @@ def _diverged(docs: list[dict[str, Any]]) -> None:
     for doc in docs:
         if (line := diverged_message(doc)) is not None:
             print(f"signsim: {line}", file=sys.stderr)
+        if doc.get("note"):  # a budget not reached: one line, in every mode, as a divergence
+            label = f"{doc['label']}: " if doc.get("label") else ""
+            print(f"signsim: {label}{doc['note']}", file=sys.stderr)
 
 
 class _compile_notice:

@@ -206,3 +206,57 @@ def test_experiment_seeds_past_the_bound_exit_2_on_the_command_line(cli, tmp_pat
     f = tmp_path / "e.toml"
     f.write_text('problem = "logistic"\n[experiment]\nkind = "replication"\nseeds = 9223372036854775807\n')
     one_line_error(cli("diversity", "--config", f), "'seeds' 9223372036854775807", "at most 10,000")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# item 4: budget runs say when the budget was not reached and keep ~100 history rows up to where they stopped
+
+SIGN = ["--problem", "quadratic", "--dim", "4", "--method", "signsgd", "--workers", "3"]  # 24 bits per iteration
+
+
+@pytest.mark.parametrize("quiet", [[], ["--quiet"], ["--json"]])
+def test_a_budget_not_reached_says_so(cli, quiet):
+    r = cli("run", *SIGN, "--iters", "50", "--budget-bits", "240000", *quiet)
+    lines = [line for line in r.err.splitlines() if "budget not reached" in line]
+    assert r.code == 0 and len(lines) == 1
+    assert "--iters 50" in lines[0] and "0.00015 MB of the 0.03 MB budget" in lines[0]
+    if quiet == ["--json"]:
+        doc = r.json()
+        assert doc["status"] == "ok" and doc["note"] == lines[0].removeprefix("signsim: ")
+
+
+def test_a_budget_reached_or_absent_has_no_note():
+    reached = signsim.run(problem="quadratic", dim=4, method="signsgd", workers=3, iters=10**6, budget_bits=2400)
+    plain = signsim.run(problem="quadratic", dim=4, method="signsgd", workers=3, iters=50)
+    assert reached.status == "budget" and reached["note"] is None and plain["note"] is None
+
+
+@pytest.mark.parametrize("iters", [10**5, 10**6])
+def test_a_run_stopped_by_its_budget_keeps_about_100_rows(iters):
+    r = signsim.run(problem="quadratic", dim=4, method="signsgd", workers=3, iters=iters, budget_bits=24 * 500)
+    h = r.history
+    assert r.status == "budget" and r["final"]["iters_done"] == 500
+    assert 100 <= len(h["iter"]) <= 102 and h["iter"][-1] == 500 and r["config"]["eval_every"] == 5
+    # the user's own --eval-every is kept, and the iterates do not depend on it
+    given = signsim.run(problem="quadratic", dim=4, method="signsgd", workers=3, iters=iters, budget_bits=24 * 500,
+                        eval_every=iters // 100)
+    assert given["config"]["eval_every"] == iters // 100 and len(given.history["iter"]) == 2
+    assert given["final"]["loss"] == r["final"]["loss"] and given["x_final"] == r["x_final"]
+
+
+def test_budget_rows_stay_within_the_history_allocated_up_front():
+    """K = 10^9 with the default --eval-every: the history (allocated for K / eval-every rows) stays within
+    250,000 rows, so the run fits in memory; the rows up to the stop are then fewer."""
+    r = signsim.run(problem="quadratic", dim=4, method="signsgd", workers=3, iters=10**9, budget_bits=24 * 500)
+    assert r.status == "budget" and r["config"]["eval_every"] == 4000 and r["final"]["iters_done"] == 500
+
+
+def test_a_sweep_of_budget_runs_keeps_about_100_rows_per_run(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text('problem = "quadratic"\ndim = 4\nmethod = "signsgd"\nworkers = 3\niters = 1000000\n'
+                 'budget-bits = 12000\n[grid]\nlr = [0.01, 0.02]\n')
+    res = signsim.sweep(f, out=tmp_path / "out", jobs=1)
+    h = res.history
+    for lr in (0.01, 0.02):
+        rows = h["iter"][h["lr"] == lr]
+        assert res["statuses"] == {"budget": 2} and 100 <= rows.size <= 102 and rows.max() == 500

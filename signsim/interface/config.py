@@ -168,8 +168,21 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
             raise InputError(f"SIGNSIM_MAX_ITERS={cap}: must be an integer") from None
     if cfg.eval_every is None:  # derived, never blamed on the user: within --eval-every's range for any --iters
         cfg.eval_every = default_eval_every(cfg.iters)
+        mark_eval_every_derived(cfg)
     validate(cfg)
     return cfg
+
+
+def mark_eval_every_derived(cfg: RunConfig) -> None:
+    """Mark ``cfg.eval_every`` as signsim's default, not the user's: a run with a budget may then record its
+    history by the budget instead (``signsim.commands.run.budget_eval_every``). The mark is an attribute of
+    this config object, not a field: results, run ids and ``to_dict`` do not change."""
+    cfg._eval_every_derived = True
+
+
+def eval_every_derived(cfg: RunConfig) -> bool:
+    """Was ``cfg.eval_every`` derived (not given by the user)? See ``mark_eval_every_derived``."""
+    return bool(getattr(cfg, "_eval_every_derived", False))
 
 
 def check_plugin_paths(plugin: str | None, option: str = "--plugin") -> None:
