@@ -260,3 +260,33 @@ def test_a_sweep_of_budget_runs_keeps_about_100_rows_per_run(tmp_path):
     for lr in (0.01, 0.02):
         rows = h["iter"][h["lr"] == lr]
         assert res["statuses"] == {"budget": 2} and 100 <= rows.size <= 102 and rows.max() == 500
+
+
+# ----------------------------------------------------------------------------------------------------------
+# item 7: piped tables never split a number
+
+
+@pytest.fixture(scope="module")
+def spb_doc():
+    return signsim.check_spb(problem="quadratic", dim=12, noise="skewed:1", x0=0.2, batch_size=1).to_dict()
+
+
+@pytest.mark.parametrize("width", [24, 40, 50, 60, 80])
+def test_a_piped_table_never_splits_a_number(spb_doc, width):
+    import io
+    import re
+
+    from rich.console import Console
+
+    from signsim.render import tables
+
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=False, color_system=None)
+    worst = next(t for t in tables.spb_report(spb_doc) if getattr(t, "title", None) and
+                 str(t.title).startswith("worst"))
+    tables.emit(console, worst)
+    text = out.getvalue()
+    for i in spb_doc["worst"]:
+        row = next(line for line in text.splitlines() if re.match(rf"\s*{i}\s", line))
+        for value in (spb_doc["grad"][i], spb_doc["sigma"][i], spb_doc["p_agree"][i]):
+            assert tables.fmt(value) in row.split(), (tables.fmt(value), row)
