@@ -290,3 +290,28 @@ def test_a_piped_table_never_splits_a_number(spb_doc, width):
         row = next(line for line in text.splitlines() if re.match(rf"\s*{i}\s", line))
         for value in (spb_doc["grad"][i], spb_doc["sigma"][i], spb_doc["p_agree"][i]):
             assert tables.fmt(value) in row.split(), (tables.fmt(value), row)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# item 7: the sweep summary has one line per configuration, not one per method
+
+
+def test_the_sweep_summary_shows_each_configuration(cli, tmp_path):
+    f = tmp_path / "g.toml"
+    f.write_text('problem = "quadratic"\ndim = 4\niters = 30\nmethod = "signsgd"\n[grid]\n'
+                 'compressor = ["sign", "noisy-sign:0.1", "sto-sign"]\nlr = [0.01, 0.1]\naggregate = ["majority", '
+                 '"mean"]\n')
+    r = cli("sweep", f, "--out", tmp_path / "out", "--jobs", "1")
+    assert r.code == 0
+    table = r.err.split("final loss per configuration", 1)[1]
+    assert "the best lr of each" in table.splitlines()[0]
+    rows = [line.split() for line in table.splitlines() if line.startswith("signsgd")]
+    assert sorted((row[1], row[2]) for row in rows) == sorted(
+        (c, a) for c in ("sign", "noisy-sign:0.1", "sto-sign") for a in ("majority", "mean"))
+    doc = signsim.sweep(f, out=tmp_path / "out", jobs=1)  # every run finished: the summary from the files
+    configs = doc["best_per_configuration"]
+    assert len(configs) == 6 and all(set(c["tuned"]) == {"lr"} for c in configs)
+    for c in configs:  # the best lr of its configuration
+        same = [g for g in doc["groups"] if g["params"]["compressor"] == c["configuration"]["compressor"]
+                and g["params"]["aggregate"] == c["configuration"]["aggregate"]]
+        assert c["mean_final_loss"] == min(g["mean_final_loss"] for g in same)

@@ -548,14 +548,32 @@ def sweep_plan(rows: list[dict[str, Any]], parameters: list[str]) -> Table:
     return t
 
 
+#: the sweep summary lists at most this many configurations (every one is in --json and results.csv)
+SWEEP_ROWS = 40
+
+
 def sweep_summary(doc: dict[str, Any]) -> list[Any]:
+    """The sweep's head line and one row per configuration (``best_per_configuration``: the method and each
+    varying option that is not a tuned one, with the best of the tuned values)."""
     head = (f"{doc['runs']} runs in {doc['out']}: ran {doc['ran']}, skipped {doc['skipped']} already finished; "
             + ", ".join(f"{k} {v}" for k, v in sorted(doc["statuses"].items())))
-    t = new_table("best final loss per method (mean ± std over repeats)")
-    for col in ("method", "settings", "final loss", "runs"):
+    rows = doc.get("best_per_configuration")
+    if rows is None:  # a document written before configurations were summarized
+        rows = [{"method": m, "configuration": {}, "tuned": {k: v for k, v in r["params"].items()
+                                                                 if k not in ("method", "repeat")}, **r}
+                for m, r in doc["best_per_method"].items()]
+    keys = list(dict.fromkeys(k for r in rows for k in r["configuration"]))
+    tuned = sorted({k for r in rows for k in r["tuned"]})
+    over = f"; the best {', '.join(t.replace('_', '-') for t in tuned)} of each" if tuned else ""
+    t = new_table(f"final loss per configuration (mean ± std over repeats{over})")
+    cols = ["method", *[k.replace("_", "-") for k in keys]] + (["best"] if tuned else []) + ["final loss", "runs"]
+    for col in cols:
         t.add_column(col, justify="right" if col in ("final loss", "runs") else "left")
-    for m, r in doc["best_per_method"].items():
-        settings = ", ".join(f"{k}={fmt(v)}" for k, v in r["params"].items() if k not in ("method", "repeat"))
-        t.add_row(m, settings or "-", f"{fmt(r['mean_final_loss'])} ± {fmt(r['std_final_loss'])}",
-                  f"{r['finite']}/{r['runs']}")
-    return [head, t]
+    for r in rows[:SWEEP_ROWS]:
+        best = ", ".join(f"{k.replace('_', '-')}={fmt(v)}" for k, v in r["tuned"].items())
+        t.add_row(r["method"], *[fmt(r["configuration"].get(k)) for k in keys], *([best or "-"] if tuned else []),
+                  f"{fmt(r['mean_final_loss'])} ± {fmt(r['std_final_loss'])}", f"{r['finite']}/{r['runs']}")
+    out: list[Any] = [head, t]
+    if len(rows) > SWEEP_ROWS:
+        out.append(f"... and {len(rows) - SWEEP_ROWS} more configurations (--json: best_per_configuration)")
+    return out
