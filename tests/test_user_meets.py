@@ -315,3 +315,81 @@ def test_the_sweep_summary_shows_each_configuration(cli, tmp_path):
         same = [g for g in doc["groups"] if g["params"]["compressor"] == c["configuration"]["compressor"]
                 and g["params"]["aggregate"] == c["configuration"]["aggregate"]]
         assert c["mean_final_loss"] == min(g["mean_final_loss"] for g in same)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# item 7: figures name compositions, the problem and the budget, use log axes for geometric grids, never average
+# over a swept option, and say what they leave out
+
+FED = """problem = "quadratic"
+dim = 6
+workers = 8
+clients-per-round = 4
+aggregate = "mean"
+budget-bits = 40000
+iters = 100000
+repeats = 2
+
+[grid]
+local-steps = [1, 5, 20]
+
+[[zip]]
+method = ["sgd", "signsgd", "sgd"]
+compressor = ["identity", "sign", "top-k:2"]
+error-feedback = ["none", "none", "ef"]
+lr = [0.01, 0.01, 0.01]
+"""
+
+
+@pytest.fixture(scope="module")
+def fed_sweep(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fed")
+    (d / "fed.toml").write_text(FED)
+    res = signsim.sweep(d / "fed.toml", out=d / "out", jobs=1)
+    assert res["statuses"] == {"budget": 18}
+    return res
+
+
+def test_sweep_figures_name_the_composition_problem_and_budget(fed_sweep):
+    fig = fed_sweep.figure(x="local-steps", y="loss", group_by="compressor")
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["FedAvg (sgd)", "signsgd, mean", "topk-ef (top-k:2)"]
+    assert not any("compressor =" in label for label in labels)
+    title = fig._suptitle.get_text()
+    assert title.startswith("quadratic (d = 6), budget 0.005 MB (up + down)")
+    ax = fig.get_axes()[0]
+    assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["1", "5", "20"]
+
+
+def test_geometric_grids_get_a_log_axis():
+    from signsim.render.figures import _geometric
+
+    assert _geometric([1, 5, 20]) and _geometric([1, 10, 100, 1000]) and _geometric([0.001, 0.01, 0.1])
+    assert not _geometric([1, 2, 3, 4]) and not _geometric([1, 9]) and not _geometric([0, 5, 20])
+    assert not _geometric([10, 20, 30, 40, 50])
+
+
+def test_a_swept_option_is_never_averaged_into_one_band(fed_sweep):
+    """ci-smoke.png averaged M = 1 and M = 9 into one band: lines are split by every swept option instead."""
+    fig = fed_sweep.figure(y="loss", group_by="compressor")
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len(labels) == 9 and sum("local-steps = 20" in label for label in labels) == 3
+    assert "averaged over seed" in fig._suptitle.get_text() and "local_steps" not in fig._suptitle.get_text()
+    ax = fig.get_axes()[0]
+    assert len([line for line in ax.get_lines() if not line.get_label().startswith("_")]) == 9
+
+
+def test_the_rho_figure_says_which_coordinates_it_leaves_out():
+    G = np.array([[1.0, 1.0, 2.0], [1.0, -1.0, 1.0], [2.0, 0.0, -1.0]])  # g = (4/3, 0, 2/3): g_2 = 0
+    spb = signsim.spb_from_samples(G)
+    assert spb["rho"][1] is None
+    texts = [t.get_text() for t in spb.figure().get_axes()[0].texts]
+    assert "1 of 3 coordinates with g_i = 0 left out (no sign to agree with)" in texts
+    full = signsim.spb_from_samples(G[:, [0, 2]])
+    assert len(full.figure().get_axes()[0].texts) == 0
+
+
+def test_a_run_figure_names_its_budget():
+    r = signsim.run(problem="quadratic", dim=4, method="signsgd", workers=3, iters=10**5, budget_bits=24 * 200)
+    assert r.figure()._suptitle.get_text() == "quadratic (d = 4), budget 0.0006 MB (up + down)"
+    assert signsim.run(problem="quadratic", dim=4, iters=20).figure()._suptitle.get_text() == "quadratic (d = 4)"
