@@ -409,6 +409,7 @@ def execute(command: str, config: Any = None, options: Mapping[str, Any] | None 
     out = _out(given.pop("out", None))
     file_values = _file_values(config)
     doc = RUNNERS[command](file_values, given, progress_for, on_start)
+    doc.setdefault("warnings", [])  # every results document has the list (docs/api.md), empty when none
     _write(doc, out)
     return doc
 
@@ -553,6 +554,7 @@ def _warned(doc: dict[str, Any]) -> Result:
     compared run's) are issued as ``UserWarning``."""
     import warnings
 
+    doc.setdefault("warnings", [])
     for w in sorted({w for d in [doc, *doc.get("runs", [])] for w in d.get("warnings", None) or []}):
         warnings.warn(w, UserWarning, stacklevel=3)
     return Result(doc)

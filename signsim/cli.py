@@ -369,8 +369,8 @@ def list_() -> None:
 
     from signsim import data, methods, noise, problems
     from signsim.data.splits import SUMMARIES
+    from signsim.render import stage_tables as tables
     from signsim.render.tables import emit, listing
-    from signsim.stages import tables
 
     def stage_rows(kind: str) -> list[tuple[str, str]]:
         return [(f, s + ("" if dft == "-" else f"; default {dft}")) for f, dft, s, _ in tables.rows(kind, False)]
@@ -398,6 +398,9 @@ def _diverged(docs: list[dict[str, Any]]) -> None:
     for doc in docs:
         if (line := diverged_message(doc)) is not None:
             print(f"signsim: {line}", file=sys.stderr)
+        if doc.get("note"):  # a budget not reached: one line, in every mode, as a divergence
+            label = f"{doc['label']}: " if doc.get("label") else ""
+            print(f"signsim: {label}{doc['note']}", file=sys.stderr)
 
 
 class _compile_notice:

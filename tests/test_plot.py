@@ -74,11 +74,12 @@ def test_single_panel_axes_and_log_scale(results):
 def test_sweep_groups(results):
     fig = build([results["sweep"]], None, None, "method")
     ax = fig.get_axes()[0]
-    assert sorted(line.get_label() for line in lines(ax)) == ["method = signsgd", "method = signum",
-                                                               "method = ssdm"]
-    assert len(ax.collections) == 3  # one band per line
+    # runs that differ in a swept option (workers) are never averaged into one line: each gets its own
+    assert sorted(line.get_label() for line in lines(ax)) == [f"method = {m}, workers = {w}" for m in
+                                                               ("signsgd", "signum", "ssdm") for w in (1, 9)]
+    assert len(ax.collections) == 6  # one band per line
     by_workers = build([results["sweep"]], "megabytes", "loss", "workers")
-    assert len(lines(by_workers.get_axes()[0])) == 2
+    assert len(lines(by_workers.get_axes()[0])) == 6
 
 
 def _final_means(sweep_dir, option, group, y="loss"):

@@ -55,19 +55,21 @@ def test_missing_y_exits_2_naming_the_results(cli, res, tmp_path):
 def test_group_by_names_everything_averaged(res):
     fig = build([res["sweep"]], None, None, "method")
     title = fig._suptitle.get_text()
-    assert "averaged over workers, lr, seed" in title and "8 runs per line" in title
-    assert sorted(line.get_label() for line in visible_lines(fig.get_axes()[0])) == ["method = signsgd",
-                                                                                     "method = ssdm"]
+    # the swept options are never averaged over (issue 34): a line per value of each, only the seeds averaged
+    assert "averaged over seed" in title and "workers" not in title and "2 runs per line" in title
+    assert sorted(line.get_label() for line in visible_lines(fig.get_axes()[0])) == sorted(
+        f"method = {m}, workers = {w}, lr = {lr}" for m in ("signsgd", "ssdm") for w in (1, 3) for lr in (0.01, 0.02))
     one = build([res["sweep"]], None, None, "method", where=["workers=3", "lr=0.02"])
     title = one._suptitle.get_text()
-    assert title.startswith("workers = 3, lr = 0.02:") and "averaged over seed" in title and "lr," not in title
+    assert title.startswith("quadratic (d = 5)\nworkers = 3, lr = 0.02:")
+    assert "averaged over seed" in title and "lr," not in title
 
 
 def test_where_filters_before_grouping(res, cli, tmp_path):
-    fig = build([res["sweep"]], "iter", "loss", "workers", where=["method=ssdm"])
+    fig = build([res["sweep"]], "iter", "loss", "workers", where=["method=ssdm", "lr=0.01"])
     lines = visible_lines(fig.get_axes()[0])
     assert sorted(line.get_label() for line in lines) == ["workers = 1", "workers = 3"]
-    rows = [r for r in _rows(res["sweep"]) if r["method"] == "ssdm" and r["workers"] == "1"]
+    rows = [r for r in _rows(res["sweep"]) if r["method"] == "ssdm" and r["workers"] == "1" and r["lr"] == "0.01"]
     iters = sorted({float(r["iter"]) for r in rows})
     mean0 = np.mean([float(r["loss"]) for r in rows if float(r["iter"]) == iters[-1]])
     w1 = next(line for line in lines if line.get_label() == "workers = 1")
@@ -94,10 +96,11 @@ def test_facet_draws_one_panel_per_value(res, cli, tmp_path):
     axes = [ax for ax in fig.get_axes() if ax.get_visible()]
     assert [ax.get_title() for ax in axes] == ["workers = 1", "workers = 3"]
     for ax in axes:
-        assert sorted(line.get_label() for line in visible_lines(ax)) == ["method = signsgd", "method = ssdm"]
+        assert sorted(line.get_label() for line in visible_lines(ax)) == [
+            f"method = {m}, lr = {lr}" for m in ("signsgd", "ssdm") for lr in (0.01, 0.02)]
     colours = [{line.get_label(): line.get_color() for line in visible_lines(ax)} for ax in axes]
     assert colours[0] == colours[1]  # a group keeps its colour in every panel
-    assert "averaged over lr, seed" in fig._suptitle.get_text()
+    assert "averaged over seed" in fig._suptitle.get_text() and "lr" not in fig._suptitle.get_text()
     assert_one_line_error(cli("plot", res["sweep"], "--group-by", "method", "--facet", "method", "--out",
                               tmp_path / "f.png"), "--facet method")
     assert_one_line_error(cli("plot", res["sweep"], "--facet", "colour", "--out", tmp_path / "f.png"),

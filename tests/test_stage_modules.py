@@ -14,7 +14,8 @@ from signsim.codes import SignZero
 from signsim.diagnostics import stage_check as check
 from signsim.engine import compose
 from signsim.errors import InputError
-from signsim.stages import registry, tables
+from signsim.render import stage_tables
+from signsim.stages import registry
 
 from .test_stages import check_replay
 
@@ -62,8 +63,8 @@ def test_check_stage_command_prints_a_table_and_exits_by_the_verdict(cli):
 def test_reference_md_stage_tables_are_generated_from_the_modules():
     text = (ROOT / "docs" / "reference.md").read_text()
     block = text.split("<!-- stages:begin -->\n", 1)[1].split("<!-- stages:end -->", 1)[0]
-    assert block == tables.markdown(), "regenerate with: python -c 'from signsim.stages import tables; " \
-                                       "print(tables.markdown())'"
+    assert block == stage_tables.markdown(), "regenerate with: python -c 'from signsim.render import " \
+                                             "stage_tables; print(stage_tables.markdown())'"
 
 
 def test_every_builtin_stage_cites_a_theory_section_that_exists():

@@ -266,6 +266,21 @@ def round_note(rnd) -> str | None:
             "the vote of the S (Bernstein's sigma term with S); the Byzantine and SSDM bounds are withdrawn")
 
 
+def _evaluator(s: BoundSpec, overrides: list[str]):
+    """``s.value``, with a bound that leaves the floats (an overflow, a division by an underflowed product) one
+    InputError naming the constants the user gave (or the bound's own, when they were all derived)."""
+
+    def value(K: int):
+        try:
+            return s.value(K)
+        except (OverflowError, ZeroDivisionError):
+            given = " ".join(f"--constant {c}" for c in overrides)
+            raise InputError(f"{given or 'the derived constants'}: the bound {s.key} at K = {K} is past the range of "
+                             "a float; give constants of a smaller magnitude") from None
+
+    return value
+
+
 def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None) -> dict[str, Any]:
     from signsim import noise, problems
     from signsim.diagnostics.point import resolve_point
@@ -282,15 +297,20 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
         c["gamma"] = Constant("gamma", rnd.server_lr * rnd.local_lr,
                               f"--server-lr {rnd.server_lr:g} x local step size {rnd.local_lr:g} (the server's step)")
     apply_overrides(c, o.constants)
+    step = c["gamma"].value
+    if not 0 < step < math.inf:  # a product of step sizes past the floats: the bounds divide by gamma
+        raise InputError(f"{c['gamma'].source}: the step gamma = {step:g} is not a positive float (the product "
+                         f"{'underflows to 0' if step == 0 else 'overflows'}); the bounds divide by it")
     unimodal = model.unimodal_symmetric if problem.exact_oracle else None
     K = int(c["K"].value)
     rows = []
     from signsim.noise.base import no_variance
 
     for s in specs(c, cfg, unimodal, no_variance(model, params), rnd):
+        value = _evaluator(s, o.constants)
         entry = {"key": s.key, "label": s.label, "lhs": s.lhs, "derived": s.derived, "matches_run": s.matches,
-                 "note": s.note, "at_K": s.value(max(K, 2)),
-                 "values": [{"K": k, "bound": s.value(k)} for k in k_grid(K)]}
+                 "note": s.note, "at_K": value(max(K, 2)),
+                 "values": [{"K": k, "bound": value(k)} for k in k_grid(K)]}
         if run_doc is not None:
             try:
                 k_run = max(int(run_doc["final"]["iters_done"]), 2)
@@ -300,8 +320,8 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
                 raise
             except (KeyError, TypeError, ValueError, IndexError) as e:
                 raise InputError(f"--overlay: malformed run results ({type(e).__name__}: {e})") from None
-            entry.update(bound_at_run=s.value(k_run), observed=obs, observed_over=where,
-                         exceeded=s.matches and obs is not None and obs > s.value(k_run),
+            entry.update(bound_at_run=value(k_run), observed=obs, observed_over=where,
+                         exceeded=s.matches and obs is not None and obs > value(k_run),
                          observed_running=series)
         rows.append(entry)
     x, where = resolve_point(o.at, problem, cfg)

@@ -15,7 +15,13 @@ def check_stage(spec: str, plugin: str | None = None, samples: int = 2000, seed:
         raise InputError(f"--samples {samples}: must lie between 2 and 10000000")
     if seed < 0:
         raise InputError(f"--seed {seed}: must be >= 0")
+    from signsim.interface.config import check_plugin_paths
+
+    check_plugin_paths(plugin)
     plugins.load(plugins.absolute(plugin) if plugin else None)
+    from signsim.interface.suggest import stage_spec
+
+    stage_spec("compressor", spec, "check-stage")
     stage = registry.parse("compressor", spec, option="check-stage")
     d = check.DIMS[-1]  # a plugin's kernels compile and behave, or one error line naming it
     smoke_test(registry.parse("compressor", spec, d, option="check-stage"), d)

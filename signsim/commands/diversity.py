@@ -49,7 +49,14 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
     model, params = noise.for_config(cfg, problem.dim)
     method = choose(problem, model.name, o.estimator)
     x, where = resolve_point(o.at, problem, cfg)
-    d, info = measure(problem, model, params, x, cfg, method, o.pairs, o.small_batch, o.big_batch)
+    with np.errstate(over="ignore", invalid="ignore"):  # gradients past the floats: the error below says so
+        d, info = measure(problem, model, params, x, cfg, method, o.pairs, o.small_batch, o.big_batch)
+    if not d.undefined and not all(np.isfinite(v) for v in (d.grad_sq, d.trace) + ((d.A,) if d.A is not None else ())):
+        at = o.at or "init"
+        point = at if where == at else f"{at} ({where})"
+        raise InputError(f"--at {point}: the gradients there are not finite (they overflow a float: the point, "
+                         f"--x0 or the data's values are too large for {cfg.problem}); no "
+                         "diversity to report")
     doc: dict[str, Any] = {
         "signsim_version": __version__, "command": "diversity", "config": cfg.to_dict(),
         "options": asdict(o), "problem": problem.facts(), "point": where, "method_of_estimate": method,

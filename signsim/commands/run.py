@@ -43,7 +43,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     from signsim.engine.build import build
     from signsim.engine.driver import simulate
 
-    built = build(cfg)
+    built = build(cfg, budget_eval_every(cfg))
     method, problem, model, params, settings = built.method, built.problem, built.model, built.params, built.settings
     warnings = [built.votes_hint] if built.votes_hint else []
     heterogeneity = None
@@ -94,11 +94,60 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "final": final,
         "platform": {"python": platform.python_version(), "numpy": np.__version__},
     }
+    doc["note"] = budget_note(doc)
     if heterogeneity is not None:
         doc["heterogeneity"] = heterogeneity  # at x_0
     if problem.dim <= MAX_STORED_DIM:
         doc["x_final"] = out.x
     return doc
+
+
+#: a run stopped by its budget records about this many history rows (or more) up to where it stopped
+BUDGET_ROWS = 100
+#: ... as long as its K / eval-every stays within this many rows (the engine allocates the history for K / eval-every
+#: rows up front, 128 bytes a row: 32 MB)
+BUDGET_MAX_ROWS = 250_000
+
+
+def budget_eval_every(cfg: RunConfig):
+    """With a communication budget and the default --eval-every (not given: ``eval_every_derived``), set
+    ``cfg.eval_every`` so that the history has about BUDGET_ROWS rows up to where the budget stops the run:
+    every max(1, min(K // 100, max(n // BUDGET_ROWS, ceil(K / BUDGET_MAX_ROWS)))) iterations, n = ceil(budget / b)
+    the iterations the budget allows at b, the declared bits of one iteration up + down (an upper bound where a
+    message's size varies, so the run lasts at least n iterations). Returns the problem built for it (None without
+    a budget), for ``build`` to reuse."""
+    import math
+
+    from signsim.engine import accounting
+    from signsim.engine.build import plan
+    from signsim.interface.config import eval_every_derived
+
+    budget = accounting.budget_bits(cfg)
+    if not math.isfinite(budget) or not eval_every_derived(cfg):
+        return None
+    _, problem, _, _, settings = plan(cfg)
+    S = settings.participants(cfg.workers)
+    per = accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, problem.dim, settings.sign_zero,
+                                        settings.tie)
+    allowed = math.ceil(budget / max(per.up + per.down, 1))
+    cfg.eval_every = max(1, min(cfg.eval_every, max(allowed // BUDGET_ROWS, -(-cfg.iters // BUDGET_MAX_ROWS))))
+    return problem
+
+
+def budget_note(doc: dict[str, Any]) -> str | None:
+    """The results' ``note``: with a budget the run did not reach (it stopped at --iters, or at --stop-loss,
+    having sent less), what it spent of it; None otherwise."""
+    from signsim.engine import accounting
+
+    budget = accounting.budget_bits(doc["config"])
+    if budget == float("inf") or doc["status"] != "ok":
+        return None
+    fin = doc["final"]
+    spent = fin["bits_up"] + fin["bits_down"]
+    why = "the stop loss" if fin.get("reached_stop_loss") else f"--iters {doc['config']['iters']}"
+    return (f"budget not reached: stopped at {why} after {fin['iters_done']:,} iterations having sent "
+            f"{spent / 8e6:.4g} MB of the {budget / 8e6:.4g} MB budget ({100 * spent / budget:.3g}%); a larger "
+            "--iters lets it spend the budget")
 
 
 def measured_bits(declared, tally, iters: int) -> dict[str, Any]:

@@ -84,7 +84,30 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
         m = r["method"]
         if r["mean_final_loss"] is not None and (m not in best or r["mean_final_loss"] < best[m]["mean_final_loss"]):
             best[m] = r
-    return {"statuses": dict(statuses), "groups": rows, "best_per_method": best}
+    return {"statuses": dict(statuses), "groups": rows, "best_per_method": best,
+            "best_per_configuration": per_configuration(spec, rows)}
+
+
+#: options a sweep tunes rather than compares: the summary keeps the best of their values per configuration
+TUNED = ("lr", "local_lr", "server_lr", "lr_schedule", "momentum", "momentum2", "weight_decay")
+
+
+def per_configuration(spec, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per configuration: the method and every varying option that is not tuned (``TUNED``: step sizes,
+    momentum, weight decay), each with its best grid point over the tuned options (lowest mean final loss; a
+    configuration none of whose points has a finite loss keeps its first point). In the grid's order."""
+    keys = [k for k in spec.parameters if k not in TUNED and k not in ("seed", "method")]
+    best: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        config = (r["method"], *(repr(r["params"].get(k)) for k in keys))
+        tuned = {k: v for k, v in r["params"].items() if k in TUNED}
+        entry = {"method": r["method"], "configuration": {k: r["params"].get(k) for k in keys}, "tuned": tuned,
+                 **{k: r[k] for k in ("runs", "finite", "mean_final_loss", "std_final_loss")}}
+        old = best.get(config)
+        if old is None or (r["mean_final_loss"] is not None and (old["mean_final_loss"] is None
+                                                                 or r["mean_final_loss"] < old["mean_final_loss"])):
+            best[config] = entry
+    return list(best.values())
 
 
 def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, int], None] | None = None,

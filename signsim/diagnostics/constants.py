@@ -32,7 +32,8 @@ RANGES = {
     "sigma1": (lambda v: v >= 0, ">= 0"), "sigma_total": (lambda v: v >= 0, ">= 0"),
     "gamma": (lambda v: v > 0, "> 0"), "M": (_count, "an integer >= 1"),
     "alpha": (lambda v: 0 <= v < 0.5, "in [0, 0.5) (the theorem needs fewer than half adversaries)"),
-    "d": (_count, "an integer >= 1"), "K": (_count, "an integer >= 1"), "box": (lambda v: v > 0, "> 0"),
+    "d": (_count, "an integer >= 1"), "K": (lambda v: _count(v) and v <= 10**15, "an integer from 1 to 10^15 (as "
+                                            "--iters)"), "box": (lambda v: v > 0, "> 0"),
 }
 
 

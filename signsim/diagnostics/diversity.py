@@ -96,6 +96,8 @@ def largest_batch(B_S: float, delta: float, limit: int | None) -> int | float:
     bound = float(delta) * float(B_S) + 1  # Python floats: a product past 1.8e308 is inf, without a warning
     if math.isinf(bound):  # an infinite B_S, or a product too large for a float (delta up to 1e308)
         return limit if limit is not None else math.inf
+    if math.isnan(bound):  # no B_S (the callers report non-finite gradients before this)
+        return None
     b = math.floor(bound)
     return min(b, limit) if limit is not None else b
 

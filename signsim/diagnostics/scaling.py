@@ -20,10 +20,11 @@ SAFE = 200
 
 def unit_for(largest: float) -> float:
     """The unit for numbers of largest magnitude ``largest``: 1 within [2^-SAFE, 2^SAFE] (or for 0), else the
-    power of two 2^e with largest / 2^e in [1/2, 1)."""
+    power of two 2^e with largest / 2^e in [1/2, 1) (in [1, 2) for the largest floats, whose 2^e would be past
+    the float range)."""
     if largest == 0 or 2.0**-SAFE <= largest <= 2.0**SAFE or not math.isfinite(largest):
         return 1.0
-    return math.ldexp(1.0, math.frexp(largest)[1])
+    return math.ldexp(1.0, min(math.frexp(largest)[1], 1023))
 
 
 class Units:

@@ -158,6 +158,7 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     if cfg.plugin is not None:  # absolute paths: sweep workers (Dask ones too) load the same files
         from signsim.stages import plugins
 
+        check_plugin_paths(cfg.plugin)
         cfg.plugin = plugins.absolute(cfg.plugin)
     cap = os.environ.get("SIGNSIM_MAX_ITERS")
     if cap:  # a testing aid: every run stops after at most this many iterations
@@ -167,8 +168,30 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
             raise InputError(f"SIGNSIM_MAX_ITERS={cap}: must be an integer") from None
     if cfg.eval_every is None:  # derived, never blamed on the user: within --eval-every's range for any --iters
         cfg.eval_every = default_eval_every(cfg.iters)
+        mark_eval_every_derived(cfg)
     validate(cfg)
     return cfg
+
+
+def mark_eval_every_derived(cfg: RunConfig) -> None:
+    """Mark ``cfg.eval_every`` as signsim's default, not the user's: a run with a budget may then record its
+    history by the budget instead (``signsim.commands.run.budget_eval_every``). The mark is an attribute of
+    this config object, not a field: results, run ids and ``to_dict`` do not change."""
+    cfg._eval_every_derived = True
+
+
+def eval_every_derived(cfg: RunConfig) -> bool:
+    """Was ``cfg.eval_every`` derived (not given by the user)? See ``mark_eval_every_derived``."""
+    return bool(getattr(cfg, "_eval_every_derived", False))
+
+
+def check_plugin_paths(plugin: str | None, option: str = "--plugin") -> None:
+    """Every file of the ``plugin`` option can have its ``~user`` expanded (else one line naming it, exit 2)."""
+    from signsim.interface.paths import home_expanded
+    from signsim.stages import plugins
+
+    for p in plugins.paths(plugin):
+        home_expanded(p, option)
 
 
 def default_eval_every(iters: int) -> int:
@@ -179,6 +202,26 @@ def default_eval_every(iters: int) -> int:
 def _check(ok: bool, field: str, value: Any, what: str) -> None:
     if not ok:
         raise InputError(f"{option_name(field)} {value}: {what}")
+
+
+def _check_round_aggregate(cfg: RunConfig) -> None:
+    """A rule that needs enough messages (Krum) against the S clients of a round, named as the user gave S
+    (``--clients-per-round 3``, not "--workers 3"); before ``rounds.validate``, whose message names the rule's."""
+    from signsim.engine import rounds
+    from signsim.stages import registry
+
+    s = rounds.checked_clients(cfg.workers, cfg.participation, cfg.clients_per_round)
+    agg = registry.stages("aggregation").get(str(cfg.aggregate).split(":")[0])
+    if s >= cfg.workers or agg is None or not hasattr(agg, "check_workers"):
+        return
+    try:
+        agg.check_workers(s, min(cfg.byzantine, s), cfg.aggregate)
+    except InputError as e:
+        given = (f"--participation {_shown(cfg.participation)} of --workers {cfg.workers}"
+                 if cfg.participation is not None else f"--clients-per-round {cfg.clients_per_round}")
+        need = str(e).rsplit(": ", 1)[-1]
+        raise InputError(f"{given} with --aggregate {cfg.aggregate}: {s} clients per round, but {need} (M: the "
+                         "messages aggregated in a round, one per client)") from None
 
 
 def validate(cfg: RunConfig) -> None:
@@ -205,6 +248,11 @@ def validate(cfg: RunConfig) -> None:
         from signsim.stages import plugins
 
         plugins.load(cfg.plugin)
+    from signsim.interface.suggest import stage_spec
+
+    for kind, spec in (("aggregation", cfg.aggregate), ("attack", cfg.attack), ("compressor", cfg.compressor),
+                       ("error_feedback", cfg.error_feedback)):
+        stage_spec(kind, spec)  # an unknown name, with the closest one ("did you mean 'top-k'?")
     stages.parse_aggregate(cfg.aggregate)
     stages.parse_attack(cfg.attack)
     stages.parse_compressor(cfg.compressor)
@@ -214,6 +262,7 @@ def validate(cfg: RunConfig) -> None:
     stages.check_composition(cfg, cfg.method)
     from signsim.engine import rounds
 
+    _check_round_aggregate(cfg)
     rounds.validate(cfg)
     if cfg.dtype != "float64":
         _check(cfg.votes != "binomial", "dtype", cfg.dtype, "does not apply with --votes binomial (its O(d) state "

@@ -99,9 +99,26 @@ class LowerBoundExperiment:
     seeds: int = 5
 
 
+#: the most seeds an experiment takes (each seed is a run, or a data set, per grid point: 2^63 - 1 ran forever)
+MAX_SEEDS = 10_000
+
+
+def check_seeds(key: str, value: Any, where: str) -> None:
+    """``seeds``: a positive integer, at most MAX_SEEDS."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(f"{where}: '{key}' must be a positive integer")
+    if value > MAX_SEEDS:
+        raise InputError(f"{where}: '{key}' {value}: at most {MAX_SEEDS:,} seeds (each is a run or a data set per "
+                         "point of the experiment)")
+
+
 def check_option(key: str, value: Any, default: Any, where: str) -> Any:
     """A value of an experiment option checked by the kind of its default: a non-empty list of positive
-    integers, 'linear' or 'none' (lr-scaling), a positive integer, or a positive finite number."""
+    integers, 'linear' or 'none' (lr-scaling), a positive integer, or a positive finite number; ``seeds`` at
+    most MAX_SEEDS."""
+    if key.replace("_", "-") == "seeds":
+        check_seeds(key, value, where)
+        return value
     if isinstance(default, list):
         ok = isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
                                                       for v in value)
@@ -144,7 +161,9 @@ def parse_dimension(raw: dict[str, Any], where: str) -> DimensionExperiment:
             if not (isinstance(value, list) and len(value) >= 2
                     and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 10**6 for v in value)):
                 raise InputError(f"{where}: 'dims' must be a list of at least two integers between 1 and 10^6")
-        elif name in ("samples", "seeds"):
+        elif name == "seeds":
+            check_seeds(key, value, where)
+        elif name == "samples":
             if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10**8):
                 raise InputError(f"{where}: '{key}' must be a positive integer")
         elif name == "features" and value not in FEATURES:

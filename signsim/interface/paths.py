@@ -30,6 +30,16 @@ def kind(mode: int) -> str:
     return "not a regular file"
 
 
+def home_expanded(path: str | Path, where: str) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded (as the plugin loader does); a user that does not exist
+    (or no home directory) raises one-line InputError naming the path as written, not Python's RuntimeError."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        user = str(path).split("/", 1)[0]
+        raise InputError(f"{where} {path}: cannot expand '{user}': no such user or no home directory") from None
+
+
 def input_file(path: str | Path, where: str) -> Path:
     """``path`` if it is a regular file this process can read; otherwise InputError ``where: what it is``."""
     p = Path(path)

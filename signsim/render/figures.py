@@ -232,8 +232,7 @@ def convergence(docs: list[dict[str, Any]], x: str, y: str, ax=None):
                          "--track-diversity)")
     _finish_axis(ax, x, y, values)
     if fig is not None:
-        names = problems_of(docs)
-        ax.set_title(", ".join(names) + ("  [different problems]" if len(names) > 1 else ""))
+        ax.set_title(runs_subject(docs))
         legend_below(fig)
     return fig
 
@@ -263,8 +262,7 @@ def runs_overview(docs: list[dict[str, Any]]):
         ax.set_xlabel(X_AXES["iter"])
         ax.set_ylabel("E<g, sign g_hat> / ||g||_1 (< 0: SPB violated on average)")
         ax.set_ylim(low - 0.02, 1.02)
-    names = problems_of(docs)
-    fig.suptitle(", ".join(names) + ("  [different problems: values not comparable]" if len(names) > 1 else ""))
+    fig.suptitle(runs_subject(docs))
     legend_below(fig)
     return fig
 
@@ -337,11 +335,18 @@ def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str
         raise InputError(f"--y {y}: {name} holds no {label} values (it has: {', '.join(have) or 'none'})")
     panels: dict[str, dict[str, dict[float, list[float]]]] = {}
     members: dict[tuple[str, str], list[dict[str, str]]] = {}
+    split = _split_by(kept, parameters, lambda r: (r.get(facet, "") if facet else "",
+                                                   r.get(group_by, "all") if group_by else "all"), (group_by, facet))
+
+    def line_of(r: dict[str, str]) -> str:
+        g = r.get(group_by, "all") if group_by else "all"
+        return " | ".join([g, *(f"{c.replace('_', '-')} = {r.get(c, '')}" for c in split)])
+
     for r in kept:
         if r.get(key, "") == "":
             continue
         f = r.get(facet, "") if facet else ""
-        g = r.get(group_by, "all") if group_by else "all"
+        g = line_of(r)
         xv = float(r["iter"]) if x == "iter" else float(r["bits_up"]) + float(r["bits_down"])
         if x == "megabytes":
             xv /= 8e6
@@ -365,17 +370,23 @@ def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str
     nrows = math.ceil(len(fvals) / ncols)
     fig, axes = subplots(nrows, ncols, figsize=(max(6.4, 4.2 * ncols), 3.8 * nrows + 0.8), squeeze=False,
                          sharey=True)
-    groups = sorted({g for f in fvals for g in panels[f]}, key=_sort_key)
+    groups = sorted({g for f in fvals for g in panels[f]}, key=_lines_key)
     colour = {g: f"C{i % 10}" for i, g in enumerate(groups)}
+
+    def name(g: str) -> str:
+        first, *rest = g.split(" | ")
+        rs = [r for (_, gg), m in members.items() if gg == g for r in m]
+        return ", ".join([_line_name(group_by, first, rs), *rest])
+
     for n_ax, f in enumerate(fvals):
         ax = axes[n_ax // ncols][n_ax % ncols]
         values = []
-        for g in sorted(panels[f], key=_sort_key):
+        for g in sorted(panels[f], key=_lines_key):
             by_x = panels[f][g]
             xs = np.array(sorted(by_x))
             mean = np.array([np.mean(by_x[v]) for v in xs])
             std = np.array([np.std(by_x[v]) for v in xs])
-            ax.plot(xs, mean, color=colour[g], label=f"{group_by} = {g}" if group_by else "all runs")
+            ax.plot(xs, mean, color=colour[g], label=name(g))
             ax.fill_between(xs, mean - std, mean + std, color=colour[g], alpha=0.2)
             values.append(mean)
         _finish_axis(ax, x, y, values)
@@ -391,9 +402,13 @@ def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str
         what = f"{count} run per line" if hi == 1 else f"mean over {count} runs per line; band: one standard deviation"
     if filters:
         what = f"{', '.join(f'{k} = {v}' for k, v in filters)}: {what}"
-    fig.suptitle(what, fontsize=9)
+    fig.suptitle(f"{sweep_subject(kept)}\n{what}", fontsize=9)
     legend_below(fig)
     return fig
+
+
+def _lines_key(g: str):
+    return [_sort_key(part.rpartition(" = ")[2] if " = " in part else part) for part in g.split(" | ")]
 
 
 @styled
@@ -443,9 +458,14 @@ def sweep_final(rows: list[dict[str, str]], parameters: list[str], option: str, 
         where_x = {v: float(i) for i, v in enumerate(order)}
         numeric = False
     lines: dict[str, dict[str, list[float]]] = {}
+    split = _split_by(list(last.values()), parameters, lambda r: (r[option], r.get(group_by, "all") if group_by
+                                                                   else "all"), (option, group_by))
+    line_members: dict[str, list[dict[str, str]]] = {}
     for r in last.values():
-        g = r.get(group_by, "all") if group_by else "all"
+        g = " | ".join([r.get(group_by, "all") if group_by else "all",
+                        *(f"{c.replace('_', '-')} = {r.get(c, '')}" for c in split)])
         lines.setdefault(g, {}).setdefault(r[option], []).append(float(r[key]))
+        line_members.setdefault(g, []).append(r)
     averaged = [c for c in options if c not in (option, group_by)
                 and len({r.get(c, "") for r in last.values()}) > 1
                 and any(len({r.get(c, "") for r in last.values() if r[option] == v
@@ -455,18 +475,22 @@ def sweep_final(rows: list[dict[str, str]], parameters: list[str], option: str, 
         averaged.remove("repeat")
     fig, ax = subplots(figsize=(6.4, 4.4))
     allv = []
-    for i, g in enumerate(sorted(lines, key=_sort_key)):
+    for i, g in enumerate(sorted(lines, key=_lines_key)):
         vs = sorted(lines[g], key=lambda v: where_x[v])
         xs = np.array([where_x[v] for v in vs])
         mean = np.array([np.mean(lines[g][v]) for v in vs])
         std = np.array([np.std(lines[g][v]) for v in vs])
+        first, *rest = g.split(" | ")
         ax.errorbar(xs, mean, yerr=std, marker="o", capsize=3, color=f"C{i % 10}",
-                    label=f"{group_by} = {g}" if group_by else "all runs")
+                    label=", ".join([_line_name(group_by, first, line_members[g]), *rest]))
         allv.extend(mean[np.isfinite(mean)])
     if numeric:
         xs_all = [where_x[v] for v in order]
-        if min(xs_all) > 0 and max(xs_all) / min(xs_all) > 100:
+        if _geometric(xs_all):
             ax.set_xscale("log")
+            if all(float(v).is_integer() for v in xs_all):  # the grid's own values as ticks (1, 5, 20)
+                ax.set_xticks(sorted(set(xs_all)), [fmt_tick(v) for v in sorted(set(xs_all))])
+                ax.minorticks_off()
     else:
         ax.set_xticks([where_x[v] for v in order], order, rotation=30, ha="right", fontsize=8)
     ax.set_xlabel(option.replace("_", "-"))
@@ -480,9 +504,13 @@ def sweep_final(rows: list[dict[str, str]], parameters: list[str], option: str, 
     what += "; bars: one standard deviation" if hi > 1 else ""
     if filters:
         what = f"{', '.join(f'{k} = {v}' for k, v in filters)}: {what}"
-    fig.suptitle(what, fontsize=9)
+    fig.suptitle(f"{sweep_subject(list(last.values()))}\n{what}", fontsize=9)
     legend_below(fig)
     return fig
+
+
+def fmt_tick(v: float) -> str:
+    return f"{int(v)}" if float(v).is_integer() else f"{v:g}"
 
 
 def _sort_key(v: str):
@@ -490,6 +518,117 @@ def _sort_key(v: str):
         return (0, float(v), v)
     except ValueError:
         return (1, 0.0, v)
+
+
+#: the options that make a run's composition of stages (a line grouped by a stage is named by the composition)
+STAGE_OPTIONS = ("method", "compressor", "error_feedback", "aggregate")
+NAMED_BY_COMPOSITION = ("compressor", "error_feedback", "aggregate")
+
+
+def composition_name(method: str, compressor: str, error_feedback: str = "none", aggregate: str | None = None,
+                     local_steps: str | int | None = None) -> str:
+    """A run's composition named by the method alias that composes it (``topk-ef (top-k:100)`` for SGD with
+    top-k and error feedback; ``FedAvg (sgd)`` for SGD's identity messages averaged after H > 1 local steps), or
+    the method and the stages it recomposes (``signsgd + noisy-sign:0.03``)."""
+    from signsim import methods
+
+    reg = methods.registry()
+    ef = error_feedback or "none"
+    name = compressor.split(":")[0]
+    own = reg.get(method)
+    fits = [a for a in reg.values() if a.compressor.split(":")[0] == name and a.error_feedback == ef]
+    alias = own if own in fits else (fits[0] if fits else None)
+    if alias is None:
+        text = f"{method} + {compressor}" + (f" + {ef}" if ef != "none" else "")
+    else:
+        text = alias.name + ("" if compressor == alias.compressor or ":" not in compressor else f" ({compressor})")
+        if aggregate and aggregate != alias.default_aggregate:
+            text += f", {aggregate}"
+    try:
+        many = local_steps is not None and int(float(local_steps)) > 1
+    except ValueError:
+        many = False
+    if many and name == "identity" and (aggregate or "mean") == "mean" and ef == "none":
+        text = f"FedAvg ({text})"
+    return text
+
+
+def _line_name(group_by: str | None, value: str, members: list[dict[str, str]]) -> str:
+    """The legend label of a line: a stage option's line by its runs' composition when they share one, otherwise
+    ``option = value``."""
+    if group_by in NAMED_BY_COMPOSITION and members and all(k in members[0] for k in ("method", "compressor")):
+        comps = {tuple(r.get(k, "") for k in (*STAGE_OPTIONS, "local_steps")) for r in members}
+        steps = {c[-1] for c in comps}
+        if len({c[:-1] for c in comps}) == 1:
+            m, c, e, a = next(iter(comps))[:-1]
+            most = max((float(v) for v in steps if _is_number(v)), default=None)  # FedAvg: H > 1 at some point
+            return composition_name(m, c, e or "none", a or None, most)
+    return f"{group_by} = {value}" if group_by else "all runs"
+
+
+def _is_number(v: str) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _split_by(rows: list[dict[str, str]], parameters: list[str], line_of, taken: tuple) -> list[str]:
+    """The swept options (grid and zip keys, not seed or repeat) that vary within a line (``line_of(row)``): a
+    line is never averaged over them, it is split by them instead."""
+    out = []
+    for c in (p.replace("-", "_") for p in parameters):
+        if c in taken or c in ("seed", "repeat"):
+            continue
+        seen: dict[Any, set] = {}
+        for r in rows:
+            seen.setdefault(line_of(r), set()).add(r.get(c, ""))
+        if any(len(v) > 1 for v in seen.values()):
+            out.append(c)
+    return out
+
+
+def _geometric(values: list[float]) -> bool:
+    """Positive values that a log axis shows better: spanning more than two decades, or (three or more) whose
+    gaps are more even on a log scale than on a linear one (1, 5, 20 local steps; not 1, 2, 3, 4)."""
+    v = np.unique(np.asarray(values, dtype=float))
+    if v.size < 2 or v.min() <= 0:
+        return False
+    if v.max() / v.min() > 100:
+        return True
+    if v.size < 3 or v.max() / v.min() < 4:
+        return False
+
+    def spread(gaps: np.ndarray) -> float:
+        return float(np.std(gaps) / np.mean(gaps))
+
+    return spread(np.diff(np.log(v))) < spread(np.diff(v))
+
+
+def sweep_subject(rows: list[dict[str, str]]) -> str:
+    """What a sweep's figure shows, for its title: the problem(s) and the communication budget when there is one."""
+    probs = list(dict.fromkeys(f"{r.get('problem', '?')}" + (f" (d = {r['dim']})" if r.get("dim") else "")
+                               for r in rows))
+    text = ", ".join(probs) if len(probs) <= 3 else f"{len(probs)} problems"
+    budgets = sorted({float(r["budget_mb"]) for r in rows if r.get("budget_mb")} |
+                     {float(r["budget_bits"]) / 8e6 for r in rows if r.get("budget_bits")})
+    if budgets:
+        text += ", budget " + ", ".join(f"{b:.4g}" for b in budgets) + " MB (up + down)"
+    return text
+
+
+def runs_subject(docs: list[dict[str, Any]]) -> str:
+    """The problems of runs and their budget, when they had one, for a title."""
+    names = problems_of(docs)
+    text = ", ".join(names) + ("  [different problems: values not comparable]" if len(names) > 1 else "")
+    from signsim.engine.accounting import budget_bits
+
+    budgets = sorted({budget_bits(d["config"]) / 8e6 for d in docs if isinstance(d.get("config"), dict)
+                      and math.isfinite(budget_bits(d["config"]))})
+    if budgets:
+        text += ", budget " + ", ".join(f"{b:.4g}" for b in budgets) + " MB (up + down)"
+    return text
 
 
 @styled
@@ -510,6 +649,10 @@ def rho_sorted(doc: dict[str, Any]):
     ax.set_ylabel("success probability rho_i")
     ax.set_ylim(min(0.0, np.nanmin(l_) if l_.size else 0) - 0.02, 1.02)
     ax.set_title(f"{doc['problem']['name']} {point_words(doc['point'])}, tau = {doc['tau']}: SPB {doc['verdict']}")
+    left_out = int((~keep).sum())
+    if left_out:  # rho_i is undefined where g_i = 0: said in the figure, not dropped silently
+        ax.text(0.01, 0.02, f"{left_out} of {rho.size} coordinates with g_i = 0 left out (no sign to agree with)",
+                transform=ax.transAxes, fontsize=8, ha="left", va="bottom", color="dimgrey")
     legend_below(fig)
     return fig
 

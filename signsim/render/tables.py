@@ -87,40 +87,52 @@ def new_table(title: str | None = None, header: bool = True) -> Table:
 def emit(console: Console, item: Any) -> None:
     """Print a table (its title above it, wrapped at the console width between expressions) or a line of text,
     with no trailing spaces on any line (piped output stays clean)."""
-    if isinstance(item, Table):
-        _fit(console, item)
+    wide = _fit(console, item) if isinstance(item, Table) else None
+    width = console.width
     with console.capture() as captured:
         if isinstance(item, Table) and item.title:
             title, item.title = str(item.title), None
             for line in wrap_title(title, console.width):
                 console.print(Text(line, style="italic" if console.is_terminal else ""), soft_wrap=True)
-        console.print(item)
+        if wide is not None:  # narrower than its words: printed wider than the console, no word cut
+            console.width = wide
+        try:
+            console.print(item)
+        finally:
+            console.width = width
     text = captured.get()
     console.file.write("\n".join(line.rstrip() for line in text.split("\n")))
     console.file.flush()
 
 
-def _fit(console: Console, table: Table) -> None:
-    """Nothing is cut with an ellipsis: a token wider than its column folds."""
+def _fit(console: Console, table: Table) -> int | None:
+    """Nothing is cut with an ellipsis, and no word (no number) is split: the width to print ``table`` at when
+    even its longest words do not fit the console (None when they do)."""
     for column in table.columns:
         column.overflow = "fold"
-    _allocate(console, table)
+    return _allocate(console, table)
 
 
-def _allocate(console: Console, table: Table) -> None:
+def _allocate(console: Console, table: Table) -> int | None:
     """Column widths for a table wider than the console: each column gets its longest word (no_wrap columns
     their whole text) and the spare width goes to the columns in proportion to what they lack; so text wraps at
-    spaces and no word is cut (Rich's own shrinking can cut words or crop the last columns)."""
+    spaces and no word is cut (Rich's own shrinking can cut words or crop the last columns). When the longest
+    words alone are wider than the console (a narrow pipe), a column of numbers still gets its longest number
+    (a number is never split) and only the words of text columns longer than TEXT_FLOOR fold; if even that does
+    not fit, the table is printed as wide as it needs (the width returned), wider than the console."""
     wide = console.options.update_width(10**6)
     sizes = [table._measure_column(console, wide, c) for c in table.columns]
     whole = table.__rich_measure__(console, wide)
     if whole.maximum <= console.width:
-        return
+        return None
     overhead = whole.maximum - sum(m.maximum for m in sizes)
     lows = [m.maximum if c.no_wrap else m.minimum for m, c in zip(sizes, table.columns, strict=True)]
-    spare = console.width - overhead - sum(lows)  # what the columns get beyond their longest words
-    if spare < 0:
-        return  # no way to fit: Rich folds the longest words
+    room = console.width
+    if console.width - overhead - sum(lows) < 0:  # the longest words do not fit side by side
+        lows = [low if c.no_wrap or _numbers(c) else min(low, TEXT_FLOOR)
+                for low, c in zip(lows, table.columns, strict=True)]
+        room = max(console.width, overhead + sum(lows))
+    spare = room - overhead - sum(lows)  # what the columns get beyond their floors
     lacks = [m.maximum - low for m, low in zip(sizes, lows, strict=True)]
     gets = [0] * len(lacks)
     needy = sorted(range(len(lacks)), key=lambda i: lacks[i])
@@ -131,6 +143,19 @@ def _allocate(console: Console, table: Table) -> None:
         spare -= gets[i]
     for column, low, get in zip(table.columns, lows, gets, strict=True):
         column.width = low + get - table._get_padding_width(column._index)
+    return room if room > console.width else None
+
+
+#: in a table too wide for the console even at its longest words, a text column's words longer than this fold
+TEXT_FLOOR = 12
+_NUMBER = re.compile(r"^[-+]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?%?$|^-$|^[-+]?inf$|^nan$", re.IGNORECASE)
+
+
+def _numbers(column) -> bool:
+    """Is every word of ``column``'s cells a number (or "-")? Such a column is never folded."""
+    words = [w for cell in column._cells for w in str(cell).replace("[", " ").replace("]", " ").replace(",", " ")
+             .split()]
+    return bool(words) and all(_NUMBER.match(w) for w in words)
 
 
 def _glue(text: str) -> str:
@@ -523,14 +548,32 @@ def sweep_plan(rows: list[dict[str, Any]], parameters: list[str]) -> Table:
     return t
 
 
+#: the sweep summary lists at most this many configurations (every one is in --json and results.csv)
+SWEEP_ROWS = 40
+
+
 def sweep_summary(doc: dict[str, Any]) -> list[Any]:
+    """The sweep's head line and one row per configuration (``best_per_configuration``: the method and each
+    varying option that is not a tuned one, with the best of the tuned values)."""
     head = (f"{doc['runs']} runs in {doc['out']}: ran {doc['ran']}, skipped {doc['skipped']} already finished; "
             + ", ".join(f"{k} {v}" for k, v in sorted(doc["statuses"].items())))
-    t = new_table("best final loss per method (mean ± std over repeats)")
-    for col in ("method", "settings", "final loss", "runs"):
+    rows = doc.get("best_per_configuration")
+    if rows is None:  # a document written before configurations were summarized
+        rows = [{"method": m, "configuration": {}, "tuned": {k: v for k, v in r["params"].items()
+                                                                 if k not in ("method", "repeat")}, **r}
+                for m, r in doc["best_per_method"].items()]
+    keys = list(dict.fromkeys(k for r in rows for k in r["configuration"]))
+    tuned = sorted({k for r in rows for k in r["tuned"]})
+    over = f"; the best {', '.join(t.replace('_', '-') for t in tuned)} of each" if tuned else ""
+    t = new_table(f"final loss per configuration (mean ± std over repeats{over})")
+    cols = ["method", *[k.replace("_", "-") for k in keys]] + (["best"] if tuned else []) + ["final loss", "runs"]
+    for col in cols:
         t.add_column(col, justify="right" if col in ("final loss", "runs") else "left")
-    for m, r in doc["best_per_method"].items():
-        settings = ", ".join(f"{k}={fmt(v)}" for k, v in r["params"].items() if k not in ("method", "repeat"))
-        t.add_row(m, settings or "-", f"{fmt(r['mean_final_loss'])} ± {fmt(r['std_final_loss'])}",
-                  f"{r['finite']}/{r['runs']}")
-    return [head, t]
+    for r in rows[:SWEEP_ROWS]:
+        best = ", ".join(f"{k.replace('_', '-')}={fmt(v)}" for k, v in r["tuned"].items())
+        t.add_row(r["method"], *[fmt(r["configuration"].get(k)) for k in keys], *([best or "-"] if tuned else []),
+                  f"{fmt(r['mean_final_loss'])} ± {fmt(r['std_final_loss'])}", f"{r['finite']}/{r['runs']}")
+    out: list[Any] = [head, t]
+    if len(rows) > SWEEP_ROWS:
+        out.append(f"... and {len(rows) - SWEEP_ROWS} more configurations (--json: best_per_configuration)")
+    return out

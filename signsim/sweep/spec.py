@@ -158,5 +158,7 @@ def expand(spec: SweepSpec) -> list[RunTask]:
                                   or k == "seed" and "seed" in params)
                 raise InputError(f"sweep file {spec.path}: run {len(tasks)} ({point or 'the base options'}): {e}") \
                     from None
-            tasks.append(RunTask(len(tasks), run_id(config), run_params, config))
+            # the history's --eval-every, when not given, is derived again by the run (by its budget, if any)
+            extra = {} if "eval_every" in options else {"eval_every_derived": True}
+            tasks.append(RunTask(len(tasks), run_id(config), run_params, config, extra=extra))
     return tasks

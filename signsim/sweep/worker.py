@@ -44,9 +44,12 @@ def execute(task: dict[str, Any], runner: Callable[[Any], dict[str, Any]]) -> di
             return failed(task, task["error"])
         if os.environ.get("SIGNSIM_CRASH_RUN") == str(task["index"]):  # a testing aid: this worker dies
             os.kill(os.getpid(), signal.SIGKILL)
-        from signsim.interface.config import resolve
+        from signsim.interface.config import mark_eval_every_derived, resolve
 
-        return runner(resolve(task["config"]))
+        cfg = resolve(task["config"])
+        if (task.get("extra") or {}).get("eval_every_derived"):
+            mark_eval_every_derived(cfg)
+        return runner(cfg)
     except InputError as e:
         return failed(task, str(e))
     except MemoryError:

@@ -1,0 +1,42 @@
+"""Unknown stage names with a "did you mean" (``--compressor topk:10`` -> ``top-k``), checked before a spec
+reaches ``signsim.stages.registry.parse``, whose own error names the choices only."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+from signsim.errors import InputError
+
+
+def closest(value: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to ``value`` (case, hyphens and underscores ignored: ``topk`` -> ``top-k``), or None."""
+    choices = list(choices)
+
+    def plain(text: str) -> str:
+        return text.lower().replace("-", "").replace("_", "")
+
+    by_plain = {plain(c): c for c in choices}
+    if plain(value) in by_plain:
+        return by_plain[plain(value)]
+    close = difflib.get_close_matches(plain(value), list(by_plain), n=1, cutoff=0.6)
+    return by_plain[close[0]] if close else None
+
+
+def hint(value: str, choices: Iterable[str]) -> str:
+    """" (did you mean 'x'?)" for the closest of ``choices``, or ""."""
+    best = closest(value, choices)
+    return f" (did you mean '{best}'?)" if best is not None and best != value else ""
+
+
+def stage_spec(kind: str, spec: str, option: str | None = None) -> None:
+    """An InputError naming the closest stage of ``kind`` when the name of ``spec`` (``NAME[:params]``) is not one;
+    nothing otherwise (the parameters are the registry's to check)."""
+    from signsim.stages import registry
+    from signsim.stages.base import OPTION
+
+    table = registry.stages(kind)
+    name = str(spec).partition(":")[0]
+    if name not in table:
+        raise InputError(f"{option or OPTION[kind]} {spec}: unknown value{hint(name, table)}; choose from "
+                         f"{', '.join(table)}")

@@ -1,0 +1,49 @@
+"""The stage tables of docs/reference.md and ``signsim list``, from the stage modules (a test checks the docs).
+
+Each compressor's line is its ``SUMMARY``, its constant where the summary does not state it, and its class once:
+"(unbiased)" is not added to a summary that already ends with the word, and a constant that only the module's
+docstring states (dither's omega) comes from ``CONSTANTS`` until the module's summary says it."""
+
+from __future__ import annotations
+
+import re
+
+from signsim.stages import registry
+from signsim.stages.base import KINDS
+from signsim.stages.tables import TITLES
+
+#: the constant of a built-in compressor whose SUMMARY does not state it (from its module's docstring)
+CONSTANTS = {"dither": "omega = 1/8 + t min(1, t), t = sqrt(d) 2^(1-s) (Horvath et al. 2019, Theorem 7)"}
+
+
+def summary(mod, kind: str) -> str:
+    """The text of a stage's line: its summary and, for a compressor, its constant and its class, once each."""
+    text = mod.SUMMARY
+    if kind != "compressor":
+        return text
+    cls = getattr(mod, "KIND", None)
+    said = bool(cls) and re.search(rf"[\s,(]{re.escape(cls)}\)?$", text) is not None  # "..., unbiased"
+    extra = getattr(mod, "CONSTANT_TEXT", None) or CONSTANTS.get(mod.NAME)
+    if extra and not re.search(r"\b(omega|alpha)\s*=", text):
+        text += f" ({extra})"
+    if cls and not said:
+        text += f" ({cls})"
+    return text
+
+
+def rows(kind: str, builtin_only: bool = True) -> list[tuple[str, str, str, str]]:
+    """(spec form, defaults, summary, theory section) of each stage of ``kind``."""
+    mods = registry.builtin(kind) if builtin_only else registry.stages(kind)
+    return [(registry.form(m), registry.defaults(m) or "-", summary(m, kind), m.THEORY) for m in mods.values()]
+
+
+def markdown() -> str:
+    """The tables of docs/reference.md's "Stages" section."""
+    parts = []
+    for kind in KINDS:
+        parts.append(f"#### {TITLES[kind]}\n")
+        parts.append("| spec | defaults | what it does | theory |\n|---|---|---|---|")
+        for form, defaults, text, theory in rows(kind):
+            parts.append(f"| `{form}` | {defaults} | {text.replace('|', chr(92) + '|')} | {theory} |")
+        parts.append("")
+    return "\n".join(parts).rstrip() + "\n"
