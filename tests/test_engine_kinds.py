@@ -11,8 +11,9 @@ import pytest
 
 import signsim
 from signsim.engine import compose, generate, loop
+from signsim.render import stage_tables as tables
 from signsim.seeding import CHILDREN, SERVER, WORKERS, WorkerStreams, generator, run_streams
-from signsim.stages import kinds, plugins, registry, tables
+from signsim.stages import kinds, plugins, registry
 from signsim.stages.base import KINDS, OPTION
 
 

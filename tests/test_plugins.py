@@ -153,3 +153,52 @@ def test_python_api_names_an_empty_plugins_value():
         with pytest.raises(InputError, match=r"^plugins '.*': an empty value is not allowed$"):
             signsim.run(plugins=value, iters=1)
     assert signsim.run(plugins=[], iters=1)["status"] == "ok"  # an empty list: no plugins
+
+
+# --- what a user meets (issue 34, items 1-3): a plugin cannot corrupt memory, end signsim, or run stale ---------
+
+def test_a_kernel_that_writes_past_its_array_is_one_line_not_a_corrupted_heap(cli, tmp_path):
+    """One write past the end of out: with bounds checks in the smoke test it is caught before any run (exit 2,
+    the plugin named), where unchecked it would overwrite the heap."""
+    src = example_source()
+    assert "    return d + 32.0" in src
+    p = tmp_path / "oob.py"
+    p.write_text(src.replace("    return d + 32.0", "    out[d] = 0.0\n    return d + 32.0").replace(
+        'NAME = "scaled-sto-sign"', 'NAME = "one-past-the-end"'))
+    for args in (("check-stage", "--plugin", p, "one-past-the-end"),
+                 ("run", "--plugin", p, "--compressor", "one-past-the-end", "--aggregate", "mean", "--iters", "3")):
+        r = cli(*args)
+        assert r.code == 2, (args, r.err)
+        assert "oob.py" in r.err and "outside an array" in r.err and "Traceback" not in r.err
+        assert len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_a_plugin_that_raises_systemexit_is_an_error_naming_it(cli, tmp_path):
+    p = tmp_path / "quits.py"
+    p.write_text("raise SystemExit(0)\n" + example_source().replace('NAME = "scaled-sto-sign"', 'NAME = "quits"'))
+    r = cli("check-stage", "--plugin", p, "quits")
+    assert r.code == 2 and "quits.py" in r.err and "SystemExit" in r.err
+
+
+def test_a_refused_plugin_stays_refused_on_a_second_load(tmp_path):
+    from signsim.errors import InputError
+    from signsim.stages import plugins
+
+    p = tmp_path / "clash.py"
+    p.write_text(example_source().replace('NAME = "scaled-sto-sign"', 'NAME = "sign"'))
+    for _ in range(2):  # the built-in name clash is found each time, not only the first
+        with pytest.raises(InputError, match="clashes with a built-in"):
+            plugins.load_file(p)
+
+
+def test_an_edited_plugin_is_loaded_afresh_in_the_same_process(tmp_path):
+    """A notebook edits its plugin and runs again: the new source is the stage that runs."""
+    from signsim.stages import plugins, registry
+
+    p = tmp_path / "edited_in_place.py"
+    p.write_text(example_source().replace('NAME = "scaled-sto-sign"', 'NAME = "edited-in-place"'))
+    first = plugins.load_file(p)
+    p.write_text(p.read_text().replace('SUMMARY = "', 'SUMMARY = "edited: '))
+    second = plugins.load_file(p)
+    assert second is not first and second.SUMMARY.startswith("edited: ")
+    assert registry.stages("compressor")["edited-in-place"] is second

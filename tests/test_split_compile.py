@@ -36,7 +36,8 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     assert (kernel is threaded) == bool(options)
     jobs, (step, signatures) = split_compile.plan(engine, kernel)
     names = [recipe[-1] for recipe, _ in jobs]
-    assert {"record", "finish", "direction"} <= set(names)
+    # the family's one loop: the dispatchers of every built-in aggregation, attack and error feedback
+    assert {"record", "finish_aggregate", "robust_aggregate", "attack_rows", "ef_direction"} <= set(names)
     missing = [recipe for recipe, sig in jobs if not split_compile.cached(split_compile.find(recipe), sig)]
     assert missing == []
     # the worker step and record: the cache holds no other float64 signature (a wrong one compiled by the split

@@ -87,9 +87,12 @@ def _helper(fn):
 
 
 @functools.cache
-def stage_function(module, attr: str, worker_path: bool, inline: bool = False):
+def stage_function(module, attr: str, worker_path: bool, inline: bool = False, checked: bool = False):
     """The stage module's function ``attr`` compiled (cached on disk under its own name); with ``inline``, a
-    function inlined into its caller instead (nothing of its own to compile or cache)."""
+    function inlined into its caller instead (nothing of its own to compile or cache); with ``checked``, a copy
+    that checks every index (an access outside an array raises IndexError instead of corrupting memory) and
+    releases the GIL (so that a signal still ends a kernel that never returns), for the smoke test and
+    ``check-stage`` of a plugin."""
     fn = getattr(module, attr)
     h = source_hash(module)
     # the copy without Numba's runtime carries its own name: the cache does not tell the two apart
@@ -98,6 +101,8 @@ def stage_function(module, attr: str, worker_path: bool, inline: bool = False):
                               fn.__defaults__)
     copy.__qualname__ = name
     copy.__doc__ = fn.__doc__
+    if checked:
+        return njit(boundscheck=True, nogil=True)(copy)
     if inline:
         return njit(inline="always", _nrt=not worker_path)(copy)
     return njit(cache=True, _nrt=False)(copy) if worker_path else njit(cache=True)(copy)
@@ -109,7 +114,10 @@ def compress_once(stage, v, sign_zero=0, gen=None):
     out = np.zeros(v.shape[0], dtype=v.dtype)
     gen = np.random.default_rng(0) if gen is None else gen
     scratch = np.zeros(v.shape[0], dtype=np.int64)
-    bits = stage_function(stage.module, "kernel", False)(v, out, stage.param_array(), int(sign_zero), gen, scratch)
+    from signsim.stages.plugins import is_plugin
+
+    kernel = stage_function(stage.module, "kernel", False, checked=is_plugin(stage.module))
+    bits = kernel(v, out, stage.param_array(), int(sign_zero), gen, scratch)
     return out, bits
 
 
@@ -245,60 +253,86 @@ def _family_has_loops(kernel, family: str, threaded: bool) -> bool:
     return any(True for _ in Path(folder).glob(f"*.{prefix}__{family}__*.nbi"))
 
 
-def smoke_test(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage
-    """Compile a plugin's kernels and run them once on a small vector: InputError naming the plugin when a kernel
-    does not compile or writes wrong values (a contract broken at run time, never a crash or a silent NaN run).
+def smoke_test(stage, d: int) -> None:
+    """Compile a plugin's kernels with bounds checks and run them on a small vector and on one of the run's
+    dimension d (up to ``SMOKE_MAX_D``): InputError naming the plugin when a kernel does not compile, reads or
+    writes outside an array, or writes wrong values (a contract broken at run time, never a crash, a corrupted
+    heap or a silent NaN run). The calls run where Ctrl-C and SIGTERM still act (``interrupts.interruptible``).
     Built-in stages are checked by the test suite instead."""
+    from signsim.stages.plugins import is_plugin
+
+    if not is_plugin(stage.module):
+        return
+    for size in sorted({max(2, min(int(d), 64)), max(2, min(int(d), SMOKE_MAX_D))}):
+        _smoke(stage, size)
+
+
+#: the largest dimension the smoke test runs a plugin's kernels at (the run's own d when smaller)
+SMOKE_MAX_D = 100_000
+
+
+def _smoke(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage
     from signsim.errors import InputError
-    from signsim.stages.plugins import _fail, is_plugin
+    from signsim.interface.interrupts import interruptible
+    from signsim.stages.plugins import _fail
 
     mod = stage.module
-    if not is_plugin(mod):
-        return
     where = mod.__file__
     p = stage.param_array()
     gen = np.random.default_rng(0)
-    d = max(2, min(int(d), 64))
     v = np.linspace(-1.0, 1.5, d)
+
+    def fn(attr):
+        return stage_function(mod, attr, False, checked=True)
+
+    def call(f, *args):
+        return interruptible(lambda: f(*args))
+
     try:
         if stage.kind == "compressor":
             out = np.zeros(d)
-            bits = stage_function(mod, "kernel", False)(v, out, p, 0, gen, np.zeros(d, dtype=np.int64))
+            bits = call(fn("kernel"), v, out, p, 0, gen, np.zeros(d, dtype=np.int64))
             if not (isinstance(bits, (int, float)) and math.isfinite(bits) and bits > 0):
                 raise _fail(where, f"kernel must return the message's bits, a finite number > 0 (got {bits!r})")
             if not np.all(np.isfinite(out)):
-                raise _fail(where, "kernel wrote non-finite values into out for a finite v")
+                raise _fail(where, f"kernel wrote non-finite values into out for a finite v (d = {d})")
             ref = np.asarray(mod.reference(v.copy(), stage.params, 0, np.random.default_rng(0)))
             if ref.shape != (d,):
                 raise _fail(where, f"reference returned shape {ref.shape}, expected ({d},)")
         elif stage.kind == "momentum":
             g, m = v.copy(), np.zeros(d)
-            r = stage_function(mod, "kernel", False)(0, g, m, p)
+            r = call(fn("kernel"), 0, g, m, p)
             if np.shape(r) != (d,) or not np.all(np.isfinite(r)):
-                raise _fail(where, "kernel must return a finite vector of length d")
+                raise _fail(where, f"kernel must return a finite vector of length d (d = {d})")
         elif stage.kind == "aggregation":
             msg = np.vstack([v, -v, 2 * v])
             agg = msg.sum(axis=0) if mod.SUMMED else np.zeros(d)
             if mod.SUMMED:
-                stage_function(mod, "finish", False)(agg, 3, p, 0, gen)
+                call(fn("finish"), agg, 3, p, 0, gen)
             else:
-                stage_function(mod, "robust", False)(msg, agg, p)
+                call(fn("robust"), msg, agg, p)
             if not np.all(np.isfinite(agg)):
-                raise _fail(where, "the aggregate of finite messages is not finite")
+                raise _fail(where, f"the aggregate of finite messages is not finite (d = {d})")
         elif stage.kind == "attack":
             out = v.copy()
-            stage_function(mod, "row", False)(out, p, gen)
+            call(fn("row"), out, p, gen)
             msg = np.vstack([v, v, -v])
-            stage_function(mod, "rows", False)(msg, 1, p)
+            call(fn("rows"), msg, 1, p)
             if not (np.all(np.isfinite(out)) and np.all(np.isfinite(msg))):
-                raise _fail(where, "the attack wrote non-finite values for finite messages")
+                raise _fail(where, f"the attack wrote non-finite values for finite messages (d = {d})")
         elif stage.kind == "error_feedback":
             e, g = np.zeros(d), v.copy()
-            u = stage_function(mod, "before", False)(0.1, v.copy(), g, e)
+            u = call(fn("before"), 0.1, v.copy(), g, e)
             if np.shape(u) != (d,):
                 raise _fail(where, "before must return a vector of length d")
+            call(fn("after"), e, np.zeros(d))
+            call(fn("direction"), np.zeros(d), np.zeros(d))
     except InputError:
         raise
+    except IndexError:
+        raise _fail(where, f"its {stage.kind} kernel reads or writes outside an array it was given (an index out "
+                           f"of bounds at d = {d}, found with bounds checks); the engine would corrupt memory") \
+            from None
     except Exception as e:  # noqa: BLE001 - Numba's typing errors and the kernel's own: one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise _fail(where, f"its {stage.kind} kernel does not compile or run: {type(e).__name__}: {first}") from None

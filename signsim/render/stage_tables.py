@@ -2,18 +2,17 @@
 
 Each compressor's line is its ``SUMMARY``, its constant where the summary does not state it, and its class once:
 "(unbiased)" is not added to a summary that already ends with the word, and a constant that only the module's
-docstring states (dither's omega) comes from ``CONSTANTS`` until the module's summary says it."""
+docstring states comes from its ``CONSTANT_TEXT`` (a plugin's option)."""
 
 from __future__ import annotations
 
 import re
 
-from signsim.stages import registry
-from signsim.stages.base import KINDS
-from signsim.stages.tables import TITLES
+from signsim.stages import kinds, registry
 
-#: the constant of a built-in compressor whose SUMMARY does not state it (from its module's docstring)
-CONSTANTS = {"dither": "omega = 1/8 + t min(1, t), t = sqrt(d) 2^(1-s) (Horvath et al. 2019, Theorem 7)"}
+#: each kind's table title (``signsim.stages.kinds``)
+TITLES = {k.name: k.title for k in kinds.TABLE}
+KINDS = kinds.NAMES
 
 
 def summary(mod, kind: str) -> str:
@@ -23,7 +22,7 @@ def summary(mod, kind: str) -> str:
         return text
     cls = getattr(mod, "KIND", None)
     said = bool(cls) and re.search(rf"[\s,(]{re.escape(cls)}\)?$", text) is not None  # "..., unbiased"
-    extra = getattr(mod, "CONSTANT_TEXT", None) or CONSTANTS.get(mod.NAME)
+    extra = getattr(mod, "CONSTANT_TEXT", None)
     if extra and not re.search(r"\b(omega|alpha)\s*=", text):
         text += f" ({extra})"
     if cls and not said:

@@ -6,7 +6,7 @@ flags the loop reads, the state it may own, and what a module of that kind must 
 Everything that names the kinds reads this table: the registry (folders, options), the plugin loader
 (``plugins.REQUIRED``), the loop's names (``signsim.engine.compose``), the generated dispatch of every built-in stage
 (``signsim/engine/universal.py``, made by ``python -m signsim.engine.generate``), the driver's state arrays, the
-docs' stage tables (``signsim.stages.tables``). Pure Python: importing it costs nothing.
+docs' stage tables (``signsim.render.stage_tables``). Pure Python: importing it costs nothing.
 
 A worker's step, in order: momentum -> error feedback (before) -> compressor -> error feedback (after) -> attack
 (row); the server's: attack (rows, omniscient) -> aggregation (finish of the sum, or robust) -> error feedback

@@ -61,11 +61,17 @@ def check_contract(mod: ModuleType, where: str) -> str:
         if mod.BROADCAST == "sign-sum" and not callable(getattr(mod, "sum_values", None)):
             raise _fail(where, "a compressor whose BROADCAST is sign-sum must declare sum_values(M, sign_zero)")
     known = registry.stages(kind)
-    if mod.NAME in known and known[mod.NAME] is not mod:
+    if mod.NAME in known and known[mod.NAME] is not mod and not _same_file(known[mod.NAME], mod):
         other = known[mod.NAME]
         origin = "a built-in" if other.__name__.startswith("signsim.") else f"the plugin {other.__file__}:"
         raise _fail(where, f"the {kind} name '{mod.NAME}' clashes with {origin} {kind} of that name")
     return kind
+
+
+def _same_file(a: ModuleType, b: ModuleType) -> bool:
+    """Two plugin modules loaded from one file (its edited source replaces the earlier one)."""
+    fa, fb = getattr(a, "__file__", None), getattr(b, "__file__", None)
+    return is_plugin(a) and fa is not None and fb is not None and Path(fa).resolve() == Path(fb).resolve()
 
 
 def load_file(path: str | Path) -> ModuleType:
@@ -74,12 +80,13 @@ def load_file(path: str | Path) -> ModuleType:
     where = str(path)
     if not p.is_file() or p.suffix != ".py":
         raise _fail(where, "not a readable .py file")
-    key = str(p.resolve())
+    # named by its source, as its compiled kernels are: a cached loop refers to the module by this name, so the
+    # same source loaded from another path must find the same module, and an edited file is a new module (in one
+    # process too: a notebook that edits its plugin never runs it stale)
+    digest = hashlib.sha1(p.read_bytes()).hexdigest()[:10]
+    key = f"{p.resolve()}:{digest}"
     if key in LOADED:
         return LOADED[key]
-    # named by its source, as its compiled kernels are: a cached loop refers to the module by this name, so the
-    # same source loaded from another path must find the same module
-    digest = hashlib.sha1(p.read_bytes()).hexdigest()[:10]
     name = f"signsim_plugin_{p.stem.replace('-', '_')}_{digest}"
     if name in sys.modules and is_plugin(sys.modules[name]):
         LOADED[key] = sys.modules[name]
@@ -90,11 +97,16 @@ def load_file(path: str | Path) -> ModuleType:
     try:
         spec.loader.exec_module(mod)
     except InputError:
+        del sys.modules[name]
         raise
-    except Exception as e:  # noqa: BLE001 - the plugin's own code failed: one line naming it
+    except BaseException as e:  # noqa: BLE001 - the plugin's own code failed (SystemExit too): one line naming it
         del sys.modules[name]
         raise _fail(where, f"cannot be imported: {type(e).__name__}: {e}") from None
-    kind = check_contract(mod, where)
+    try:
+        kind = check_contract(mod, where)
+    except InputError:
+        del sys.modules[name]  # refused: a second load checks it again
+        raise
     registry.PLUGINS[kind][mod.NAME] = mod
     LOADED[key] = mod
     return mod
@@ -105,7 +117,8 @@ def load_module(module_name: str, where: str | None = None) -> ModuleType:
     where = where or module_name
     try:
         mod = importlib.import_module(module_name)
-    except Exception as e:  # noqa: BLE001
+    except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from its code too
+        sys.modules.pop(module_name, None)
         raise _fail(where, f"cannot be imported: {type(e).__name__}: {e}") from None
     kind = check_contract(mod, where)
     registry.PLUGINS[kind][mod.NAME] = mod
@@ -146,10 +159,14 @@ def load_entry_points() -> None:
     if _ENTRY_POINTS_LOADED:
         return
     _ENTRY_POINTS_LOADED = True
+    import warnings
     from importlib.metadata import entry_points
 
     for ep in entry_points(group="signsim.stages"):
-        load_module(ep.value.partition(":")[0], f"{ep.name} (entry point {ep.value})")
+        try:
+            load_module(ep.value.partition(":")[0], f"{ep.name} (entry point {ep.value})")
+        except InputError as e:  # a broken entry point disables only itself
+            warnings.warn(f"{str(e).replace('--plugin ', 'installed stage ', 1)}; it is left out", stacklevel=2)
 
 
 def is_plugin(mod: ModuleType) -> bool:

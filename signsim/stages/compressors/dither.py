@@ -10,7 +10,8 @@ from signsim.stages.base import Param, index_bits_jit
 
 NAME = "dither"
 PARAMS = (Param("s", "int", default=8, low=1, high=1000),)
-SUMMARY = "natural dithering, |v_i|/||v||_2 rounded to 0 or a power of two >= 2^(1-s), unbiased"
+SUMMARY = ("natural dithering, |v_i|/||v||_2 rounded to 0 or a power of two >= 2^(1-s) "
+           "(omega = 1/8 + t min(1, t), t = sqrt(d) 2^(1-s))")
 KIND = "unbiased"
 THEORY = "§8.1"
 SCRATCH = False
