@@ -172,6 +172,15 @@ UNUSED = frozenset({"diversity --problem mlp --pairs 8 --estimator two-batch --q
                     "check-spb --problem mlp --samples 64 --local-steps 2 --quiet"})
 
 
+def redundant(args: list[str]) -> bool:
+    """A warm-up run of one method alias or one noise model on the quadratic: in the family's one loop (every
+    composition of built-in stages, every noise model: ``SIGNSIM_LOOP=builtin``) it loads what its family's primer
+    compiled, so it would cost the suite a process start (about 3 CPU-s) and compile nothing."""
+    if os.environ.get("SIGNSIM_LOOP") != "builtin" or args[0] != "run" or "--dim 3 " not in " ".join(args) + " ":
+        return False
+    return "--noise" in args or ("--method" in args and "--votes" not in args)
+
+
 def _warm_up_queue() -> list[str]:
     """``signsim compile``'s float64 warm-up commands (float32 loops are for test_dtype.py, in the slow step) as
     queue lines ``family<TAB>primer<TAB>command``: each family's primer first (the longest first), then the other
@@ -183,6 +192,8 @@ def _warm_up_queue() -> list[str]:
     families: dict[str, list[str]] = {}
     for args in warm_commands():
         _, family, dtype = group(args)
+        if redundant(args):
+            continue
         if dtype == "float64" and " ".join(args) not in UNUSED:
             if threaded(args):
                 args = [*args, "--method", THREADED_METHOD]
