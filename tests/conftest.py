@@ -2,9 +2,10 @@
 
 Keeping the fast suite fast (the README's test command: <= 6 min on 2 cores from an empty kernel cache). Most of
 its time is Numba compiling, not running. Every composition of built-in stages runs in its family's one loop
-(``SIGNSIM_LOOP=builtin``, set below), compiled once per family of problems, dtype and threading, so a grid over
-stages costs run time only; a plugin's composition, a new problem family or dtype still compiles. So, in a new
-test file:
+(``SIGNSIM_LOOP=analytic``, set below: the analytic problems' loop, compiled once per dtype and threading), so a
+grid over stages on the quadratic or Rosenbrock costs run time only; on the GLMs and the MLP, whose one loop costs
+more to compile than the few compositions the suite runs there, each composition compiles its own loop (a few
+CPU-seconds), as does a plugin's. So, in a new test file:
 - reuse the problems and dtypes other tests already use (a quadratic, float64) unless the test is about that
   problem or dtype;
 - end-to-end runs of more than a few seconds, fresh-cache compiles and long hypothesis searches are marked
@@ -29,7 +30,7 @@ from hypothesis import HealthCheck, settings
 # every composition of built-in stages runs in its family's one loop (docs/reference.md, SIGNSIM_LOOP): the suite
 # compiles that loop once per family, dtype and threading instead of a loop per composition; tests that compare it
 # with a composition's own loop set the variable themselves
-os.environ.setdefault("SIGNSIM_LOOP", "builtin")
+os.environ.setdefault("SIGNSIM_LOOP", "analytic")
 
 from signsim.cli import main
 from signsim.engine.build import build
@@ -174,9 +175,11 @@ UNUSED = frozenset({"diversity --problem mlp --pairs 8 --estimator two-batch --q
 
 def redundant(args: list[str]) -> bool:
     """A warm-up run of one method alias or one noise model on the quadratic: in the family's one loop (every
-    composition of built-in stages, every noise model: ``SIGNSIM_LOOP=builtin``) it loads what its family's primer
+    composition of built-in stages, every noise model: ``SIGNSIM_LOOP``) it loads what its family's primer
     compiled, so it would cost the suite a process start (about 3 CPU-s) and compile nothing."""
-    if os.environ.get("SIGNSIM_LOOP") != "builtin" or args[0] != "run" or "--dim 3 " not in " ".join(args) + " ":
+    from signsim.engine.compose import mode  # (the redundant runs are all of analytic problems)
+
+    if mode("analytic") != "builtin" or args[0] != "run" or "--dim 3 " not in " ".join(args) + " ":
         return False
     return "--noise" in args or ("--method" in args and "--votes" not in args)
 

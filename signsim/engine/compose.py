@@ -187,7 +187,8 @@ BUILTIN_KEY = "builtin"
 
 
 #: which loop a composition of built-in stages runs in: "auto" (``choose``), "builtin" (always the family's one
-#: loop) or "composed" (always a loop of its own)
+#: loop), "composed" (always a loop of its own), or a comma-separated list of families that take their one loop
+#: (the others their composition's own)
 LOOP_ENV = "SIGNSIM_LOOP"
 LOOP_MODES = ("auto", "builtin", "composed")
 
@@ -215,9 +216,16 @@ def check_codes(kernel, icfg) -> None:
             raise ValueError(f"unknown {kind} stage code {code}")
 
 
-def mode() -> str:
+def mode(family: str | None = None) -> str:
+    """``SIGNSIM_LOOP`` for ``family``: "auto", "builtin" or "composed" (a list of families: "builtin" for those,
+    "composed" for the others; anything else: "auto")."""
     value = os.environ.get(LOOP_ENV, "auto").strip().lower() or "auto"
-    return value if value in LOOP_MODES else "auto"
+    if value in LOOP_MODES:
+        return value
+    families = {f.strip() for f in value.split(",")}
+    if family is not None and families <= set(specialize.FAMILIES):
+        return "builtin" if family in families else "composed"
+    return "auto"
 
 
 def choose(family: str, stages: dict, threaded: bool, signature: tuple):
@@ -231,7 +239,7 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple):
     which = 0 if threaded else 1
     if not builtin_only(stages):
         return loops(family, stages, builtin=False)[which]
-    chosen = mode()
+    chosen = mode(family)
     if chosen != "auto":
         return loops(family, stages, builtin=chosen == "builtin")[which]
     one = loops(family, stages)[which]
