@@ -99,7 +99,9 @@ def test_loop_mode_is_read_from_the_environment(monkeypatch):
     monkeypatch.setenv(compose.LOOP_ENV, "composed")
     assert compose.mode() == "composed"
     monkeypatch.setenv(compose.LOOP_ENV, "nonsense")
-    assert compose.mode() == "auto"
+    assert compose.mode() == "auto" and compose.mode("analytic") == "auto"
+    monkeypatch.setenv(compose.LOOP_ENV, "analytic,mlp")
+    assert [compose.mode(f) for f in ("analytic", "glm", "mlp")] == ["builtin", "composed", "builtin"]
     stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
     monkeypatch.setenv(compose.LOOP_ENV, "builtin")
     threaded, serial = compose.loops("analytic", stages)

@@ -1,4 +1,5 @@
-"""Each run's loop, composed from the stages it uses (docs/theory.md §2, §8).
+"""Each run's loop: the family's one loop that runs every composition of built-in stages, or a loop composed from
+the stages it uses (docs/theory.md §2, §8; ``choose`` decides, ``SIGNSIM_LOOP`` overrides).
 
 A stage's kernels are plain Python functions in its module (``signsim.stages.base``). ``stage_function``
 compiles one with Numba under a name of its own (a plugin's name carries a hash of its source, so an edited
@@ -6,9 +7,11 @@ plugin is never run stale from Numba's cache, which does not notice edits to cal
 helper functions it calls from its module's namespace (inlined). Every run that uses a stage shares that one
 compiled kernel, so a new composition compiles only its own ``worker_step`` and loop (``loops``): copies of
 ``loop.worker_step`` and ``loop.run_chunk_source`` whose stage names (``loop.momentum_step``, ``loop.compress``,
-...) point to the stages' kernels, made the way ``engine/specialize.py`` makes a copy per family of problems.
-A copy's name carries the family and a hash of its stages (``composition_key``), so Numba caches each
-composition's loop in its own files.
+...) point either to the dispatchers of ``signsim/engine/universal.py`` (generated from the table of kinds,
+``signsim.stages.kinds``: each call takes the stage's code first) or to one-stage copies of that module's
+``__one`` templates bound to the composition's kernels, made the way ``engine/specialize.py`` makes a copy per
+family of problems. A copy's name carries the family and ``BUILTIN_KEY`` or a hash of its stages
+(``composition_key``), so Numba caches each loop in its own files.
 
 The kernels on a worker's path (momentum, error feedback, compressor, blind attack) are compiled without
 Numba's runtime, like ``worker_step`` (nothing there allocates); the server's (aggregation, omniscient attack)

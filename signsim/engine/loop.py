@@ -26,8 +26,10 @@ direction (x <- x - server_lr direction for EF).
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
 whatever the number of Numba threads. The loop is compiled from this one source for each family of problems
-and composition of stages (``signsim.engine.specialize``, ``signsim.engine.compose``), with threads and without (a
-small run loads only the serial one). The driver calls it for consecutive ranges of iterations (the state lives
+(``signsim.engine.specialize``), with threads and without (a small run loads only the serial one): once with the
+dispatchers of every built-in stage (``signsim/engine/universal.py``: the stage's code, in ``icfg``, picks it), so
+that one loop runs every composition of built-in stages, or for one composition with its stages bound directly (a
+plugin's; ``signsim.engine.compose``). The driver calls it for consecutive ranges of iterations (the state lives
 in the arrays of the four bundles it passes: ``ProblemData``, ``Workers``, ``Server``, ``RunState``), which lets a
 progress bar and Ctrl-C act between chunks.
 """
