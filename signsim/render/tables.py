@@ -147,7 +147,7 @@ def _allocate(console: Console, table: Table) -> int | None:
 
 
 #: in a table too wide for the console even at its longest words, a text column's words longer than this fold
-TEXT_FLOOR = 12
+TEXT_FLOOR = 8
 _NUMBER = re.compile(r"^[-+]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?%?$|^-$|^[-+]?inf$|^nan$", re.IGNORECASE)
 
 
