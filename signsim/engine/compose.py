@@ -338,6 +338,12 @@ def _smoke(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage
                 raise _fail(where, "before must return a vector of length d")
             call(fn("after"), e, np.zeros(d))
             call(fn("direction"), np.zeros(d), np.zeros(d))
+        elif stage.kind == "server_optimizer":
+            opt = np.zeros((3, d))
+            for k in range(3):
+                u = call(fn("update"), v.copy(), opt, p, k)
+                if np.shape(u) != (d,) or not np.all(np.isfinite(u)):
+                    raise _fail(where, f"update must return a finite vector of length d (d = {d})")
     except InputError:
         raise
     except IndexError:

@@ -61,6 +61,8 @@ class Settings:
     local_steps: int = 1
     clients: int | None = None
     server_lr: float = 1.0
+    #: the server's optimizer (docs/theory.md §12.4; ``--server-opt``, default sgd: x <- x - step direction)
+    server_optimizer: Stage | None = None
 
     def __post_init__(self):
         from signsim.stages import registry
@@ -69,6 +71,8 @@ class Settings:
             self.momentum_kind = registry.parse("momentum", "none")
         if self.error_feedback is None:
             self.error_feedback = registry.parse("error_feedback", "none")
+        if self.server_optimizer is None:
+            self.server_optimizer = registry.parse("server_optimizer", "sgd")
 
     @property
     def compressor_param(self) -> float:
@@ -86,19 +90,21 @@ class Settings:
         """kind -> the module of each stage the loop composes (no attack without Byzantine workers)."""
         return {"momentum": self.momentum_kind.module, "compressor": self.compressor.module,
                 "error_feedback": self.error_feedback.module, "aggregation": self.aggregate.module,
-                "attack": self.attack.module if self.byzantine else compose.NO_ATTACK}
+                "attack": self.attack.module if self.byzantine else compose.NO_ATTACK,
+                "server_optimizer": self.server_optimizer.module}
 
     def stage_list(self) -> list[Stage]:
-        return [self.momentum_kind, self.compressor, self.error_feedback, self.aggregate, self.attack]
+        return [self.momentum_kind, self.compressor, self.error_feedback, self.aggregate, self.attack,
+                self.server_optimizer]
 
     def stage_params(self) -> np.ndarray:
         """The loop's ``sp``: one row of parameters per stage (``loop.SP_*``); momentum's are (beta, beta2)."""
         from signsim.stages.base import MAX_PARAMS
 
-        sp = np.zeros((4, MAX_PARAMS))
+        sp = np.zeros((5, MAX_PARAMS))
         sp[loop.SP_MOMENTUM, :2] = self.momentum, self.momentum2
         for row, stage in ((loop.SP_COMPRESSOR, self.compressor), (loop.SP_AGGREGATION, self.aggregate),
-                           (loop.SP_ATTACK, self.attack)):
+                           (loop.SP_ATTACK, self.attack), (loop.SP_SERVER_OPTIMIZER, self.server_optimizer)):
             sp[row, :len(stage.params)] = stage.params
         return sp
 
@@ -121,6 +127,7 @@ class Settings:
             error_feedback=stages.parse_error_feedback(cfg.error_feedback or method.error_feedback),
             budget=accounting.budget_bits(cfg),
             local_steps=int(cfg.local_steps), clients=rounds.of_config(cfg), server_lr=float(cfg.server_lr),
+            server_optimizer=stages.parse_server_optimizer(getattr(cfg, "server_opt", None) or "sgd"),
         )
 
     def participants(self, workers: int) -> int:
@@ -172,6 +179,7 @@ class Engine(ChunkedState):
         # local steps (H > 1) the local iterate y and the pseudo-gradient u (docs/theory.md §12)
         self.iwork = np.zeros((S, d) if s.compressor.module.SCRATCH else (1, 1), dtype=np.int64)
         self.srv = np.zeros(d, dtype=dt)
+        self.opt = np.zeros((3, d) if s.server_optimizer.module.STATE else (1, 1), dtype=dt)
         self.G = np.zeros((S, d), dtype=dt)
         self.msg = np.zeros((S, d), dtype=dt)
         self.Y = np.zeros((S, d) if s.local_steps > 1 else (1, 1), dtype=dt)
@@ -234,7 +242,8 @@ class Engine(ChunkedState):
         p = self.problem
         return (loop.ProblemData(p.pf, p.pi, p.A, p.b, p.ptr, p.idx, self.nparams),
                 loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen),
-                loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part),
+                loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part,
+                            self.opt),
                 loop.RunState(self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters), self.gens)
 
     def _sample(self, k1: int) -> int:

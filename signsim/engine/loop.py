@@ -22,7 +22,8 @@ An iteration is a federated round (docs/theory.md §12): the server first sample
 drawn when S = M), only they run the steps above, with
 g replaced by the sum of H local SGD gradients (``local_gradient``; H = 1 is the gradient itself), in slots
 0..S-1 of the per-round buffers; the server aggregates those S messages and steps x <- x - server_lr gamma_k
-direction (x <- x - server_lr direction for EF).
+direction (x <- x - server_lr direction for EF), or by the server optimizer's update made from the direction
+(FedAvgM, FedAdam; docs/theory.md §12.4).
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
 whatever the number of Numba threads. The loop is compiled from this one source for each family of problems
@@ -65,7 +66,7 @@ from signsim.stages import kinds
 #: placeholder)
 ProblemData = namedtuple("ProblemData", "pf pi A b ptr idx nparams")
 Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen")
-Server = namedtuple("Server", "x srv agg gbuf tally gen part")
+Server = namedtuple("Server", "x srv agg gbuf tally gen part opt")
 RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 
 #: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names);
@@ -78,15 +79,15 @@ ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eva
 FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
  I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS) = range(17)
-I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK = (
-    ICFG.index(kinds.code_setting(k)) for k in ("momentum", "compressor", "error_feedback", "aggregation", "attack"))
+(I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
+ I_CODE_SERVER_OPTIMIZER) = (ICFG.index(kinds.code_setting(k)) for k in kinds.NAMES)
 I_STEP_SCALED, I_SUMMED, I_OMNISCIENT = (ICFG.index(kinds.flag_setting(f))
                                          for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT"))
 N_ICFG = len(ICFG)
 F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR = range(len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
-SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK = range(4)
+SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER = range(5)
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
 # ``tally``: bits sent so far, up (all messages) and down (every broadcast times the round's S participants); the
@@ -141,6 +142,10 @@ def finish_aggregate(code, agg, M, p, tie, gen):
 
 
 def robust_aggregate(code, msg, agg, p):
+    raise NotImplementedError
+
+
+def server_update(code, direction, opt, p, k):  # -> the update x moves by (times eta_s gamma_k)
     raise NotImplementedError
 
 
@@ -346,7 +351,8 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             tally[T_DOWN] += S * sparse_broadcast_bits(agg)
         else:
             tally[T_DOWN] += S * fcfg[F_DOWN_BITS]
-        direction = ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv)
+        direction = server_update(icfg[I_CODE_SERVER_OPTIMIZER], ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv),
+                                  server.opt, sp[SP_SERVER_OPTIMIZER], k)
         scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
         if icfg[I_MONOTONE]:
             # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration

@@ -34,6 +34,7 @@ class ReferenceRun:
         self.mom = np.zeros((workers, problem.dim))
         self.err = np.zeros((workers, problem.dim))  # EF: e_m; EF21: g_m
         self.g_server = np.zeros(problem.dim)  # EF21: the server's g = mean of the g_m
+        self.opt = np.zeros((3, problem.dim))  # the server optimizer's state (moments, update)
         self.broadcast = np.zeros(problem.dim)  # the last aggregate (centered clipping starts from it)
         self.k = 0
         self.bits_up = 0  # by the formulas of signsim.engine.accounting
@@ -106,6 +107,8 @@ class ReferenceRun:
         else:
             self.bits_down += S * accounting.downlink_bits(comp, agg, S, d, s.sign_zero, s.tie)
         broadcast = ef.reference_direction(broadcast, self.g_server)
+        opt = s.server_optimizer
+        broadcast = np.asarray(opt.module.reference(broadcast, self.opt, np.asarray(opt.param_array()), k), dtype=float)
         step = s.server_lr * (lr * broadcast if ef.STEP_SCALED else broadcast)
         if s.weight_decay:
             step = step + lr * s.weight_decay * self.x

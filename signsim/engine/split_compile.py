@@ -64,8 +64,8 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
             (("module", "signsim.engine.loop", "step_size"), sig(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)),
             (("module", "signsim.engine.compress", "sparse_broadcast_bits"), sig(server.agg))]
     # the server's stages: in the loop of every built-in composition, the dispatchers of signsim/engine/universal.py
-    # (every aggregation, error feedback and attack, compiled here whatever the run uses); a plugin's composition
-    # calls copies that a fresh process cannot make, compiled in this process with the loop
+    # (every aggregation, error feedback, attack and server optimizer, compiled here whatever the run uses); a
+    # plugin's composition calls copies that a fresh process cannot make, compiled in this process with the loop
     if kernel.py_func.__name__.endswith(f"__{compose.BUILTIN_KEY}"):
         code = icfg[loop.I_CODE_AGGREGATION]
         jobs += [(("module", "signsim.engine.universal", "finish_aggregate"),
@@ -74,14 +74,18 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
                   sig(code, workers.msg[:S], server.agg, sp[loop.SP_AGGREGATION])),
                  (("module", "signsim.engine.universal", "attack_rows"),
                   sig(code, workers.msg[:S], S, sp[loop.SP_ATTACK])),
-                 (("module", "signsim.engine.universal", "ef_direction"), sig(code, server.agg, server.srv))]
+                 (("module", "signsim.engine.universal", "ef_direction"), sig(code, server.agg, server.srv)),
+                 (("module", "signsim.engine.universal", "server_update"),
+                  sig(code, server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k))]
     elif compose.builtin_only(stages):  # a composition's own loop: the functions of its server-side stages
-        aggregation, ef = stages["aggregation"], stages["error_feedback"]
+        aggregation, ef, opt = stages["aggregation"], stages["error_feedback"], stages["server_optimizer"]
         attr = "finish" if aggregation.SUMMED else "robust"
         args = (server.agg, S, sp[loop.SP_AGGREGATION], icfg[loop.I_TIE], server.gen) if aggregation.SUMMED else \
             (workers.msg[:S], server.agg, sp[loop.SP_AGGREGATION])
         jobs += [(("stage", "aggregation", aggregation.__name__, attr), sig(*args)),
-                 (("stage", "error_feedback", ef.__name__, "direction"), sig(server.agg, server.srv))]
+                 (("stage", "error_feedback", ef.__name__, "direction"), sig(server.agg, server.srv)),
+                 (("stage", "server_optimizer", opt.__name__, "update"),
+                  sig(server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k))]
     step = kernel.py_func.__globals__["worker_step"]
     lr = fcfg[loop.F_LR]
     share = (step, [sig(k, k, k, lr, server.x, workers, gens[0], data, icfg, sp)])

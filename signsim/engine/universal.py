@@ -36,12 +36,17 @@ from signsim.stages.momentum import ema as _momentum__ema
 from signsim.stages.momentum import ema_first as _momentum__ema_first
 from signsim.stages.momentum import lion as _momentum__lion
 from signsim.stages.momentum import none as _momentum__none
+from signsim.stages.server_optimizers import adagrad as _server_optimizer__adagrad
+from signsim.stages.server_optimizers import adam as _server_optimizer__adam
+from signsim.stages.server_optimizers import momentum as _server_optimizer__momentum
+from signsim.stages.server_optimizers import sgd as _server_optimizer__sgd
+from signsim.stages.server_optimizers import yogi as _server_optimizer__yogi
 
 #: the one stage a ``__one`` template calls: bound in each copy (``signsim.engine.compose``)
 _stage = None
 INLINE = False  # each stage kernel compiled and cached on its own, shared by every family
 #: how many built-in stages each kind has (codes 0 .. n - 1)
-COUNTS = {"momentum": 4, "compressor": 12, "error_feedback": 3, "aggregation": 6, "attack": 4}
+COUNTS = {"momentum": 4, "compressor": 12, "error_feedback": 3, "aggregation": 6, "attack": 4, "server_optimizer": 5}
 
 _momentum__none__kernel = stage_function(_momentum__none, "kernel", True, inline=INLINE)
 _momentum__ema__kernel = stage_function(_momentum__ema, "kernel", True, inline=INLINE)
@@ -88,6 +93,11 @@ _attack__invert__rows = stage_function(_attack__invert, "rows", False, inline=IN
 _attack__random__rows = stage_function(_attack__random, "rows", False, inline=INLINE)
 _attack__alie__rows = stage_function(_attack__alie, "rows", False, inline=INLINE)
 _attack__ipm__rows = stage_function(_attack__ipm, "rows", False, inline=INLINE)
+_server_optimizer__sgd__update = stage_function(_server_optimizer__sgd, "update", False, inline=INLINE)
+_server_optimizer__momentum__update = stage_function(_server_optimizer__momentum, "update", False, inline=INLINE)
+_server_optimizer__adam__update = stage_function(_server_optimizer__adam, "update", False, inline=INLINE)
+_server_optimizer__yogi__update = stage_function(_server_optimizer__yogi, "update", False, inline=INLINE)
+_server_optimizer__adagrad__update = stage_function(_server_optimizer__adagrad, "update", False, inline=INLINE)
 
 
 @njit(inline="always", _nrt=False)
@@ -264,3 +274,22 @@ def attack_rows(code, msg, B, p):
 def attack_rows__one(code, msg, B, p):
     """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
     _stage(msg, B, p)
+
+
+@njit(cache=True)
+def server_update(code, direction, opt, p, k):
+    """The server_optimizer stage of code ``code``: its ``update``."""
+    if code == 0:
+        return _server_optimizer__sgd__update(direction, opt, p, k)
+    if code == 1:
+        return _server_optimizer__momentum__update(direction, opt, p, k)
+    if code == 2:
+        return _server_optimizer__adam__update(direction, opt, p, k)
+    if code == 3:
+        return _server_optimizer__yogi__update(direction, opt, p, k)
+    return _server_optimizer__adagrad__update(direction, opt, p, k)
+
+
+def server_update__one(code, direction, opt, p, k):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(direction, opt, p, k)

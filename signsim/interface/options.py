@@ -187,6 +187,9 @@ TABLE: tuple[Option, ...] = (
          lo_open=True, what="the local step size", commands=("run", "check-spb", "bound")),
     _run("server_lr", "float", "the server's step size: x <- x - server_lr gamma_k direction (default: 1)", P_RUN,
          default=1.0, lo=0, lo_open=True, what="the server step size", commands=("run", "check-spb", "bound")),
+    _run("server_opt", "str", "the server's optimizer: sgd | momentum[:BETA] (FedAvgM) | adam[:B1:B2:TAU] | "
+         "yogi[:B1:B2:TAU] | adagrad[:B1:B2:TAU] (FedAdam, FedYogi, FedAdagrad; default: sgd)", P_RUN,
+         default="sgd", commands=("run",)),
     _run("participation", "float", "fraction P in (0, 1] of the workers sampled each round (default: 1)", P_RUN,
          lo=0, hi=1, lo_open=True, what="the participation fraction", commands=("run", "check-spb", "bound")),
     _run("clients_per_round", "int", "S of the M workers sampled each round, uniformly without replacement "
@@ -330,7 +333,7 @@ RECORD_ORDER = (
     "local_steps", "local_lr", "server_lr", "participation", "clients_per_round", "budget_mb", "budget_bits", "noise",
     "dim",
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
-    "replicate", "positive_class", "l2", "hidden", "activation",
+    "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
 )
 
 

@@ -79,6 +79,10 @@ def parse_error_feedback(spec: str) -> Stage:
     return parse("error_feedback", spec)
 
 
+def parse_server_optimizer(spec: str) -> Stage:
+    return parse("server_optimizer", spec)
+
+
 def momentum_stage(method, cfg) -> Stage:
     """The momentum stage of a method: Lion's, EMA (from m_0 = g_hat(x_0) for SSDM) when beta > 0, else none."""
     if method.momentum_kind == "lion":
@@ -139,4 +143,5 @@ def describe(settings, cfg, dim: int) -> dict:
         "attack": {"rule": settings.attack.name, "spec": settings.attack.spec, "param": settings.attack_param,
                    "byzantine": settings.byzantine},
         "weight_decay": settings.weight_decay,
+        "server_optimizer": settings.server_optimizer.spec,
     }

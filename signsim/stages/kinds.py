@@ -10,7 +10,7 @@ docs' stage tables (``signsim.render.stage_tables``). Pure Python: importing it 
 
 A worker's step, in order: momentum -> error feedback (before) -> compressor -> error feedback (after) -> attack
 (row); the server's: attack (rows, omniscient) -> aggregation (finish of the sum, or robust) -> error feedback
-(direction).
+(direction) -> server optimizer (the update x moves by).
 """
 
 from __future__ import annotations
@@ -96,6 +96,10 @@ TABLE: tuple[Kind, ...] = (
           Call("attack_rows", "rows", ("msg", "B", "p"), False, False)),
          flags={"OMNISCIENT": "OMNISCIENT"},
          declares={"OMNISCIENT": bool, "reference": "function", "reference_rows": "function"}),
+    Kind("server_optimizer", "server_optimizers", "--server-opt", "Server optimizers (`--server-opt`)", "server",
+         (Call("server_update", "update", ("direction", "opt", "p", "k"), True, False),),
+         states=(State("STATE", "opt", ("3", "d")),),
+         declares={"STATE": bool, "reference": "function"}),
 )
 
 BY_NAME: dict[str, Kind] = {k.name: k for k in TABLE}

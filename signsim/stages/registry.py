@@ -22,6 +22,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "error_feedback": ("none", "ef", "ef21"),
     "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip"),
     "attack": ("invert", "random", "alie", "ipm"),
+    "server_optimizer": ("sgd", "momentum", "adam", "yogi", "adagrad"),
 }
 FOLDER = {k.name: k.folder for k in kinds.TABLE}
 

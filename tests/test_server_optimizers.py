@@ -1,0 +1,123 @@
+"""The server optimizers (docs/theory.md §12.4): each kernel against the paper's update written out here, a whole
+run against the NumPy replay, FedAvgM with beta = 0 against plain FedAvg, and bad specs."""
+
+import math
+
+import numpy as np
+import pytest
+
+from signsim.engine import compose
+from signsim.engine.driver import simulate
+from signsim.engine.reference import ReferenceRun
+from signsim.stages import registry
+
+from .conftest import make_engine
+
+OPTIMIZERS = registry.BUILTIN["server_optimizer"]
+
+
+def oracle(name, params, deltas):
+    """The updates U_0, U_1, ... of Reddi et al. (2021, Algorithm 2) and Hsu et al. (2019), one coordinate at a
+    time in plain floats, from m = 0 and v = tau^2."""
+    d = len(deltas[0])
+    out = []
+    m, v = [0.0] * d, [0.0] * d
+    if name in ("adam", "yogi", "adagrad"):
+        b1, b2, tau = params
+        v = [tau * tau] * d
+    for delta in deltas:
+        u = []
+        for i, x in enumerate(delta):
+            if name == "sgd":
+                u.append(x)
+            elif name == "momentum":
+                m[i] = params[0] * m[i] + x
+                u.append(m[i])
+            else:
+                m[i] = b1 * m[i] + (1 - b1) * x
+                if name == "adam":
+                    v[i] = b2 * v[i] + (1 - b2) * x * x
+                elif name == "yogi":
+                    v[i] = v[i] - (1 - b2) * x * x * (1 if v[i] > x * x else -1 if v[i] < x * x else 0)
+                else:
+                    v[i] = v[i] + x * x
+                u.append(m[i] / (math.sqrt(v[i]) + tau))
+        out.append(u)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_the_kernel_and_the_reference_give_the_papers_updates(name):
+    stage = registry.parse("server_optimizer", name)
+    rng = np.random.default_rng(3)
+    # heterogeneous scales, a zero and a coordinate where Yogi's v meets delta^2 exactly (its sign is 0 there)
+    deltas = rng.normal(size=(6, 5)) * np.array([1e-3, 1.0, 10.0, 0.0, 1.0])
+    expected = oracle(name, stage.params, deltas)
+    fn = compose.stage_function(stage.module, "update", False)
+    opt, ref_opt = np.zeros((3, 5)), np.zeros((3, 5))
+    for k, delta in enumerate(deltas):
+        got = np.array(fn(delta.copy(), opt, stage.param_array(), k))
+        ref = stage.module.reference(delta.copy(), ref_opt, stage.param_array(), k)
+        np.testing.assert_allclose(got, expected[k], rtol=1e-14, atol=1e-300)
+        np.testing.assert_allclose(ref, expected[k], rtol=1e-14, atol=1e-300)
+
+
+def test_adam_normalizes_each_coordinate():
+    # after one round from v = tau^2: U = (1 - b1) delta / (sqrt(b2 tau^2 + (1 - b2) delta^2) + tau), about
+    # (1 - b1) / sqrt(1 - b2) * sign(delta) for |delta| >> tau, whatever its scale
+    stage = registry.parse("server_optimizer", "adam")
+    fn = compose.stage_function(stage.module, "update", False)
+    delta = np.array([1e2, -1.0, 10.0])
+    u = np.array(fn(delta, np.zeros((3, 3)), stage.param_array(), 0))
+    np.testing.assert_allclose(u, 0.1 / math.sqrt(0.01) * np.sign(delta), rtol=0.02)
+
+
+@pytest.mark.parametrize("name", ["momentum:0.9", "adam", "yogi:0.5:0.9:0.01", "adagrad"])
+def test_a_run_with_a_server_optimizer_matches_the_numpy_replay(name):
+    iters = 6
+    engine, problem, model, params, settings, cfg = make_engine(
+        iters=iters, eval_every=1, problem="quadratic", dim=6, workers=4, noise="gaussian:1", method="signum",
+        server_opt=name, clients_per_round=3, local_steps=2)
+    simulate(engine)
+    ref = ReferenceRun(problem, model, params, settings, cfg.workers, cfg.seed)
+    for _ in range(iters):
+        x = ref.step()
+    np.testing.assert_allclose(engine.x, x, rtol=1e-12, atol=1e-14)
+
+
+def test_fedavgm_with_beta_zero_is_fedavg_bit_for_bit():
+    runs = []
+    for opt in ("sgd", "momentum:0"):
+        engine, *_ = make_engine(iters=20, problem="quadratic", dim=8, workers=6, method="sgd", server_opt=opt,
+                                 local_steps=3, clients_per_round=4)
+        simulate(engine)
+        runs.append(engine.x.copy())
+    assert np.array_equal(runs[0], runs[1])
+
+
+def test_server_momentum_changes_the_run():
+    xs = []
+    for opt in ("sgd", "momentum:0.9"):
+        engine, *_ = make_engine(iters=20, problem="quadratic", dim=8, workers=6, method="sgd", server_opt=opt)
+        simulate(engine)
+        xs.append(engine.x.copy())
+    assert not np.allclose(xs[0], xs[1])
+
+
+@pytest.mark.parametrize(("spec", "says"), [
+    ("adma", "did you mean 'adam'"),
+    ("momentum:1", "beta"),
+    ("adam:0.9:0.99:0", "tau"),
+    ("momentum:0.9:1", "at most 1 parameter"),
+])
+def test_a_bad_server_optimizer_is_one_line(spec, says, cli):
+    r = cli("run", "--problem", "quadratic", "--iters", "2", "--server-opt", spec)
+    assert r.code == 2
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and "--server-opt" in lines[0] and says in lines[0], r.err
+
+
+def test_the_binomial_vote_refuses_a_server_optimizer(cli):
+    r = cli("run", "--problem", "quadratic", "--method", "signsgd", "--votes", "binomial", "--iters", "2",
+            "--server-opt", "adam")
+    assert r.code == 2 and "--server-opt adam" in r.err and len(r.err.strip().splitlines()) == 1, r.err
