@@ -121,3 +121,34 @@ def test_the_binomial_vote_refuses_a_server_optimizer(cli):
     r = cli("run", "--problem", "quadratic", "--method", "signsgd", "--votes", "binomial", "--iters", "2",
             "--server-opt", "adam")
     assert r.code == 2 and "--server-opt adam" in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+NESTEROV = '''STAGE = "server_optimizer"
+NAME = "nesterov"
+from signsim.stages.base import Param
+PARAMS = (Param("beta", default=0.9, low=0.0, high=1.0, high_open=True),)
+SUMMARY = "v <- beta v + D; U = beta v + D"
+STATE = True
+
+
+def update(direction, opt, p, k):
+    v = opt[0]
+    u = opt[2]
+    for i in range(direction.shape[0]):
+        v[i] = p[0] * v[i] + direction[i]
+        u[i] = p[0] * v[i] + direction[i]
+    return u
+
+
+def reference(direction, opt, p, k):
+    opt[0] = p[0] * opt[0] + direction
+    return p[0] * opt[0] + direction
+'''
+
+
+def test_a_plugin_server_optimizer_that_writes_past_its_state_is_one_line(cli, tmp_path):
+    p = tmp_path / "nesterov_oob.py"
+    p.write_text(NESTEROV.replace("        u[i] = p[0]", "        opt[3, i] = 0.0\n        u[i] = p[0]"))
+    r = cli("run", "--plugin", p, "--server-opt", "nesterov", "--problem", "quadratic", "--iters", "2")
+    assert r.code == 2 and "nesterov_oob.py" in r.err and "outside an array" in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1, r.err
