@@ -382,6 +382,7 @@ def list_() -> None:
         "aggregations": stage_rows("aggregation"),
         "attacks": stage_rows("attack"),
         "server optimizers": stage_rows("server_optimizer"),
+        "gradient estimators": stage_rows("estimator"),
         "noise models": [(m.name, m.summary) for m in noise.registry().values()],
         "data sources": [(d.name, d.summary) for d in data.registry().values()],
         "data splits": list(SUMMARIES.items()),

@@ -117,6 +117,8 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     # the state each stage declares (its module): a momentum buffer, an error memory, integer scratch
     momentum = stages.momentum_stage(method, cfg).module.STATE
     ef = stages.parse_error_feedback(cfg.error_feedback or method.error_feedback).module.STATE
+    # an estimator's shift h_m (DIANA) is one more vector per worker; it never runs with error feedback
+    ef = ef or stages.parse_estimator(getattr(cfg, "grad_estimator", None) or "none").module.STATE
     sparsifier = stages.parse_compressor(cfg.compressor or method.compressor).module.SCRATCH
     rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
     workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers

@@ -338,6 +338,15 @@ def _smoke(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage
                 raise _fail(where, "before must return a vector of length d")
             call(fn("after"), e, np.zeros(d))
             call(fn("direction"), np.zeros(d), np.zeros(d))
+        elif stage.kind == "estimator":
+            h, g = np.zeros(d), v.copy()
+            u = call(fn("before"), v.copy(), g, h, p)
+            if np.shape(u) != (d,):
+                raise _fail(where, "before must return a vector of length d")
+            call(fn("after"), h, np.ones(d), p)
+            r = call(fn("direction"), v.copy(), np.zeros((2, d)), p, 2, 4)
+            if np.shape(r) != (d,) or not np.all(np.isfinite(r)):
+                raise _fail(where, f"direction must return a finite vector of length d (d = {d})")
         elif stage.kind == "server_optimizer":
             opt = np.zeros((3, d))
             for k in range(3):

@@ -63,6 +63,8 @@ class Settings:
     server_lr: float = 1.0
     #: the server's optimizer (docs/theory.md §12.4; ``--server-opt``, default sgd: x <- x - step direction)
     server_optimizer: Stage | None = None
+    #: the gradient estimator (docs/theory.md §8.7; ``--grad-estimator``, default none: each worker compresses v)
+    estimator: Stage | None = None
 
     def __post_init__(self):
         from signsim.stages import registry
@@ -73,6 +75,8 @@ class Settings:
             self.error_feedback = registry.parse("error_feedback", "none")
         if self.server_optimizer is None:
             self.server_optimizer = registry.parse("server_optimizer", "sgd")
+        if self.estimator is None:
+            self.estimator = registry.parse("estimator", "none")
 
     @property
     def compressor_param(self) -> float:
@@ -91,20 +95,21 @@ class Settings:
         return {"momentum": self.momentum_kind.module, "compressor": self.compressor.module,
                 "error_feedback": self.error_feedback.module, "aggregation": self.aggregate.module,
                 "attack": self.attack.module if self.byzantine else compose.NO_ATTACK,
-                "server_optimizer": self.server_optimizer.module}
+                "server_optimizer": self.server_optimizer.module, "estimator": self.estimator.module}
 
     def stage_list(self) -> list[Stage]:
         return [self.momentum_kind, self.compressor, self.error_feedback, self.aggregate, self.attack,
-                self.server_optimizer]
+                self.server_optimizer, self.estimator]
 
     def stage_params(self) -> np.ndarray:
         """The loop's ``sp``: one row of parameters per stage (``loop.SP_*``); momentum's are (beta, beta2)."""
         from signsim.stages.base import MAX_PARAMS
 
-        sp = np.zeros((5, MAX_PARAMS))
+        sp = np.zeros((6, MAX_PARAMS))
         sp[loop.SP_MOMENTUM, :2] = self.momentum, self.momentum2
         for row, stage in ((loop.SP_COMPRESSOR, self.compressor), (loop.SP_AGGREGATION, self.aggregate),
-                           (loop.SP_ATTACK, self.attack), (loop.SP_SERVER_OPTIMIZER, self.server_optimizer)):
+                           (loop.SP_ATTACK, self.attack), (loop.SP_SERVER_OPTIMIZER, self.server_optimizer),
+                           (loop.SP_ESTIMATOR, self.estimator)):
             sp[row, :len(stage.params)] = stage.params
         return sp
 
@@ -128,6 +133,7 @@ class Settings:
             budget=accounting.budget_bits(cfg),
             local_steps=int(cfg.local_steps), clients=rounds.of_config(cfg), server_lr=float(cfg.server_lr),
             server_optimizer=stages.parse_server_optimizer(getattr(cfg, "server_opt", None) or "sgd"),
+            estimator=stages.parse_estimator(getattr(cfg, "grad_estimator", None) or "none"),
         )
 
     def participants(self, workers: int) -> int:
@@ -180,6 +186,9 @@ class Engine(ChunkedState):
         self.iwork = np.zeros((S, d) if s.compressor.module.SCRATCH else (1, 1), dtype=np.int64)
         self.srv = np.zeros(d, dtype=dt)
         self.opt = np.zeros((3, d) if s.server_optimizer.module.STATE else (1, 1), dtype=dt)
+        # the estimator's shift h_m per worker and the server's mean of them with its output (DIANA)
+        self.shift = np.zeros((M, d) if s.estimator.module.STATE else (1, 1), dtype=dt)
+        self.hbar = np.zeros((2, d) if s.estimator.module.STATE else (1, 1), dtype=dt)
         self.G = np.zeros((S, d), dtype=dt)
         self.msg = np.zeros((S, d), dtype=dt)
         self.Y = np.zeros((S, d) if s.local_steps > 1 else (1, 1), dtype=dt)
@@ -241,9 +250,10 @@ class Engine(ChunkedState):
         now (an interrupt may replace x)."""
         p = self.problem
         return (loop.ProblemData(p.pf, p.pi, p.A, p.b, p.ptr, p.idx, self.nparams),
-                loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen),
+                loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen,
+                              self.shift),
                 loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part,
-                            self.opt),
+                            self.opt, self.hbar),
                 loop.RunState(self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters), self.gens)
 
     def _sample(self, k1: int) -> int:

@@ -50,8 +50,8 @@ def source() -> str:
     lines.append("_stage = None")
     lines.append("INLINE = False  # each stage kernel compiled and cached on its own, shared by every family")
     lines.append("#: how many built-in stages each kind has (codes 0 .. n - 1)")
-    counts = ", ".join(f'"{k.name}": {len(registry.BUILTIN[k.name])}' for k in kinds.TABLE)
-    lines.append(f"COUNTS = {{{counts}}}")
+    counts = "".join(f'\n    "{k.name}": {len(registry.BUILTIN[k.name])},' for k in kinds.TABLE)
+    lines.append(f"COUNTS = {{{counts}\n}}")
     for kind in kinds.TABLE:
         for call in kind.calls:
             for module in registry.BUILTIN[kind.name]:

@@ -5,8 +5,8 @@ One iteration k, for each worker m (in parallel over workers when ``parallel`` i
     g   = oracle_m(x) + mean of tau noise draws          (problem kernel, then noise kernel)
     v   = momentum stage: g; EMA m_m <- beta m_m + (1 - beta) g (m_0 = g for SSDM); or Lion
           v = beta1 m_m + (1 - beta1) g, then m_m <- beta2 m_m + (1 - beta2) g
-    msg = compressor and error-feedback stages: C(v); EF p = gamma_k v + e_m, msg = C(p), e_m <- p - msg;
-          EF21 msg = C(v - g_m), g_m <- g_m + msg
+    msg = estimator, compressor and error-feedback stages: C(v); EF p = gamma_k v + e_m, msg = C(p), e_m <- p - msg;
+          EF21 msg = C(v - g_m), g_m <- g_m + msg; DIANA msg = C(v - h_m), h_m <- h_m + alpha msg
     msg = attack(msg)                                    (the first ``n_byzantine`` workers only)
 
 then the omniscient attacks (ALIE, IPM) replace the Byzantine rows from the honest ones, the server sums
@@ -65,8 +65,8 @@ from signsim.stages import kinds
 #: one row per worker in ``mom`` or ``err``; ``SCRATCH``: index scratch per slot in ``iwork``; else a 1 x 1
 #: placeholder)
 ProblemData = namedtuple("ProblemData", "pf pi A b ptr idx nparams")
-Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen")
-Server = namedtuple("Server", "x srv agg gbuf tally gen part opt")
+Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen shift")
+Server = namedtuple("Server", "x srv agg gbuf tally gen part opt hbar")
 RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 
 #: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names);
@@ -80,14 +80,16 @@ FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
  I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS) = range(17)
 (I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
- I_CODE_SERVER_OPTIMIZER) = (ICFG.index(kinds.code_setting(k)) for k in kinds.NAMES)
+ I_CODE_SERVER_OPTIMIZER, I_CODE_ESTIMATOR) = (
+    ICFG.index(kinds.code_setting(k)) for k in ("momentum", "compressor", "error_feedback", "aggregation", "attack",
+                                                "server_optimizer", "estimator"))
 I_STEP_SCALED, I_SUMMED, I_OMNISCIENT = (ICFG.index(kinds.flag_setting(f))
                                          for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT"))
 N_ICFG = len(ICFG)
 F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR = range(len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
-SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER = range(5)
+SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER, SP_ESTIMATOR = range(6)
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
 # ``tally``: bits sent so far, up (all messages) and down (every broadcast times the round's S participants); the
@@ -146,6 +148,18 @@ def robust_aggregate(code, msg, agg, p):
 
 
 def server_update(code, direction, opt, p, k):  # -> the update x moves by (times eta_s gamma_k)
+    raise NotImplementedError
+
+
+def est_before(code, v, g, h, p):  # -> u, what goes on to error feedback and the compressor
+    raise NotImplementedError
+
+
+def est_after(code, h, out, p):
+    raise NotImplementedError
+
+
+def est_direction(code, agg, hbar, p, S, M):  # -> the direction
     raise NotImplementedError
 
 
@@ -225,10 +239,14 @@ def worker_step(m, j, k, lr, x, workers, gen, data, icfg, sp):
     seen[si] += 1
     out = msg[j]
     e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
+    shift = workers.shift
+    h = shift[0] if shift.shape[0] == 1 else shift[m]  # 1 x 1 without an estimator's shift
+    v = est_before(icfg[I_CODE_ESTIMATOR], v, g, h, sp[SP_ESTIMATOR])
     u = ef_before(icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
     iw = iwork[0] if iwork.shape[0] == 1 else iwork[j]  # 1 x 1 without a sparsifier
     wbits[j] = compress(icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
     ef_after(icfg[I_CODE_ERROR_FEEDBACK], e, out)
+    est_after(icfg[I_CODE_ESTIMATOR], h, out, sp[SP_ESTIMATOR])
     if m < icfg[I_BYZANTINE]:
         attack_row(icfg[I_CODE_ATTACK], out, sp[SP_ATTACK], gen)
 
@@ -351,8 +369,9 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             tally[T_DOWN] += S * sparse_broadcast_bits(agg)
         else:
             tally[T_DOWN] += S * fcfg[F_DOWN_BITS]
-        direction = server_update(icfg[I_CODE_SERVER_OPTIMIZER], ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv),
-                                  server.opt, sp[SP_SERVER_OPTIMIZER], k)
+        direction = est_direction(icfg[I_CODE_ESTIMATOR], ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv),
+                                  server.hbar, sp[SP_ESTIMATOR], S, M)
+        direction = server_update(icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt, sp[SP_SERVER_OPTIMIZER], k)
         scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
         if icfg[I_MONOTONE]:
             # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration

@@ -35,6 +35,8 @@ class ReferenceRun:
         self.err = np.zeros((workers, problem.dim))  # EF: e_m; EF21: g_m
         self.g_server = np.zeros(problem.dim)  # EF21: the server's g = mean of the g_m
         self.opt = np.zeros((3, problem.dim))  # the server optimizer's state (moments, update)
+        self.shift = np.zeros((workers, problem.dim))  # an estimator's h_m (DIANA)
+        self.hbar = np.zeros((2, problem.dim))  # its server's mean of the h_m
         self.broadcast = np.zeros(problem.dim)  # the last aggregate (centered clipping starts from it)
         self.k = 0
         self.bits_up = 0  # by the formulas of signsim.engine.accounting
@@ -89,10 +91,13 @@ class ReferenceRun:
             self.participated[m] += 1
             v = self.momentum(m, self.pseudo_gradient(m, lr))
             self.seen[m] += 1
+            est, ep = s.estimator.module, np.asarray(s.estimator.param_array())
+            v = est.reference_before(v, self.shift[m], ep)
             u = ef.reference_before(lr, v, self.err[m])
             msg = np.asarray(comp.module.reference(u, comp.params, int(s.sign_zero), gen), dtype=float)
             self.bits_up += accounting.message_bits(comp, u, msg, s.sign_zero)
             ef.reference_after(self.err[m], u, msg)
+            est.reference_after(self.shift[m], msg, ep)
             if m < s.byzantine:
                 msg = att.reference(msg, s.attack.params, gen)
             msgs.append(msg)
@@ -107,6 +112,8 @@ class ReferenceRun:
         else:
             self.bits_down += S * accounting.downlink_bits(comp, agg, S, d, s.sign_zero, s.tie)
         broadcast = ef.reference_direction(broadcast, self.g_server)
+        est = s.estimator
+        broadcast = est.module.reference_direction(broadcast, self.hbar, np.asarray(est.param_array()), S, self.M)
         opt = s.server_optimizer
         broadcast = np.asarray(opt.module.reference(broadcast, self.opt, np.asarray(opt.param_array()), k), dtype=float)
         step = s.server_lr * (lr * broadcast if ef.STEP_SCALED else broadcast)

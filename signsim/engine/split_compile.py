@@ -76,16 +76,21 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
                   sig(code, workers.msg[:S], S, sp[loop.SP_ATTACK])),
                  (("module", "signsim.engine.universal", "ef_direction"), sig(code, server.agg, server.srv)),
                  (("module", "signsim.engine.universal", "server_update"),
-                  sig(code, server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k))]
+                  sig(code, server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k)),
+                 (("module", "signsim.engine.universal", "est_direction"),
+                  sig(code, server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S))]
     elif compose.builtin_only(stages):  # a composition's own loop: the functions of its server-side stages
         aggregation, ef, opt = stages["aggregation"], stages["error_feedback"], stages["server_optimizer"]
+        est = stages["estimator"]
         attr = "finish" if aggregation.SUMMED else "robust"
         args = (server.agg, S, sp[loop.SP_AGGREGATION], icfg[loop.I_TIE], server.gen) if aggregation.SUMMED else \
             (workers.msg[:S], server.agg, sp[loop.SP_AGGREGATION])
         jobs += [(("stage", "aggregation", aggregation.__name__, attr), sig(*args)),
                  (("stage", "error_feedback", ef.__name__, "direction"), sig(server.agg, server.srv)),
                  (("stage", "server_optimizer", opt.__name__, "update"),
-                  sig(server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k))]
+                  sig(server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k)),
+                 (("stage", "estimator", est.__name__, "direction"),
+                  sig(server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S))]
     step = kernel.py_func.__globals__["worker_step"]
     lr = fcfg[loop.F_LR]
     share = (step, [sig(k, k, k, lr, server.x, workers, gens[0], data, icfg, sp)])

@@ -32,6 +32,8 @@ from signsim.stages.compressors import top_k as _compressor__top_k
 from signsim.stages.error_feedback import ef as _error_feedback__ef
 from signsim.stages.error_feedback import ef21 as _error_feedback__ef21
 from signsim.stages.error_feedback import none as _error_feedback__none
+from signsim.stages.estimators import diana as _estimator__diana
+from signsim.stages.estimators import none as _estimator__none
 from signsim.stages.momentum import ema as _momentum__ema
 from signsim.stages.momentum import ema_first as _momentum__ema_first
 from signsim.stages.momentum import lion as _momentum__lion
@@ -46,7 +48,15 @@ from signsim.stages.server_optimizers import yogi as _server_optimizer__yogi
 _stage = None
 INLINE = False  # each stage kernel compiled and cached on its own, shared by every family
 #: how many built-in stages each kind has (codes 0 .. n - 1)
-COUNTS = {"momentum": 4, "compressor": 12, "error_feedback": 3, "aggregation": 6, "attack": 4, "server_optimizer": 5}
+COUNTS = {
+    "momentum": 4,
+    "compressor": 12,
+    "error_feedback": 3,
+    "aggregation": 6,
+    "attack": 4,
+    "server_optimizer": 5,
+    "estimator": 2,
+}
 
 _momentum__none__kernel = stage_function(_momentum__none, "kernel", True, inline=INLINE)
 _momentum__ema__kernel = stage_function(_momentum__ema, "kernel", True, inline=INLINE)
@@ -98,6 +108,12 @@ _server_optimizer__momentum__update = stage_function(_server_optimizer__momentum
 _server_optimizer__adam__update = stage_function(_server_optimizer__adam, "update", False, inline=INLINE)
 _server_optimizer__yogi__update = stage_function(_server_optimizer__yogi, "update", False, inline=INLINE)
 _server_optimizer__adagrad__update = stage_function(_server_optimizer__adagrad, "update", False, inline=INLINE)
+_estimator__none__before = stage_function(_estimator__none, "before", True, inline=INLINE)
+_estimator__diana__before = stage_function(_estimator__diana, "before", True, inline=INLINE)
+_estimator__none__after = stage_function(_estimator__none, "after", True, inline=INLINE)
+_estimator__diana__after = stage_function(_estimator__diana, "after", True, inline=INLINE)
+_estimator__none__direction = stage_function(_estimator__none, "direction", False, inline=INLINE)
+_estimator__diana__direction = stage_function(_estimator__diana, "direction", False, inline=INLINE)
 
 
 @njit(inline="always", _nrt=False)
@@ -293,3 +309,43 @@ def server_update(code, direction, opt, p, k):
 def server_update__one(code, direction, opt, p, k):
     """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
     return _stage(direction, opt, p, k)
+
+
+@njit(inline="always", _nrt=False)
+def est_before(code, v, g, h, p):
+    """The estimator stage of code ``code``: its ``before``."""
+    if code == 0:
+        return _estimator__none__before(v, g, h, p)
+    return _estimator__diana__before(v, g, h, p)
+
+
+def est_before__one(code, v, g, h, p):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(v, g, h, p)
+
+
+@njit(inline="always", _nrt=False)
+def est_after(code, h, out, p):
+    """The estimator stage of code ``code``: its ``after``."""
+    if code == 0:
+        _estimator__none__after(h, out, p)
+    elif code == 1:
+        _estimator__diana__after(h, out, p)
+
+
+def est_after__one(code, h, out, p):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    _stage(h, out, p)
+
+
+@njit(cache=True)
+def est_direction(code, agg, hbar, p, S, M):
+    """The estimator stage of code ``code``: its ``direction``."""
+    if code == 0:
+        return _estimator__none__direction(agg, hbar, p, S, M)
+    return _estimator__diana__direction(agg, hbar, p, S, M)
+
+
+def est_direction__one(code, agg, hbar, p, S, M):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(agg, hbar, p, S, M)

@@ -157,6 +157,8 @@ TABLE: tuple[Option, ...] = (
          "rand-k:K | natural | onebit | noisy-sign:[uniform:]SIGMA | dither:S (signsim list; default: the method's)",
          P_RUN),
     _run("error_feedback", "str", "none | ef | ef21 (default: the method's)", P_RUN),
+    _run("grad_estimator", "str", "none | diana:ALPHA (each worker sends C(v - h_m), h_m <- h_m + ALPHA msg; default: "
+         "none)", P_RUN, default="none", commands=("run",)),
     _run("workers", "int", "number of workers M (default: 8; vote-trap 3)", P_RUN, default=8, lo=1, hi=MAX_SIZE,
          also=("spb_from_samples",)),
     _run("aggregate", "str", "server rule: majority | mean | median | trimmed:BETA | krum:F | cclip:TAU[:L] "
@@ -334,6 +336,7 @@ RECORD_ORDER = (
     "dim",
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
+    "grad_estimator",
 )
 
 

@@ -83,6 +83,10 @@ def parse_server_optimizer(spec: str) -> Stage:
     return parse("server_optimizer", spec)
 
 
+def parse_estimator(spec: str) -> Stage:
+    return parse("estimator", spec)
+
+
 def momentum_stage(method, cfg) -> Stage:
     """The momentum stage of a method: Lion's, EMA (from m_0 = g_hat(x_0) for SSDM) when beta > 0, else none."""
     if method.momentum_kind == "lion":
@@ -123,6 +127,13 @@ def check_composition(cfg, method_name: str) -> None:
     if ef == "ef21" and agg != "mean":
         raise InputError(f"--aggregate {cfg.aggregate} with --error-feedback ef21: EF21's server sums the "
                          "increments, which only the mean allows")
+    est = str(getattr(cfg, "grad_estimator", None) or "none")
+    if est != "none" and ef != "none":
+        raise InputError(f"--grad-estimator {est} with --error-feedback {ef}: choose one (each keeps its own memory of "
+                         "what a worker sent)")
+    if est != "none" and agg != "mean":
+        raise InputError(f"--grad-estimator {est} with --aggregate {cfg.aggregate}: its server adds the mean of the "
+                         "messages to the mean of the shifts, which only the mean allows")
     if attack.OMNISCIENT and cfg.byzantine >= cfg.workers:
         raise InputError(f"--attack {cfg.attack} with --byzantine {cfg.byzantine}: the attack needs at least one "
                          "honest worker")
@@ -144,4 +155,5 @@ def describe(settings, cfg, dim: int) -> dict:
                    "byzantine": settings.byzantine},
         "weight_decay": settings.weight_decay,
         "server_optimizer": settings.server_optimizer.spec,
+        "estimator": settings.estimator.spec,
     }

@@ -8,9 +8,10 @@ Everything that names the kinds reads this table: the registry (folders, options
 (``signsim/engine/universal.py``, made by ``python -m signsim.engine.generate``), the driver's state arrays, the
 docs' stage tables (``signsim.render.stage_tables``). Pure Python: importing it costs nothing.
 
-A worker's step, in order: momentum -> error feedback (before) -> compressor -> error feedback (after) -> attack
-(row); the server's: attack (rows, omniscient) -> aggregation (finish of the sum, or robust) -> error feedback
-(direction) -> server optimizer (the update x moves by).
+A worker's step, in order: momentum -> estimator (before: the shift) -> error feedback (before) -> compressor ->
+error feedback (after) -> estimator (after) -> attack (row); the server's: attack (rows, omniscient) -> aggregation
+(finish of the sum, or robust) -> error feedback (direction) -> estimator (direction) -> server optimizer (the
+update x moves by).
 """
 
 from __future__ import annotations
@@ -100,6 +101,13 @@ TABLE: tuple[Kind, ...] = (
          (Call("server_update", "update", ("direction", "opt", "p", "k"), True, False),),
          states=(State("STATE", "opt", ("3", "d")),),
          declares={"STATE": bool, "reference": "function"}),
+    Kind("estimator", "estimators", "--grad-estimator", "Gradient estimators (`--grad-estimator`)", "worker",
+         (Call("est_before", "before", ("v", "g", "h", "p"), True, True),
+          Call("est_after", "after", ("h", "out", "p"), False, True),
+          Call("est_direction", "direction", ("agg", "hbar", "p", "S", "M"), True, False)),
+         states=(State("STATE", "shift", ("M", "d")), State("STATE", "hbar", ("2", "d"))),
+         declares={"STATE": bool, "reference_before": "function", "reference_after": "function",
+                   "reference_direction": "function"}),
 )
 
 BY_NAME: dict[str, Kind] = {k.name: k for k in TABLE}

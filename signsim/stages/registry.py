@@ -23,6 +23,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip"),
     "attack": ("invert", "random", "alie", "ipm"),
     "server_optimizer": ("sgd", "momentum", "adam", "yogi", "adagrad"),
+    "estimator": ("none", "diana"),
 }
 FOLDER = {k.name: k.folder for k in kinds.TABLE}
 
