@@ -33,7 +33,8 @@ def summary(mod, kind: str) -> str:
 def rows(kind: str, builtin_only: bool = True) -> list[tuple[str, str, str, str]]:
     """(spec form, defaults, summary, theory section) of each stage of ``kind``."""
     mods = registry.builtin(kind) if builtin_only else registry.stages(kind)
-    return [(registry.form(m), registry.defaults(m) or "-", summary(m, kind), m.THEORY) for m in mods.values()]
+    return [(registry.form(m), registry.defaults(m) or "-", summary(m, kind), getattr(m, "THEORY", "-"))
+            for m in mods.values()]  # a plugin need not cite a section
 
 
 def markdown() -> str:
