@@ -13,11 +13,11 @@ RULE = adaptive.YOGI
 
 
 def update(direction, opt, p, k):
-    return _step(direction, opt, p, k, 1)
+    return _step(direction, opt, p, k, RULE)
 
 
 def reference(direction, opt, p, k):
     return adaptive.reference(direction, opt, p, k, RULE)
 
 
-_step = adaptive.step
+_step = adaptive.step  # a plain function in this module's namespace: compiled with the kernel
