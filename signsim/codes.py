@@ -20,6 +20,7 @@ class Problem(IntEnum):
     LOGISTIC = 5
     LEAST_SQUARES = 6
     MLP = 7
+    EXTERNAL = 8  # gradients computed outside the loop (a PyTorch model)
 
 
 class Noise(IntEnum):

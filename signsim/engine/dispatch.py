@@ -15,7 +15,17 @@ from numba.np.ufunc.parallel import _launch_threads
 
 from signsim.noise import bimodal, cauchy, gaussian, laplace, none, skewed, stable, student_t, uniform
 from signsim.noise.base import N_NOISE_PARAMS
-from signsim.problems import glm, least_squares, logistic, mlp, quadratic, rosenbrock, sign_trap, vote_trap
+from signsim.problems import (
+    external,
+    glm,
+    least_squares,
+    logistic,
+    mlp,
+    quadratic,
+    rosenbrock,
+    sign_trap,
+    vote_trap,
+)
 
 # Cached kernels may call parallel ones (the data problems' full-data passes): a process that loads them from
 # the cache must have Numba's threading layer running first, or LLVM cannot resolve its scheduler's symbols
@@ -37,6 +47,8 @@ def problem_loss(code, x, pf, pi, A, b):
         return glm.loss(x, pf, pi, A, b)
     if code == mlp.CODE:
         return mlp.loss(x, pf, pi, A, b)
+    if code == external.CODE:
+        return external.loss(x, pf, pi, A, b)
     raise ValueError("unknown problem code")
 
 
@@ -54,6 +66,8 @@ def problem_grad(code, x, pf, pi, A, b, out):
         glm.grad(x, pf, pi, A, b, out)
     elif code == mlp.CODE:
         mlp.grad(x, pf, pi, A, b, out)
+    elif code == external.CODE:
+        external.grad(x, pf, pi, A, b, out)
     else:
         raise ValueError("unknown problem code")
 
@@ -85,6 +99,8 @@ def problem_loss_grad(code, x, pf, pi, A, b, out):
         return glm.loss_grad(x, pf, pi, A, b, out)
     if code == mlp.CODE:
         return mlp.evaluate(x, pf, pi, A, b, out)[0]
+    if code == external.CODE:
+        return external.loss_grad(x, pf, pi, A, b, out)
     return analytic_loss_grad(code, x, pf, pi, A, b, out)
 
 
@@ -95,6 +111,8 @@ def problem_test_loss(code, x, pf, pi, A, b):
         return glm.test_loss(x, pf, pi, A, b)
     if code == mlp.CODE:
         return mlp.test_loss(x, pf, pi, A, b)
+    if code == external.CODE:
+        return external.test_loss(x, pf, pi, A, b)
     return np.nan
 
 
@@ -106,6 +124,8 @@ def problem_evaluate(code, x, pf, pi, A, b, out):
         return glm.evaluate(x, pf, pi, A, b, out)
     if code == mlp.CODE:
         return mlp.evaluate(x, pf, pi, A, b, out)
+    if code == external.CODE:
+        return external.evaluate(x, pf, pi, A, b, out)
     return analytic_loss_grad(code, x, pf, pi, A, b, out), np.nan  # (no accuracy without data)
 
 
@@ -123,6 +143,8 @@ def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
         glm.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
     elif code == mlp.CODE:
         mlp.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
+    elif code == external.CODE:
+        external.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
     else:  # no raise inside a parallel loop (it would run serially): poison the gradient
         for i in range(out.shape[0]):
             out[i] = np.nan
@@ -135,6 +157,8 @@ def problem_sample_grad(code, x, pf, pi, A, b, j, out):
         glm.sample_grad(x, pf, pi, A, b, j, out)
     elif code == mlp.CODE:
         mlp.sample_grad(x, pf, pi, A, b, j, out)
+    elif code == external.CODE:
+        external.sample_grad(x, pf, pi, A, b, j, out)
     else:  # not a finite-sum problem code; no raise inside a parallel loop: poison the gradient
         for i in range(out.shape[0]):
             out[i] = np.nan
@@ -147,6 +171,8 @@ def problem_accuracy(code, x, pf, pi, A, b, test):
         return glm.accuracy(x, pf, pi, A, b, test)
     if code == mlp.CODE:
         return mlp.accuracy(x, pf, pi, A, b, test)
+    if code == external.CODE:
+        return external.accuracy(x, pf, pi, A, b, test)
     if code == rosenbrock.CODE or code == quadratic.CODE or code == sign_trap.CODE or code == vote_trap.CODE:
         return np.nan
     raise ValueError("unknown problem code")
@@ -205,7 +231,7 @@ def add_noise(code, p, gen, tau, out):
 def check_problem(code):
     """Raise for a problem code with no kernels here (call before a parallel loop)."""
     if not (code == rosenbrock.CODE or code == quadratic.CODE or code == sign_trap.CODE or code == vote_trap.CODE
-            or code == logistic.CODE or code == least_squares.CODE or code == mlp.CODE):
+            or code == logistic.CODE or code == least_squares.CODE or code == mlp.CODE or code == external.CODE):
         raise ValueError("unknown problem code")
 
 

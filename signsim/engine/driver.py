@@ -191,8 +191,14 @@ class Engine(ChunkedState):
         self.hbar = np.zeros((2, d) if s.estimator.module.STATE else (1, 1), dtype=dt)
         self.G = np.zeros((S, d), dtype=dt)
         self.msg = np.zeros((S, d), dtype=dt)
-        self.Y = np.zeros((S, d) if s.local_steps > 1 else (1, 1), dtype=dt)
-        self.U = np.zeros((S, d) if s.local_steps > 1 else (1, 1), dtype=dt)
+        #: gradients computed outside the loop (a PyTorch model, docs/theory.md §13): it takes the H local steps,
+        #: the loop sees each participant's pseudo-gradient with H = 1
+        self.external = problem.external
+        loop_steps = 1 if self.external is not None else s.local_steps
+        if self.external is not None and s.monotone:
+            raise InputError("--monotone: not with --model (the loop cannot evaluate the model at a trial point)")
+        self.Y = np.zeros((S, d) if loop_steps > 1 else (1, 1), dtype=dt)
+        self.U = np.zeros((S, d) if loop_steps > 1 else (1, 1), dtype=dt)
         self.agg = np.zeros(d, dtype=dt)
         self.gbuf = np.zeros(d)  # the full gradient behind the history's norms: float64 like the history
         self.wbits = np.zeros(S)
@@ -215,6 +221,8 @@ class Engine(ChunkedState):
         sparse_down = accounting.broadcast_is_sparse(s.compressor, s.aggregate)
         down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, S, d, s.sign_zero, s.tie)
         self.icfg, self.fcfg = self.settings_arrays(problem, noise, s, eval_every, parallel, sparse_down, down, S, M)
+        if self.external is not None:
+            self.icfg[loop.I_LOCAL_STEPS] = 1
         self.sp = s.stage_params()
         from signsim.stages import plugins
 
@@ -268,10 +276,68 @@ class Engine(ChunkedState):
         return k1
 
     def advance(self, n: int) -> Status:
+        if self.external is not None:
+            return self._advance_external(n)
         p = self.problem
         k1 = min(self.K, self.k + n)
         if self.S < self.M and k1 > self.k:
             k1 = self._sample(k1)
+        return self._run_loop(p, self.k, k1, self.K)
+
+    def _advance_external(self, n: int) -> Status:
+        """n rounds of a run whose gradients come from outside the loop (``ProblemInstance.external``), one loop call
+        per round: the participants are drawn, their gradients computed into G, the problem's arrays hold the
+        evaluation at x before a round that records history, and the loop runs the round's stages. The rows at the
+        end and at the budget are recorded here, after the evaluation at the final x."""
+        from signsim.codes import Schedule
+
+        ext, s = self.external, self.settings
+        end = min(self.K, self.k + n)
+        budget = self.fcfg[loop.F_BUDGET]
+        while self.k < end:
+            k = self.k
+            if self.S < self.M:
+                self._sample(k + 1)
+            workers = self.part[0]
+            gens = [self.streams[int(m)] for m in workers]
+            if k % int(self.icfg[loop.I_EVAL_EVERY]) == 0:
+                ext.evaluate(_float64(self.x))
+            lr = s.lr / np.sqrt(k + 1.0) if s.schedule == Schedule.SQRT else s.lr
+            ext.round(self.x, workers, gens, lr, self.G)
+            self.fcfg[loop.F_BUDGET] = np.inf  # the loop must not record at the budget with a stale evaluation
+            try:
+                status = self._run_loop(self.problem, k, k + 1, self.K + 1)  # (K + 1: no row at the end either)
+            finally:
+                self.fcfg[loop.F_BUDGET] = budget
+            if status != Status.OK:
+                return status
+            done = self.k == self.K
+            spent = self.tally[loop.T_UP] + self.tally[loop.T_DOWN] >= budget
+            if done or spent:
+                ext.evaluate(_float64(self.x))
+                p = self.problem
+                status = Status(self.recorder()(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg,
+                                                self.fcfg, self.x_star, self.hist, self.counters, self.tally))
+                if status == Status.OK and spent:
+                    status = Status.BUDGET
+                self.status = status
+                return status
+        return self.status
+
+    def record_now(self) -> None:
+        if self.external is not None:  # the problem's arrays must hold the evaluation at the current x
+            rows = self.counters[loop.C_ROWS]
+            if not (rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]):
+                self.external.evaluate(_float64(self.x))
+        super().record_now()
+
+    def history(self) -> np.ndarray:
+        h = super().history()
+        if self.external is not None:  # the loop counted H = 1 oracle call per participant and round
+            h[:, loop.H_GRAD_CALLS] *= self.settings.local_steps
+        return h
+
+    def _run_loop(self, p, k0: int, k1: int, K: int) -> Status:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Numba's type-safety notes on prange indices
             kernel = self.kernel
@@ -284,7 +350,7 @@ class Engine(ChunkedState):
             compose.check_codes(kernel, self.icfg)
             try:
                 split_compile.compile_loop(self, kernel)  # a loop not in the cache compiles on two cores
-                status = kernel(self.k, k1, self.K, *self.bundles())
+                status = kernel(k0, k1, K, *self.bundles())
             except Exception as e:
                 from numba.core.errors import NumbaError
 

@@ -31,6 +31,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "analytic": ("rosenbrock", "quadratic", "sign_trap", "vote_trap"),
     "glm": ("glm", "logistic", "least_squares"),
     "mlp": ("mlp",),
+    "external": ("external",),
 }
 #: the dispatchers of ``engine/dispatch.py`` that the loops and the diagnostics call, directly or through each
 #: other; a kernel module's stand-in must define every kernel these call on a module (``_stand_in``)

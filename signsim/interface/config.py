@@ -140,6 +140,8 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         raise unknown_option(sorted(unknown)[0])
     for name, value in explicit.items():  # what the user gave, before anything derived from it
         explicit[name] = check_value(name, value, f"{option_name(name)} {_shown(value)}")
+    if "model" in explicit and "problem" not in explicit:  # --model FILE.py alone: the model is the problem
+        explicit["problem"] = "model"
     spec = problems.get(explicit.get("problem", RunConfig.problem))
     not_applicable = sorted(set(explicit) - COMMON - spec.options)
     if not_applicable:
@@ -160,6 +162,10 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
 
         check_plugin_paths(cfg.plugin)
         cfg.plugin = plugins.absolute(cfg.plugin)
+    if cfg.model is not None:  # an absolute path: sweep workers (Dask ones too) load the same file
+        from signsim.interface.paths import home_expanded
+
+        cfg.model = str(home_expanded(cfg.model, "--model").resolve())
     cap = os.environ.get("SIGNSIM_MAX_ITERS")
     if cap:  # a testing aid: every run stops after at most this many iterations
         try:

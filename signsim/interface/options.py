@@ -118,8 +118,8 @@ def _run(name, kind, help, panel, *, problem=False, default=None, commands=_R, *
 #: every option, in the order --help shows them; RunConfig's fields are the rows with record=True
 TABLE: tuple[Option, ...] = (
     Option("config", "path", "TOML file of options; flags override it", _R, P_OUT),
-    _run("problem", "str", "rosenbrock | quadratic | sign-trap | vote-trap | logistic | least-squares | mlp "
-         "(default: {default})", P_PROBLEM, default="rosenbrock",
+    _run("problem", "str", "rosenbrock | quadratic | sign-trap | vote-trap | logistic | least-squares | mlp | "
+         "model (default: {default}; model with --model)", P_PROBLEM, default="rosenbrock",
          command_defaults=(("check-spb", "logistic"), ("diversity", "logistic"))),
     _run("dim", "int", "dimension d (rosenbrock, quadratic; default: 10)", P_PROBLEM, problem=True, lo=1,
          hi=MAX_SIZE),
@@ -151,6 +151,8 @@ TABLE: tuple[Option, ...] = (
     _run("l2", "float", "L2 regularization lambda (default: 0)", P_DATA, problem=True, lo=0),
     _run("hidden", "int", "mlp: hidden units (default: 32)", P_DATA, problem=True, lo=1, hi=MAX_SIZE),
     _run("activation", "str", "mlp: relu | tanh (default: relu)", P_DATA, problem=True, choices=("relu", "tanh")),
+    _run("model", "str", "your PyTorch model: a Python file defining model(), loss(output, target) and data() "
+         "(docs/api.md; needs signsim[torch]; sets --problem model)", P_PROBLEM, problem=True, commands=("run",)),
     _run("method", "str", "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | topk-ef "
          "| randk | ef21 | natural | onebit-sgd (signsim list; default: ssdm)", P_RUN, default="ssdm"),
     _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S[:elias] | terngrad | top-k:K | "
@@ -336,7 +338,7 @@ RECORD_ORDER = (
     "dim",
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
-    "grad_estimator",
+    "grad_estimator", "model",
 )
 
 

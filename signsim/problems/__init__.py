@@ -11,7 +11,7 @@ import numpy as np
 from signsim.errors import InputError
 from signsim.problems.base import ProblemInstance, ProblemSpec
 
-_MODULES = ("rosenbrock", "quadratic", "sign_trap", "vote_trap", "logistic", "least_squares", "mlp")
+_MODULES = ("rosenbrock", "quadratic", "sign_trap", "vote_trap", "logistic", "least_squares", "mlp", "model")
 
 
 @cache

@@ -57,6 +57,11 @@ class ProblemInstance:
     #: per-sample access for finite-sum (data) problems
     finite_sum: Any = None
     notes: list[str] = field(default_factory=list)
+    #: gradients computed outside the compiled loop (``signsim.problems.model.Gradients``: a PyTorch model); the
+    #: engine asks it for each round's gradients and each history row's evaluation (docs/theory.md §13)
+    external: Any = None
+    #: more facts for the results' ``problem`` field (a model file's path and hash)
+    extra_facts: dict[str, Any] = field(default_factory=dict)
 
     def facts(self) -> dict[str, Any]:
         """What the results documents report about the problem (their ``problem`` field): name, dimension,
@@ -65,11 +70,12 @@ class ProblemInstance:
         info = {"name": self.name, "dim": self.dim, "f_star": self.f_star, "x_star_known": self.x_star is not None,
                 "heterogeneous": self.heterogeneous}
         fs = self.finite_sum
-        if fs is not None:
+        if fs is not None and self.external is None:  # (a model's facts come in ``extra_facts``)
             from signsim.problems.sampling import P_FEATURES, P_NTEST
 
             info.update(n_train=fs.n, n_test=int(self.pi[P_NTEST]), features=int(self.pi[P_FEATURES]),
                         shard_sizes=np.diff(fs.split.ptr).tolist())
+        info.update(self.extra_facts)
         return info
 
 

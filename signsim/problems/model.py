@@ -1,0 +1,190 @@
+"""A user's PyTorch model as a problem (``--model FILE.py``; docs/theory.md §13, docs/api.md "Your own PyTorch model").
+
+The file's ``data()`` gives the samples (a held-out part is split off by ``--test-fraction`` when it gives no test
+set), signsim's own ``--split`` spreads the training samples over the M workers, and ``model()`` (called under a
+torch seed drawn from the run's seed) gives the starting point x0, its parameters as one flat vector. Each round the
+engine asks ``Gradients.round`` for its participants' minibatch gradients (rows drawn from each worker's own stream,
+as the built-in data problems draw them), and before each history row for the full-data loss and gradient
+(``Gradients.evaluate``); the compiled loop does the rest (``signsim.problems.external``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from signsim.codes import Problem
+from signsim.errors import InputError
+from signsim.problems.base import ProblemInstance, ProblemSpec
+from signsim.problems.external import F_LOSS, F_TEST_ACC, F_TEST_LOSS, F_TRAIN_ACC, N_PF
+
+CODE = int(Problem.EXTERNAL)
+
+
+def _torch():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise InputError("--model: training a PyTorch model needs PyTorch: pip install 'signsim[torch]'") from None
+
+
+class Gradients:
+    """What the engine calls for a problem whose gradients come from outside the loop (``ProblemInstance.external``):
+    ``round`` fills the participants' rows of the gradient buffer, ``evaluate`` the problem's arrays that the
+    history reads. ``local_steps`` H are taken here (the loop sees H = 1 and each worker's pseudo-gradient)."""
+
+    def __init__(self, oracle, split, batch_size: int, local_steps: int, pf: np.ndarray, b: np.ndarray):
+        self.oracle, self.split, self.tau, self.H = oracle, split, int(batch_size), int(local_steps)
+        self.pf, self.b = pf, b
+
+    def rows(self, workers, gens) -> np.ndarray:
+        """(H, S, tau) training rows: worker j's H minibatches drawn from its own stream, in order."""
+        from signsim.problems.sampling import minibatch_ref
+
+        sp = self.split
+        out = np.empty((self.H, len(workers), self.tau), dtype=np.int64)
+        for j, (m, gen) in enumerate(zip(workers, gens, strict=True)):
+            for h in range(self.H):
+                out[h, j] = minibatch_ref(sp.mode, int(m), gen, self.tau, sp.ptr, sp.idx)
+        return out
+
+    def round(self, x: np.ndarray, workers, gens, lr: float, out: np.ndarray) -> None:
+        """out[j] <- participant ``workers[j]``'s pseudo-gradient at x (``ModelOracle.worker_gradients``)."""
+        self.oracle.worker_gradients(x, self.rows(workers, gens), lr, out)
+
+    def evaluate(self, x: np.ndarray) -> None:
+        loss, train_acc, test_acc, test_loss, g = self.oracle.evaluate(x)
+        self.pf[F_LOSS], self.pf[F_TRAIN_ACC], self.pf[F_TEST_ACC], self.pf[F_TEST_LOSS] = (
+            loss, train_acc, test_acc, test_loss)
+        self.b[:] = g
+
+
+def _arrays(data, where: str):
+    """The model file's data() as (X_train, y_train, X_test, y_test) tensors (the test pair None when not given)."""
+    from signsim.torch.oracle import as_tensor
+
+    if not isinstance(data, (tuple, list)) or len(data) not in (2, 4):
+        got = f"a {type(data).__name__}" + (f" of length {len(data)}" if isinstance(data, (tuple, list)) else "")
+        raise InputError(f"{where}: data() must return (X, y) or (X_train, y_train, X_test, y_test), got {got}")
+    names = ("X", "y") if len(data) == 2 else ("X_train", "y_train", "X_test", "y_test")
+    t = [as_tensor(a, n, f"{where}: data()") for a, n in zip(data, names, strict=True)]
+    for i in range(0, len(t), 2):
+        X, y = t[i], t[i + 1]
+        if X.shape[0] != y.shape[0]:
+            raise InputError(f"{where}: data()'s {names[i]} has {X.shape[0]} rows but {names[i + 1]} has "
+                             f"{y.shape[0]}")
+        if X.shape[0] == 0 and i == 0:
+            raise InputError(f"{where}: data() gives no training sample")
+    if len(t) == 4 and t[0].shape[1:] != t[2].shape[1:]:
+        raise InputError(f"{where}: data()'s X_train has rows of shape {tuple(t[0].shape[1:])} but X_test "
+                         f"{tuple(t[2].shape[1:])}")
+    return t if len(t) == 4 else [t[0], t[1], None, None]
+
+
+def build(cfg) -> ProblemInstance:
+    _torch()
+    import torch
+
+    from signsim.data.splits import make_split
+    from signsim.seeding import problem_streams
+    from signsim.torch import model_file
+    from signsim.torch.oracle import ModelOracle
+
+    if cfg.model is None:
+        raise InputError("--problem model: give the model file with --model FILE.py")
+    mf = model_file.load(cfg.model)
+    where = f"--model {cfg.model}"
+    r_prepare, r_split, r_init = problem_streams(cfg.seed, 3)
+    X_train, y_train, X_test, y_test = _arrays(model_file.call(mf, "data"), where)
+    if X_test is None:  # hold out round(n * test_fraction) samples, as the built-in data problems do
+        n = X_train.shape[0]
+        n_test = int(round(n * cfg.test_fraction))
+        if n - n_test < 1:
+            raise InputError(f"--test-fraction {cfg.test_fraction}: leaves no training sample out of {n}")
+        order = r_prepare.permutation(n)
+        test, train = torch.from_numpy(order[:n_test]), torch.from_numpy(np.sort(order[n_test:]))
+        X_train, y_train, X_test, y_test = X_train[train], y_train[train], X_train[test], y_train[test]
+    labels = y_train.numpy() if y_train.ndim == 1 else np.zeros(y_train.shape[0])
+    split = make_split(cfg.split, labels, cfg.workers, r_split)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(r_init.integers(2**62)))
+        module = model_file.call(mf, "model")
+        if not isinstance(module, torch.nn.Module):
+            raise InputError(f"{where}: model() must return a torch.nn.Module, got {type(module).__name__}")
+        oracle = ModelOracle(module, mf.module.loss, X_train, y_train, X_test, y_test, where, mf.path)
+        x0 = oracle.flat().to(torch.float64).numpy().copy()
+    _check_loss(oracle, mf, where, split, cfg.batch_size)
+    pf, b = np.zeros(N_PF), np.zeros(oracle.dim)
+    grads = Gradients(oracle, split, cfg.batch_size, cfg.local_steps, pf, b)
+    n = oracle.n
+
+    def per_sample_grads(x, rows):
+        return oracle.sample_gradients(x, rows)
+
+    def oracle_ref(x, worker, gen, tau):
+        from signsim.problems.sampling import minibatch_ref
+
+        rows = minibatch_ref(split.mode, worker, gen, tau, split.ptr, split.idx)
+        return per_sample_grads(x, rows).mean(axis=0)
+
+    def full_grad(x):
+        return oracle.evaluate(x)[4]
+
+    from signsim.problems.finite_sum import FiniteSum
+
+    def sq_norms(x):
+        return np.concatenate([np.sum(per_sample_grads(x, np.arange(lo, min(n, lo + 1024))) ** 2, axis=1)
+                               for lo in range(0, n, 1024)])
+
+    inst = ProblemInstance(
+        name="model", code=CODE, dim=oracle.dim, x0=x0, loss_ref=oracle.loss, grad_ref=full_grad,
+        oracle_ref=oracle_ref, pf=pf, b=b, ptr=split.ptr, idx=split.idx, heterogeneous=split.heterogeneous,
+        classifier=oracle.classifier, finite_sum=FiniteSum(n, split, per_sample_grads, sq_norms),
+    )
+    inst.external = grads
+    inst.extra_facts = {"model_file": mf.path, "model_sha256": mf.sha256, "n_train": n,
+                        "n_test": int(oracle.X_test.shape[0]), "shard_sizes": np.diff(split.ptr).tolist(),
+                        "parameters": oracle.dim, "torch_dtype": str(oracle.dtype).replace("torch.", "")}
+    return inst
+
+
+def _check_loss(oracle, mf, where: str, split, tau: int) -> None:
+    """The loss at x0 on one minibatch is a finite scalar with a finite gradient (else one line naming the file)."""
+    import torch
+
+    rows = split.idx[: max(1, min(tau, split.idx.size))]
+    x0 = oracle.flat()
+    try:
+        with torch.no_grad():
+            value = oracle.loss_fn(oracle._output(x0, oracle.X_train[rows]), oracle.y_train[rows])
+    except BaseException as e:  # noqa: BLE001 - the user's model or loss failed on the data
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        from signsim.torch.model_file import culprit
+
+        raise InputError(f"{where}: model and loss fail on a minibatch of data(): {culprit(e, mf.path)}") from None
+    if not isinstance(value, torch.Tensor) or value.numel() != 1:
+        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+        raise InputError(f"{where}: loss(output, target) must return a scalar tensor (the batch's mean), got "
+                         f"{shape}")
+    if not bool(torch.isfinite(value)):
+        raise InputError(f"{where}: loss(output, target) is {float(value)} at the starting point")
+    try:
+        g = oracle.sample_gradients(x0.to(torch.float64).numpy(), rows[:1])
+    except BaseException as e:  # noqa: BLE001 - vmap or grad refused the model (in-place ops on buffers, ...)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        from signsim.torch.model_file import culprit
+
+        raise InputError(f"{where}: the loss cannot be differentiated per worker with torch.func "
+                         f"({culprit(e, mf.path)})") from None
+    if not np.all(np.isfinite(g)):
+        raise InputError(f"{where}: the gradient at the starting point is not finite")
+
+
+SPEC = ProblemSpec(
+    name="model", code=CODE,
+    summary="your PyTorch model (--model FILE.py defining model(), loss(output, target), data()); needs torch",
+    options=frozenset({"model", "split", "test_fraction"}),
+    defaults={"model": None, "split": "shared", "test_fraction": 0.2, "batch_size": 32, "noise": "none"},
+    build=build,
+)

@@ -1,0 +1,202 @@
+"""A PyTorch model as signsim's gradient oracle (docs/theory.md §13).
+
+The model's parameters are one flat vector x of d numbers (the order of ``named_parameters()``, each tensor
+row-major: ``torch.nn.utils.parameters_to_vector``'s order). One round's S participants get their minibatch
+gradients in one batched call: ``torch.func.vmap`` over the workers of ``torch.func.grad`` of the loss of
+``torch.func.functional_call(model, params, X_batch)``, with the parameters shared (H = 1) or one copy per worker
+(H local steps, each worker from its own iterate). The gradients go straight into rows of the engine's (S x d)
+gradient buffer, which the compiled worker and server stages then consume: momentum, compression, error feedback,
+attacks, aggregation, the server's optimizer, bits.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch.func import functional_call, grad, vmap
+
+from signsim.errors import InputError
+
+#: rows per forward/backward pass when the model is evaluated on a whole data set (history rows)
+EVAL_CHUNK = 4096
+
+
+def as_tensor(a, name: str, where: str) -> torch.Tensor:
+    """``a`` (a NumPy array, a tensor, or a nested list) as a CPU tensor, or one error line."""
+    try:
+        t = a.detach().cpu() if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a))
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise InputError(f"{where}: {name} is not an array ({str(e).splitlines()[0] if str(e) else e})") from None
+    if t.ndim == 0:
+        raise InputError(f"{where}: {name} must have one row per sample, got a scalar")
+    if t.is_complex() or t.dtype == torch.bool and name.startswith("X"):
+        raise InputError(f"{where}: {name} has dtype {t.dtype}; give real numbers")
+    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        raise InputError(f"{where}: {name} holds NaN or infinite values")
+    return t
+
+
+class ModelOracle:
+    """Gradients, loss and accuracy of ``module`` under ``loss_fn`` on the given data, at a flat parameter vector.
+
+    ``loss_fn(output, target)`` returns the mean loss over the batch; targets of an integer type with a 2-D output
+    make the model a classifier (accuracy = argmax of the output equals the target)."""
+
+    def __init__(self, module: torch.nn.Module, loss_fn, X_train: torch.Tensor, y_train: torch.Tensor,
+                 X_test: torch.Tensor, y_test: torch.Tensor, where: str = "--model", path: str = ""):
+        self.module, self.loss_fn, self.where = module, loss_fn, where
+        params = dict(module.named_parameters())
+        if not params:
+            raise InputError(f"{where}: model() has no parameters to train")
+        dtypes = {p.dtype for p in params.values()}
+        if len(dtypes) != 1 or not next(iter(dtypes)).is_floating_point:
+            shown = ", ".join(sorted(str(t) for t in dtypes))
+            raise InputError(f"{where}: model()'s parameters must share one floating-point dtype (got {shown})")
+        self.dtype = next(iter(dtypes))
+        self.names = list(params)
+        self.shapes = [tuple(p.shape) for p in params.values()]
+        self.sizes = [p.numel() for p in params.values()]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int).tolist()
+        self.dim = int(self.offsets[-1])
+        self.buffers = dict(module.named_buffers())
+        self.X_train, self.y_train = self._features(X_train), self._targets(y_train)
+        self.X_test, self.y_test = self._features(X_test), self._targets(y_test)
+        self.n = int(self.X_train.shape[0])
+
+        def f(p, xb, yb):
+            return loss_fn(functional_call(module, (p, self.buffers), (xb,)), yb)
+
+        self._loss = f
+        g = grad(f)
+        self._shared = vmap(g, in_dims=(None, 0, 0), randomness="different")
+        self._own = vmap(g, in_dims=(0, 0, 0), randomness="different")
+        self.classifier = False
+        try:
+            with torch.no_grad():
+                out = self._output(self.flat(), self.X_train[:2])
+        except Exception as e:  # the user's model does not take the data's rows
+            from signsim.torch.model_file import culprit
+
+            raise InputError(f"{where}: model and loss fail on a minibatch of data(): {culprit(e, path)}") from None
+        self.classifier = (out.ndim == 2 and out.shape[1] > 1 and not self.y_train.is_floating_point())
+
+    # -- data ---------------------------------------------------------------------------------------------------
+    def _features(self, X: torch.Tensor) -> torch.Tensor:
+        return X.to(self.dtype) if X.is_floating_point() else X
+
+    def _targets(self, y: torch.Tensor) -> torch.Tensor:
+        if y.is_floating_point():
+            return y.to(self.dtype)
+        return y.long()
+
+    # -- parameters ---------------------------------------------------------------------------------------------
+    def flat(self) -> torch.Tensor:
+        """The module's parameters as one vector (a copy)."""
+        return torch.cat([p.detach().reshape(-1) for p in self.module.parameters()])
+
+    def unflatten(self, v: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Views of the flat vector ``v`` (d,) or of each row of ``v`` (S, d), by parameter name."""
+        o = self.offsets
+        if v.ndim == 1:
+            return {n: v[o[i]:o[i + 1]].view(s) for i, (n, s) in enumerate(zip(self.names, self.shapes, strict=True))}
+        return {n: v[:, o[i]:o[i + 1]].unflatten(1, s) if s else v[:, o[i]]
+                for i, (n, s) in enumerate(zip(self.names, self.shapes, strict=True))}
+
+    def _x(self, x: np.ndarray) -> torch.Tensor:
+        t = torch.from_numpy(np.ascontiguousarray(x))
+        return t if t.dtype == self.dtype else t.to(self.dtype)
+
+    def _write(self, g: dict[str, torch.Tensor], out: torch.Tensor) -> None:
+        S = out.shape[0]
+        o = self.offsets
+        for i, n in enumerate(self.names):
+            out[:, o[i]:o[i + 1]].copy_(g[n].reshape(S, -1))
+
+    # -- gradients ----------------------------------------------------------------------------------------------
+    def worker_gradients(self, x: np.ndarray, rows: np.ndarray, lr: float, out: np.ndarray) -> None:
+        """``out[j]`` <- worker j's pseudo-gradient of the round (docs/theory.md §12): with H = 1 (``rows`` of shape
+        (1, S, tau)) its minibatch gradient at x; with H > 1 the sum of the gradients of its H local SGD steps
+        y <- y - lr g(y) from x, step h on the minibatch ``rows[h, j]``."""
+        H, S = rows.shape[0], rows.shape[1]
+        dest = torch.from_numpy(out[:S])
+        xt = self._x(x)
+        self.module.train()
+        if H == 1:
+            r = torch.from_numpy(rows[0])
+            g = self._shared(self.unflatten(xt), self.X_train[r], self.y_train[r])
+            self._write(g, dest)
+            return
+        Y = xt.unsqueeze(0).repeat(S, 1)
+        U = torch.zeros_like(Y)
+        G = torch.empty_like(Y)
+        for h in range(H):
+            r = torch.from_numpy(rows[h])
+            self._write(self._own(self.unflatten(Y), self.X_train[r], self.y_train[r]), G)
+            U += G
+            if h < H - 1:
+                Y -= lr * G
+        dest.copy_(U)
+
+    def sample_gradients(self, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Per-sample gradients of the training rows ``rows`` at x, one row each (float64)."""
+        r = torch.as_tensor(np.asarray(rows, dtype=np.int64))
+        out = torch.empty((r.shape[0], self.dim), dtype=self.dtype)
+        self.module.eval()
+        try:
+            g = self._shared(self.unflatten(self._x(x)), self.X_train[r].unsqueeze(1), self.y_train[r].unsqueeze(1))
+        finally:
+            self.module.train()
+        self._write(g, out)
+        return out.to(torch.float64).numpy()
+
+    # -- evaluation ---------------------------------------------------------------------------------------------
+    def _output(self, xt: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        return functional_call(self.module, (self.unflatten(xt), self.buffers), (X,))
+
+    def _pass(self, xt: torch.Tensor, X: torch.Tensor, y: torch.Tensor, want_grad: bool):
+        """(mean loss, number of correct predictions, gradient of the mean loss or None) over (X, y), in chunks."""
+        n = X.shape[0]
+        p = xt.clone().requires_grad_(want_grad)
+        total = 0.0
+        hits = 0
+        g = torch.zeros_like(xt) if want_grad else None
+        for lo in range(0, n, EVAL_CHUNK):
+            Xc, yc = X[lo:lo + EVAL_CHUNK], y[lo:lo + EVAL_CHUNK]
+            with torch.set_grad_enabled(want_grad):
+                out = self._output(p, Xc)
+                part = self.loss_fn(out, yc) * (Xc.shape[0] / n)
+            if want_grad:
+                (gc,) = torch.autograd.grad(part, p)
+                g += gc
+            total += float(part.detach())
+            if self.classifier:
+                hits += int((out.detach().argmax(dim=1) == yc).sum())
+        return total, hits, g
+
+    def evaluate(self, x: np.ndarray) -> tuple[float, float, float, float, np.ndarray]:
+        """(f(x), training accuracy, test accuracy, test loss, grad f(x)) on the whole training and test sets, the
+        model in evaluation mode (dropout off); accuracies NaN for a model that is not a classifier, the test
+        values NaN without a test set."""
+        xt = self._x(x)
+        self.module.eval()
+        try:
+            loss, hits, g = self._pass(xt, self.X_train, self.y_train, True)
+            train_acc = hits / self.n if self.classifier else math.nan
+            test_loss = test_acc = math.nan
+            m = self.X_test.shape[0]
+            if m:
+                test_loss, test_hits, _ = self._pass(xt, self.X_test, self.y_test, False)
+                test_acc = test_hits / m if self.classifier else math.nan
+        finally:
+            self.module.train()
+        return loss, train_acc, test_acc, test_loss, g.to(torch.float64).numpy()
+
+    def loss(self, x: np.ndarray) -> float:
+        self.module.eval()
+        try:
+            with torch.no_grad():
+                return self._pass(self._x(x), self.X_train, self.y_train, False)[0]
+        finally:
+            self.module.train()

@@ -1,0 +1,210 @@
+"""A user's PyTorch model (``--model FILE.py``, signsim.torch; docs/theory.md §13).
+
+The oracle that shares none of the model path's code is the built-in ``--problem mlp``: a torch network of the same
+architecture and starting point, on the same prepared digits, with the minibatch rows drawn from the same workers'
+streams, must give the same run to float rounding: history, bits, and the final x, with momentum, sampled clients,
+local steps and a budget. Gradients are checked against finite differences of the model's loss, and every way a
+model file can break its contract is one error line (exit 2).
+
+Torch is an optional extra: without it these tests are skipped, except under ``SIGNSIM_REQUIRE_TORCH=1`` (.ci/run),
+where a missing torch fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import numpy as np
+import pytest
+
+if os.environ.get("SIGNSIM_REQUIRE_TORCH") == "1":
+    import torch  # noqa: F401 - CI: a torch test is never skipped
+else:
+    torch = pytest.importorskip("torch")
+
+from signsim.engine.driver import simulate  # noqa: E402
+from signsim.engine.loop import HIST  # noqa: E402
+from tests.conftest import make_engine  # noqa: E402
+
+# the digits MLP of ``--problem mlp`` (x = [W1 (H x p), b1, W2 (C x H), b2]), as a model file: same architecture,
+# parameters set from the built-in problem's x0, the same prepared data (standardized, the same held-out rows)
+MLP_FILE = """
+import numpy as np
+import torch
+from torch import nn
+from signsim.interface import config
+from signsim.problems import build
+
+_cfg = config.resolve(dict(problem="mlp", hidden={hidden}, workers={workers}, seed={seed}, split="{split}"))
+_p = build(_cfg)
+_n = int(_p.pi[1])
+
+def model():
+    net = nn.Sequential(nn.Linear(64, {hidden}), nn.ReLU(), nn.Linear({hidden}, 10)).double()
+    with torch.no_grad():
+        torch.nn.utils.vector_to_parameters(torch.from_numpy(_p.x0.copy()), net.parameters())
+    return net
+
+def loss(output, target):
+    return nn.functional.cross_entropy(output, target)
+
+def data():
+    return _p.A[:_n], _p.b[:_n].astype(np.int64), _p.A[_n:], _p.b[_n:].astype(np.int64)
+"""
+
+SMALL_FILE = """
+import numpy as np
+import torch
+from torch import nn
+
+def model():
+    return nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))
+
+def loss(output, target):
+    return nn.functional.cross_entropy(output, target)
+
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 5)).astype(np.float32)
+    return X, (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)
+"""
+
+
+def write(tmp_path, text: str, name: str = "model.py") -> str:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return str(p)
+
+
+def both(tmp_path, hidden=8, workers=4, seed=3, split="shared", **options):
+    """(history, final x) of the built-in MLP and of the same network as a torch model file."""
+    path = write(tmp_path, MLP_FILE.format(hidden=hidden, workers=workers, seed=seed, split=split))
+    common = dict(workers=workers, seed=seed, split=split, **options)
+    out = []
+    for problem in (dict(problem="mlp", hidden=hidden), dict(model=path)):
+        engine, *_ = make_engine(**problem, **common)
+        r = simulate(engine)
+        assert r.status in ("ok", "budget"), r.status
+        out.append((r.history, r.x))
+    return out
+
+
+@pytest.mark.parametrize("options", [
+    dict(method="sgd", iters=30, lr=0.1),
+    dict(method="signum", iters=30, lr=0.01, batch_size=4),
+    dict(method="sgd", iters=12, lr=0.05, clients_per_round=2, local_steps=3, batch_size=5, split="iid"),
+    dict(method="ef-signsgd", iters=200, lr=0.05, budget_mb=0.2, batch_size=3),
+], ids=["sgd", "signum", "rounds", "budget"])
+def test_model_file_runs_the_builtin_mlp(tmp_path, options):
+    (h_mlp, x_mlp), (h_torch, x_torch) = both(tmp_path, **options)
+    assert h_mlp.shape == h_torch.shape
+    for c, name in enumerate(HIST):
+        a, b = h_mlp[:, c], h_torch[:, c]
+        if name == "distance" or np.all(np.isnan(a)):
+            continue
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose(x_torch, x_mlp, rtol=1e-9, atol=1e-12)
+    assert h_mlp[-1, HIST.index("loss")] < h_mlp[0, HIST.index("loss")]  # the runs compared went somewhere
+
+
+def test_model_moves_and_is_reproducible(tmp_path):
+    path = write(tmp_path, SMALL_FILE)
+    runs = []
+    for _ in range(2):
+        engine, problem, *_ = make_engine(model=path, method="signum", workers=5, iters=40, lr=0.01, batch_size=4,
+                                          clients_per_round=3, seed=11)
+        r = simulate(engine)
+        runs.append((r.history, r.x, problem.x0))
+    (h1, x1, x0), (h2, x2, _) = runs
+    np.testing.assert_array_equal(h1, h2)
+    np.testing.assert_array_equal(x1, x2)
+    assert np.all(np.sign(x1 - x0) != 0)  # signum moves every coordinate by the step
+    assert h1[-1, HIST.index("loss")] < h1[0, HIST.index("loss")]
+
+
+def test_gradients_against_finite_differences(tmp_path):
+    from signsim.problems import build as build_problem
+    from signsim.interface import config
+
+    path = write(tmp_path, SMALL_FILE.replace("np.float32", "np.float64").replace(
+        "nn.Linear(4, 3))", "nn.Linear(4, 3)).double()").replace("nn.Linear(5, 4), ", "nn.Linear(5, 4).double(), "))
+    p = build_problem(config.resolve(dict(model=path, workers=3, seed=2)))
+    ext = p.external
+    rng = np.random.default_rng(5)
+    x = p.x0 + 0.1 * rng.standard_normal(p.dim)
+    ext.evaluate(x)
+    g = p.b.copy()
+    eps = 1e-6
+    fd = np.array([(p.loss_ref(x + eps * e) - p.loss_ref(x - eps * e)) / (2 * eps) for e in np.eye(p.dim)])
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+    assert p.pf[0] == pytest.approx(p.loss_ref(x), rel=1e-12)
+    # one worker's minibatch gradient = the mean of the per-sample gradients of the rows it drew
+    gens = [np.random.default_rng(s) for s in (1, 2)]
+    out = np.zeros((2, p.dim))
+    ext.round(x, np.array([0, 1]), gens, 0.1, out)
+    rows = ext.rows(np.array([0, 1]), [np.random.default_rng(s) for s in (1, 2)])
+    for j in range(2):
+        np.testing.assert_allclose(out[j], p.finite_sum.per_sample_grads(x, rows[0, j]).mean(axis=0), rtol=1e-10,
+                                   atol=1e-12)
+
+
+def test_cli_model_run(tmp_path, cli):
+    path = write(tmp_path, SMALL_FILE)
+    out = tmp_path / "r.json"
+    r = cli("run", "--model", path, "--method", "signum", "--workers", "4", "--iters", "20", "--out", str(out),
+            "--quiet")
+    assert r.code == 0, r.err
+    import json
+
+    doc = json.loads(out.read_text())
+    assert doc["config"]["problem"] == "model" and doc["config"]["model"] == path
+    assert len(doc["problem"]["model_sha256"]) == 64 and doc["problem"]["parameters"] == 5 * 4 + 4 + 4 * 3 + 3
+    assert doc["final"]["grad_calls"] == 20 * 4 and doc["final"]["test_acc"] is not None
+
+
+BAD = {
+    "no model": ("def loss(o, t):\n    return o.sum()\ndef data():\n    return [[1.0]], [0]\n", "defines no model()"),
+    "loss arity": (SMALL_FILE.replace("def loss(output, target):", "def loss(output):"), "must take 2 arguments"),
+    "raises on load": ("import sys\nsys.exit(0)\n", "failed to load: SystemExit"),
+    "not a module": (SMALL_FILE.replace("return nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))",
+                                        "return 3"), "must return a torch.nn.Module"),
+    "mixed dtypes": (SMALL_FILE.replace(
+                           "return nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))",
+                           "m = nn.Linear(5, 3)\n    m.weight = nn.Parameter(torch.ones(3, 5, dtype=torch.float64))\n"
+                           "    return m"), "share one floating-point dtype"),
+    "rows differ": (SMALL_FILE.replace("return X, (X[:, 0] > 0)", "return X[:10], (X[:, 0] > 0)"), "has 10 rows"),
+    "nan data": (SMALL_FILE.replace("return X, (", "X[3, 2] = np.nan\n    return X, ("), "NaN or infinite"),
+    "vector loss": (SMALL_FILE.replace("return nn.functional.cross_entropy(output, target)",
+                                       "return nn.functional.cross_entropy(output, target, reduction='none')"),
+                    "must return a scalar tensor"),
+    "data raises": (SMALL_FILE.replace("rng = np.random.default_rng(0)", "1 / 0"), "data() raised ZeroDivisionError"),
+    "wrong data": (SMALL_FILE.replace("return X, (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)", "return X"),
+                   "data() must return (X, y)"),
+    "shape mismatch": (SMALL_FILE.replace("nn.Linear(5, 4), nn.Tanh()", "nn.Linear(7, 4), nn.Tanh()"),
+                       "model and loss fail on a minibatch"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_model_files_are_one_line(tmp_path, cli, case):
+    text, expected = BAD[case]
+    path = write(tmp_path, text, f"m_{abs(hash(case))}.py")
+    r = cli("run", "--model", path, "--iters", "2", "--workers", "2")
+    assert r.code == 2, (r.code, r.err)
+    assert len(r.err.strip().splitlines()) == 1, r.err
+    assert path in r.err and expected in r.err, r.err
+
+
+@pytest.mark.parametrize("given, expected", [
+    (["--model", "nowhere.py"], "no such file"),
+    (["--model", "{dir}"], "not a regular file"),
+    (["--problem", "model"], "give the model file with --model"),
+    (["--model", "{small}", "--monotone"], "--monotone: not with --model"),
+    (["--model", "{small}", "--hidden", "4"], "--hidden does not apply to problem 'model'"),
+])
+def test_model_option_errors(tmp_path, cli, given, expected):
+    small = write(tmp_path, SMALL_FILE)
+    args = [a.format(dir=tmp_path, small=small) for a in given]
+    r = cli("run", *args, "--iters", "2", "--workers", "2")
+    assert r.code == 2 and expected in r.err and len(r.err.strip().splitlines()) == 1, r.err
