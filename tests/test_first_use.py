@@ -88,9 +88,13 @@ def test_compile_estimates_every_group_it_runs(tmp_path, monkeypatch):
     from signsim.commands import compile as compiling
 
     every = compiling.warm_commands()
-    assert {compiling.group(c) for c in every} == set(compiling.SECONDS)
+    import importlib.util
+
+    # your own model's loop compiles ahead of time only where torch is installed
+    groups = {g for g in compiling.SECONDS if g[1] != "external" or importlib.util.find_spec("torch")}
+    assert {compiling.group(c) for c in every} == groups
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # nothing cached: every group counts
-    assert compiling.estimate(every) == sum(compiling.SECONDS.values())
+    assert compiling.estimate(every) == sum(compiling.SECONDS[g] for g in groups)
     assert compiling.estimate(compiling.select(["bound"])) == compiling.SECONDS[("bound", "analytic", "float64")]
 
 

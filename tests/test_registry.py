@@ -1,6 +1,8 @@
 """One table of truth: every registry entry (problem, noise model, method, stage) is wired through dispatch,
 accounting, the NumPy reference, ``signsim list`` and the CLI help. A new entry is tested the day it is added."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -66,15 +68,23 @@ def test_a_family_loop_refuses_a_problem_of_another_family():
 def test_every_problem_runs_through_dispatch_and_the_reference(problem):
     # plain SGD: x moves by the gradient itself, so any wrong coordinate shows (its loops are shared with other tests)
     options = {"problem": problem, "method": "sgd", "iters": 2}
-    if problem in ("logistic", "least-squares", "mlp"):
+    if problem in ("logistic", "least-squares", "mlp", "model"):
         options.update(workers=2, batch_size=2)
+    if problem == "model":  # your own PyTorch model: the example model file (torch: tests/test_torch_model.py)
+        if os.environ.get("SIGNSIM_REQUIRE_TORCH") != "1":
+            pytest.importorskip("torch")
+        from signsim.commands.compile import EXAMPLE_MODEL
+
+        options.update(model=str(EXAMPLE_MODEL))
     engine, prob, model, params, settings, cfg = make_engine(**options, eval_every=1)
     out = simulate(engine)
     assert out.status == "ok" and out.iters_done == 2
     ref = ReferenceRun(prob, model, params, settings, cfg.workers, cfg.seed)
     ref.step()
     ref.step()
-    np.testing.assert_allclose(engine.x, ref.x, rtol=1e-10, atol=1e-12)
+    # the example model computes in float32: its reference means per-sample gradients, the engine's vmap the mean loss
+    rtol, atol = (1e-6, 1e-9) if problem == "model" else (1e-10, 1e-12)
+    np.testing.assert_allclose(engine.x, ref.x, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("name", NOISES)

@@ -181,6 +181,7 @@ BAD = {
     "data raises": (SMALL_FILE.replace("rng = np.random.default_rng(0)", "1 / 0"), "data() raised ZeroDivisionError"),
     "wrong data": (SMALL_FILE.replace("return X, (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)", "return X"),
                    "data() must return (X, y)"),
+    "batch norm": (SMALL_FILE.replace("nn.Tanh()", "nn.BatchNorm1d(4)"), "cannot be differentiated per worker"),
     "shape mismatch": (SMALL_FILE.replace("nn.Linear(5, 4), nn.Tanh()", "nn.Linear(7, 4), nn.Tanh()"),
                        "model and loss fail on a minibatch"),
 }
@@ -208,3 +209,26 @@ def test_model_option_errors(tmp_path, cli, given, expected):
     args = [a.format(dir=tmp_path, small=small) for a in given]
     r = cli("run", *args, "--iters", "2", "--workers", "2")
     assert r.code == 2 and expected in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_docs_show_the_example_model_file_as_it_is():
+    import re
+    from pathlib import Path
+
+    from signsim.commands.compile import EXAMPLE_MODEL
+
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", Path("docs/api.md").read_text(), flags=re.S)
+                if b.startswith("# signsim/torch/examples/digits_mlp.py")]
+    code = EXAMPLE_MODEL.read_text().split('"""', 2)[2].lstrip("\n")
+    assert block.split("\n", 1)[1] == code
+
+
+def test_the_example_model_runs_from_the_command_line(cli):
+    from signsim.commands.compile import EXAMPLE_MODEL
+
+    r = cli("run", "--model", EXAMPLE_MODEL, "--method", "signum", "--workers", "4", "--iters", "30", "--lr", "0.001",
+            "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["problem"]["parameters"] == 64 * 32 + 32 + 32 * 10 + 10
+    assert doc["final"]["loss"] < doc["history"][0]["loss"] and doc["final"]["test_acc"] > 0.3

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -172,6 +173,9 @@ def clear() -> int:
     return removed
 
 
+#: the model file whose run compiles the loop of your own PyTorch models (the family ``external``)
+EXAMPLE_MODEL = Path(__file__).resolve().parent.parent / "torch" / "examples" / "digits_mlp.py"
+
 #: runs whose step is large enough for the threaded loop (driver.PARALLEL_WORK numbers), one per family
 THREADED = (("--problem", "quadratic", "--dim", "2000", "--workers", "32"),
             ("--problem", "logistic", "--workers", "32", "--batch-size", "64"),
@@ -189,7 +193,9 @@ def warm_commands() -> list[list[str]]:
     from signsim import methods, noise, problems
 
     fast = ["--iters", "2", "--quiet"]
-    cmds = [["run", "--problem", p, *fast] for p in problems.registry()]
+    cmds = [["run", "--problem", p, *fast] for p in problems.registry() if p != "model"]
+    if importlib.util.find_spec("torch") is not None:  # your own model's loop: the example model file's run
+        cmds.append(["run", "--problem", "model", "--model", str(EXAMPLE_MODEL), *fast])
     for model in noise.registry().values():
         spec = model.example_spec
         cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--noise", spec, *fast])
@@ -257,6 +263,7 @@ SECONDS: dict[tuple[str, str, str], float] = {
     ("diversity", "analytic", "float64"): 12, ("diversity", "glm", "float64"): 7,
     ("diversity", "mlp", "float64"): 13,
     ("bound", "analytic", "float64"): 2,
+    ("run", "external", "float64"): 20,
 }
 
 

@@ -118,8 +118,8 @@ def _run(name, kind, help, panel, *, problem=False, default=None, commands=_R, *
 #: every option, in the order --help shows them; RunConfig's fields are the rows with record=True
 TABLE: tuple[Option, ...] = (
     Option("config", "path", "TOML file of options; flags override it", _R, P_OUT),
-    _run("problem", "str", "rosenbrock | quadratic | sign-trap | vote-trap | logistic | least-squares | mlp | "
-         "model (default: {default}; model with --model)", P_PROBLEM, default="rosenbrock",
+    _run("problem", "str", "rosenbrock | quadratic | sign-trap | vote-trap | logistic | least-squares | model "
+         "(with --model) | mlp (default: {default})", P_PROBLEM, default="rosenbrock",
          command_defaults=(("check-spb", "logistic"), ("diversity", "logistic"))),
     _run("dim", "int", "dimension d (rosenbrock, quadratic; default: 10)", P_PROBLEM, problem=True, lo=1,
          hi=MAX_SIZE),
@@ -314,7 +314,7 @@ TABLE: tuple[Option, ...] = (
     Option("command", "strs", "only the kernels of this command: run | check-spb | diversity | bound (repeatable; "
            "--at run:K also takes run's)", ("compile",), cli_only="no Python function compiles ahead of time"),
     Option("family", "strs", "only this family of problems: analytic (rosenbrock, quadratic, sign-trap, vote-trap) "
-           "| glm (logistic, least-squares) | mlp (repeatable)", ("compile",),
+           "| glm (logistic, least-squares) | mlp | external (model: your PyTorch model) (repeatable)", ("compile",),
            cli_only="no Python function compiles ahead of time"),
     Option("dtype", "str", "only this dtype: float64 | float32", ("compile",),
            cli_only="no Python function compiles ahead of time"),

@@ -49,7 +49,15 @@ class Gradients:
 
     def round(self, x: np.ndarray, workers, gens, lr: float, out: np.ndarray) -> None:
         """out[j] <- participant ``workers[j]``'s pseudo-gradient at x (``ModelOracle.worker_gradients``)."""
-        self.oracle.worker_gradients(x, self.rows(workers, gens), lr, out)
+        rows = self.rows(workers, gens)
+        try:
+            self.oracle.worker_gradients(x, rows, lr, out)
+        except Exception as e:  # the user's model or loss: one line naming the file
+            from signsim.torch.model_file import culprit
+
+            o = self.oracle
+            raise InputError(f"{o.where}: the workers' gradients failed (torch.func.vmap over the workers of "
+                             f"grad of the loss): {culprit(e, o.path)}") from None
 
     def evaluate(self, x: np.ndarray) -> None:
         loss, train_acc, test_acc, test_loss, g = self.oracle.evaluate(x)
@@ -168,15 +176,17 @@ def _check_loss(oracle, mf, where: str, split, tau: int) -> None:
                          f"{shape}")
     if not bool(torch.isfinite(value)):
         raise InputError(f"{where}: loss(output, target) is {float(value)} at the starting point")
-    try:
-        g = oracle.sample_gradients(x0.to(torch.float64).numpy(), rows[:1])
-    except BaseException as e:  # noqa: BLE001 - vmap or grad refused the model (in-place ops on buffers, ...)
-        if isinstance(e, KeyboardInterrupt):
-            raise
+    g = np.zeros((1, oracle.dim))
+    state = torch.random.get_rng_state()
+    try:  # one worker's minibatch gradient, in training mode as the rounds compute it
+        oracle.worker_gradients(x0.to(torch.float64).numpy(), rows.reshape(1, 1, -1), 0.0, g)
+    except Exception as e:  # vmap or grad refused the model (buffers updated in place: batch norm, ...)
         from signsim.torch.model_file import culprit
 
         raise InputError(f"{where}: the loss cannot be differentiated per worker with torch.func "
                          f"({culprit(e, mf.path)})") from None
+    finally:
+        torch.random.set_rng_state(state)  # the check draws no dropout mask the run would have drawn
     if not np.all(np.isfinite(g)):
         raise InputError(f"{where}: the gradient at the starting point is not finite")
 

@@ -46,7 +46,7 @@ class ModelOracle:
 
     def __init__(self, module: torch.nn.Module, loss_fn, X_train: torch.Tensor, y_train: torch.Tensor,
                  X_test: torch.Tensor, y_test: torch.Tensor, where: str = "--model", path: str = ""):
-        self.module, self.loss_fn, self.where = module, loss_fn, where
+        self.module, self.loss_fn, self.where, self.path = module, loss_fn, where, path
         params = dict(module.named_parameters())
         if not params:
             raise InputError(f"{where}: model() has no parameters to train")

@@ -1,0 +1,125 @@
+"""Your own PyTorch model: signsim's path against the plain PyTorch loop a researcher would write (issue #33).
+
+    python benchmarks/bench_torch.py             # digits MLP and a small CNN, M = 8 and 32, 200 iterations
+    python benchmarks/bench_torch.py --quick     # 30 iterations
+
+The same work both ways: majority vote of M signSGD workers (signsim's `signsgd` method: sign compressor, majority
+vote), minibatches of 32 digits per worker, step 1e-3. The plain loop does per iteration what one writes by hand: M
+forward and backward passes of the model, each gradient flattened and its sign added up, the vote's sign applied to
+the parameters. signsim runs `signsim.run(model=FILE, method="signsgd", ...)`, its history evaluated only at the
+start and the end (as the plain loop, which evaluates nothing). Each variant runs in its own process, so its peak
+memory (maximum resident set) is its own; time per iteration is the loop's wall time over the iterations (set-up,
+imports and compiles excluded). Prints per model and M: ms per iteration, peak MB, and the ratio; nothing is
+asserted. Both use torch's default threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+MODELS = {
+    "mlp": """
+import numpy as np, torch
+from torch import nn
+from sklearn.datasets import load_digits
+def model():
+    return nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+def loss(output, target):
+    return nn.functional.cross_entropy(output, target)
+def data():
+    X, y = load_digits(return_X_y=True)
+    return (X / 16.0).astype(np.float32), y.astype(np.int64)
+""",
+    "cnn": """
+import numpy as np, torch
+from torch import nn
+from sklearn.datasets import load_digits
+def model():
+    return nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Conv2d(8, 16, 3), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(16 * 4 * 4, 10))
+def loss(output, target):
+    return nn.functional.cross_entropy(output, target)
+def data():
+    X, y = load_digits(return_X_y=True)
+    return (X / 16.0).astype(np.float32).reshape(-1, 1, 8, 8), y.astype(np.int64)
+""",
+}
+
+PLAIN = """
+import importlib.util, json, resource, sys, time
+import numpy as np, torch
+spec = importlib.util.spec_from_file_location("m", sys.argv[1]); m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+M, K, tau, lr = int(sys.argv[2]), int(sys.argv[3]), 32, 1e-3
+torch.manual_seed(0)
+net = m.model()
+X, y = (torch.as_tensor(a) for a in m.data())
+rng = np.random.default_rng(0)
+params = list(net.parameters())
+t0 = time.perf_counter()
+for k in range(K):
+    votes = None
+    for w in range(M):
+        rows = torch.from_numpy(rng.integers(0, X.shape[0], tau))
+        net.zero_grad()
+        m.loss(net(X[rows]), y[rows]).backward()
+        s = torch.sign(torch.cat([p.grad.reshape(-1) for p in params]))
+        votes = s if votes is None else votes + s
+    with torch.no_grad():
+        vec = torch.nn.utils.parameters_to_vector(params) - lr * torch.sign(votes)
+        torch.nn.utils.vector_to_parameters(vec, params)
+wall = time.perf_counter() - t0
+print(json.dumps({"ms": 1e3 * wall / K, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+SIGNSIM = """
+import json, resource, sys
+import signsim
+M, K = int(sys.argv[2]), int(sys.argv[3])
+r = signsim.run(model=sys.argv[1], method="signsgd", workers=M, iters=K, eval_every=K, lr=1e-3, batch_size=32,
+                test_fraction=0.0)
+f = r.to_dict()["final"]
+print(json.dumps({"ms": 1e3 * f["wall_time"] / K, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "params": r.to_dict()["problem"]["parameters"]}))
+"""
+
+
+def measure(code: str, path: Path, M: int, K: int) -> dict:
+    done = subprocess.run([sys.executable, "-c", code, str(path), str(M), str(K)], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(done.stderr)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--workers", type=int, nargs="+", default=[8, 32])
+    a = ap.parse_args()
+    K = 30 if a.quick else 200
+    import torch
+
+    print(f"{platform.node()}: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; torch "
+          f"{torch.__version__} ({torch.get_num_threads()} threads); {K} iterations, signSGD with majority vote")
+    print(f"{'model':>6} {'M':>4} {'d':>6} {'plain ms/it':>12} {'signsim ms/it':>14} {'ratio':>6} "
+          f"{'plain MB':>9} {'signsim MB':>11}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in MODELS.items():
+            path = Path(tmp) / f"{name}.py"
+            path.write_text(text)
+            measure(SIGNSIM, path, a.workers[0], 2)  # compile or load the kernels
+            for M in a.workers:
+                p, s = measure(PLAIN, path, M, K), measure(SIGNSIM, path, M, K)
+                print(f"{name:>6} {M:>4} {s['params']:>6} {p['ms']:>12.2f} {s['ms']:>14.2f} "
+                      f"{p['ms'] / s['ms']:>6.2f} {p['rss_mb']:>9.0f} {s['rss_mb']:>11.0f}")
+
+
+if __name__ == "__main__":
+    main()
