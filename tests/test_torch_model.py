@@ -124,8 +124,8 @@ def test_model_moves_and_is_reproducible(tmp_path):
 
 
 def test_gradients_against_finite_differences(tmp_path):
-    from signsim.problems import build as build_problem
     from signsim.interface import config
+    from signsim.problems import build as build_problem
 
     path = write(tmp_path, SMALL_FILE.replace("np.float32", "np.float64").replace(
         "nn.Linear(4, 3))", "nn.Linear(4, 3)).double()").replace("nn.Linear(5, 4), ", "nn.Linear(5, 4).double(), "))
