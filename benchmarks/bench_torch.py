@@ -114,8 +114,8 @@ def main() -> None:
         for name, text in MODELS.items():
             path = Path(tmp) / f"{name}.py"
             path.write_text(text)
-            measure(SIGNSIM, path, a.workers[0], 2)  # compile or load the kernels
             for M in a.workers:
+                measure(SIGNSIM, path, M, 2)  # compile or load the kernels
                 p, s = measure(PLAIN, path, M, K), measure(SIGNSIM, path, M, K)
                 print(f"{name:>6} {M:>4} {s['params']:>6} {p['ms']:>12.2f} {s['ms']:>14.2f} "
                       f"{p['ms'] / s['ms']:>6.2f} {p['rss_mb']:>9.0f} {s['rss_mb']:>11.0f}")

@@ -203,6 +203,9 @@ def test_bad_model_files_are_one_line(tmp_path, cli, case):
     (["--problem", "model"], "give the model file with --model"),
     (["--model", "{small}", "--monotone"], "--monotone: not with --model"),
     (["--model", "{small}", "--hidden", "4"], "--hidden does not apply to problem 'model'"),
+    (["--model", "{small}", "--track-spb", "5"], "--track-spb 5: does not apply with --model yet"),
+    (["--model", "{small}", "--track-diversity", "5"], "--track-diversity 5: does not apply with --model yet"),
+    (["--model", "{small}", "--noise", "gaussian:1"], "--noise does not apply to problem 'model'"),
 ])
 def test_model_option_errors(tmp_path, cli, given, expected):
     small = write(tmp_path, SMALL_FILE)

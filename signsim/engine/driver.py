@@ -209,8 +209,9 @@ class Engine(ChunkedState):
         self.streams, self.server_gen = run_streams(seed, M)
         self.part_gen = participation_stream(seed)  # the server's sampling stream, apart from its tie-breaks
         self.M, self.S = M, S
-        if parallel is None:
-            parallel = S * d * max(1, s.batch_size if problem.A.size else 1) * s.local_steps >= PARALLEL_WORK
+        if parallel is None:  # (gradients from outside the loop: torch's threads compute them, the stages run serially)
+            parallel = (S * d * max(1, s.batch_size if problem.A.size else 1) * s.local_steps >= PARALLEL_WORK
+                        and problem.external is None)
         self.parallel = bool(parallel)
         if S < M:  # each chunk's participants and their generators are drawn before it (``_sample``)
             self.part = np.zeros((1, S), dtype=np.int64)
