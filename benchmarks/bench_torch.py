@@ -7,7 +7,8 @@ The same work both ways: majority vote of M signSGD workers (signsim's `signsgd`
 vote), minibatches of 32 digits per worker, step 1e-3. The plain loop does per iteration what one writes by hand: M
 forward and backward passes of the model, each gradient flattened and its sign added up, the vote's sign applied to
 the parameters. signsim runs `signsim.run(model=FILE, method="signsgd", ...)`, its history evaluated only at the
-start and the end (as the plain loop, which evaluates nothing). Each variant runs in its own process, so its peak
+start and the end (as the plain loop, which evaluates nothing), after a 2-iteration run in the same process that loads
+the compiled loop (the plain loop has nothing to load). Each variant runs in its own process, so its peak
 memory (maximum resident set) is its own; time per iteration is the loop's wall time over the iterations (set-up,
 imports and compiles excluded). Prints per model and M: ms per iteration, peak MB, and the ratio; nothing is
 asserted. Both use torch's default threads.
@@ -83,6 +84,7 @@ SIGNSIM = """
 import json, resource, sys
 import signsim
 M, K = int(sys.argv[2]), int(sys.argv[3])
+signsim.run(model=sys.argv[1], method="signsgd", workers=M, iters=2, batch_size=32, test_fraction=0.0)  # load kernels
 r = signsim.run(model=sys.argv[1], method="signsgd", workers=M, iters=K, eval_every=K, lr=1e-3, batch_size=32,
                 test_fraction=0.0)
 f = r.to_dict()["final"]

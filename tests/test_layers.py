@@ -9,7 +9,7 @@ own group:
     engine       engine/ (but for engine/accounting.py and engine/rounds.py, below)
     config       interface/config.py, interface/experiment_config.py   (each config section parsed here, below
                  the commands)
-    domain       problems/, methods/, noise/, data/, resources.py
+    domain       problems/, methods/, noise/, data/, resources.py, torch/ (torch/examples/: entry)
     base         the package itself (__version__), errors, codes, history, seeding, draws, stages/,
                  engine/accounting.py, engine/rounds.py (pure functions of the settings), and the rest of
                  interface/: options, paths, results, interrupts, transform_specs
@@ -46,6 +46,8 @@ GROUPS = {
     "signsim.interface.config": "config", "signsim.interface.experiment_config": "config",
     "signsim.problems": "domain", "signsim.methods": "domain", "signsim.noise": "domain", "signsim.data": "domain",
     "signsim.resources": "domain",
+    "signsim.torch": "domain",  # your own PyTorch model: the model problem's oracle, its file's contract, the DDP hook
+    "signsim.torch.examples": "entry",  # scripts run by torchrun (and the model files they train)
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
     "signsim.seeding": "base", "signsim.draws": "base",
     "signsim.engine.accounting": "base", "signsim.engine.rounds": "base",  # pure functions of the settings
