@@ -235,3 +235,18 @@ def test_the_example_model_runs_from_the_command_line(cli):
     doc = r.json()
     assert doc["problem"]["parameters"] == 64 * 32 + 32 + 32 * 10 + 10
     assert doc["final"]["loss"] < doc["history"][0]["loss"] and doc["final"]["test_acc"] > 0.3
+
+
+def test_heterogeneity_of_a_model_equals_the_builtin_mlps(tmp_path):
+    """zeta^2 and each worker's bias at x0 under a label-skewed split: the model's per-sample gradients (torch.func)
+    against the built-in MLP's compiled kernels (docs/theory.md §9)."""
+    import signsim
+
+    split = "label-skew:0.5"
+    path = write(tmp_path, MLP_FILE.format(hidden=6, workers=5, seed=4, split=split))
+    docs = [signsim.run(**problem, workers=5, seed=4, split=split, iters=1, method="ssdm").to_dict()
+            for problem in (dict(problem="mlp", hidden=6), dict(model=path))]
+    h_mlp, h_torch = (d["heterogeneity"] for d in docs)
+    assert h_mlp["zeta_sq"] > 0.01 and not h_mlp["unbiased"]
+    assert h_torch["zeta_sq"] == pytest.approx(h_mlp["zeta_sq"], rel=1e-9)
+    np.testing.assert_allclose(h_torch["bias"], h_mlp["bias"], rtol=1e-9)

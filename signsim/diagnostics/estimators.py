@@ -109,6 +109,8 @@ def choose(problem: ProblemInstance, noise: NoiseModel, tau: int, requested: str
 
 
 def true_gradient(problem: ProblemInstance, x: np.ndarray) -> np.ndarray:
+    if problem.external is not None:  # a PyTorch model: its full-data gradient (docs/theory.md §13)
+        return np.asarray(problem.grad_ref(x), dtype=np.float64)
     from signsim.engine import specialize
 
     loss_grad = specialize.dispatchers(specialize.family_of(problem.code))["problem_loss_grad"]
