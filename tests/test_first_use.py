@@ -136,6 +136,8 @@ def test_a_sweep_names_the_families_it_will_compile(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "empty"))
     lines = sweep_notices(p, tmp_path / "o")
     assert len(lines) == 2 and "analytic kernels (float64)" in lines[0] and "glm kernels (float64)" in lines[1]
+    # the command it suggests is one that `signsim compile` takes (a sweep's runs compile run's kernels)
+    assert "'signsim compile --command run --family glm'" in lines[1]
 
 
 # --- a diverged run ------------------------------------------------------------------------------------

@@ -250,3 +250,21 @@ def test_heterogeneity_of_a_model_equals_the_builtin_mlps(tmp_path):
     assert h_mlp["zeta_sq"] > 0.01 and not h_mlp["unbiased"]
     assert h_torch["zeta_sq"] == pytest.approx(h_mlp["zeta_sq"], rel=1e-9)
     np.testing.assert_allclose(h_torch["bias"], h_mlp["bias"], rtol=1e-9)
+
+
+def test_a_sweep_of_a_model_file_with_two_processes(tmp_path):
+    """A sweep key ``model``: two local worker processes load the file, and each run equals the same run alone."""
+    import json
+
+    import signsim
+
+    path = write(tmp_path, SMALL_FILE)
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(f'model = "{path}"\nworkers = 3\niters = 15\nlr = 0.01\n[grid]\nmethod = ["signum", "sgd"]\n')
+    signsim.sweep(sweep, out=tmp_path / "o", jobs=2)
+    runs = {(d := json.loads(f.read_text()))["config"]["method"]: d for f in (tmp_path / "o" / "runs").glob("*.json")}
+    assert set(runs) == {"signum", "sgd"}
+    for method, doc in runs.items():
+        alone = signsim.run(model=path, workers=3, iters=15, lr=0.01, method=method, seed=doc["config"]["seed"])
+        alone = alone.to_dict()
+        assert doc["history"] == alone["history"] and doc["problem"]["model_sha256"] == alone["problem"]["model_sha256"]

@@ -30,7 +30,8 @@ def notice(command: str, family: str | None, dtype: str) -> str:
     """The line a command prints before its first kernel compiles: what compiles (``family``: the problem's
     family, None for the kernels of --grads) and how to do it ahead of time."""
     what = f"the {family} kernels ({dtype})" if family else f"the kernels ({dtype})"
-    ahead = f"signsim compile --command {command}" + (f" --family {family}" if family else "") + \
+    selected = "run" if command == "sweep" else command  # a sweep's runs compile run's kernels
+    ahead = f"signsim compile --command {selected}" + (f" --family {family}" if family else "") + \
         (f" --dtype {dtype}" if dtype != "float64" else "")
     return (f"signsim: compiling {what} for {command}: once after an install or an upgrade, "
             f"seconds to minutes on 2 cores; '{ahead}' does it ahead of time")

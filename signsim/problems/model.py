@@ -195,6 +195,6 @@ SPEC = ProblemSpec(
     name="model", code=CODE,
     summary="your PyTorch model (--model FILE.py defining model(), loss(output, target), data()); needs torch",
     options=frozenset({"model", "split", "test_fraction"}),
-    defaults={"model": None, "split": "shared", "test_fraction": 0.2, "batch_size": 32, "noise": "none"},
+    defaults={"model": None, "split": "shared", "test_fraction": 0.2, "batch_size": 32},
     build=build,
 )
