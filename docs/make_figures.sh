@@ -16,6 +16,9 @@ signsim plot "$out/sign-trap.json" --y distance --out "$fig/sign-trap.png"
 signsim plot "$out/vote-trap.json" --y distance --out "$fig/vote-trap.png"
 signsim plot "$out/byzantine.json" --y loss --out "$fig/byzantine.png"
 signsim plot "$out/digits-mlp.json" --x megabytes --y accuracy --out "$fig/digits-mlp.png"
+# your own PyTorch model (needs torch: pip install 'signsim[torch]')
+signsim run --config configs/paper/torch-digits-cnn.toml --out "$out/torch-digits-cnn.json" --quiet
+signsim plot "$out/torch-digits-cnn.json" --x megabytes --y accuracy --out "$fig/torch-digits-cnn.png"
 signsim plot "$out/compressors.json" --x megabytes --y accuracy --out "$fig/compressors.png"
 signsim plot "$out/heavy-tails.json" --y loss --out "$fig/heavy-tails.png"
 signsim plot "$out/rosenbrock-batch.json" --x batch-size --y spb-fraction --out "$fig/rosenbrock-batch-spb.png"

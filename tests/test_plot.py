@@ -2,6 +2,7 @@
 format; bad inputs exit 2; every paper config runs (capped by SIGNSIM_MAX_ITERS)."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,8 @@ def test_bad_plot_inputs(cli, results, tmp_path):
 def test_paper_configs_run(cli, config, monkeypatch, tmp_path):
     monkeypatch.setenv("SIGNSIM_MAX_ITERS", "20")
     text = config.read_text()
+    if text.lstrip("#").find("\nmodel = ") >= 0 and os.environ.get("SIGNSIM_REQUIRE_TORCH") != "1":
+        pytest.importorskip("torch")  # your own PyTorch model's experiments (CI installs torch: never skipped there)
     if "[[zip]]" in text or "[grid]" in text:  # a sweep file
         out = tmp_path / "sweep"
         r = cli("sweep", config, "--out", out, "--quiet", "--jobs", "1")

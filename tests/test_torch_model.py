@@ -268,3 +268,17 @@ def test_a_sweep_of_a_model_file_with_two_processes(tmp_path):
         alone = signsim.run(model=path, workers=3, iters=15, lr=0.01, method=method, seed=doc["config"]["seed"])
         alone = alone.to_dict()
         assert doc["history"] == alone["history"] and doc["problem"]["model_sha256"] == alone["problem"]["model_sha256"]
+
+
+def test_dropout_draws_do_not_depend_on_what_ran_before(tmp_path):
+    """Each run keeps its own state of torch's generator: a run after another in the same process (a [[compare]],
+    a sweep worker) draws the dropout masks it draws alone; a different seed draws others."""
+    import signsim
+
+    path = write(tmp_path, SMALL_FILE.replace("nn.Tanh(),", "nn.Tanh(), nn.Dropout(0.5),"))
+    options = dict(model=path, method="sgd", workers=3, iters=10, lr=0.1, eval_every=1)
+    alone = signsim.run(**options, seed=1).history["loss"]
+    signsim.run(**options, seed=2)
+    after = signsim.run(**options, seed=1).history["loss"]
+    np.testing.assert_array_equal(after, alone)
+    assert not np.array_equal(signsim.run(**options, seed=2).history["loss"], alone)

@@ -32,9 +32,17 @@ class Gradients:
     ``round`` fills the participants' rows of the gradient buffer, ``evaluate`` the problem's arrays that the
     history reads. ``local_steps`` H are taken here (the loop sees H = 1 and each worker's pseudo-gradient)."""
 
-    def __init__(self, oracle, split, batch_size: int, local_steps: int, pf: np.ndarray, b: np.ndarray):
+    def __init__(self, oracle, split, batch_size: int, local_steps: int, pf: np.ndarray, b: np.ndarray,
+                 torch_seed: int = 0):
+        import torch
+
         self.oracle, self.split, self.tau, self.H = oracle, split, int(batch_size), int(local_steps)
         self.pf, self.b = pf, b
+        #: the run's own state of torch's generator (dropout masks and other random layers): swapped in for each
+        #: round, so that a run draws the same whatever ran before it in the process (a [[compare]], a sweep worker)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(torch_seed)
+            self.torch_state = torch.random.get_rng_state()
 
     def rows(self, workers, gens) -> np.ndarray:
         """(H, S, tau) training rows: worker j's H minibatches drawn from its own stream, in order."""
@@ -49,15 +57,22 @@ class Gradients:
 
     def round(self, x: np.ndarray, workers, gens, lr: float, out: np.ndarray) -> None:
         """out[j] <- participant ``workers[j]``'s pseudo-gradient at x (``ModelOracle.worker_gradients``)."""
+        import torch
+
         rows = self.rows(workers, gens)
+        outside = torch.random.get_rng_state()
+        torch.random.set_rng_state(self.torch_state)
         try:
             self.oracle.worker_gradients(x, rows, lr, out)
+            self.torch_state = torch.random.get_rng_state()
         except Exception as e:  # the user's model or loss: one line naming the file
             from signsim.torch.model_file import culprit
 
             o = self.oracle
             raise InputError(f"{o.where}: the workers' gradients failed (torch.func.vmap over the workers of "
                              f"grad of the loss): {culprit(e, o.path)}") from None
+        finally:
+            torch.random.set_rng_state(outside)
 
     def evaluate(self, x: np.ndarray) -> None:
         loss, train_acc, test_acc, test_loss, g = self.oracle.evaluate(x)
@@ -113,8 +128,9 @@ def build(cfg) -> ProblemInstance:
         X_train, y_train, X_test, y_test = X_train[train], y_train[train], X_train[test], y_train[test]
     labels = y_train.numpy() if y_train.ndim == 1 else np.zeros(y_train.shape[0])
     split = make_split(cfg.split, labels, cfg.workers, r_split)
+    init_seed, train_seed = (int(v) for v in r_init.integers(2**62, size=2))
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(r_init.integers(2**62)))
+        torch.manual_seed(init_seed)
         module = model_file.call(mf, "model")
         if not isinstance(module, torch.nn.Module):
             raise InputError(f"{where}: model() must return a torch.nn.Module, got {type(module).__name__}")
@@ -122,7 +138,7 @@ def build(cfg) -> ProblemInstance:
         x0 = oracle.flat().to(torch.float64).numpy().copy()
     _check_loss(oracle, mf, where, split, cfg.batch_size)
     pf, b = np.zeros(N_PF), np.zeros(oracle.dim)
-    grads = Gradients(oracle, split, cfg.batch_size, cfg.local_steps, pf, b)
+    grads = Gradients(oracle, split, cfg.batch_size, cfg.local_steps, pf, b, train_seed)
     n = oracle.n
 
     def per_sample_grads(x, rows):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -127,6 +128,8 @@ def problems_of(docs: list[dict[str, Any]]) -> list[str]:
     for d in docs:
         p = d.get("problem") or {}
         name = f"{p.get('name', d.get('config', {}).get('problem', '?'))} (d = {p.get('dim', '?')})"
+        if p.get("model_file"):  # your own PyTorch model: its file's name
+            name = f"model {Path(p['model_file']).name} (d = {p.get('dim', '?')})"
         if name not in out:
             out.append(name)
     return out
