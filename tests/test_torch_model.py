@@ -203,8 +203,6 @@ def test_bad_model_files_are_one_line(tmp_path, cli, case):
     (["--problem", "model"], "give the model file with --model"),
     (["--model", "{small}", "--monotone"], "--monotone: not with --model"),
     (["--model", "{small}", "--hidden", "4"], "--hidden does not apply to problem 'model'"),
-    (["--model", "{small}", "--track-spb", "5"], "--track-spb 5: does not apply with --model yet"),
-    (["--model", "{small}", "--track-diversity", "5"], "--track-diversity 5: does not apply with --model yet"),
     (["--model", "{small}", "--noise", "gaussian:1"], "--noise does not apply to problem 'model'"),
 ])
 def test_model_option_errors(tmp_path, cli, given, expected):
@@ -282,3 +280,25 @@ def test_dropout_draws_do_not_depend_on_what_ran_before(tmp_path):
     after = signsim.run(**options, seed=1).history["loss"]
     np.testing.assert_array_equal(after, alone)
     assert not np.array_equal(signsim.run(**options, seed=2).history["loss"], alone)
+
+
+def test_tracked_spb_and_diversity_of_a_model_equal_the_builtin_mlps(tmp_path):
+    """--track-spb (Monte Carlo over minibatches of 4) and --track-diversity (exact, per-sample gradients) along a
+    run: the model's batched torch oracle against the built-in MLP's compiled kernels, the same draws from the same
+    diagnostic streams (docs/theory.md §1, §6, §13)."""
+    import signsim
+
+    path = write(tmp_path, MLP_FILE.format(hidden=5, workers=3, seed=2, split="shared"))
+    common = dict(workers=3, seed=2, split="shared", iters=20, lr=0.01, method="signum", batch_size=4,
+                  track_spb=10, track_diversity=10)
+    tracks = [signsim.run(**problem, **common).to_dict()["tracks"]
+              for problem in (dict(problem="mlp", hidden=5), dict(model=path))]
+    (spb_mlp, spb_torch), (div_mlp, div_torch) = ([t[k] for t in tracks] for k in ("spb", "diversity"))
+    assert len(spb_mlp) == len(spb_torch) == 3 and spb_mlp[1]["rho_norm"] > 0
+    for a, b in zip(spb_mlp, spb_torch, strict=True):
+        assert b["verdict"] == a["verdict"] and b["method_of_estimate"] == a["method_of_estimate"] == "monte-carlo"
+        for key in ("spb_fraction", "rho_min", "rho_norm", "rho_M_norm", "l1_norm", "l2_norm"):
+            assert b[key] == pytest.approx(a[key], rel=1e-6, abs=1e-9), key
+    for a, b in zip(div_mlp, div_torch, strict=True):
+        for key in ("B_S", "delta_S", "B_simple"):
+            assert b[key] == pytest.approx(a[key], rel=1e-8), key

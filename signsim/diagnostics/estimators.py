@@ -145,6 +145,8 @@ def noise_variance(noise: NoiseModel, nparams: np.ndarray, d: int) -> np.ndarray
 
 def group_moments(problem: ProblemInstance, x: np.ndarray, rows: np.ndarray):
     """(count > 0, count = 0, sum, sum of squares) of the per-sample gradients of ``rows``."""
+    if problem.external is not None:  # a PyTorch model's per-sample gradients (docs/theory.md §13)
+        return problem.external.group_moments(x, np.asarray(rows, dtype=np.int64))
     from signsim.diagnostics.kernels import group_sign_moments
 
     return group_sign_moments(problem.code, x, problem.pf, problem.pi, problem.A, problem.b,
@@ -226,10 +228,14 @@ def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray
     from signsim.seeding import diagnostic_streams
 
     W = samp.distinct
-    gens = List(diagnostic_streams(seed, MC_CHUNKS, salt))
-    pos, zero, s1, s2 = monte_carlo_worker_counts(
-        problem.code, x, problem.pf, problem.pi, problem.A, problem.b, problem.ptr, problem.idx, noise.code,
-        np.asarray(nparams, dtype=np.float64), tau, W, gens, samples)
+    if problem.external is not None:  # a PyTorch model: its batched oracle draws the minibatches
+        pos, zero, s1, s2 = problem.external.sample_moments(x, tau, W, diagnostic_streams(seed, MC_CHUNKS, salt),
+                                                            samples)
+    else:
+        gens = List(diagnostic_streams(seed, MC_CHUNKS, salt))
+        pos, zero, s1, s2 = monte_carlo_worker_counts(
+            problem.code, x, problem.pf, problem.pi, problem.A, problem.b, problem.ptr, problem.idx, noise.code,
+            np.asarray(nparams, dtype=np.float64), tau, W, gens, samples)
     law = Law(pos / samples, zero / samples, (samples - pos - zero) / samples)
     if exact_moments is not None:
         _, mean, sigma, mini = exact_moments

@@ -282,10 +282,6 @@ def validate(cfg: RunConfig) -> None:
             for field in ("track_spb", "track_diversity"):
                 _check(getattr(cfg, field) is None, "dtype", cfg.dtype, f"does not apply with {option_name(field)} "
                        f"on {cfg.problem} (its estimators compute from float64 data); drop one of the two")
-    if cfg.problem == "model":  # the diagnostics' estimators draw from compiled oracles, which a model has not
-        for field in ("track_spb", "track_diversity"):
-            _check(getattr(cfg, field) is None, field, getattr(cfg, field), "does not apply with --model yet: save "
-                   "the model's per-sample gradients and run check-spb --grads / diversity --grads (docs/api.md)")
     if cfg.noise_scales is not None:
         _check((cfg.noise or "none") != "none", "noise_scales", cfg.noise_scales, "needs a --noise model to scale")
     if cfg.budget_mb is not None:

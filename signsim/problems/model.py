@@ -74,6 +74,51 @@ class Gradients:
         finally:
             torch.random.set_rng_state(outside)
 
+    def sample_moments(self, x: np.ndarray, tau: int, workers: int, gens, samples: int) -> tuple:
+        """For each worker w < ``workers``, ``samples`` minibatch gradients of its own oracle at x, tau rows drawn
+        as its rounds draw them, draws c S / C to (c + 1) S / C from ``gens[c]`` (C = len(gens)), worker by worker,
+        as the compiled estimate partitions them: (count > 0, count = 0, sum, sum of squares), each workers x d.
+        The diagnostics' Monte Carlo estimate of the sign laws (docs/theory.md §1), 256 minibatches per batched
+        call, the model in training mode (dropout from the run's own torch state, as the rounds draw)."""
+        import torch
+
+        from signsim.problems.sampling import minibatch_ref
+
+        sp, d, C = self.split, self.oracle.dim, len(gens)
+        out = np.zeros((4, workers, d))
+        buf = np.zeros((256, d))
+        outside = torch.random.get_rng_state()
+        torch.random.set_rng_state(self.torch_state)
+        try:
+            for w in range(workers):
+                for c, gen in enumerate(gens):
+                    n = (c + 1) * samples // C - c * samples // C  # chunk c: draws c S / C to (c + 1) S / C
+                    for lo in range(0, n, 256):
+                        m = min(256, n - lo)
+                        rows = np.stack([minibatch_ref(sp.mode, w, gen, tau, sp.ptr, sp.idx) for _ in range(m)])
+                        self.oracle.worker_gradients(x, rows[None], 0.0, buf)
+                        G = buf[:m]
+                        out[0, w] += (G > 0).sum(axis=0)
+                        out[1, w] += (G == 0).sum(axis=0)
+                        out[2, w] += G.sum(axis=0)
+                        out[3, w] += (G * G).sum(axis=0)
+        finally:
+            torch.random.set_rng_state(outside)
+        return out[0], out[1], out[2], out[3]
+
+    def group_moments(self, x: np.ndarray, rows: np.ndarray) -> tuple:
+        """(count > 0, count = 0, sum, sum of squares) of the per-sample gradients of ``rows`` (model in evaluation
+        mode), 1,024 rows at a time."""
+        d = self.oracle.dim
+        pos, zero, s1, s2 = np.zeros(d), np.zeros(d), np.zeros(d), np.zeros(d)
+        for lo in range(0, len(rows), 1024):
+            G = self.oracle.sample_gradients(x, rows[lo:lo + 1024])
+            pos += (G > 0).sum(axis=0)
+            zero += (G == 0).sum(axis=0)
+            s1 += G.sum(axis=0)
+            s2 += (G * G).sum(axis=0)
+        return pos, zero, s1, s2
+
     def evaluate(self, x: np.ndarray) -> None:
         loss, train_acc, test_acc, test_loss, g = self.oracle.evaluate(x)
         self.pf[F_LOSS], self.pf[F_TRAIN_ACC], self.pf[F_TEST_ACC], self.pf[F_TEST_LOSS] = (
