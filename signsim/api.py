@@ -381,6 +381,8 @@ def _write(doc: dict[str, Any], out: Path | None) -> None:
 def _command_defaults(command: str, values: dict[str, Any]) -> dict[str, Any]:
     """The command's own defaults (check-spb and diversity: the logistic problem) under the given values."""
     own = {name: d for name, o in RECORD.items() if (d := o.command_default(command)) is not None}
+    if values.get("model") is not None:  # --model FILE.py: the model is the problem (``config.resolve``)
+        own.pop("problem", None)
     return {**own, **values}
 
 

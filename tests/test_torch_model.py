@@ -302,3 +302,27 @@ def test_tracked_spb_and_diversity_of_a_model_equal_the_builtin_mlps(tmp_path):
     for a, b in zip(div_mlp, div_torch, strict=True):
         for key in ("B_S", "delta_S", "B_simple"):
             assert b[key] == pytest.approx(a[key], rel=1e-8), key
+
+
+def test_check_spb_and_diversity_of_a_model_equal_the_builtin_mlps(tmp_path):
+    """check-spb (Monte Carlo, at run:K) and diversity (exact, at the start) with --model: the same numbers as
+    --problem mlp's compiled kernels for the same network; what is not implemented for a model is one line."""
+    import signsim
+    from signsim.errors import InputError
+
+    path = write(tmp_path, MLP_FILE.format(hidden=5, workers=4, seed=1, split="shared"))
+    common = dict(workers=4, seed=1, split="shared", batch_size=4, samples=300, at="run:15", lr=0.01, method="signum")
+    spb = [signsim.check_spb(**p, **common).to_dict() for p in (dict(problem="mlp", hidden=5), dict(model=path))]
+    assert spb[0]["method_of_estimate"] == spb[1]["method_of_estimate"] == "monte-carlo"
+    assert spb[1]["verdict"] == spb[0]["verdict"] and spb[1]["n_violated"] == spb[0]["n_violated"]
+    for key in ("rho", "grad"):  # (null where a coordinate's gradient is 0)
+        a, b = (np.array(d[key], dtype=float) for d in spb)
+        assert np.isfinite(a).sum() > 100
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-14, equal_nan=True)
+    div = [signsim.diversity(**p, workers=4, seed=1, split="shared").to_dict()
+           for p in (dict(problem="mlp", hidden=5), dict(model=path))]
+    assert div[1]["method_of_estimate"] == "exact" and div[1]["B_S"] == pytest.approx(div[0]["B_S"], rel=1e-9)
+    with pytest.raises(InputError, match="two-batch"):
+        signsim.diversity(model=path, estimator="two-batch")
+    with pytest.raises(InputError, match="--local-steps 2"):
+        signsim.check_spb(model=path, local_steps=2, workers=2)

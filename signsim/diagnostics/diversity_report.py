@@ -27,12 +27,14 @@ def choose(problem, noise_name: str, requested: str) -> str:
         options.append("exact")
     if problem.exact_oracle and not problem.heterogeneous:
         options.append("population")
-    options.append("two-batch")
+    if problem.external is None:  # (a PyTorch model's minibatch pairs would come from compiled oracles)
+        options.append("two-batch")
     if requested == "auto":
         return options[0]
     if requested not in options:
         why = {"exact": "needs a finite-sum problem without added noise",
-               "population": "needs an exact-gradient oracle with additive noise"}[requested]
+               "population": "needs an exact-gradient oracle with additive noise",
+               "two-batch": "is not implemented for --model yet (use exact)"}[requested]
         raise InputError(f"--estimator {requested} does not apply to {problem.name} here: it {why}")
     return requested
 

@@ -128,6 +128,11 @@ def round_laws(problem, noise, nparams, x: np.ndarray, tau: int, H: int, gamma: 
     """``estimators.WorkerLaws`` of the round's message sign u (one row per distinct worker oracle), and
     (E u, std u) per row. ``sigma`` and ``sigma_minibatch`` hold sqrt(tau) std u and std u; the reports null
     them (u is not an unbiased gradient)."""
+    if problem.external is not None:
+        from signsim.errors import InputError
+
+        raise InputError(f"--local-steps {H}: the success probabilities of a round of local steps are not estimated "
+                         "for --model yet (its rounds' local iterates run in torch); estimate at H = 1")
     from signsim.diagnostics.estimators import WorkerLaws, sampling, true_gradient
 
     x = np.ascontiguousarray(x, dtype=np.float64)

@@ -152,7 +152,8 @@ TABLE: tuple[Option, ...] = (
     _run("hidden", "int", "mlp: hidden units (default: 32)", P_DATA, problem=True, lo=1, hi=MAX_SIZE),
     _run("activation", "str", "mlp: relu | tanh (default: relu)", P_DATA, problem=True, choices=("relu", "tanh")),
     _run("model", "str", "your PyTorch model: a Python file defining model(), loss(output, target) and data() "
-         "(docs/api.md; needs signsim[torch]; sets --problem model)", P_PROBLEM, problem=True, commands=("run",)),
+         "(docs/api.md; needs signsim[torch]; sets --problem model)", P_PROBLEM, problem=True,
+         commands=("run", "check-spb", "diversity")),
     _run("method", "str", "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | topk-ef "
          "| randk | ef21 | natural | onebit-sgd (signsim list; default: ssdm)", P_RUN, default="ssdm"),
     _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S[:elias] | terngrad | top-k:K | "
