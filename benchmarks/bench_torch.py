@@ -1,6 +1,6 @@
 """Your own PyTorch model: signsim's path against the plain PyTorch loop a researcher would write (issue #33).
 
-    python benchmarks/bench_torch.py             # digits MLP and a small CNN, M = 8 and 32, 200 iterations
+    python benchmarks/bench_torch.py             # digits MLP and a small CNN, M = 8 and 32, 500 iterations
     python benchmarks/bench_torch.py --quick     # 30 iterations
 
 The same work both ways: majority vote of M signSGD workers (signsim's `signsgd` method: sign compressor, majority
@@ -105,7 +105,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--workers", type=int, nargs="+", default=[8, 32])
     a = ap.parse_args()
-    K = 30 if a.quick else 200
+    K = 30 if a.quick else 500
     import torch
 
     print(f"{platform.node()}: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; torch "

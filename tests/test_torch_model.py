@@ -235,6 +235,7 @@ def test_the_example_model_runs_from_the_command_line(cli):
     assert doc["final"]["loss"] < doc["history"][0]["loss"] and doc["final"]["test_acc"] > 0.3
 
 
+@pytest.mark.filterwarnings("ignore:ssdm on")  # (the runs warn that SSDM's proof needs unbiased workers: expected)
 def test_heterogeneity_of_a_model_equals_the_builtin_mlps(tmp_path):
     """zeta^2 and each worker's bias at x0 under a label-skewed split: the model's per-sample gradients (torch.func)
     against the built-in MLP's compiled kernels (docs/theory.md §9)."""
