@@ -23,14 +23,10 @@ def exact(problem, x: np.ndarray, rows: np.ndarray | None = None) -> Diversity:
     from signsim.diagnostics.kernels import diversity_sums
 
     fs = problem.finite_sum
-    if problem.external is not None:  # a PyTorch model: its per-sample gradients, block by block (theory.md §13)
+    if problem.external is not None:  # a PyTorch model: its per-sample gradients' moments (docs/theory.md §13)
         idx = np.arange(fs.n) if rows is None else np.asarray(rows, dtype=np.int64)
-        A, total = 0.0, np.zeros(problem.dim)
-        for start in range(0, idx.size, 1024):
-            G = fs.per_sample_grads(x, idx[start:start + 1024])
-            A += float(np.sum(G * G))
-            total += G.sum(axis=0)
-        return from_sums(idx.size, A, total), total
+        _, _, total, squares = problem.external.group_moments(x, idx)
+        return from_sums(idx.size, float(squares.sum()), total), total
     r = np.zeros(0, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     A, total = diversity_sums(problem.code, np.ascontiguousarray(x, dtype=np.float64), problem.pf, problem.pi,
                               problem.A, problem.b, r, 0, fs.n)
