@@ -182,6 +182,17 @@ BAD = {
     "wrong data": (SMALL_FILE.replace("return X, (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)", "return X"),
                    "data() must return (X, y)"),
     "batch norm": (SMALL_FILE.replace("nn.Tanh()", "nn.BatchNorm1d(4)"), "cannot be differentiated per worker"),
+    "test labels out of range": (SMALL_FILE.replace("return X, (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)",
+                                 "y = (X[:, 0] > 0).astype(np.int64)\n    return X[:40], y[:40], X[40:], y[40:] + 5"),
+                                 "the evaluation on the whole data set (loss, gradient, accuracy) failed: IndexError"),
+    "loss raises on the whole set": (SMALL_FILE.replace("def loss(output, target):",
+                                                        "def loss(output, target):\n    assert len(output) < 40"),
+                                     "the evaluation on the whole data set (loss, gradient, accuracy) failed"),
+    "tuple output": (SMALL_FILE.replace("return nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))",
+                                        "class M(nn.Module):\n        def __init__(self):\n            super().__init__()\n"
+                                        "            self.l = nn.Linear(5, 3)\n        def forward(self, x):\n"
+                                        "            return self.l(x), 0\n    return M()"),
+                     "the model's forward must return one tensor"),
     "shape mismatch": (SMALL_FILE.replace("nn.Linear(5, 4), nn.Tanh()", "nn.Linear(7, 4), nn.Tanh()"),
                        "model and loss fail on a minibatch"),
 }

@@ -11,6 +11,7 @@ attacks, aggregation, the server's optimizer, bits.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -21,6 +22,27 @@ from signsim.errors import InputError
 
 #: rows per forward/backward pass when the model is evaluated on a whole data set (history rows)
 EVAL_CHUNK = 4096
+
+
+def guarded(what: str):
+    """A method of ``ModelOracle`` that runs the user's model or loss: any exception from it becomes one error line
+    naming the model file, what signsim was doing, and the line of the file where it arose."""
+
+    def wrap(method):
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except InputError:
+                raise
+            except Exception as e:  # the user's code (KeyboardInterrupt and SystemExit pass: Ctrl-C, exits)
+                from signsim.torch.model_file import culprit
+
+                raise InputError(f"{self.where}: {what} failed: {culprit(e, self.path)}") from None
+
+        return call
+
+    return wrap
 
 
 def as_tensor(a, name: str, where: str) -> torch.Tensor:
@@ -80,6 +102,9 @@ class ModelOracle:
             from signsim.torch.model_file import culprit
 
             raise InputError(f"{where}: model and loss fail on a minibatch of data(): {culprit(e, path)}") from None
+        if not isinstance(out, torch.Tensor):
+            raise InputError(f"{where}: the model's forward must return one tensor (the loss's output), got "
+                             f"{type(out).__name__}")
         self.classifier = (out.ndim == 2 and out.shape[1] > 1 and not self.y_train.is_floating_point())
 
     # -- data ---------------------------------------------------------------------------------------------------
@@ -115,6 +140,7 @@ class ModelOracle:
             out[:, o[i]:o[i + 1]].copy_(g[n].reshape(S, -1))
 
     # -- gradients ----------------------------------------------------------------------------------------------
+    @guarded("the workers' gradients (torch.func.vmap over the workers of grad of the loss)")
     def worker_gradients(self, x: np.ndarray, rows: np.ndarray, lr: float, out: np.ndarray) -> None:
         """``out[j]`` <- worker j's pseudo-gradient of the round (docs/theory.md §12): with H = 1 (``rows`` of shape
         (1, S, tau)) its minibatch gradient at x; with H > 1 the sum of the gradients of its H local SGD steps
@@ -139,6 +165,7 @@ class ModelOracle:
                 Y -= lr * G
         dest.copy_(U)
 
+    @guarded("the per-sample gradients")
     def sample_gradients(self, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Per-sample gradients of the training rows ``rows`` at x, one row each (float64)."""
         r = torch.as_tensor(np.asarray(rows, dtype=np.int64))
@@ -175,6 +202,7 @@ class ModelOracle:
                 hits += int((out.detach().argmax(dim=1) == yc).sum())
         return total, hits, g
 
+    @guarded("the evaluation on the whole data set (loss, gradient, accuracy)")
     def evaluate(self, x: np.ndarray) -> tuple[float, float, float, float, np.ndarray]:
         """(f(x), training accuracy, test accuracy, test loss, grad f(x)) on the whole training and test sets, the
         model in evaluation mode (dropout off); accuracies NaN for a model that is not a classifier, the test
@@ -193,6 +221,7 @@ class ModelOracle:
             self.module.train()
         return loss, train_acc, test_acc, test_loss, g.to(torch.float64).numpy()
 
+    @guarded("the loss on the whole training set")
     def loss(self, x: np.ndarray) -> float:
         self.module.eval()
         try:
