@@ -189,8 +189,9 @@ BAD = {
                                                         "def loss(output, target):\n    assert len(output) < 40"),
                                      "the evaluation on the whole data set (loss, gradient, accuracy) failed"),
     "tuple output": (SMALL_FILE.replace("return nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))",
-                                        "class M(nn.Module):\n        def __init__(self):\n            super().__init__()\n"
-                                        "            self.l = nn.Linear(5, 3)\n        def forward(self, x):\n"
+                                        "class M(nn.Module):\n        def __init__(self):\n"
+                                        "            super().__init__()\n            self.l = nn.Linear(5, 3)\n"
+                                        "        def forward(self, x):\n"
                                         "            return self.l(x), 0\n    return M()"),
                      "the model's forward must return one tensor"),
     "shape mismatch": (SMALL_FILE.replace("nn.Linear(5, 4), nn.Tanh()", "nn.Linear(7, 4), nn.Tanh()"),
