@@ -339,3 +339,30 @@ def test_check_spb_and_diversity_of_a_model_equal_the_builtin_mlps(tmp_path):
         signsim.diversity(model=path, estimator="two-batch")
     with pytest.raises(InputError, match="--local-steps 2"):
         signsim.check_spb(model=path, local_steps=2, workers=2)
+
+
+def test_nan_minibatch_gradient_frozen_layers_and_multilabel_targets(tmp_path, cli):
+    """A minibatch gradient that turns NaN mid-run stops a sign method with one line (a sign would hide it); frozen
+    parameters are not part of x and stay put; integer targets with columns are multi-label, not a classifier."""
+    nan = write(tmp_path, SMALL_FILE.replace("def loss(output, target):", "N = [0]\n\ndef loss(output, target):\n"
+                                             "    N[0] += 1\n    if N[0] > 6 and output.shape[0] == 4:\n"
+                                             "        return nn.functional.cross_entropy(output, target) * float('nan')"),
+                "nan.py")
+    r = cli("run", "--model", nan, "--method", "signum", "--workers", "3", "--iters", "20", "--batch-size", "4")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "minibatch gradient is not finite" in r.err, r.err
+    frozen = write(tmp_path, SMALL_FILE.replace("return nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))",
+                                                "m = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))\n"
+                                                "    m[0].requires_grad_(False)\n    return m"), "frozen.py")
+    engine, problem, *_ = make_engine(model=frozen, method="signum", workers=3, iters=5)
+    assert problem.dim == 4 * 3 + 3
+    simulate(engine)
+    assert np.all(engine.x != problem.x0)
+    multi = write(tmp_path, SMALL_FILE.replace("nn.Linear(4, 3))", "nn.Linear(4, 2))").replace(
+        "return nn.functional.cross_entropy(output, target)",
+        "return nn.functional.binary_cross_entropy_with_logits(output, target.float())").replace(
+        "return X, (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)", "return X, (X[:, :2] > 0).astype(np.int64)"),
+        "multi.py")
+    r = cli("run", "--model", multi, "--workers", "3", "--iters", "5", "--json")
+    assert r.code == 0, r.err
+    final = r.json()["final"]  # (no accuracy for a model that is not a classifier)
+    assert final.get("test_acc") is None and final.get("train_acc") is None and np.isfinite(final["loss"])

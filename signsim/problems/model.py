@@ -67,6 +67,13 @@ class Gradients:
             self.torch_state = torch.random.get_rng_state()
         finally:
             torch.random.set_rng_state(outside)
+        S = len(workers)
+        if not np.isfinite(out[:S]).all():  # (a sign would hide it: the stages must never see NaN from the model)
+            j = int(np.flatnonzero(~np.isfinite(out[:S]).all(axis=1))[0])
+            o = self.oracle
+            raise InputError(f"{o.where}: worker {int(workers[j])}'s minibatch gradient is not finite (rows "
+                             f"{rows[0, j, :5].tolist()}{' ...' if rows.shape[2] > 5 else ''}; with local steps, "
+                             "possibly a diverged local step): check the loss on those samples")
 
     def sample_moments(self, x: np.ndarray, tau: int, workers: int, gens, samples: int) -> tuple:
         """For each worker w < ``workers``, ``samples`` minibatch gradients of its own oracle at x, tau rows drawn

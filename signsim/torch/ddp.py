@@ -54,8 +54,9 @@ class HookState:
         if model is not None:
             off = 0
             for p in model.parameters():
-                self.offsets[id(p)] = off
-                off += p.numel()
+                if p.requires_grad:  # (x holds the trainable parameters, as the simulated run's)
+                    self.offsets[id(p)] = off
+                    off += p.numel()
 
     def order(self, bucket) -> np.ndarray | None:
         """Positions of the bucket's buffer in x's order (None: the buffer's own order)."""

@@ -69,7 +69,8 @@ class ModelOracle:
     def __init__(self, module: torch.nn.Module, loss_fn, X_train: torch.Tensor, y_train: torch.Tensor,
                  X_test: torch.Tensor, y_test: torch.Tensor, where: str = "--model", path: str = ""):
         self.module, self.loss_fn, self.where, self.path = module, loss_fn, where, path
-        params = dict(module.named_parameters())
+        # x holds the trainable parameters; frozen ones (requires_grad False) stay as they are, like buffers
+        params = {n: p for n, p in module.named_parameters() if p.requires_grad}
         if not params:
             raise InputError(f"{where}: model() has no parameters to train")
         dtypes = {p.dtype for p in params.values()}
@@ -82,7 +83,8 @@ class ModelOracle:
         self.sizes = [p.numel() for p in params.values()]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int).tolist()
         self.dim = int(self.offsets[-1])
-        self.buffers = dict(module.named_buffers())
+        self.buffers = {**dict(module.named_buffers()),
+                        **{n: p.detach() for n, p in module.named_parameters() if not p.requires_grad}}
         self.X_train, self.y_train = self._features(X_train), self._targets(y_train)
         self.X_test, self.y_test = self._features(X_test), self._targets(y_test)
         self.n = int(self.X_train.shape[0])
@@ -105,7 +107,10 @@ class ModelOracle:
         if not isinstance(out, torch.Tensor):
             raise InputError(f"{where}: the model's forward must return one tensor (the loss's output), got "
                              f"{type(out).__name__}")
-        self.classifier = (out.ndim == 2 and out.shape[1] > 1 and not self.y_train.is_floating_point())
+        # a classifier: one integer class per sample (a 1-D target) and a score per class (integer targets with
+        # columns are multi-label: no accuracy)
+        self.classifier = (out.ndim == 2 and out.shape[1] > 1 and self.y_train.ndim == 1
+                           and not self.y_train.is_floating_point())
 
     # -- data ---------------------------------------------------------------------------------------------------
     def _features(self, X: torch.Tensor) -> torch.Tensor:
@@ -119,7 +124,7 @@ class ModelOracle:
     # -- parameters ---------------------------------------------------------------------------------------------
     def flat(self) -> torch.Tensor:
         """The module's parameters as one vector (a copy)."""
-        return torch.cat([p.detach().reshape(-1) for p in self.module.parameters()])
+        return torch.cat([p.detach().reshape(-1) for p in self.module.parameters() if p.requires_grad])
 
     def unflatten(self, v: torch.Tensor) -> dict[str, torch.Tensor]:
         """Views of the flat vector ``v`` (d,) or of each row of ``v`` (S, d), by parameter name."""

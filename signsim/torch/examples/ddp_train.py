@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> None:
         loss(model(X[rows]), y[rows]).backward()
         opt.step()
     if rank == 0:
-        x = torch.cat([p.detach().reshape(-1) for p in net.parameters()]).to(torch.float64).numpy()
+        trained = [p.detach().reshape(-1) for p in net.parameters() if p.requires_grad]
+        x = torch.cat(trained).to(torch.float64).numpy()
         print(json.dumps({"loss": grads.oracle.loss(x), "bits_up_per_rank": state.bits_up,
                           "bits_down_per_rank": state.bits_down, "steps": a.steps, "world_size": world}))
         if a.out:
