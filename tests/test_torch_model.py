@@ -346,7 +346,8 @@ def test_nan_minibatch_gradient_frozen_layers_and_multilabel_targets(tmp_path, c
     parameters are not part of x and stay put; integer targets with columns are multi-label, not a classifier."""
     nan = write(tmp_path, SMALL_FILE.replace("def loss(output, target):", "N = [0]\n\ndef loss(output, target):\n"
                                              "    N[0] += 1\n    if N[0] > 6 and output.shape[0] == 4:\n"
-                                             "        return nn.functional.cross_entropy(output, target) * float('nan')"),
+                                             "        return float('nan') * nn.functional.cross_entropy(output,"
+                                             " target)"),
                 "nan.py")
     r = cli("run", "--model", nan, "--method", "signum", "--workers", "3", "--iters", "20", "--batch-size", "4")
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "minibatch gradient is not finite" in r.err, r.err
