@@ -1,12 +1,12 @@
 """A PyTorch model as signsim's gradient oracle (docs/theory.md §13).
 
-The model's parameters are one flat vector x of d numbers (the order of ``named_parameters()``, each tensor
-row-major: ``torch.nn.utils.parameters_to_vector``'s order). One round's S participants get their minibatch
-gradients in one batched call: ``torch.func.vmap`` over the workers of ``torch.func.grad`` of the loss of
-``torch.func.functional_call(model, params, X_batch)``, with the parameters shared (H = 1) or one copy per worker
-(H local steps, each worker from its own iterate). The gradients go straight into rows of the engine's (S x d)
-gradient buffer, which the compiled worker and server stages then consume: momentum, compression, error feedback,
-attacks, aggregation, the server's optimizer, bits.
+The model's trainable parameters are one flat vector x of d numbers (the order of ``named_parameters()``, each
+tensor row-major: ``torch.nn.utils.parameters_to_vector``'s order; frozen ones are held fixed, like buffers). One
+round's S participants get their minibatch gradients in one batched call: ``torch.func.vmap`` over the workers of
+``torch.func.grad`` of the loss of ``torch.func.functional_call(model, params, X_batch)``, with the parameters
+shared (H = 1) or one copy per worker (H local steps, each worker from its own iterate). The gradients go straight
+into rows of the engine's (S x d) gradient buffer, which the compiled worker and server stages then consume:
+momentum, compression, error feedback, attacks, aggregation, the server's optimizer, bits.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def guarded(what: str):
                 return method(self, *args, **kwargs)
             except InputError:
                 raise
-            except Exception as e:  # the user's code (KeyboardInterrupt and SystemExit pass: Ctrl-C, exits)
+            except (Exception, SystemExit) as e:  # the user's code (KeyboardInterrupt passes: Ctrl-C)
                 from signsim.torch.model_file import culprit
 
                 raise InputError(f"{self.where}: {what} failed: {culprit(e, self.path)}") from None
