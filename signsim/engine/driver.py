@@ -290,8 +290,6 @@ class Engine(ChunkedState):
         per round: the participants are drawn, their gradients computed into G, the problem's arrays hold the
         evaluation at x before a round that records history, and the loop runs the round's stages. The rows at the
         end and at the budget are recorded here, after the evaluation at the final x."""
-        from signsim.codes import Schedule
-
         ext, s = self.external, self.settings
         end = min(self.K, self.k + n)
         budget = self.fcfg[loop.F_BUDGET]
@@ -303,7 +301,7 @@ class Engine(ChunkedState):
             gens = [self.streams[int(m)] for m in workers]
             if k % int(self.icfg[loop.I_EVAL_EVERY]) == 0:
                 ext.evaluate(_float64(self.x))
-            lr = s.lr / np.sqrt(k + 1.0) if s.schedule == Schedule.SQRT else s.lr
+            lr = loop.step_size.py_func(s.schedule, s.lr, k)  # gamma_k, as the loop's local steps take it
             ext.round(self.x, workers, gens, lr, self.G)
             self.fcfg[loop.F_BUDGET] = np.inf  # the loop must not record at the budget with a stale evaluation
             try:
@@ -315,10 +313,7 @@ class Engine(ChunkedState):
             done = self.k == self.K
             spent = self.tally[loop.T_UP] + self.tally[loop.T_DOWN] >= budget
             if done or spent:
-                ext.evaluate(_float64(self.x))
-                p = self.problem
-                status = Status(self.recorder()(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg,
-                                                self.fcfg, self.x_star, self.hist, self.counters, self.tally))
+                status = self.record_row()
                 if status == Status.OK and spent:
                     status = Status.BUDGET
                 self.status = status
@@ -345,12 +340,10 @@ class Engine(ChunkedState):
         self.k = int(self.counters[loop.C_DONE])
         return self.status
 
-    def record_now(self) -> None:
+    def record_row(self) -> Status:
         if self.external is not None:  # the problem's arrays must hold the evaluation at the current x
-            rows = self.counters[loop.C_ROWS]
-            if not (rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]):
-                self.external.evaluate(_float64(self.x))
-        super().record_now()
+            self.external.evaluate(_float64(self.x))
+        return super().record_row()
 
     def history(self) -> np.ndarray:
         h = super().history()

@@ -30,9 +30,13 @@ class ChunkedState:
         rows = self.counters[loop.C_ROWS]
         if rows and self.hist[rows - 1, loop.H_ITER] == self.k or rows >= self.hist.shape[0]:
             return
+        self.record_row()
+
+    def record_row(self) -> Status:
+        """Append a history row at the current iterate; its status (diverged, target reached, or ok)."""
         p = self.problem
-        self.recorder()(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg, self.x_star,
-                        self.hist, self.counters, self.tally)
+        return Status(self.recorder()(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg,
+                                      self.x_star, self.hist, self.counters, self.tally))
 
     def recorder(self):
         """The family's copy of ``loop.record``, compiled with the engine's loop (for its dtype): a row written

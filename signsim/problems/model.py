@@ -98,11 +98,7 @@ class Gradients:
                         m = min(256, n - lo)
                         rows = np.stack([minibatch_ref(sp.mode, w, gen, tau, sp.ptr, sp.idx) for _ in range(m)])
                         self.oracle.worker_gradients(x, rows[None], 0.0, buf)
-                        G = buf[:m]
-                        out[0, w] += (G > 0).sum(axis=0)
-                        out[1, w] += (G == 0).sum(axis=0)
-                        out[2, w] += G.sum(axis=0)
-                        out[3, w] += (G * G).sum(axis=0)
+                        _add_moments(out[:, w], buf[:m])
         finally:
             torch.random.set_rng_state(outside)
         return out[0], out[1], out[2], out[3]
@@ -110,21 +106,24 @@ class Gradients:
     def group_moments(self, x: np.ndarray, rows: np.ndarray) -> tuple:
         """(count > 0, count = 0, sum, sum of squares) of the per-sample gradients of ``rows`` (model in evaluation
         mode), 1,024 rows at a time."""
-        d = self.oracle.dim
-        pos, zero, s1, s2 = np.zeros(d), np.zeros(d), np.zeros(d), np.zeros(d)
+        out = np.zeros((4, self.oracle.dim))
         for lo in range(0, len(rows), 1024):
-            G = self.oracle.sample_gradients(x, rows[lo:lo + 1024])
-            pos += (G > 0).sum(axis=0)
-            zero += (G == 0).sum(axis=0)
-            s1 += G.sum(axis=0)
-            s2 += (G * G).sum(axis=0)
-        return pos, zero, s1, s2
+            _add_moments(out, self.oracle.sample_gradients(x, rows[lo:lo + 1024]))
+        return out[0], out[1], out[2], out[3]
 
     def evaluate(self, x: np.ndarray) -> None:
         loss, train_acc, test_acc, test_loss, g = self.oracle.evaluate(x)
         self.pf[F_LOSS], self.pf[F_TRAIN_ACC], self.pf[F_TEST_ACC], self.pf[F_TEST_LOSS] = (
             loss, train_acc, test_acc, test_loss)
         self.b[:] = g
+
+
+def _add_moments(out: np.ndarray, G: np.ndarray) -> None:
+    """out (4 x d) += (count > 0, count = 0, sum, sum of squares) of the rows of G."""
+    out[0] += (G > 0).sum(axis=0)
+    out[1] += (G == 0).sum(axis=0)
+    out[2] += G.sum(axis=0)
+    out[3] += (G * G).sum(axis=0)
 
 
 def _arrays(data, where: str):
