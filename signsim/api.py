@@ -403,17 +403,34 @@ def execute(command: str, config: Any = None, options: Mapping[str, Any] | None 
     """Run ``command`` (run, check-spb, diversity, bound) with ``config`` (a TOML file or a dict) under
     ``options`` (its keywords, by the names of ``signsim.interface.options``; text is parsed, as flags are): merge
     (config < options), check, run, write ``out``; return the results document. ``progress_for(label)`` gives
-    the progress callback of each run; ``on_start(cfg)`` is called once a single run is built."""
+    the progress callback of each run; ``on_start(cfg)`` is called once the command's config is resolved (one
+    run, or the point a diagnostic computes at)."""
     given = _given(API_OF[command], options or {})
     progress = given.pop("progress", None)
     if progress is not None and progress_for is None:
         progress_for = lambda label: progress  # noqa: E731
     out = _out(given.pop("out", None))
     file_values = _file_values(config)
+    log = _log(given.pop("log", None))
     doc = RUNNERS[command](file_values, given, progress_for, on_start)
     doc.setdefault("warnings", [])  # every results document has the list (docs/api.md), empty when none
     _write(doc, out)
+    if log:
+        from signsim.interface.interrupts import deferred
+        from signsim.render.loggers import send
+
+        with deferred():  # as the results file: a further Ctrl-C acts once the trackers have them
+            send(doc, log)
     return doc
+
+
+def _log(values: Any) -> list:
+    """--log's targets, checked before any work."""
+    if values is None:
+        return []
+    from signsim.render.loggers import parse
+
+    return parse(values)
 
 
 def _run(file_values: dict[str, Any], given: dict[str, Any], progress_for, on_start) -> dict[str, Any]:
@@ -447,6 +464,8 @@ def _check_spb(file_values: dict[str, Any], given: dict[str, Any], progress_for,
         return from_grads.check_spb(Path(grads), {**file_values, **given}, own)
     values = _command_defaults("check-spb", {**file_values, **given})
     cfg = _resolve(values)
+    if on_start:
+        on_start(cfg)
     point = _Point(own.pop("at"))
     with point as at:
         doc = check_command(cfg, SpbOptions.build(workers_given="workers" in values, at=at, **own))
@@ -474,6 +493,8 @@ def _diversity(file_values: dict[str, Any], given: dict[str, Any], progress_for,
 
         return run_experiment(values, experiment, progress_for or (lambda label: None))
     cfg = _resolve(values)
+    if on_start:
+        on_start(cfg)
     point = _Point(own.pop("at"))
     with point as at:
         doc = diversity_command(cfg, DiversityOptions.build(at=at, **own))
@@ -496,6 +517,8 @@ def _bound(file_values: dict[str, Any], given: dict[str, Any], progress_for, on_
         values = {**base, **values}  # the run's config < the config file < the options
     point = _Point(own["at"])
     cfg = _resolve(values)
+    if on_start:
+        on_start(cfg)
     with point as at:
         o = BoundOptions(constants=own["constant"] or [], box=own["box"] if own["box"] is not None else 2.0,
                          at=at or "init")

@@ -405,6 +405,16 @@ def _diverged(docs: list[dict[str, Any]]) -> None:
             print(f"signsim: {label}{doc['note']}", file=sys.stderr)
 
 
+def _composition(cfg) -> str:
+    """A run's composition of stages as the compile notice names it: ``signum: sign, majority``."""
+    parts = [cfg.compressor, cfg.error_feedback if cfg.error_feedback != "none" else None, cfg.aggregate,
+             f"{cfg.attack} attack" if cfg.byzantine else None,
+             f"server-opt {cfg.server_opt}" if cfg.server_opt != "sgd" else None,
+             f"grad-estimator {cfg.grad_estimator}" if cfg.grad_estimator != "none" else None,
+             *(f"plugin {Path(p).name}" for p in (cfg.plugin or "").split(",") if p)]
+    return f"{cfg.method}: " + ", ".join(p for p in parts if p)
+
+
 class _compile_notice:
     """While a command runs: one line on stderr just before its first kernel compiles (a cache miss:
     ``signsim.commands.compile.watch``), naming the kernels of ``cfg``'s family of problems and dtype (all
@@ -436,14 +446,19 @@ class _compile_notice:
     def _first(self, kernel: str = "") -> None:
         from signsim.commands.compile import notice
 
-        family = kernel.rpartition("__")[2] if "__" in kernel else None  # a family's copy: name__family
-        if self.cfg is not None:
+        family = kernel.split("__")[1] if kernel.count("__") >= 1 else None  # a family's copy: name__family[__key]
+        cfg = self.cfg
+        if cfg is not None:
             from signsim import problems
             from signsim.engine.specialize import family_of
 
-            family = family_of(problems.get(self.cfg.problem).code)
-        print(notice(self.command, family, self.cfg.dtype if self.cfg is not None else "float64"),
-              file=sys.stderr, flush=True)
+            family = family_of(problems.get(cfg.problem).code)
+        elif family is not None:
+            from signsim.engine.specialize import FAMILIES
+
+            family = family if family in FAMILIES else None  # not a family's copy (a hash of a plugin's source)
+        print(notice(self.command, family, cfg.dtype if cfg is not None else "float64", kernel,
+                     _composition(cfg) if cfg is not None else ""), file=sys.stderr, flush=True)
 
     def _busy(self, compiling: bool) -> None:
         if not self.spinner:

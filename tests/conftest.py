@@ -151,10 +151,15 @@ def take(queue):
         fcntl.flock(lock, fcntl.LOCK_SH)
     return command, lock
 
+import os
+import time
+
+done = os.fdopen(int(sys.argv[2]), "w", buffering=1)  # a line per command to the session, as each ends
 while True:
     line, lock = take(sys.argv[1])
     if line is None:
         break
+    start = time.monotonic()
     try:
         main(line.split())
     except SystemExit as e:
@@ -162,6 +167,7 @@ while True:
             print(f"warm-up: signsim {line} exited {e.code}", file=sys.stderr)
     finally:
         lock.close()
+        done.write(f"{time.monotonic() - start:.1f}\t{line}\n")
 """
 #: the threaded loops the fast tests use are signSGD's (the majority-vote statistics, the extreme data settings);
 #: ``signsim compile`` warms the default method's
@@ -220,23 +226,42 @@ def pytest_sessionstart(session):
 
     start = time.monotonic()
     commands = _warm_up_queue()
+    report = config.pluginmanager.get_plugin("terminalreporter")
+    say = report.write_line if report is not None else (lambda line: None)
+    groups: dict[str, list[str]] = {}  # family -> its commands not done yet
+    for line in commands:
+        groups.setdefault(line.split("\t")[0], []).append(line.split("\t")[2])
+    say(f"warming the kernel cache: {len(commands)} warm-up commands of {len(groups)} families of problems in "
+        f"{workers} processes (a line per family as it is done)")
     with tempfile.TemporaryFile("w+") as errors, tempfile.TemporaryDirectory() as tmp:
         queue = Path(tmp) / "queue"
         queue.write_text("\n".join(commands))
         # the warm-up keeps its cores busy on its own, and its loops compile their callees themselves (so
         # test_split_compile.py checks the helper's signatures against the loops')
         env = {**os.environ, "SIGNSIM_SPLIT_COMPILE": "0"}
-        procs = [subprocess.Popen([sys.executable, "-c", WARM, str(queue)], stdout=subprocess.DEVNULL, stderr=errors,
-                                  env=env) for _ in range(workers)]
+        read, write = os.pipe()
+        procs = [subprocess.Popen([sys.executable, "-c", WARM, str(queue), str(write)], stdout=subprocess.DEVNULL,
+                                  stderr=errors, env=env, pass_fds=(write,)) for _ in range(workers)]
+        os.close(write)
+        spent: dict[str, float] = {}
+        with os.fdopen(read) as finished:  # ends when every warm-up process has closed its end
+            for done in finished:
+                seconds, line = done.rstrip("\n").split("\t", 1)
+                family = next((f for f, left in groups.items() if line in left), None)
+                if family is None:
+                    continue
+                groups[family].remove(line)
+                spent[family] = spent.get(family, 0.0) + float(seconds)
+                if not groups[family]:
+                    say(f"warm-up: the {family} kernels are compiled ({spent[family]:.0f} s of commands, "
+                        f"{time.monotonic() - start:.0f} s in)")
         codes = [p.wait() for p in procs]
         errors.seek(0)
         problems = [line for line in errors.read().splitlines() if line.startswith(("warm-up:", "Traceback"))]
-    report = config.pluginmanager.get_plugin("terminalreporter")
-    if report is not None:
-        report.write_line(f"kernel cache warmed: {len(commands)} warm-up commands in {workers} processes, "
-                          f"{time.monotonic() - start:.0f} s")
-        for line in problems + [f"warm-up process exited {c}" for c in codes if c != 0]:
-            report.write_line(line)
+    say(f"kernel cache warmed: {len(commands)} warm-up commands in {workers} processes, "
+        f"{time.monotonic() - start:.0f} s")
+    for line in problems + [f"warm-up process exited {c}" for c in codes if c != 0]:
+        say(line)
 
 
 @dataclass

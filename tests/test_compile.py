@@ -3,6 +3,8 @@ benchmarks/bench_startup.py: it takes a minute or more on 2 cores)."""
 
 import hashlib
 
+import re
+
 import pytest
 
 from signsim import methods, noise, problems
@@ -40,9 +42,36 @@ def test_the_compile_notice_reaches_stderr_when_kernels_are_missing(cli, monkeyp
     assert r.code == 0 and "compiling the analytic kernels (float64) for run" in r.err and "signsim compile" in r.err
     r = cli("run", "--problem", "logistic", "--dtype", "float32", "--iters", "3", "--json")
     assert "compiling the glm kernels (float32) for run" in r.err and "--family glm --dtype float32" in r.err
-    for command in ("check-spb", "diversity", "bound"):  # the family comes from the compiling kernel's name
-        assert f"the kernels (float64) for {command}" in cli(command, "--json").err, command
+    for command in ("check-spb", "diversity", "bound"):  # the family of the point the diagnostic computes at
+        err = cli(command, "--json").err
+        assert re.search(rf"the (analytic|glm|mlp) kernels \(float64\) for {command}", err), (command, err)
+    r = cli("diversity", "--problem", "logistic", "--split", "label-skew:0.3", "--json")  # issue 34: it named a hash
+    assert "the glm kernels (float64) for diversity" in r.err and "--command diversity --family glm'" in r.err
+    # bound warms only the analytic family's kernels: the suggestion for another family must still select some
+    assert "'signsim compile --command bound' does" in cli("bound", "--problem", "logistic", "--json").err
     assert "compiling" not in cli("run", "--iters", "3", "--quiet").err
+
+
+def test_the_compile_notice_says_what_compiles_and_its_command_selects_something():
+    """Issue 34 item 5: a composition's own loop is not 'once after an install', and the command works."""
+    every = compiling.notice("run", "analytic", "float64", "run_chunk_serial__analytic__builtin")
+    assert "the analytic loop that runs every composition of built-in stages" in every
+    assert "once after an install" in every
+    own = compiling.notice("run", "glm", "float64", "run_chunk__glm__64fe7c6c67", "signum: sign, majority")
+    assert "the glm loop of this composition of stages (signum: sign, majority)" in own
+    assert "once per composition" in own and "once after an install" not in own
+    at = compiling.notice("diversity", "mlp", "float64", "run_chunk_serial__mlp__64fe7c6c67")
+    assert "--command run --family mlp'" in at  # diversity --at run:K compiles run's loop
+    from signsim.engine.specialize import FAMILIES
+
+    for command in (*compiling.COMMANDS, "sweep"):
+        for family in (*FAMILIES, None):
+            for dtype in compiling.DTYPES:
+                words = compiling.ahead(command, family, dtype).split()
+                flags = dict(zip(words[2::2], words[3::2]))
+                picked = compiling.select([flags["--command"]], [flags["--family"]] if "--family" in flags else None,
+                                          flags.get("--dtype"))
+                assert picked, (command, family, dtype, words)
 
 
 def test_warm_up_covers_every_problem_noise_model_and_method():

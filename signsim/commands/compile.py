@@ -26,15 +26,40 @@ SUFFIXES = (".nbi", ".nbc")
 #: stages, ``signsim.engine.compose``)
 LOOP_INDEX = "loop.run_chunk*__{family}__*-*.nbi"
 
-def notice(command: str, family: str | None, dtype: str) -> str:
+def notice(command: str, family: str | None, dtype: str, kernel: str = "", composition: str = "") -> str:
     """The line a command prints before its first kernel compiles: what compiles (``family``: the problem's
-    family, None for the kernels of --grads) and how to do it ahead of time."""
-    what = f"the {family} kernels ({dtype})" if family else f"the kernels ({dtype})"
+    family, None when not known; ``kernel``: the name of the kernel that compiles first, which tells a run loop
+    of one composition of stages, ``run_chunk*__FAMILY__KEY``, from the family's one loop of every built-in
+    composition, ``run_chunk*__FAMILY__builtin``; ``composition``: the run's stages, named) and the
+    ``signsim compile`` command that does it ahead of time (only one that selects something)."""
+    kind = ""
+    if kernel.startswith("run_chunk") and kernel.count("__") >= 2:
+        key = kernel.rsplit("__", 1)[1]
+        family = family or kernel.split("__")[1]
+        kind = "every" if key == "builtin" else "own"
+    of = f"{family} " if family else ""
+    if kind == "every":
+        what = (f"the {of}loop that runs every composition of built-in stages ({dtype}) for {command}: once after "
+                f"an install or an upgrade; then no composition of built-in stages compiles")
+    elif kind == "own":
+        named = f" ({composition})" if composition else ""
+        what = f"the {of}loop of this composition of stages{named} ({dtype}) for {command}: once per composition"
+    else:
+        what = f"the {of}kernels ({dtype}) for {command}: once after an install or an upgrade"
+    how = ahead("run" if kind else command, family, dtype)  # a diagnostic --at run:K compiles run's loop
+    return f"signsim: compiling {what}, seconds to minutes on 2 cores; '{how}' does it ahead of time"
+
+
+def ahead(command: str, family: str | None, dtype: str) -> str:
+    """The ``signsim compile`` command that compiles ``command``'s kernels for ``family`` and ``dtype``: the
+    narrowest of those that select at least one warm-up command (``bound`` warms only the analytic family's)."""
     selected = "run" if command == "sweep" else command  # a sweep's runs compile run's kernels
-    ahead = f"signsim compile --command {selected}" + (f" --family {family}" if family else "") + \
-        (f" --dtype {dtype}" if dtype != "float64" else "")
-    return (f"signsim: compiling {what} for {command}: once after an install or an upgrade, "
-            f"seconds to minutes on 2 cores; '{ahead}' does it ahead of time")
+    dt = dtype if dtype in DTYPES else None
+    for fam, d in dict.fromkeys(((family, dt), (family, None), (None, dt), (None, None))):
+        if select([selected], [fam] if fam else None, d):
+            return f"signsim compile --command {selected}" + (f" --family {fam}" if fam else "") + \
+                (f" --dtype {d}" if d and d != "float64" else "")
+    return "signsim compile"
 
 
 def _ours(event) -> bool:

@@ -274,6 +274,9 @@ TABLE: tuple[Option, ...] = (
            cli_only="a figure file; in Python, Result.figure(out=...) draws it"),
     # the outputs of the run commands
     Option("out", "file", "write the results JSON here (atomically)", _R, P_OUT),
+    Option("log", "strs", "also send the run's history and tracked quantities to an experiment tracker: "
+           "tensorboard:DIR (pip install 'signsim[log]') | wandb[:PROJECT] | mlflow[:EXPERIMENT] (when installed); "
+           "repeatable", ("run",), P_OUT),
     Option("json", "bool", "print the results JSON on stdout, nothing else", _R, P_OUT, default=False,
            decls=("--json",), cli_only="Python returns the results (Result.to_dict() is the JSON document)"),
     Option("quiet", "bool", "no progress bar or table", _R, P_OUT, default=False, decls=("--quiet", "-q"),
