@@ -167,7 +167,7 @@ while True:
             print(f"warm-up: signsim {line} exited {e.code}", file=sys.stderr)
     finally:
         lock.close()
-        done.write(f"{time.monotonic() - start:.1f}\t{line}\n")
+        done.write(f"{time.monotonic() - start:.1f}\\t{line}\\n")
 """
 #: the threaded loops the fast tests use are signSGD's (the majority-vote statistics, the extreme data settings);
 #: ``signsim compile`` warms the default method's

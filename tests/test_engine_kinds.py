@@ -24,11 +24,16 @@ def test_the_generated_dispatch_module_is_fresh():
 
 
 def test_every_place_that_names_a_kind_reads_the_table():
-    assert KINDS == kinds.NAMES
+    # the kinds with modules of their own; a slot (the downlink's compressor and error feedback) takes another's
+    assert KINDS == tuple(k.name for k in kinds.PRIMARY) and set(kinds.NAMES) - set(KINDS) == {
+        k.name for k in kinds.TABLE if k.of is not None}
     assert OPTION == {k.name: k.option for k in kinds.TABLE}
-    assert registry.FOLDER == {k.name: k.folder for k in kinds.TABLE}
-    assert plugins.REQUIRED == {k.name: k.required for k in kinds.TABLE}
-    assert tables.TITLES == {k.name: k.title for k in kinds.TABLE}
+    assert registry.FOLDER == {k.name: k.folder for k in kinds.PRIMARY}
+    assert plugins.REQUIRED == {k.name: k.required for k in kinds.PRIMARY}
+    assert tables.TITLES == {k.name: k.title for k in kinds.PRIMARY}
+    for k in kinds.TABLE:
+        if k.of is not None:  # a slot's modules are its kind's, in the same folder
+            assert k.folder == kinds.BY_NAME[k.of].folder and registry.builtin(k.name) == registry.builtin(k.of)
     assert compose.FUNCTIONS == {k.name: {c.loop_name: c.attr for c in k.calls} for k in kinds.TABLE}
     assert compose.WORKER_PATH == {c.loop_name for k in kinds.TABLE for c in k.calls if c.worker}
     for k in kinds.TABLE:  # the loop reads each stage's code and flags from its integer settings
@@ -39,7 +44,7 @@ def test_every_place_that_names_a_kind_reads_the_table():
 
 def test_every_built_in_stage_module_declares_its_kinds_contract():
     """The contract a plugin is held to (``Kind.required``) holds for every built-in stage too."""
-    for kind in kinds.TABLE:
+    for kind in kinds.PRIMARY:
         for mod in registry.builtin(kind.name).values():
             for attr, want in kind.required.items():
                 assert hasattr(mod, attr), (mod.__name__, attr)
@@ -51,7 +56,7 @@ def test_a_stage_code_is_its_index_among_the_built_in_stages():
     from signsim.engine import universal
 
     for kind in kinds.TABLE:
-        assert universal.COUNTS[kind.name] == len(registry.BUILTIN[kind.name])
+        assert universal.COUNTS[kind.name] == len(registry.BUILTIN[kinds.base(kind.name)])
         for i, mod in enumerate(registry.builtin(kind.name).values()):
             assert compose.codes({kind.name: mod}) == {kind.name: i}
 

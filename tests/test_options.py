@@ -214,7 +214,8 @@ def test_reference_tables_list_every_option_of_the_table():
         return {o.flag for o in options.of_command(command).values()}
 
     assert run_sections | s["run"] == flags("run")
-    tracks = {"--track-spb", "--track-diversity", "--grad-estimator"}  # run only (the tables say so)
+    tracks = {"--track-spb", "--track-diversity", "--grad-estimator", "--down-compressor",
+              "--down-feedback"}  # run only (the tables say so)
     for command in ("check-spb", "diversity", "bound"):
         rounds = s["Rounds"] - {"--server-opt"} if command != "diversity" else set()  # the table says: run only
         only = tracks | ({"--model"} if command == "bound" else set())  # --model: not bound (the table says so)

@@ -69,11 +69,13 @@ class BitsPerIteration:
     down: int  # the broadcast times M
 
 
-def bits_per_iteration(compressor, aggregate, M: int, d: int, sign_zero, tie) -> BitsPerIteration:
-    """Bits of one iteration (upper bounds for the messages whose size varies: QSGD, sparse broadcasts)."""
+def bits_per_iteration(compressor, aggregate, M: int, d: int, sign_zero, tie, down=None) -> BitsPerIteration:
+    """Bits of one iteration (upper bounds for the messages whose size varies: QSGD, sparse broadcasts); with a
+    compressed downlink (``down``, its compressor: docs/theory.md §8.8) the broadcast is that compressor's message."""
     return BitsPerIteration(
         up=M * uplink_bits(compressor, d, sign_zero),
-        down=M * downlink_bits(compressor, aggregate, M, d, sign_zero, tie),
+        down=M * (downlink_bits(compressor, aggregate, M, d, sign_zero, tie) if down is None
+                  else uplink_bits(down, d, sign_zero)),
     )
 
 
@@ -88,12 +90,15 @@ def budget_bits(cfg) -> float:
     return math.inf
 
 
-def smallest_round_bits(compressor, aggregate, M: int, d: int, sign_zero, tie) -> int:
+def smallest_round_bits(compressor, aggregate, M: int, d: int, sign_zero, tie, down=None) -> int:
     """The fewest bits one iteration can send, up plus down (docs/theory.md §12): the bits of one iteration for
     fixed-size messages; for a message or broadcast whose size varies (QSGD, a sparse broadcast), its size with no
-    non-zero entry. A communication budget below this stops nothing and is refused."""
+    non-zero entry. A communication budget below this stops nothing and is refused. ``down``: a compressed
+    downlink's compressor (docs/theory.md §8.8)."""
     c, a = _stage("compressor", compressor), _stage("aggregation", aggregate)
     up = M * uplink_bits(c, d, sign_zero, 0)
+    if down is not None:
+        return up + M * uplink_bits(down, d, sign_zero, 0)
     if broadcast_is_sparse(c, a):
         return up + M * sparse_broadcast_bits(d, 0)
     return up + M * downlink_bits(c, a, M, d, sign_zero, tie)

@@ -146,8 +146,8 @@ def codes(stages: dict) -> dict[str, int]:
     out = {}
     for kind, mod in stages.items():
         name = mod.__name__.rpartition(".")[2]
-        out[kind] = registry.BUILTIN[kind].index(name) if name in registry.BUILTIN[kind] and mod.__name__.startswith(
-            "signsim.stages.") else 0
+        builtin = registry.BUILTIN[kinds.base(kind)]
+        out[kind] = builtin.index(name) if name in builtin and mod.__name__.startswith("signsim.stages.") else 0
     return out
 
 

@@ -65,6 +65,10 @@ class Settings:
     server_optimizer: Stage | None = None
     #: the gradient estimator (docs/theory.md §8.7; ``--grad-estimator``, default none: each worker compresses v)
     estimator: Stage | None = None
+    #: the downlink's compressor and its error feedback (docs/theory.md §8.8; ``--down-compressor``, default none:
+    #: the server broadcasts what it aggregated, uncompressed, and x moves by the server's update)
+    down_compressor: Stage | None = None
+    down_error_feedback: Stage | None = None
 
     def __post_init__(self):
         from signsim.stages import registry
@@ -77,6 +81,20 @@ class Settings:
             self.server_optimizer = registry.parse("server_optimizer", "sgd")
         if self.estimator is None:
             self.estimator = registry.parse("estimator", "none")
+        if self.down_error_feedback is None:
+            self.down_error_feedback = registry.parse("down_error_feedback", "none")
+
+    @property
+    def downlink(self) -> bool:
+        """Whether the server's broadcast is compressed (``--down-compressor``)."""
+        return self.down_compressor is not None
+
+    def _down(self) -> Stage:
+        """The downlink's compressor, the identity as the loop's placeholder when there is none (never called)."""
+        from signsim.stages import registry
+
+        return self.down_compressor if self.down_compressor is not None else registry.parse("down_compressor",
+                                                                                            "identity")
 
     @property
     def compressor_param(self) -> float:
@@ -95,21 +113,22 @@ class Settings:
         return {"momentum": self.momentum_kind.module, "compressor": self.compressor.module,
                 "error_feedback": self.error_feedback.module, "aggregation": self.aggregate.module,
                 "attack": self.attack.module if self.byzantine else compose.NO_ATTACK,
-                "server_optimizer": self.server_optimizer.module, "estimator": self.estimator.module}
+                "server_optimizer": self.server_optimizer.module, "estimator": self.estimator.module,
+                "down_compressor": self._down().module, "down_error_feedback": self.down_error_feedback.module}
 
     def stage_list(self) -> list[Stage]:
         return [self.momentum_kind, self.compressor, self.error_feedback, self.aggregate, self.attack,
-                self.server_optimizer, self.estimator]
+                self.server_optimizer, self.estimator, self._down(), self.down_error_feedback]
 
     def stage_params(self) -> np.ndarray:
         """The loop's ``sp``: one row of parameters per stage (``loop.SP_*``); momentum's are (beta, beta2)."""
         from signsim.stages.base import MAX_PARAMS
 
-        sp = np.zeros((6, MAX_PARAMS))
+        sp = np.zeros((loop.N_SP, MAX_PARAMS))
         sp[loop.SP_MOMENTUM, :2] = self.momentum, self.momentum2
         for row, stage in ((loop.SP_COMPRESSOR, self.compressor), (loop.SP_AGGREGATION, self.aggregate),
                            (loop.SP_ATTACK, self.attack), (loop.SP_SERVER_OPTIMIZER, self.server_optimizer),
-                           (loop.SP_ESTIMATOR, self.estimator)):
+                           (loop.SP_ESTIMATOR, self.estimator), (loop.SP_DOWN_COMPRESSOR, self._down())):
             sp[row, :len(stage.params)] = stage.params
         return sp
 
@@ -118,6 +137,7 @@ class Settings:
         """The stages of ``cfg``; ``dim`` resolves a default that depends on the dimension (a sparsifier's k)."""
         from signsim import stages
         from signsim.engine import accounting, rounds
+        from signsim.stages import registry
 
         return cls(
             compressor=stages.parse_compressor(cfg.compressor or method.compressor, dim),
@@ -134,6 +154,10 @@ class Settings:
             local_steps=int(cfg.local_steps), clients=rounds.of_config(cfg), server_lr=float(cfg.server_lr),
             server_optimizer=stages.parse_server_optimizer(getattr(cfg, "server_opt", None) or "sgd"),
             estimator=stages.parse_estimator(getattr(cfg, "grad_estimator", None) or "none"),
+            down_compressor=(None if (getattr(cfg, "down_compressor", None) or "none") == "none"
+                             else registry.parse("down_compressor", cfg.down_compressor, dim)),
+            down_error_feedback=registry.parse("down_error_feedback", getattr(cfg, "down_feedback", None)
+                                               or "none"),
         )
 
     def participants(self, workers: int) -> int:
@@ -143,9 +167,9 @@ class Settings:
 
 def check_settings(s: Settings, d: int) -> None:
     """What the settings ``s`` need of the problem's dimension ``d`` (checked before anything is allocated)."""
-    c = s.compressor
-    if hasattr(c.module, "check_params") and c.resolved:  # a stage's own limits that involve d (k <= d)
-        c.module.check_params(c.params, d, "--compressor", c.spec)
+    for c, option in ((s.compressor, "--compressor"), (s.down_compressor, "--down-compressor")):
+        if c is not None and hasattr(c.module, "check_params") and c.resolved:  # its own limits in d (k <= d)
+            c.module.check_params(c.params, d, option, c.spec)
 
 
 @dataclass
@@ -189,6 +213,9 @@ class Engine(ChunkedState):
         # the estimator's shift h_m per worker and the server's mean of them with its output (DIANA)
         self.shift = np.zeros((M, d) if s.estimator.module.STATE else (1, 1), dtype=dt)
         self.hbar = np.zeros((2, d) if s.estimator.module.STATE else (1, 1), dtype=dt)
+        # a compressed downlink's update, scratch, broadcast and memories (loop.D_*), and its index scratch
+        self.down = np.zeros((5, d) if s.downlink else (1, 1), dtype=dt)
+        self.diwork = np.zeros((1, d) if s.downlink and s.down_compressor.module.SCRATCH else (1, 1), dtype=np.int64)
         self.G = np.zeros((S, d), dtype=dt)
         self.msg = np.zeros((S, d), dtype=dt)
         #: gradients computed outside the loop (a PyTorch model, docs/theory.md §13): it takes the H local steps,
@@ -242,7 +269,8 @@ class Engine(ChunkedState):
         ints = dict(aggregate=0, sign_zero=s.sign_zero, tie=s.tie, schedule=s.schedule, byzantine=s.byzantine,
                     attack=0, eval_every=eval_every, parallel=parallel, tau=s.batch_size, problem=problem.code,
                     noise=noise.code, monotone=s.monotone, track_error=s.error_feedback.module.TRACK_ERROR,
-                    sparse_down=sparse_down, local_steps=s.local_steps, clients=clients, workers=workers)
+                    sparse_down=sparse_down, local_steps=s.local_steps, clients=clients, workers=workers,
+                    downlink=s.downlink)
         stages = s.stages()
         for kind, code in compose.codes(stages).items():  # the stages' codes and flags (signsim.stages.kinds)
             ints[kinds.code_setting(kind)] = code
@@ -262,7 +290,7 @@ class Engine(ChunkedState):
                 loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen,
                               self.shift),
                 loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part,
-                            self.opt, self.hbar),
+                            self.opt, self.hbar, self.down, self.diwork),
                 loop.RunState(self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters), self.gens)
 
     def _sample(self, k1: int) -> int:

@@ -41,7 +41,7 @@ def alias(kind: str, module: str) -> str:
 def source() -> str:
     lines = [HEADER.rstrip("\n")]
     imports, kernels = [], []
-    for kind in kinds.TABLE:
+    for kind in kinds.PRIMARY:
         for module in registry.BUILTIN[kind.name]:
             imports.append(f"from signsim.stages.{kind.folder} import {module} as {alias(kind.name, module)}")
     lines += sorted(imports)
@@ -50,13 +50,14 @@ def source() -> str:
     lines.append("_stage = None")
     lines.append("INLINE = False  # each stage kernel compiled and cached on its own, shared by every family")
     lines.append("#: how many built-in stages each kind has (codes 0 .. n - 1)")
-    counts = "".join(f'\n    "{k.name}": {len(registry.BUILTIN[k.name])},' for k in kinds.TABLE)
+    counts = "".join(f'\n    "{k.name}": {len(registry.BUILTIN[kinds.base(k.name)])},' for k in kinds.TABLE)
     lines.append(f"COUNTS = {{{counts}\n}}")
     for kind in kinds.TABLE:
         for call in kind.calls:
-            for module in registry.BUILTIN[kind.name]:
+            for module in registry.BUILTIN[kinds.base(kind.name)]:  # a slot's: its own copies of the functions
                 kernels.append(f"{alias(kind.name, module)}__{call.attr} = stage_function("
-                               f"{alias(kind.name, module)}, \"{call.attr}\", {call.worker}, inline=INLINE)")
+                               f"{alias(kinds.base(kind.name), module)}, \"{call.attr}\", {call.worker}, "
+                               f"inline=INLINE)")
     lines.append("")
     lines += kernels
     for kind in kinds.TABLE:
@@ -73,7 +74,7 @@ def _decorator(call) -> str:
 
 def dispatcher(kind, call) -> list[str]:
     args = ", ".join(call.args)
-    modules = registry.BUILTIN[kind.name]
+    modules = registry.BUILTIN[kinds.base(kind.name)]
     out = [_decorator(call), f"def {call.loop_name}(code, {args}):",
            f'    """The {kind.name} stage of code ``code``: its ``{call.attr}``."""']
     for i, module in enumerate(modules):

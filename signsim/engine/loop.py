@@ -66,30 +66,36 @@ from signsim.stages import kinds
 #: placeholder)
 ProblemData = namedtuple("ProblemData", "pf pi A b ptr idx nparams")
 Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen shift")
-Server = namedtuple("Server", "x srv agg gbuf tally gen part opt hbar")
+Server = namedtuple("Server", "x srv agg gbuf tally gen part opt hbar down diwork")
 RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 
 #: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names);
 #: ``aggregate`` and ``attack`` are read by the binomial engine only (``engine/binomial.py``)
 ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
-        "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients", "workers",
+        "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients", "workers", "downlink",
         # the run's stage of each kind, by its code (``signsim/engine/universal.py``), and the stages' flags
         *(kinds.code_setting(k) for k in kinds.NAMES), *(kinds.flag_setting(f) for f in kinds.FLAGS))
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
 FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
- I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS) = range(17)
+ I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK) = range(18)
 (I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
- I_CODE_SERVER_OPTIMIZER, I_CODE_ESTIMATOR) = (
+ I_CODE_SERVER_OPTIMIZER, I_CODE_ESTIMATOR, I_CODE_DOWN_COMPRESSOR, I_CODE_DOWN_ERROR_FEEDBACK) = (
     ICFG.index(kinds.code_setting(k)) for k in ("momentum", "compressor", "error_feedback", "aggregation", "attack",
-                                                "server_optimizer", "estimator"))
+                                                "server_optimizer", "estimator", "down_compressor",
+                                                "down_error_feedback"))
 I_STEP_SCALED, I_SUMMED, I_OMNISCIENT = (ICFG.index(kinds.flag_setting(f))
                                          for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT"))
 N_ICFG = len(ICFG)
 F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR = range(len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
-SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER, SP_ESTIMATOR = range(6)
+SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER, SP_ESTIMATOR, SP_DOWN_COMPRESSOR = range(7)
+N_SP = 7
+#: rows of the server's ``down`` state with a compressed downlink (docs/theory.md §8.8): the update u before
+#: compression, the error feedback's scratch (its ``g``), the broadcast C(.), its memory e (or EF21's w), its
+#: server-side running sum (EF21)
+D_UPDATE, D_SCRATCH, D_OUT, D_MEMORY, D_SERVER = range(5)
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
 # ``tally``: bits sent so far, up (all messages) and down (every broadcast times the round's S participants); the
@@ -160,6 +166,22 @@ def est_after(code, h, out, p):
 
 
 def est_direction(code, agg, hbar, p, S, M):  # -> the direction
+    raise NotImplementedError
+
+
+def compress_down(code, v, out, p, sign_zero, gen, iwork):  # the downlink's compressor: out <- C(v); -> bits
+    raise NotImplementedError
+
+
+def down_ef_before(code, lr, v, g, e):  # the downlink's error feedback: -> what is compressed
+    raise NotImplementedError
+
+
+def down_ef_after(code, e, out):
+    raise NotImplementedError
+
+
+def down_ef_direction(code, agg, srv):  # -> what x moves by
     raise NotImplementedError
 
 
@@ -365,7 +387,9 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             up += wbits[j]
         tally[T_UP] += up
         tally[T_UP_MAX] = max(tally[T_UP_MAX], up)
-        if icfg[I_SPARSE_DOWN]:
+        if icfg[I_DOWNLINK]:
+            pass  # the broadcast is the compressed update, counted below
+        elif icfg[I_SPARSE_DOWN]:
             tally[T_DOWN] += S * sparse_broadcast_bits(agg)
         else:
             tally[T_DOWN] += S * fcfg[F_DOWN_BITS]
@@ -373,6 +397,18 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                                   server.hbar, sp[SP_ESTIMATOR], S, M)
         direction = server_update(icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt, sp[SP_SERVER_OPTIMIZER], k)
         scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
+        if icfg[I_DOWNLINK]:  # the server broadcasts C(u) of the update u, with its own error feedback (§8.8)
+            down = server.down
+            u = down[D_UPDATE]
+            for i in range(d):
+                u[i] = scale * direction[i]
+            v = down_ef_before(icfg[I_CODE_DOWN_ERROR_FEEDBACK], 1.0, u, down[D_SCRATCH], down[D_MEMORY])
+            out = down[D_OUT]
+            tally[T_DOWN] += S * compress_down(icfg[I_CODE_DOWN_COMPRESSOR], v, out, sp[SP_DOWN_COMPRESSOR],
+                                               icfg[I_SIGN_ZERO], server_gen, server.diwork[0])
+            down_ef_after(icfg[I_CODE_DOWN_ERROR_FEEDBACK], down[D_MEMORY], out)
+            direction = down_ef_direction(icfg[I_CODE_DOWN_ERROR_FEEDBACK], out, down[D_SERVER])
+            scale = 1.0
         if icfg[I_MONOTONE]:
             # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration
             trial = G[0]

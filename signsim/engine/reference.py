@@ -38,6 +38,8 @@ class ReferenceRun:
         self.shift = np.zeros((workers, problem.dim))  # an estimator's h_m (DIANA)
         self.hbar = np.zeros((2, problem.dim))  # its server's mean of the h_m
         self.broadcast = np.zeros(problem.dim)  # the last aggregate (centered clipping starts from it)
+        self.down_e = np.zeros(problem.dim)  # a compressed downlink's error memory (EF) or w (EF21), §8.8
+        self.down_w = np.zeros(problem.dim)  # its EF21 server-side running sum
         self.k = 0
         self.bits_up = 0  # by the formulas of signsim.engine.accounting
         self.bits_down = 0
@@ -107,7 +109,9 @@ class ReferenceRun:
         broadcast = agg.module.reference(msgs, agg.params, int(s.tie), self.server, self.broadcast)
         self.broadcast = broadcast
         d = broadcast.size
-        if accounting.broadcast_is_sparse(comp, agg):
+        if s.downlink:
+            pass  # the compressed update, below
+        elif accounting.broadcast_is_sparse(comp, agg):
             self.bits_down += S * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
         else:
             self.bits_down += S * accounting.downlink_bits(comp, agg, S, d, s.sign_zero, s.tie)
@@ -117,6 +121,13 @@ class ReferenceRun:
         opt = s.server_optimizer
         broadcast = np.asarray(opt.module.reference(broadcast, self.opt, np.asarray(opt.param_array()), k), dtype=float)
         step = s.server_lr * (lr * broadcast if ef.STEP_SCALED else broadcast)
+        if s.downlink:  # the workers receive C(u) of the update u, with the downlink's own error feedback (§8.8)
+            dc, def_ = s.down_compressor, s.down_error_feedback.module
+            v = def_.reference_before(1.0, step, self.down_e)
+            c = np.asarray(dc.module.reference(v, dc.params, int(s.sign_zero), self.server), dtype=float)
+            self.bits_down += S * accounting.message_bits(dc, v, c, s.sign_zero)
+            def_.reference_after(self.down_e, v, c)
+            step = np.asarray(def_.reference_direction(c, self.down_w), dtype=float)
         if s.weight_decay:
             step = step + lr * s.weight_decay * self.x
         trial = self.x - step

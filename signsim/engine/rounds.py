@@ -56,6 +56,10 @@ def validate(cfg) -> None:
         what = f"--local-steps {H}" if H != 1 else given if partial else f"--server-lr {_shown(cfg.server_lr)}"
         raise InputError(f"{what} does not apply with --votes binomial (it draws one vote of all M workers at x per "
                          "iteration); drop one of the two")
+    down = str(getattr(cfg, "down_compressor", None) or "none")
+    if cfg.votes == "binomial" and down != "none":
+        raise InputError(f"--down-compressor {down} does not apply with --votes binomial (its vote steps by the "
+                         "majority sign); drop one of the two")
     server_opt = str(getattr(cfg, "server_opt", None) or "sgd")
     if cfg.votes == "binomial" and server_opt.split(":")[0] != "sgd":
         raise InputError(f"--server-opt {server_opt} does not apply with --votes binomial (its vote steps by the "

@@ -79,6 +79,13 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
                   sig(code, server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k)),
                  (("module", "signsim.engine.universal", "est_direction"),
                   sig(code, server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S))]
+        down = server.down[0]  # a compressed downlink's vectors (the loop's D_* rows), as the loop types them
+        jobs += [(("module", "signsim.engine.universal", "compress_down"),
+                  sig(code, down, down, sp[loop.SP_DOWN_COMPRESSOR], icfg[loop.I_SIGN_ZERO], server.gen,
+                      server.diwork[0])),
+                 (("module", "signsim.engine.universal", "down_ef_before"), sig(code, 1.0, down, down, down)),
+                 (("module", "signsim.engine.universal", "down_ef_after"), sig(code, down, down)),
+                 (("module", "signsim.engine.universal", "down_ef_direction"), sig(code, down, down))]
     elif compose.builtin_only(stages):  # a composition's own loop: the functions of its server-side stages
         aggregation, ef, opt = stages["aggregation"], stages["error_feedback"], stages["server_optimizer"]
         est = stages["estimator"]

@@ -56,6 +56,8 @@ COUNTS = {
     "attack": 4,
     "server_optimizer": 5,
     "estimator": 2,
+    "down_compressor": 12,
+    "down_error_feedback": 3,
 }
 
 _momentum__none__kernel = stage_function(_momentum__none, "kernel", True, inline=INLINE)
@@ -114,6 +116,27 @@ _estimator__none__after = stage_function(_estimator__none, "after", True, inline
 _estimator__diana__after = stage_function(_estimator__diana, "after", True, inline=INLINE)
 _estimator__none__direction = stage_function(_estimator__none, "direction", False, inline=INLINE)
 _estimator__diana__direction = stage_function(_estimator__diana, "direction", False, inline=INLINE)
+_down_compressor__identity__kernel = stage_function(_compressor__identity, "kernel", False, inline=INLINE)
+_down_compressor__sign__kernel = stage_function(_compressor__sign, "kernel", False, inline=INLINE)
+_down_compressor__sto_sign__kernel = stage_function(_compressor__sto_sign, "kernel", False, inline=INLINE)
+_down_compressor__scaled_sign__kernel = stage_function(_compressor__scaled_sign, "kernel", False, inline=INLINE)
+_down_compressor__qsgd__kernel = stage_function(_compressor__qsgd, "kernel", False, inline=INLINE)
+_down_compressor__terngrad__kernel = stage_function(_compressor__terngrad, "kernel", False, inline=INLINE)
+_down_compressor__top_k__kernel = stage_function(_compressor__top_k, "kernel", False, inline=INLINE)
+_down_compressor__rand_k__kernel = stage_function(_compressor__rand_k, "kernel", False, inline=INLINE)
+_down_compressor__natural__kernel = stage_function(_compressor__natural, "kernel", False, inline=INLINE)
+_down_compressor__onebit__kernel = stage_function(_compressor__onebit, "kernel", False, inline=INLINE)
+_down_compressor__noisy_sign__kernel = stage_function(_compressor__noisy_sign, "kernel", False, inline=INLINE)
+_down_compressor__dither__kernel = stage_function(_compressor__dither, "kernel", False, inline=INLINE)
+_down_error_feedback__none__before = stage_function(_error_feedback__none, "before", False, inline=INLINE)
+_down_error_feedback__ef__before = stage_function(_error_feedback__ef, "before", False, inline=INLINE)
+_down_error_feedback__ef21__before = stage_function(_error_feedback__ef21, "before", False, inline=INLINE)
+_down_error_feedback__none__after = stage_function(_error_feedback__none, "after", False, inline=INLINE)
+_down_error_feedback__ef__after = stage_function(_error_feedback__ef, "after", False, inline=INLINE)
+_down_error_feedback__ef21__after = stage_function(_error_feedback__ef21, "after", False, inline=INLINE)
+_down_error_feedback__none__direction = stage_function(_error_feedback__none, "direction", False, inline=INLINE)
+_down_error_feedback__ef__direction = stage_function(_error_feedback__ef, "direction", False, inline=INLINE)
+_down_error_feedback__ef21__direction = stage_function(_error_feedback__ef21, "direction", False, inline=INLINE)
 
 
 @njit(inline="always", _nrt=False)
@@ -349,3 +372,82 @@ def est_direction(code, agg, hbar, p, S, M):
 def est_direction__one(code, agg, hbar, p, S, M):
     """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
     return _stage(agg, hbar, p, S, M)
+
+
+@njit(cache=True)
+def compress_down(code, v, out, p, sign_zero, gen, iwork):
+    """The down_compressor stage of code ``code``: its ``kernel``."""
+    if code == 0:
+        return _down_compressor__identity__kernel(v, out, p, sign_zero, gen, iwork)
+    if code == 1:
+        return _down_compressor__sign__kernel(v, out, p, sign_zero, gen, iwork)
+    if code == 2:
+        return _down_compressor__sto_sign__kernel(v, out, p, sign_zero, gen, iwork)
+    if code == 3:
+        return _down_compressor__scaled_sign__kernel(v, out, p, sign_zero, gen, iwork)
+    if code == 4:
+        return _down_compressor__qsgd__kernel(v, out, p, sign_zero, gen, iwork)
+    if code == 5:
+        return _down_compressor__terngrad__kernel(v, out, p, sign_zero, gen, iwork)
+    if code == 6:
+        return _down_compressor__top_k__kernel(v, out, p, sign_zero, gen, iwork)
+    if code == 7:
+        return _down_compressor__rand_k__kernel(v, out, p, sign_zero, gen, iwork)
+    if code == 8:
+        return _down_compressor__natural__kernel(v, out, p, sign_zero, gen, iwork)
+    if code == 9:
+        return _down_compressor__onebit__kernel(v, out, p, sign_zero, gen, iwork)
+    if code == 10:
+        return _down_compressor__noisy_sign__kernel(v, out, p, sign_zero, gen, iwork)
+    return _down_compressor__dither__kernel(v, out, p, sign_zero, gen, iwork)
+
+
+def compress_down__one(code, v, out, p, sign_zero, gen, iwork):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(v, out, p, sign_zero, gen, iwork)
+
+
+@njit(cache=True)
+def down_ef_before(code, lr, v, g, e):
+    """The down_error_feedback stage of code ``code``: its ``before``."""
+    if code == 0:
+        return _down_error_feedback__none__before(lr, v, g, e)
+    if code == 1:
+        return _down_error_feedback__ef__before(lr, v, g, e)
+    return _down_error_feedback__ef21__before(lr, v, g, e)
+
+
+def down_ef_before__one(code, lr, v, g, e):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(lr, v, g, e)
+
+
+@njit(cache=True)
+def down_ef_after(code, e, out):
+    """The down_error_feedback stage of code ``code``: its ``after``."""
+    if code == 0:
+        _down_error_feedback__none__after(e, out)
+    elif code == 1:
+        _down_error_feedback__ef__after(e, out)
+    elif code == 2:
+        _down_error_feedback__ef21__after(e, out)
+
+
+def down_ef_after__one(code, e, out):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    _stage(e, out)
+
+
+@njit(cache=True)
+def down_ef_direction(code, agg, srv):
+    """The down_error_feedback stage of code ``code``: its ``direction``."""
+    if code == 0:
+        return _down_error_feedback__none__direction(agg, srv)
+    if code == 1:
+        return _down_error_feedback__ef__direction(agg, srv)
+    return _down_error_feedback__ef21__direction(agg, srv)
+
+
+def down_ef_direction__one(code, agg, srv):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(agg, srv)

@@ -258,14 +258,18 @@ def validate(cfg: RunConfig) -> None:
 
     for kind, spec in (("aggregation", cfg.aggregate), ("attack", cfg.attack), ("compressor", cfg.compressor),
                        ("error_feedback", cfg.error_feedback), ("server_optimizer", cfg.server_opt),
-                       ("estimator", cfg.grad_estimator)):
+                       ("estimator", cfg.grad_estimator), ("down_error_feedback", cfg.down_feedback)):
         stage_spec(kind, spec)  # an unknown name, with the closest one ("did you mean 'top-k'?")
+    if cfg.down_compressor != "none":
+        stage_spec("down_compressor", cfg.down_compressor)
+        stages.parse_down_compressor(cfg.down_compressor)
     stages.parse_aggregate(cfg.aggregate)
     stages.parse_attack(cfg.attack)
     stages.parse_compressor(cfg.compressor)
     stages.parse_error_feedback(cfg.error_feedback)
     stages.parse_server_optimizer(cfg.server_opt)
     stages.parse_estimator(cfg.grad_estimator)
+    stages.parse_down_error_feedback(cfg.down_feedback)
     if cfg.momentum2 is not None:
         _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
     stages.check_composition(cfg, cfg.method)

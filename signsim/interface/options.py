@@ -195,6 +195,11 @@ TABLE: tuple[Option, ...] = (
     _run("server_opt", "str", "the server's optimizer: sgd | momentum[:BETA] (FedAvgM) | adam[:B1:B2:TAU] | "
          "yogi[:B1:B2:TAU] | adagrad[:B1:B2:TAU] (FedAdam, FedYogi, FedAdagrad; default: sgd)", P_RUN,
          default="sgd", commands=("run",)),
+    _run("down_compressor", "str", "compress the server's broadcast: none | a compressor spec (as --compressor); "
+         "the workers receive C(u) of the server's update u and x moves by it (default: none)", P_RUN,
+         default="none", commands=("run",)),
+    _run("down_feedback", "str", "the downlink's error feedback: none | ef | ef21 (needs a contractive "
+         "--down-compressor; default: none)", P_RUN, default="none", commands=("run",)),
     _run("participation", "float", "fraction P in (0, 1] of the workers sampled each round (default: 1)", P_RUN,
          lo=0, hi=1, lo_open=True, what="the participation fraction", commands=("run", "check-spb", "bound")),
     _run("clients_per_round", "int", "S of the M workers sampled each round, uniformly without replacement "
@@ -342,7 +347,7 @@ RECORD_ORDER = (
     "dim",
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
-    "grad_estimator", "model",
+    "grad_estimator", "model", "down_compressor", "down_feedback",
 )
 
 

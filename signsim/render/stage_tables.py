@@ -11,8 +11,8 @@ import re
 from signsim.stages import kinds, registry
 
 #: each kind's table title (``signsim.stages.kinds``)
-TITLES = {k.name: k.title for k in kinds.TABLE}
-KINDS = kinds.NAMES
+TITLES = {k.name: k.title for k in kinds.PRIMARY}
+KINDS = tuple(TITLES)
 
 
 def summary(mod, kind: str) -> str:

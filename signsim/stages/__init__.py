@@ -87,6 +87,15 @@ def parse_estimator(spec: str) -> Stage:
     return parse("estimator", spec)
 
 
+def parse_down_compressor(spec: str, dim: int | None = None) -> Stage:
+    """The downlink's compressor (any compressor, by ``--down-compressor``)."""
+    return parse("down_compressor", spec, dim)
+
+
+def parse_down_error_feedback(spec: str) -> Stage:
+    return parse("down_error_feedback", spec)
+
+
 def momentum_stage(method, cfg) -> Stage:
     """The momentum stage of a method: Lion's, EMA (from m_0 = g_hat(x_0) for SSDM) when beta > 0, else none."""
     if method.momentum_kind == "lion":
@@ -100,7 +109,11 @@ def momentum_stage(method, cfg) -> Stage:
 
 def compressor_constant(spec: str, dim: int) -> dict[str, float | str | None]:
     """{"kind": ..., "omega" or "alpha": value, and the parameters} of a compressor spec at dimension ``dim``."""
-    stage = parse_compressor(spec, dim)
+    return compressor_constant_of(parse_compressor(spec, dim), dim)
+
+
+def compressor_constant_of(stage: Stage, dim: int) -> dict[str, float | str | None]:
+    """``compressor_constant`` of a resolved compressor stage (either slot)."""
     mod = stage.module
     out: dict[str, float | str | None] = {"kind": mod.KIND}
     value = mod.constant(dim, *stage.params)
@@ -134,6 +147,13 @@ def check_composition(cfg, method_name: str) -> None:
     if est != "none" and agg != "mean":
         raise InputError(f"--grad-estimator {est} with --aggregate {cfg.aggregate}: its server adds the mean of the "
                          "messages to the mean of the shifts, which only the mean allows")
+    down, down_ef = str(getattr(cfg, "down_compressor", "none")), str(getattr(cfg, "down_feedback", "none"))
+    if down_ef != "none" and down == "none":
+        raise InputError(f"--down-feedback {down_ef} needs a --down-compressor (the broadcast it corrects)")
+    if down_ef != "none" and not accepts_error_feedback(parse_down_compressor(down).module):
+        contractive = sorted(n for n, m in registry.stages("compressor").items() if accepts_error_feedback(m))
+        raise InputError(f"--down-feedback {down_ef} with --down-compressor {down}: error feedback needs a "
+                         f"contractive compressor ({', '.join(contractive)})")
     if attack.OMNISCIENT and cfg.byzantine >= cfg.workers:
         raise InputError(f"--attack {cfg.attack} with --byzantine {cfg.byzantine}: the attack needs at least one "
                          "honest worker")
@@ -156,4 +176,8 @@ def describe(settings, cfg, dim: int) -> dict:
         "weight_decay": settings.weight_decay,
         "server_optimizer": settings.server_optimizer.spec,
         "estimator": settings.estimator.spec,
+        "downlink": None if settings.down_compressor is None else {
+            "compressor": {"spec": settings.down_compressor.spec,
+                           **compressor_constant_of(settings.down_compressor, dim)},
+            "error_feedback": settings.down_error_feedback.name},
     }

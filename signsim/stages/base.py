@@ -29,7 +29,7 @@ from signsim.stages import kinds
 
 FLOAT_BITS = 32
 #: the kinds of stage, in the order of a step, and the option that names each (``signsim.stages.kinds``)
-KINDS = kinds.NAMES
+KINDS = tuple(k.name for k in kinds.PRIMARY)  # (a slot of a kind, kinds.Kind.of, takes that kind's modules)
 OPTION = {k.name: k.option for k in kinds.TABLE}
 #: every stage kernel takes its parameters as a float64 array of this length
 MAX_PARAMS = 4

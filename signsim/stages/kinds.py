@@ -11,7 +11,9 @@ docs' stage tables (``signsim.render.stage_tables``). Pure Python: importing it 
 A worker's step, in order: momentum -> estimator (before: the shift) -> error feedback (before) -> compressor ->
 error feedback (after) -> estimator (after) -> attack (row); the server's: attack (rows, omniscient) -> aggregation
 (finish of the sum, or robust) -> error feedback (direction) -> estimator (direction) -> server optimizer (the
-update x moves by).
+update x moves by) -> the downlink, when compressed: its error feedback (before) -> its compressor -> its error
+feedback (after, direction): what the workers receive and x moves by (docs/theory.md §8.8). The downlink's two
+kinds are slots (``Kind.of``) for the compressor's and the error feedback's modules.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ class Kind:
     #: what a module of this kind declares besides NAME, PARAMS, SUMMARY and the calls' functions: attribute ->
     #: "function" or a type
     declares: dict[str, object] = field(default_factory=dict)
+    #: a second slot for the stages of another kind (the downlink's compressor and error feedback): the same modules
+    #: (folder, registry, plugins, docs table), under the slot's own option, code, parameters, state and loop names
+    of: str | None = None
 
     @property
     def required(self) -> dict[str, object]:
@@ -108,10 +113,29 @@ TABLE: tuple[Kind, ...] = (
          states=(State("STATE", "shift", ("M", "d")), State("STATE", "hbar", ("2", "d"))),
          declares={"STATE": bool, "reference_before": "function", "reference_after": "function",
                    "reference_direction": "function"}),
+
+    Kind("down_compressor", "compressors", "--down-compressor", "Downlink compressors (`--down-compressor`)", "server",
+         (Call("compress_down", "kernel", ("v", "out", "p", "sign_zero", "gen", "iwork"), True, False),),
+         states=(State("SCRATCH", "diwork", ("1", "d"), "int64"),), of="compressor"),
+    Kind("down_error_feedback", "error_feedback", "--down-feedback",
+         "Downlink error feedback (`--down-feedback`)", "server",
+         (Call("down_ef_before", "before", ("lr", "v", "g", "e"), True, False),
+          Call("down_ef_after", "after", ("e", "out"), False, False),
+          Call("down_ef_direction", "direction", ("agg", "srv"), True, False)),
+         states=(State("STATE", "down", ("5", "d")),), of="error_feedback"),
 )
 
 BY_NAME: dict[str, Kind] = {k.name: k for k in TABLE}
+#: every kind, slots included (each has its code and flags in the loop's settings)
 NAMES: tuple[str, ...] = tuple(k.name for k in TABLE)
+#: the kinds with modules of their own (a folder, a registry entry, a plugin's STAGE, a docs table)
+PRIMARY: tuple[Kind, ...] = tuple(k for k in TABLE if k.of is None)
+
+
+def base(kind: str) -> str:
+    """The kind whose modules ``kind`` takes: itself, or the kind a slot is of."""
+    return BY_NAME[kind].of or kind
+
 #: every call of every kind, by the loop's name
 CALLS: dict[str, tuple[Kind, Call]] = {c.loop_name: (k, c) for k in TABLE for c in k.calls}
 #: every flag the loop reads, by the loop's name

@@ -22,7 +22,7 @@ from signsim.stages import kinds, registry
 from signsim.stages.base import KINDS, Param
 
 #: what each kind of stage must declare: attribute -> "function" or a type (the table of kinds)
-REQUIRED: dict[str, dict[str, object]] = {k.name: k.required for k in kinds.TABLE}
+REQUIRED: dict[str, dict[str, object]] = {k.name: k.required for k in kinds.PRIMARY}
 COMPRESSOR_KINDS = ("unbiased", "contractive", "biased")
 BROADCASTS = ("floats", "sparse", "sign-sum")
 

@@ -25,7 +25,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "server_optimizer": ("sgd", "momentum", "adam", "yogi", "adagrad"),
     "estimator": ("none", "diana"),
 }
-FOLDER = {k.name: k.folder for k in kinds.TABLE}
+FOLDER = {k.name: k.folder for k in kinds.PRIMARY}
 
 #: stages from plugins, by kind and name (``signsim.stages.plugins.load`` adds to it)
 PLUGINS: dict[str, dict[str, ModuleType]] = {k: {} for k in KINDS}
@@ -33,7 +33,8 @@ _BUILTIN_CACHE: dict[str, dict[str, ModuleType]] = {}
 
 
 def builtin(kind: str) -> dict[str, ModuleType]:
-    """The built-in modules of ``kind``, by stage name, in order."""
+    """The built-in modules of ``kind`` (a slot's: those of the kind it is of), by stage name, in order."""
+    kind = kinds.base(kind)
     if kind not in _BUILTIN_CACHE:
         mods = [importlib.import_module(f"signsim.stages.{FOLDER[kind]}.{m}") for m in BUILTIN[kind]]
         _BUILTIN_CACHE[kind] = {m.NAME: m for m in mods}
@@ -46,7 +47,7 @@ def stages(kind: str) -> dict[str, ModuleType]:
     from signsim.stages import plugins
 
     plugins.load_entry_points()
-    return {**builtin(kind), **PLUGINS[kind]}
+    return {**builtin(kind), **PLUGINS[kinds.base(kind)]}
 
 
 @dataclass(frozen=True)
