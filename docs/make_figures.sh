@@ -19,6 +19,9 @@ signsim plot "$out/digits-mlp.json" --x megabytes --y accuracy --out "$fig/digit
 # your own PyTorch model (needs torch: pip install 'signsim[torch]')
 signsim run --config configs/paper/torch-digits-cnn.toml --out "$out/torch-digits-cnn.json" --quiet
 signsim plot "$out/torch-digits-cnn.json" --x megabytes --y accuracy --out "$fig/torch-digits-cnn.png"
+signsim diversity --config configs/paper/torch-cnn-heuristics.toml --at run:800 --out "$out/torch-cnn-heuristics.json" \
+    --quiet
+signsim plot "$out/torch-cnn-heuristics.json" --out "$fig/torch-cnn-heuristics.png"
 signsim plot "$out/compressors.json" --x megabytes --y accuracy --out "$fig/compressors.png"
 signsim plot "$out/heavy-tails.json" --y loss --out "$fig/heavy-tails.png"
 signsim plot "$out/rosenbrock-batch.json" --x batch-size --y spb-fraction --out "$fig/rosenbrock-batch-spb.png"

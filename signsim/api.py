@@ -491,6 +491,12 @@ def _diversity(file_values: dict[str, Any], given: dict[str, Any], progress_for,
     if experiment is not None:
         from signsim.commands.experiments import run as run_experiment
 
+        at = own.get("at")
+        if at not in (None, "init"):  # --at names the experiment's point (it was silently ignored)
+            if not hasattr(experiment.options, "at"):
+                raise InputError(f"--at {at}: the {experiment.kind} experiment has no point to compute at")
+            experiment.options.at = str(at)
+
         return run_experiment(values, experiment, progress_for or (lambda label: None))
     cfg = _resolve(values)
     if on_start:

@@ -2,7 +2,6 @@
 benchmarks/bench_startup.py: it takes a minute or more on 2 cores)."""
 
 import hashlib
-
 import re
 
 import pytest
@@ -68,7 +67,7 @@ def test_the_compile_notice_says_what_compiles_and_its_command_selects_something
         for family in (*FAMILIES, None):
             for dtype in compiling.DTYPES:
                 words = compiling.ahead(command, family, dtype).split()
-                flags = dict(zip(words[2::2], words[3::2]))
+                flags = dict(zip(words[2::2], words[3::2], strict=True))
                 picked = compiling.select([flags["--command"]], [flags["--family"]] if "--family" in flags else None,
                                           flags.get("--dtype"))
                 assert picked, (command, family, dtype, words)

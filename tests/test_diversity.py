@@ -1,5 +1,7 @@
 """Gradient diversity and the noise scale (docs/theory.md §6) against materialized per-sample gradients."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -205,3 +207,15 @@ def test_the_largest_batch_under_a_huge_delta_is_the_population(cli):
     r = cli("diversity", "--delta", "1e308", "--json")
     assert r.code == 0, r.err
     assert r.json()["largest_batch"] == r.json()["n"]
+
+
+def test_at_chooses_the_point_of_a_heuristics_experiment_and_is_refused_where_there_is_none(cli):
+    """--at with an [experiment] config was silently ignored: the experiment computed at its own point."""
+    paper = Path(__file__).resolve().parents[1] / "configs" / "paper"
+    r = cli("diversity", "--config", paper / "diversity-heuristics.toml", "--at", "run:5", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["experiment"]["at"] == "run:5" and doc["point"].startswith("after 5 iterations"), doc["point"]
+    r = cli("diversity", "--config", paper / "stability-logistic.toml", "--at", "run:5")
+    assert r.code == 2 and r.err.strip() == "signsim: error: --at run:5: the stability experiment has no point to " \
+        "compute at", r.err

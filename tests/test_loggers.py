@@ -98,7 +98,7 @@ def test_a_comparison_logs_one_folder_per_variant(tmp_path):
                                                                  {"label": "sgd", "method": "sgd"}]}
     doc = signsim.run(config, log=[f"tensorboard:{tmp_path}"]).to_dict()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sgd", "sign_vote"]
-    for name, run in zip(("sign_vote", "sgd"), doc["runs"]):
+    for name, run in zip(("sign_vote", "sgd"), doc["runs"], strict=True):
         got = read_events(tmp_path / name)
         assert got["loss"] == {row["iter"]: np.float32(row["loss"]) for row in run["history"]}
 
