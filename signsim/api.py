@@ -405,7 +405,7 @@ def execute(command: str, config: Any = None, options: Mapping[str, Any] | None 
     (config < options), check, run, write ``out``; return the results document. ``progress_for(label)`` gives
     the progress callback of each run; ``on_start(cfg)`` is called once the command's config is resolved (one
     run, or the point a diagnostic computes at)."""
-    given = _given(API_OF[command], options or {})
+    given = _given(API_OF[command], _model_objects(options or {}))
     progress = given.pop("progress", None)
     if progress is not None and progress_for is None:
         progress_for = lambda label: progress  # noqa: E731
@@ -431,6 +431,21 @@ def _log(values: Any) -> list:
     from signsim.render.loggers import parse
 
     return parse(values)
+
+
+def _model_objects(options: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``model=signsim.torch.Model(...)`` (your model as objects of this process) as the ``model`` option's value that
+    names it (``signsim.torch.model_file.register``); a file name passes as it is."""
+    value = options.get("model")
+    if value is None or isinstance(value, (str, Path)):
+        return options
+    from signsim.torch import Model
+
+    if not isinstance(value, Model):
+        raise InputError(f"model: a model file's name or a signsim.torch.Model, got {type(value).__name__}")
+    from signsim.torch.model_file import register
+
+    return {**options, "model": register(value)}
 
 
 def _run(file_values: dict[str, Any], given: dict[str, Any], progress_for, on_start) -> dict[str, Any]:

@@ -367,3 +367,66 @@ def test_nan_minibatch_gradient_frozen_layers_and_multilabel_targets(tmp_path, c
     assert r.code == 0, r.err
     final = r.json()["final"]  # (no accuracy for a model that is not a classifier)
     assert final.get("test_acc") is None and final.get("train_acc") is None and np.isfinite(final["loss"])
+
+
+# --- your model as objects of this process: signsim.torch.Model ---------------------------------------------------
+
+
+def _small_module(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("small_model_for_test", write(tmp_path, SMALL_FILE))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_model_given_as_objects_runs_as_its_file_does(tmp_path):
+    import signsim
+    from signsim.torch import Model
+
+    mod = _small_module(tmp_path)
+    common = dict(method="signum", workers=5, iters=30, lr=0.01, batch_size=4, clients_per_round=3, seed=11)
+    from_file = signsim.run(model=write(tmp_path, SMALL_FILE, "same.py"), **common).to_dict()
+    X, y = mod.data()
+    as_objects = signsim.run(model=Model(mod.model, mod.loss, (X, y), name="small"), **common).to_dict()
+    assert as_objects["history"] == from_file["history"]  # model() made under the same seed, the same rows
+    assert as_objects["config"]["model"].startswith("python:small:")
+    # a Dataset of (x, y) pairs and a TensorDataset give the arrays' run
+    t = torch.utils.data.TensorDataset(torch.from_numpy(X), torch.from_numpy(y))
+
+    class Pairs(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(X)
+
+        def __getitem__(self, i):
+            return torch.from_numpy(X[i]), int(y[i])
+
+    for data in (t, Pairs(), lambda: (X, y)):
+        again = signsim.run(model=Model(mod.model, mod.loss, data, name="small"), **common).to_dict()
+        assert again["history"] == from_file["history"], type(data).__name__
+
+
+def test_a_module_given_itself_is_copied_for_each_run(tmp_path):
+    import signsim
+    from signsim.torch import Model
+
+    mod = _small_module(tmp_path)
+    torch.manual_seed(5)
+    net = mod.model()
+    before = [p.detach().clone() for p in net.parameters()]
+    m = Model(net, mod.loss, mod.data, name="net")
+    runs = [signsim.run(model=m, method="sgd", workers=3, iters=20, lr=0.1).to_dict() for _ in range(2)]
+    assert runs[0]["history"] == runs[1]["history"] and runs[0]["final"]["loss"] < runs[0]["history"][0]["loss"]
+    assert all(torch.equal(a, b) for a, b in zip(before, net.parameters(), strict=True))  # the user's net untouched
+
+
+def test_bad_model_objects_are_one_line(cli):
+    import signsim
+    from signsim.errors import InputError
+
+    with pytest.raises(InputError, match="model: a model file's name or a signsim.torch.Model, got int"):
+        signsim.run(model=5, iters=2)
+    r = cli("run", "--model", "python:mine:1", "--iters", "2")
+    assert r.code == 2 and "--model python:mine:1: no model of that name was given in this Python process" in r.err
+    assert len(r.err.strip().splitlines()) == 1

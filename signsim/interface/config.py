@@ -162,8 +162,8 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
 
         check_plugin_paths(cfg.plugin)
         cfg.plugin = plugins.absolute(cfg.plugin)
-    if cfg.model is not None:  # an absolute path: sweep workers (Dask ones too) load the same file
-        from signsim.interface.paths import home_expanded
+    if cfg.model is not None and not str(cfg.model).startswith("python:"):  # an absolute path: sweep workers
+        from signsim.interface.paths import home_expanded  # (Dask ones too) load the same file; python: in memory
 
         cfg.model = str(home_expanded(cfg.model, "--model").resolve())
     cap = os.environ.get("SIGNSIM_MAX_ITERS")

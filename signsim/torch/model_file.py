@@ -56,8 +56,13 @@ def culprit(e: BaseException, path: str) -> str:
 
 def load(path: str | Path) -> ModelFile:
     """The model file at ``path``, executed once per content (an edited file loads afresh), its contract checked."""
-    p = Path(path).expanduser()
     shown = str(path)
+    if shown.startswith(PREFIX):
+        if shown not in IN_MEMORY:
+            raise _fail(shown, "no model of that name was given in this Python process (signsim.torch.Model); a "
+                        "sweep's worker processes need a model file")
+        return _checked(IN_MEMORY[shown])
+    p = Path(path).expanduser()
     if not p.is_file():
         raise _fail(shown, "no such file" if not p.exists() else "not a regular file")
     if p.suffix != ".py":
@@ -79,6 +84,13 @@ def load(path: str | Path) -> ModelFile:
                 raise
             raise _fail(shown, f"failed to load: {culprit(e, str(p))}") from None
         sys.modules[name] = mod
+    return _checked(ModelFile(str(p.resolve()), sha, mod), shown)
+
+
+def _checked(mf: ModelFile, shown: str | None = None) -> ModelFile:
+    """``mf`` once its functions are checked against the contract (one error line naming it otherwise)."""
+    shown = shown or mf.path
+    mod = mf.module
     for fn, arity in CONTRACT.items():
         f = getattr(mod, fn, None)
         if f is None:
@@ -94,7 +106,52 @@ def load(path: str | Path) -> ModelFile:
                 from None
         except ValueError:
             pass  # a builtin without a signature: called as it is
-    return ModelFile(str(p.resolve()), sha, mod)
+    return mf
+
+
+#: a ``--model`` value that names a model given as Python objects in this process (``signsim.torch.Model``)
+PREFIX = "python:"
+#: those models, by that value
+IN_MEMORY: dict[str, ModelFile] = {}
+
+
+def register(model) -> str:
+    """The ``model`` option's value for a ``signsim.torch.Model``: ``python:NAME:N``, N counting the models
+    registered in this process (a sweep's worker processes cannot load it: give them a file)."""
+    from types import SimpleNamespace
+
+    key = f"{PREFIX}{model.name}:{len(IN_MEMORY) + 1}"
+    module = SimpleNamespace(model=_maker(model.model), loss=model.loss, data=_data(model.data))
+    IN_MEMORY[key] = ModelFile(key, "", module)  # no file, so no hash: the results record the name only
+    return key
+
+
+def _maker(model):
+    """model(): a fresh module per call; a module given itself is copied (the runs start from its weights)."""
+    if callable(model) and not hasattr(model, "parameters"):
+        return model
+    import copy
+
+    return lambda: copy.deepcopy(model)
+
+
+def _data(data):
+    """data(): arrays as given, a function's result, or a torch Dataset's samples stacked (a TensorDataset's
+    tensors as they are)."""
+    def get():
+        value = data() if callable(data) and not hasattr(data, "__getitem__") else data
+        tensors = getattr(value, "tensors", None)
+        if isinstance(tensors, tuple) and len(tensors) == 2:
+            return tensors
+        if hasattr(value, "__getitem__") and hasattr(value, "__len__") and not isinstance(value, (tuple, list)):
+            import torch
+
+            items = [value[i] for i in range(len(value))]
+            return (torch.stack([torch.as_tensor(x) for x, _ in items]),
+                    torch.stack([torch.as_tensor(y) for _, y in items]))
+        return value
+
+    return get
 
 
 def call(mf: ModelFile, fn: str, *args) -> Any:
