@@ -8,10 +8,15 @@ from numba import njit
 
 from signsim.engine.compose import stage_function
 from signsim.stages.aggregation import cclip as _aggregation__cclip
+from signsim.stages.aggregation import geomed as _aggregation__geomed
 from signsim.stages.aggregation import krum as _aggregation__krum
 from signsim.stages.aggregation import majority as _aggregation__majority
+from signsim.stages.aggregation import mda as _aggregation__mda
+from signsim.stages.aggregation import meamed as _aggregation__meamed
 from signsim.stages.aggregation import mean as _aggregation__mean
 from signsim.stages.aggregation import median as _aggregation__median
+from signsim.stages.aggregation import monna as _aggregation__monna
+from signsim.stages.aggregation import multikrum as _aggregation__multikrum
 from signsim.stages.aggregation import trimmed as _aggregation__trimmed
 from signsim.stages.attacks import alie as _attack__alie
 from signsim.stages.attacks import invert as _attack__invert
@@ -52,7 +57,7 @@ COUNTS = {
     "momentum": 4,
     "compressor": 12,
     "error_feedback": 3,
-    "aggregation": 6,
+    "aggregation": 11,
     "attack": 4,
     "server_optimizer": 5,
     "estimator": 2,
@@ -91,12 +96,22 @@ _aggregation__median__finish = stage_function(_aggregation__median, "finish", Fa
 _aggregation__trimmed__finish = stage_function(_aggregation__trimmed, "finish", False, inline=INLINE)
 _aggregation__krum__finish = stage_function(_aggregation__krum, "finish", False, inline=INLINE)
 _aggregation__cclip__finish = stage_function(_aggregation__cclip, "finish", False, inline=INLINE)
+_aggregation__geomed__finish = stage_function(_aggregation__geomed, "finish", False, inline=INLINE)
+_aggregation__multikrum__finish = stage_function(_aggregation__multikrum, "finish", False, inline=INLINE)
+_aggregation__meamed__finish = stage_function(_aggregation__meamed, "finish", False, inline=INLINE)
+_aggregation__monna__finish = stage_function(_aggregation__monna, "finish", False, inline=INLINE)
+_aggregation__mda__finish = stage_function(_aggregation__mda, "finish", False, inline=INLINE)
 _aggregation__mean__robust = stage_function(_aggregation__mean, "robust", False, inline=INLINE)
 _aggregation__majority__robust = stage_function(_aggregation__majority, "robust", False, inline=INLINE)
 _aggregation__median__robust = stage_function(_aggregation__median, "robust", False, inline=INLINE)
 _aggregation__trimmed__robust = stage_function(_aggregation__trimmed, "robust", False, inline=INLINE)
 _aggregation__krum__robust = stage_function(_aggregation__krum, "robust", False, inline=INLINE)
 _aggregation__cclip__robust = stage_function(_aggregation__cclip, "robust", False, inline=INLINE)
+_aggregation__geomed__robust = stage_function(_aggregation__geomed, "robust", False, inline=INLINE)
+_aggregation__multikrum__robust = stage_function(_aggregation__multikrum, "robust", False, inline=INLINE)
+_aggregation__meamed__robust = stage_function(_aggregation__meamed, "robust", False, inline=INLINE)
+_aggregation__monna__robust = stage_function(_aggregation__monna, "robust", False, inline=INLINE)
+_aggregation__mda__robust = stage_function(_aggregation__mda, "robust", False, inline=INLINE)
 _attack__invert__row = stage_function(_attack__invert, "row", True, inline=INLINE)
 _attack__random__row = stage_function(_attack__random, "row", True, inline=INLINE)
 _attack__alie__row = stage_function(_attack__alie, "row", True, inline=INLINE)
@@ -250,6 +265,16 @@ def finish_aggregate(code, agg, M, p, tie, gen):
         _aggregation__krum__finish(agg, M, p, tie, gen)
     elif code == 5:
         _aggregation__cclip__finish(agg, M, p, tie, gen)
+    elif code == 6:
+        _aggregation__geomed__finish(agg, M, p, tie, gen)
+    elif code == 7:
+        _aggregation__multikrum__finish(agg, M, p, tie, gen)
+    elif code == 8:
+        _aggregation__meamed__finish(agg, M, p, tie, gen)
+    elif code == 9:
+        _aggregation__monna__finish(agg, M, p, tie, gen)
+    elif code == 10:
+        _aggregation__mda__finish(agg, M, p, tie, gen)
 
 
 def finish_aggregate__one(code, agg, M, p, tie, gen):
@@ -272,6 +297,16 @@ def robust_aggregate(code, msg, agg, p):
         _aggregation__krum__robust(msg, agg, p)
     elif code == 5:
         _aggregation__cclip__robust(msg, agg, p)
+    elif code == 6:
+        _aggregation__geomed__robust(msg, agg, p)
+    elif code == 7:
+        _aggregation__multikrum__robust(msg, agg, p)
+    elif code == 8:
+        _aggregation__meamed__robust(msg, agg, p)
+    elif code == 9:
+        _aggregation__monna__robust(msg, agg, p)
+    elif code == 10:
+        _aggregation__mda__robust(msg, agg, p)
 
 
 def robust_aggregate__one(code, msg, agg, p):

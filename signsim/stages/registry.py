@@ -20,7 +20,8 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "compressor": ("identity", "sign", "sto_sign", "scaled_sign", "qsgd", "terngrad", "top_k", "rand_k",
                    "natural", "onebit", "noisy_sign", "dither"),
     "error_feedback": ("none", "ef", "ef21"),
-    "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip"),
+    "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip", "geomed", "multikrum", "meamed",
+                    "monna", "mda"),
     "attack": ("invert", "random", "alie", "ipm"),
     "server_optimizer": ("sgd", "momentum", "adam", "yogi", "adagrad"),
     "estimator": ("none", "diana"),
@@ -140,7 +141,7 @@ def defaults(mod: ModuleType) -> str:
     out = []
     for p in mod.PARAMS:
         if p.default is not None:
-            out.append(f"{p.name} = {p.default}")
+            out.append(f"{p.name} = {p.default_text or p.default}")
         elif p.default_of_d is not None:
             out.append(f"{p.name} = {p.default_text or 'from d'}")
     return ", ".join(out)

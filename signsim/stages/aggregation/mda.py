@@ -1,0 +1,92 @@
+"""mda:F: minimum-diameter averaging (El Mhamdi, Guerraoui, Guirguis, Hoang and Rouault 2020; ByzFL's MDA; docs/theory.md §8.4): the
+mean of the M - F messages whose largest pairwise Euclidean distance is smallest (among equal diameters, the first
+subset in lexicographic order of worker indices). It tries all C(M, F) subsets: refused above MAX_SUBSETS. Needs
+M > 2 F. 32 d bits."""
+
+import math
+
+import numpy as np
+
+from signsim.errors import InputError
+from signsim.stages.base import FLOAT_BITS, Param
+
+NAME = "mda"
+PARAMS = (Param("f", "int", low=0, high=2 ** 31),)
+SUMMARY = "mean of the M - f messages of smallest diameter, over every subset (El Mhamdi et al. 2020)"
+THEORY = "§8.4"
+SUMMED = False
+#: the most subsets a round may try (C(M, f)): about a second of the server's time per round at M = 30
+MAX_SUBSETS = 200_000
+
+
+def check_workers(M, byzantine, spec):
+    f = int(float(str(spec).partition(":")[2] or 0))
+    if not M > 2 * f:
+        raise InputError(f"--aggregate {spec} with --workers {M}: MDA needs M > 2 f")
+    if math.comb(M, f) > MAX_SUBSETS:
+        raise InputError(f"--aggregate {spec} with --workers {M}: MDA tries all C(M, f) = {math.comb(M, f):,} "
+                         f"subsets, more than {MAX_SUBSETS:,}; use fewer workers per round or a smaller f")
+
+
+def finish(agg, M, p, tie, gen):
+    return
+
+
+def robust(msg, agg, p):
+    M, d = msg.shape
+    k = M - int(p[0])
+    dist = np.zeros((M, M))
+    for a in range(M):
+        for b in range(a + 1, M):
+            s = 0.0
+            for i in range(d):
+                t = msg[a, i] - msg[b, i]
+                s += t * t
+            dist[a, b] = dist[b, a] = math.sqrt(s)
+    idx = np.arange(k)
+    best = idx.copy()
+    best_diameter = np.inf
+    while True:
+        diameter = 0.0
+        for a in range(k):
+            for b in range(a + 1, k):
+                diameter = max(diameter, dist[idx[a], idx[b]])
+        if diameter < best_diameter:
+            best_diameter = diameter
+            best[:] = idx
+        # the next combination in lexicographic order
+        j = k - 1
+        while j >= 0 and idx[j] == M - k + j:
+            j -= 1
+        if j < 0:
+            break
+        idx[j] += 1
+        for c in range(j + 1, k):
+            idx[c] = idx[c - 1] + 1
+    for i in range(d):
+        s = 0.0
+        for c in range(k):
+            s += msg[best[c], i]
+        agg[i] = s / k
+
+
+def sparse(compressor):
+    return False
+
+
+def down_bits(compressor, cparams, M, d, sign_zero, tie):
+    return FLOAT_BITS * d
+
+
+def reference(msgs, p, tie, server, prev):
+    from itertools import combinations
+
+    M = msgs.shape[0]
+    k = M - int(p[0])
+    best, best_diameter = None, np.inf
+    for subset in combinations(range(M), k):
+        pts = msgs[list(subset)]
+        diameter = max((np.linalg.norm(a - b) for a, b in combinations(pts, 2)), default=0.0)
+        if diameter < best_diameter:
+            best, best_diameter = subset, diameter
+    return msgs[list(best)].mean(axis=0)

@@ -1,0 +1,62 @@
+"""meamed:F: mean around the median (Xie, Koyejo and Gupta 2018; ByzFL's Meamed; docs/theory.md §8.4): per
+coordinate, the mean of the M - F values closest to the coordinate's median (the mean of the two middle values
+for even M; ties: the lower worker index). Needs M > 2 F. 32 d bits."""
+
+import numpy as np
+
+from signsim.errors import InputError
+from signsim.stages.base import FLOAT_BITS, Param
+
+NAME = "meamed"
+PARAMS = (Param("f", "int", low=0, high=2 ** 31),)
+SUMMARY = "per coordinate, the mean of the M - f values closest to the median (Xie et al. 2018)"
+THEORY = "§8.4"
+SUMMED = False
+
+
+def check_workers(M, byzantine, spec):
+    f = int(float(str(spec).partition(":")[2] or 0))
+    if not M > 2 * f:
+        raise InputError(f"--aggregate {spec} with --workers {M}: the mean around the median needs M > 2 f")
+
+
+def finish(agg, M, p, tie, gen):
+    return
+
+
+def robust(msg, agg, p):
+    M, d = msg.shape
+    k = M - int(p[0])
+    col = np.empty(M)
+    gap = np.empty(M)
+    for i in range(d):
+        for m in range(M):
+            col[m] = msg[m, i]
+        med = np.median(col)
+        for m in range(M):
+            gap[m] = abs(col[m] - med)
+        order = np.argsort(gap, kind="mergesort")  # stable: ties to the lower index
+        s = 0.0
+        for c in range(k):
+            s += col[order[c]]
+        agg[i] = s / k
+
+
+def sparse(compressor):
+    return False
+
+
+def down_bits(compressor, cparams, M, d, sign_zero, tie):
+    return FLOAT_BITS * d
+
+
+def reference(msgs, p, tie, server, prev):
+    M, d = msgs.shape
+    k = M - int(p[0])
+    out = np.empty(d)
+    for i in range(d):
+        col = list(msgs[:, i])
+        med = float(np.median(col))
+        keep = sorted(range(M), key=lambda m: (abs(col[m] - med), m))[:k]
+        out[i] = np.mean([col[m] for m in keep])
+    return out

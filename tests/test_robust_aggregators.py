@@ -1,0 +1,144 @@
+"""ByzFL's robust aggregators as signsim stages (issue 32, item 3; docs/theory.md §8.4): geomed, multikrum, meamed,
+monna, mda. Each compiled kernel against an oracle written here in plain Python loops (sharing nothing with the
+module), on random messages with ties and duplicate rows; the geometric median against scipy's minimizer and
+ByzFL's documented example; each in a whole run against the NumPy replay; bad specs."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+
+import numpy as np
+import pytest
+
+from signsim.stages import registry
+
+from .test_stages import check_replay
+
+
+def kernel(spec: str, msgs: np.ndarray) -> np.ndarray:
+    stage = registry.parse("aggregation", spec)
+    p = np.zeros(4)
+    p[:len(stage.params)] = stage.params
+    from signsim.engine.compose import stage_function
+
+    robust = stage_function(stage.module, "robust", False)
+    out = np.zeros(msgs.shape[1])
+    robust(msgs.copy(), out, p)
+    return out
+
+
+def dist2(a, b):
+    return sum((x - y) ** 2 for x, y in zip(a, b, strict=True))
+
+
+def mean_rows(rows):
+    return [sum(col) / len(rows) for col in zip(*rows, strict=True)]
+
+
+def oracle_multikrum(X, f, k):
+    M = len(X)
+    scores = []
+    for m in range(M):
+        others = sorted(dist2(X[m], X[j]) for j in range(M) if j != m)
+        scores.append(sum(others[:M - f - 2]))
+    order = sorted(range(M), key=lambda m: (scores[m], m))
+    return mean_rows([X[m] for m in order[:k]])
+
+
+def oracle_meamed(X, f):
+    M, d = len(X), len(X[0])
+    out = []
+    for i in range(d):
+        col = [X[m][i] for m in range(M)]
+        med = statistics.median(col)
+        keep = sorted(range(M), key=lambda m: (abs(col[m] - med), m))[:M - f]
+        out.append(sum(col[m] for m in keep) / (M - f))
+    return out
+
+
+def oracle_monna(X, f):
+    M = len(X)
+    keep = sorted(range(M), key=lambda m: (dist2(X[m], X[-1]), m))[:M - f]
+    return mean_rows([X[m] for m in keep])
+
+
+def oracle_mda(X, f):
+    M = len(X)
+    best, best_diameter = None, math.inf
+    for subset in itertools.combinations(range(M), M - f):
+        diameter = max((math.sqrt(dist2(X[a], X[b])) for a, b in itertools.combinations(subset, 2)), default=0.0)
+        if diameter < best_diameter:
+            best, best_diameter = subset, diameter
+    return mean_rows([X[m] for m in best])
+
+
+def messages(seed: int, M: int, d: int) -> np.ndarray:
+    """Small integers (ties within columns and between distances) and a duplicated row."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-3, 4, size=(M, d)).astype(float)
+    X[1] = X[0]
+    return X
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("M", "d"), [(7, 3), (8, 5)])
+def test_each_kernel_against_its_oracle_with_ties_and_duplicates(seed, M, d):
+    X = messages(seed, M, d)
+    rows = X.tolist()
+    for f in (1, 2):
+        for k in (1, 2, M - f):
+            np.testing.assert_allclose(kernel(f"multikrum:{f}:{k}", X), oracle_multikrum(rows, f, k), rtol=1e-12)
+        np.testing.assert_allclose(kernel(f"multikrum:{f}", X), oracle_multikrum(rows, f, M - f), rtol=1e-12)
+        np.testing.assert_allclose(kernel(f"meamed:{f}", X), oracle_meamed(rows, f), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(kernel(f"monna:{f}", X), oracle_monna(rows, f), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(kernel(f"mda:{f}", X), oracle_mda(rows, f), rtol=1e-12, atol=1e-15)
+    # Multi-Krum of one message is Krum
+    np.testing.assert_array_equal(kernel("multikrum:1:1", X), kernel("krum:1", X))
+
+
+def test_each_module_reference_agrees_with_its_kernel():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((9, 6))
+    X[3] = X[5]
+    for spec in ("geomed", "geomed:0.5:10", "multikrum:2", "multikrum:2:3", "meamed:3", "monna:2", "mda:2"):
+        stage = registry.parse("aggregation", spec)
+        ref = stage.module.reference(X.copy(), np.asarray(stage.params), 0, None, None)
+        np.testing.assert_allclose(kernel(spec, X), ref, rtol=1e-12, atol=1e-15, err_msg=spec)
+
+
+def test_geomed_gives_byzfls_documented_example_and_converges_to_the_geometric_median():
+    X = np.array([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])
+    np.testing.assert_allclose(kernel("geomed", X), [3.78788764, 4.78788764, 5.78788764], rtol=1e-8)
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(3)
+    Y = rng.standard_normal((7, 3)) * [1, 2, 3]
+    best = minimize(lambda y: np.linalg.norm(Y - y, axis=1).sum(), Y.mean(axis=0), method="Nelder-Mead",
+                    options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000}).x
+    np.testing.assert_allclose(kernel("geomed:1e-9:500", Y), best, atol=1e-6)
+    Y[2] = np.inf  # a message with an infinite entry is left out
+    np.testing.assert_allclose(kernel("geomed", Y), kernel("geomed", np.delete(Y, 2, axis=0)), rtol=1e-14)
+    assert np.all(kernel("geomed:0.1:0", Y) == 0)  # no step: the start, 0
+
+
+@pytest.mark.parametrize("aggregate", ["geomed", "multikrum:1", "meamed:1", "monna:1", "mda:1"])
+def test_a_run_with_each_aggregator_matches_the_numpy_replay(aggregate):
+    check_replay(6, method="signum", momentum=0.5, compressor="scaled-sign", aggregate=aggregate, byzantine=1,
+                 attack="invert", problem="quadratic", dim=5, workers=6, noise="gaussian:1")
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--aggregate", "multikrum:2", "--workers", "6"], "Multi-Krum needs M > 2 f + 2"),
+    (["--aggregate", "multikrum:1:9", "--workers", "6"], "averages k <= M messages"),
+    (["--aggregate", "meamed:3", "--workers", "6"], "needs M > 2 f"),
+    (["--aggregate", "mda:12", "--workers", "40"], "more than 200,000"),
+    (["--aggregate", "geomed:0"], "nu must be > 0"),
+    (["--aggregate", "monna"], "monna"),
+])
+def test_bad_specs_are_one_line(cli, args, says):
+    r = cli("run", "--problem", "quadratic", "--iters", "2", "--method", "sgd", *args)
+    assert r.code == 2, r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], r.err
