@@ -142,3 +142,44 @@ def test_bad_specs_are_one_line(cli, args, says):
     assert r.code == 2, r.err
     lines = r.err.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], r.err
+
+
+# --- ByzFL's attacks: gaussian, inf, mimic ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("aggregate", "attack"), [("median", "gaussian:2:0.5"), ("geomed", "inf"),
+                                                   ("trimmed:0.2", "mimic:1"), ("mean", "mimic")])
+def test_a_run_with_each_attack_matches_the_numpy_replay(aggregate, attack):
+    check_replay(6, method="signum", momentum=0.5, compressor="scaled-sign", aggregate=aggregate, byzantine=2,
+                 attack=attack, problem="quadratic", dim=5, workers=7, noise="gaussian:1")
+
+
+def test_the_attacks_send_what_they_say():
+    from signsim.engine.compose import stage_function
+
+    rng = np.random.default_rng(0)
+    msgs = rng.standard_normal((6, 4))
+    mimic = registry.parse("attack", "mimic:1")
+    rows = stage_function(mimic.module, "rows", False)
+    out = msgs.copy()
+    rows(out, 2, np.array([1.0, 0, 0, 0]))
+    assert np.array_equal(out[0], msgs[3]) and np.array_equal(out[1], msgs[3]) and np.array_equal(out[2:], msgs[2:])
+    out = msgs.copy()
+    rows(out, 2, np.array([9.0, 0, 0, 0]))  # beyond the honest participants: the last
+    assert np.array_equal(out[0], msgs[5])
+    inf = stage_function(registry.parse("attack", "inf").module, "row", True)
+    v = msgs[0].copy()
+    inf(v, np.zeros(4), np.random.default_rng(1))
+    assert np.all(v == np.inf)
+    # gaussian: 20,000 draws of N(0.5, 2^2): mean within 4 standard errors, variance within 4 of its standard errors
+    g = stage_function(registry.parse("attack", "gaussian:2:0.5").module, "row", True)
+    v = np.zeros(20_000)
+    g(v, np.array([2.0, 0.5, 0, 0]), np.random.default_rng(2))
+    n = v.size
+    assert abs(v.mean() - 0.5) < 4 * 2 / math.sqrt(n) and abs(v.var() - 4) < 4 * 4 * math.sqrt(2 / n)
+
+
+def test_an_inf_attack_against_the_mean_diverges_and_says_so(cli):
+    r = cli("run", "--problem", "quadratic", "--method", "sgd", "--iters", "20", "--byzantine", "1", "--attack", "inf",
+            "--json")
+    assert r.code == 0 and r.json()["status"] == "diverged", r.err

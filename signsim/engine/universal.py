@@ -19,8 +19,11 @@ from signsim.stages.aggregation import monna as _aggregation__monna
 from signsim.stages.aggregation import multikrum as _aggregation__multikrum
 from signsim.stages.aggregation import trimmed as _aggregation__trimmed
 from signsim.stages.attacks import alie as _attack__alie
+from signsim.stages.attacks import gaussian as _attack__gaussian
+from signsim.stages.attacks import inf as _attack__inf
 from signsim.stages.attacks import invert as _attack__invert
 from signsim.stages.attacks import ipm as _attack__ipm
+from signsim.stages.attacks import mimic as _attack__mimic
 from signsim.stages.attacks import random as _attack__random
 from signsim.stages.compressors import dither as _compressor__dither
 from signsim.stages.compressors import identity as _compressor__identity
@@ -58,7 +61,7 @@ COUNTS = {
     "compressor": 12,
     "error_feedback": 3,
     "aggregation": 11,
-    "attack": 4,
+    "attack": 7,
     "server_optimizer": 5,
     "estimator": 2,
     "down_compressor": 12,
@@ -116,10 +119,16 @@ _attack__invert__row = stage_function(_attack__invert, "row", True, inline=INLIN
 _attack__random__row = stage_function(_attack__random, "row", True, inline=INLINE)
 _attack__alie__row = stage_function(_attack__alie, "row", True, inline=INLINE)
 _attack__ipm__row = stage_function(_attack__ipm, "row", True, inline=INLINE)
+_attack__gaussian__row = stage_function(_attack__gaussian, "row", True, inline=INLINE)
+_attack__inf__row = stage_function(_attack__inf, "row", True, inline=INLINE)
+_attack__mimic__row = stage_function(_attack__mimic, "row", True, inline=INLINE)
 _attack__invert__rows = stage_function(_attack__invert, "rows", False, inline=INLINE)
 _attack__random__rows = stage_function(_attack__random, "rows", False, inline=INLINE)
 _attack__alie__rows = stage_function(_attack__alie, "rows", False, inline=INLINE)
 _attack__ipm__rows = stage_function(_attack__ipm, "rows", False, inline=INLINE)
+_attack__gaussian__rows = stage_function(_attack__gaussian, "rows", False, inline=INLINE)
+_attack__inf__rows = stage_function(_attack__inf, "rows", False, inline=INLINE)
+_attack__mimic__rows = stage_function(_attack__mimic, "rows", False, inline=INLINE)
 _server_optimizer__sgd__update = stage_function(_server_optimizer__sgd, "update", False, inline=INLINE)
 _server_optimizer__momentum__update = stage_function(_server_optimizer__momentum, "update", False, inline=INLINE)
 _server_optimizer__adam__update = stage_function(_server_optimizer__adam, "update", False, inline=INLINE)
@@ -325,6 +334,12 @@ def attack_row(code, out, p, gen):
         _attack__alie__row(out, p, gen)
     elif code == 3:
         _attack__ipm__row(out, p, gen)
+    elif code == 4:
+        _attack__gaussian__row(out, p, gen)
+    elif code == 5:
+        _attack__inf__row(out, p, gen)
+    elif code == 6:
+        _attack__mimic__row(out, p, gen)
 
 
 def attack_row__one(code, out, p, gen):
@@ -343,6 +358,12 @@ def attack_rows(code, msg, B, p):
         _attack__alie__rows(msg, B, p)
     elif code == 3:
         _attack__ipm__rows(msg, B, p)
+    elif code == 4:
+        _attack__gaussian__rows(msg, B, p)
+    elif code == 5:
+        _attack__inf__rows(msg, B, p)
+    elif code == 6:
+        _attack__mimic__rows(msg, B, p)
 
 
 def attack_rows__one(code, msg, B, p):

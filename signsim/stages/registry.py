@@ -22,7 +22,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "error_feedback": ("none", "ef", "ef21"),
     "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip", "geomed", "multikrum", "meamed",
                     "monna", "mda"),
-    "attack": ("invert", "random", "alie", "ipm"),
+    "attack": ("invert", "random", "alie", "ipm", "gaussian", "inf", "mimic"),
     "server_optimizer": ("sgd", "momentum", "adam", "yogi", "adagrad"),
     "estimator": ("none", "diana"),
 }
