@@ -437,6 +437,64 @@ def test_memory_is_estimated_before_allocating(cli, tmp_path, args, reduce):
     assert "not enough memory for this problem size" not in line
 
 
+#: digits of other scripts that Python's int() and float() take: Arabic-Indic, fullwidth, Devanagari
+SCRIPTS = (0x0660, 0xFF10, 0x0966)
+#: where a number is written as text, with {} for it (an integer form where the place takes integers)
+NUMBER_PLACES = [
+    ("run", "--iters", "{}"), ("run", "--workers", "{}"), ("run", "--lr", "0.0{}"), ("run", "--budget-mb", "{}"),
+    ("run", "--compressor", "qsgd:{}"), ("run", "--server-opt", "momentum:0.{}"), ("run", "--aggregate", "krum:{}"),
+    ("check-spb", "--at", "run:{}"), ("diversity", "--transform", "qsgd:{}"),
+    ("run", "--data", "synthetic:glm:n={}"), ("bound", "--constant", "L1={}"),
+]
+
+
+@cases()
+@given(st.sampled_from(NUMBER_PLACES), st.integers(10, 99_999), st.sampled_from(["underscore", *SCRIPTS]),
+       st.integers(0, 8))
+def test_a_number_in_a_form_the_docs_do_not_show_is_refused(cli, place, n, how, at):
+    """1_000 and digits of other scripts (٥, ５) were accepted by every number option and spec (Python's int and
+    float take them); the docs show plain ASCII decimals only."""
+    command, option, form = place
+    digits = str(n)
+    if how == "underscore":
+        i = 1 + at % (len(digits) - 1)
+        text = digits[:i] + "_" + digits[i:]
+    else:
+        text = "".join(chr(how + int(c)) for c in digits)
+    value = form.format(text)
+    extra = ["--problem", "logistic"] if option == "--data" else []
+    r = cli(command, option, value, *extra, "--quiet")
+    counted("number-forms")
+    assert r.code == 2, (value, r.err)
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and value in lines[0] and "Traceback" not in r.err, (value, r.err)
+
+
+def test_sweep_grids_that_would_run_a_point_twice_or_override_the_file_are_refused(cli, tmp_path):
+    cases = {"[grid]\nworkers = [1, 1]\n": "[grid] workers: 1 is listed twice",
+             "workers = 4\n[grid]\nworkers = [1, 2]\n": "'workers' is both a top-level option and varied",
+             "[[zip]]\nworkers = [2, 2]\nlr = [0.1, 0.1]\n": "[[zip]] #1: (2, 0.1) is listed twice"}
+    for i, (text, words) in enumerate(cases.items()):
+        f = tmp_path / f"s{i}.toml"
+        f.write_text('problem = "quadratic"\niters = 3\n' + text)
+        r = cli("sweep", f, "--out", tmp_path / f"o{i}", "--dry-run")
+        assert r.code == 2 and words in r.err and len(r.err.strip().splitlines()) == 1, (text, r.err)
+
+
+def test_nested_x0_fractional_bits_and_python_dash_m(cli, tmp_path):
+    for text in ("x0 = [[1.0]]\n", "x0 = [1.0, [2.0]]\n"):
+        f = tmp_path / "c.toml"
+        f.write_text(text)
+        r = cli("run", "--config", f, "--quiet")
+        assert r.code == 2 and "'x0' must be a number" in r.err and "Traceback" not in r.err, r.err
+    r = cli("run", "--budget-bits", "1000.5", "--quiet")
+    assert r.code == 2 and "--budget-bits 1000.5: must be a whole number of bits" in r.err
+    import subprocess
+
+    p = subprocess.run([sys.executable, "-m", "signsim", "list"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "compressor" in p.stdout.lower() + p.stderr.lower(), p.stderr
+
+
 def test_zz_report_case_counts(capsys):
     with capsys.disabled():
         print(f"\nhostile classes, cases run: {json.dumps(COUNTS, sort_keys=True)} ({sum(COUNTS.values())} in all)")

@@ -37,7 +37,7 @@ RANK = {"base": 0, "domain": 1, "config": 2, "engine": 3, "diagnostics": 4, "swe
         "commands": 6, "entry": 7}
 #: the group of a module: the first prefix that matches it (longest prefixes first)
 GROUPS = {
-    "signsim.cli": "entry", "signsim.api": "entry",
+    "signsim.cli": "entry", "signsim.api": "entry", "signsim.__main__": "entry",
     "signsim.commands": "commands",
     "signsim.render": "render",
     "signsim.diagnostics": "diagnostics",
@@ -49,7 +49,7 @@ GROUPS = {
     "signsim.torch": "domain",  # your own PyTorch model: the model problem's oracle, its file's contract, the DDP hook
     "signsim.torch.examples": "entry",  # scripts run by torchrun (and the model files they train)
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
-    "signsim.seeding": "base", "signsim.draws": "base",
+    "signsim.seeding": "base", "signsim.draws": "base", "signsim.numbers": "base",
     "signsim.engine.accounting": "base", "signsim.engine.rounds": "base",  # pure functions of the settings
     "signsim.interface": "base",  # options, paths, results, interrupts, transform_specs
     "signsim": "base",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from signsim.errors import InputError
+from signsim.numbers import to_float, to_int
 
 
 def key_values(spec: str, prefix: str, defaults: dict, choices: dict[str, tuple[str, ...]],
@@ -36,7 +37,7 @@ def _value(key: str, value: str, where: str, choices: dict, ints: dict):
         return value
     if key == "noise":
         try:
-            v = float(value)
+            v = to_float(value)
         except ValueError:
             v = float("nan")
         if not (np.isfinite(v) and v >= 0):
@@ -44,7 +45,7 @@ def _value(key: str, value: str, where: str, choices: dict, ints: dict):
         return v
     lo, hi = ints[key]
     try:
-        v = int(value)
+        v = to_int(value)
     except ValueError:
         raise InputError(f"{where}: {key}={value} must be an integer") from None
     if not lo <= v <= hi:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from signsim.errors import InputError
+from signsim.numbers import to_float
 
 NAMES = ("F", "f0", "f_star", "L1", "L2", "sigma1", "sigma_total", "gamma", "M", "alpha", "d", "K", "box")
 
@@ -136,7 +137,7 @@ def apply_overrides(constants: dict[str, Constant], overrides: list[str]) -> Non
         if not sep or name not in NAMES:
             raise InputError(f"--constant {item}: expected NAME=VALUE with NAME one of {', '.join(NAMES)}")
         try:
-            value = float(raw)
+            value = to_float(raw)
         except ValueError:
             raise InputError(f"--constant {item}: '{raw}' is not a number") from None
         if not np.isfinite(value):

@@ -22,10 +22,8 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
             raise InputError(f"--at optimum: the optimum of {problem.name} is not known")
         return problem.x_star.astype(np.float64).copy(), "optimum"
     if at.startswith("run:"):
-        try:
-            K = int(at[4:]) if len(at) <= 4 + 20 else -1
-        except ValueError:
-            K = -1
+        digits = at[4:]  # plain ASCII digits only (no sign, space, '_' or other scripts' digits)
+        K = int(digits) if len(digits) <= 20 and digits.isascii() and digits.isdigit() else -1
         if not 0 <= K <= MAX_RUN_K:
             raise InputError(f"--at {at}: expected run:K with an integer K from 0 to {MAX_RUN_K}")
         from dataclasses import replace

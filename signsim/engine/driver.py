@@ -428,8 +428,37 @@ def _advance(engine: Engine, step: int) -> None:
     GIL), so that the main thread acts on Ctrl-C and SIGTERM at once, even when one iteration (a huge
     minibatch) takes minutes or the loop compiles; an abandoned chunk leaves ``engine.abandoned`` holding x as
     the chunk began."""
-    x_before = engine.x.copy()
-    interruptible(lambda: engine.advance(step), lambda: setattr(engine, "abandoned", x_before))
+    before = Abandoned(engine.x.copy(), engine.k, int(engine.counters[loop.C_ROWS]), engine.tally.copy())
+    interruptible(lambda: engine.advance(step), lambda: setattr(engine, "abandoned", before))
+
+
+@dataclass
+class Abandoned:
+    """A chunk left to its thread by Ctrl-C: x, k, the history rows and the bits as the chunk began."""
+
+    x: np.ndarray
+    k: int
+    rows: int
+    tally: np.ndarray
+
+
+def _stopped_at_chunk_start(engine) -> np.ndarray:
+    """The history of a run whose last chunk was abandoned (it runs on in its thread, writing into the engine's
+    arrays): the rows up to the chunk's start and a row there (its x, k and bits), recorded into arrays of its own.
+    The error-feedback column of that row is NaN (the memories moved on with the chunk). A model's run keeps its
+    rows only (its evaluation would share the chunk's arrays)."""
+    a = engine.abandoned
+    engine.x, engine.k = a.x, a.k
+    hist = engine.history()[:a.rows]
+    if getattr(engine, "external", None) is not None or (a.rows and hist[-1, loop.H_ITER] == a.k):
+        return hist
+    p = engine.problem
+    row, counters = np.zeros((1, engine.hist.shape[1])), np.zeros_like(engine.counters)
+    engine.recorder()(a.k, a.x, np.zeros((1, 1), dtype=engine.err.dtype), np.zeros_like(engine.gbuf), p.pf, p.pi, p.A,
+                      p.b, engine.icfg, engine.fcfg, engine.x_star, row, counters, a.tally)
+    if engine.icfg[loop.I_TRACK_ERROR]:
+        row[0, loop.H_EXTRA] = np.nan
+    return np.vstack([hist, row])
 
 
 def _float64(x: np.ndarray) -> np.ndarray:
@@ -477,6 +506,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
         engine.k = int(engine.counters[loop.C_DONE])
         if engine.abandoned is None:
             engine.record_now()
-        else:  # the chunk still runs in its thread: keep the rows it completed and x as the chunk began
-            engine.x = engine.abandoned
+        else:  # the chunk still runs in its thread: the run as the chunk began, with a row there
+            history = _stopped_at_chunk_start(engine)
+            return EngineOutput(history, status, engine.k, time.perf_counter() - start, engine.x.copy(), reached)
     return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy(), reached)

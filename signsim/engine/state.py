@@ -19,7 +19,7 @@ class ChunkedState:
         self.hist = np.full((iters // eval_every + 2, loop.N_HIST), np.nan)
         self.counters = np.zeros(2, dtype=np.int64)
         self.status = Status.OK
-        self.abandoned: np.ndarray | None = None  # x before a chunk left running after an interrupt
+        self.abandoned = None  # driver.Abandoned: the state before a chunk left running after an interrupt
 
     @property
     def finished(self) -> bool:

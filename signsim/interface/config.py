@@ -288,6 +288,9 @@ def validate(cfg: RunConfig) -> None:
                        f"on {cfg.problem} (its estimators compute from float64 data); drop one of the two")
     if cfg.noise_scales is not None:
         _check((cfg.noise or "none") != "none", "noise_scales", cfg.noise_scales, "needs a --noise model to scale")
+    if cfg.budget_bits is not None:
+        _check(float(cfg.budget_bits).is_integer(), "budget_bits", _shown(cfg.budget_bits), "must be a whole number "
+               "of bits")
     if cfg.budget_mb is not None:
         _check(cfg.budget_bits is None, "budget_mb", _shown(cfg.budget_mb),
                f"and --budget-bits {_shown(cfg.budget_bits)} are the same budget; give one of them")

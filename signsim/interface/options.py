@@ -16,10 +16,11 @@ import math
 import operator
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from signsim.errors import InputError
+from signsim.numbers import to_float, to_int
 
 # help panels of the command line
 P_RUN = "Run"
@@ -449,7 +450,7 @@ def check_type(o: Option, value: Any, where: str) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise InputError(f"{where} must be a list of strings, got {value!r}")
     elif o.vector and isinstance(value, list | tuple):
-        return [check_type(o, v, where) for v in value]
+        return [check_type(replace(o, vector=False), v, where) for v in value]  # numbers, not nested lists
     elif isinstance(value, bool) or not isinstance(value, int | float) or (o.kind == "int"
                                                                             and not isinstance(value, int)):
         kind = "an integer" if o.kind == "int" else "a number"
@@ -514,7 +515,7 @@ def coerce(o: Option, value: Any) -> Any:
         if isinstance(value, str):
             text = value.strip()
             try:
-                return int(text)
+                return to_int(text)
             except ValueError:
                 pass
             raise InputError(f"{name} {value!r}: not a valid integer{_several(text)}")
@@ -530,7 +531,7 @@ def coerce(o: Option, value: Any) -> Any:
         if isinstance(value, str):
             text = value.strip()
             try:
-                return float(text)
+                return to_float(text)
             except ValueError:
                 pass
             raise InputError(f"{name} {value!r}: not a valid number{_several(text)}")

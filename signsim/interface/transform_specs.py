@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 from signsim.errors import InputError
+from signsim.numbers import to_float
 
 #: the most levels ``qsgd:S`` may have (the level is a 32-bit integer)
 MAX_LEVELS = 2**31 - 1
@@ -41,7 +42,7 @@ def parse(spec: str, sign_zero: str = "random") -> Transform:
     if not needs:
         return Transform(name, None, sign_zero)
     try:
-        p = float(args[0])
+        p = to_float(args[0])
     except ValueError:
         raise InputError(f"{where}: '{args[0]}' is not a number") from None
     if name == "dropout" and not 0 <= p < 1:

@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 from signsim.errors import InputError
+from signsim.numbers import to_float
 from signsim.stages import kinds
 
 FLOAT_BITS = 32
@@ -71,7 +72,7 @@ class Param:
                 raise InputError(f"{option} {spec}: {self.name} must be one of {', '.join(self.choices)}")
             return float(self.choices.index(text))
         try:
-            value = float(text)
+            value = to_float(text)
         except (ValueError, OverflowError):
             raise InputError(f"{option} {spec}: {self.name} must be a number") from None
         if not math.isfinite(value):

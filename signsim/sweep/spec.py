@@ -61,6 +61,16 @@ def _values(raw: Any, key: str, where: str) -> list[Any]:
     return raw
 
 
+def _distinct(values: list, where: str) -> None:
+    """The values of a grid key (or a zip group's tuples) are distinct: a repeated one would run twice into one
+    run's file (the same run id), to be averaged with itself; one line naming it."""
+    seen: list = []
+    for v in values:
+        if v in seen:
+            raise InputError(f"{where}: {v!r} is listed twice; use 'repeats' for several seeds")
+        seen.append(v)
+
+
 def load(path: str | Path) -> SweepSpec:
     from signsim.interface.config import parse_options, read_toml
 
@@ -89,6 +99,7 @@ def load(path: str | Path) -> SweepSpec:
             raise InputError(f"{where}: [grid]: '{key}' is given twice (as - and as _); give it once")
         grid[name] = [parse_options({key: v}, f"{where}: [grid]")[name]
                       for v in _values(values, key, f"{where}: [grid]")]
+        _distinct(grid[name], f"{where}: [grid] {key}")
     zips = []
     for i, z in enumerate(zip_raw, start=1):
         group = {}
@@ -101,11 +112,16 @@ def load(path: str | Path) -> SweepSpec:
         lengths = {len(v) for v in group.values()}
         if len(lengths) > 1:
             raise InputError(f"{where}: [[zip]] #{i}: lists must have equal lengths, got {sorted(lengths)}")
+        _distinct(list(zip(*group.values(), strict=True)), f"{where}: [[zip]] #{i}")
         zips.append(group)
     keys = list(grid) + [k for z in zips for k in z]
     dup = {k for k in keys if keys.count(k) > 1}
     if dup:
         raise InputError(f"{where}: option '{sorted(dup)[0]}' varies in more than one place")
+    both = sorted(set(keys) & set(base))
+    if both:  # the grid would silently override the file's value
+        raise InputError(f"{where}: '{both[0]}' is both a top-level option and varied by [grid] or [[zip]]; give it "
+                         "once")
     if "seed" in keys and repeats > 1:
         raise InputError(f"{where}: 'seed' varies in the grid, so 'repeats' must be 1")
     seed = base.pop("seed", 0)

@@ -1,7 +1,7 @@
-"""mda:F: minimum-diameter averaging (El Mhamdi, Guerraoui, Guirguis, Hoang and Rouault 2020; ByzFL's MDA; docs/theory.md §8.4): the
-mean of the M - F messages whose largest pairwise Euclidean distance is smallest (among equal diameters, the first
-subset in lexicographic order of worker indices). It tries all C(M, F) subsets: refused above MAX_SUBSETS. Needs
-M > 2 F. 32 d bits."""
+"""mda:F: minimum-diameter averaging (El Mhamdi, Guerraoui, Guirguis, Hoang and Rouault 2020; ByzFL's MDA;
+docs/theory.md §8.4): the mean of the M - F messages whose largest pairwise Euclidean distance is smallest (among
+equal diameters, the first subset in lexicographic order of worker indices). It tries all C(M, F) subsets: refused
+above MAX_SUBSETS. Needs M > 2 F. 32 d bits."""
 
 import math
 

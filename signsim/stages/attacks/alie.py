@@ -6,7 +6,7 @@ import math
 from signsim.stages.base import Param
 
 NAME = "alie"
-PARAMS = (Param("z", "float", default=1.0),)
+PARAMS = (Param("z", "float", default=1.0, low=0.0),)
 SUMMARY = "honest mean - z honest standard deviation, per coordinate"
 THEORY = "§8.5"
 OMNISCIENT = True

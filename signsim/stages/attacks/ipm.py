@@ -4,7 +4,7 @@ the honest mean. Omniscient."""
 from signsim.stages.base import Param
 
 NAME = "ipm"
-PARAMS = (Param("eps", "float", default=0.1),)
+PARAMS = (Param("eps", "float", default=0.1, low=0.0, low_open=True),)
 SUMMARY = "-eps honest mean"
 THEORY = "§8.5"
 OMNISCIENT = True

@@ -14,7 +14,7 @@ ADAM, YOGI, ADAGRAD = 0, 1, 2
 def params() -> tuple:
     return (Param("beta1", default=0.9, low=0.0, high=1.0, high_open=True),
             Param("beta2", default=0.99, low=0.0, high=1.0, high_open=True),
-            Param("tau", default=1e-3, low=0.0, low_open=True))
+            Param("tau", default=1e-3, low=0.0, low_open=True, high=10.0))
 
 
 def step(direction, opt, p, k, rule):
