@@ -3,8 +3,12 @@ large is allocated: over the limit is an InputError naming the estimate and the 
 
 from __future__ import annotations
 
+import math
 import os
 import resource
+
+from signsim.errors import InputError
+from signsim.numbers import to_float
 
 #: keep this fraction of the available memory as headroom
 HEADROOM = 0.8
@@ -50,9 +54,12 @@ def available_bytes() -> int:
     candidates = [c for c in (_meminfo_available(), _cgroup_available(), _rlimit_available()) if c is not None]
     if override:
         try:
-            candidates.append(int(float(override)))
+            limit = to_float(override)
         except ValueError:
-            pass
+            limit = math.nan
+        if not (math.isfinite(limit) and limit >= 0):
+            raise InputError(f"SIGNSIM_MEMORY_LIMIT={override}: must be a number of bytes >= 0")
+        candidates.append(int(limit))
     return min(candidates) if candidates else 1 << 62
 
 

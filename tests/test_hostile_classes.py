@@ -495,6 +495,21 @@ def test_nested_x0_fractional_bits_and_python_dash_m(cli, tmp_path):
     assert p.returncode == 0 and "compressor" in p.stdout.lower() + p.stderr.lower(), p.stderr
 
 
+def test_errors_echo_the_value_as_written_and_the_test_aids_check_theirs(cli, monkeypatch):
+    for option, value in (("--lr", "1e-400"), ("--workers", "-0"), ("--lr", "1e400")):
+        r = cli("run", option, value, "--quiet")
+        assert r.code == 2 and f"{option} {value}:" in r.err, r.err
+    monkeypatch.setenv("SIGNSIM_MAX_ITERS", "-5")
+    r = cli("run", "--quiet")
+    assert r.code == 2 and "SIGNSIM_MAX_ITERS=-5" in r.err and "--iters" not in r.err, r.err
+    monkeypatch.delenv("SIGNSIM_MAX_ITERS")
+    for bad in ("abc", "-1"):
+        monkeypatch.setenv("SIGNSIM_MEMORY_LIMIT", bad)
+        r = cli("run", "--iters", "2", "--quiet")
+        assert r.code == 2 and f"SIGNSIM_MEMORY_LIMIT={bad}: must be" in r.err, r.err
+
+
+
 def test_zz_report_case_counts(capsys):
     with capsys.disabled():
         print(f"\nhostile classes, cases run: {json.dumps(COUNTS, sort_keys=True)} ({sum(COUNTS.values())} in all)")

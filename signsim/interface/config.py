@@ -17,6 +17,7 @@ from typing import Any
 from signsim.errors import InputError
 from signsim.interface import options as _options
 from signsim.interface.options import COMMON, MAX_SIZE, RECORD  # noqa: F401 - COMMON, MAX_SIZE: names used elsewhere
+from signsim.numbers import to_int
 
 #: the values of --dtype: the floating-point type of a run's state and data (docs/reference.md)
 DTYPES = RECORD["dtype"].choices
@@ -169,9 +170,12 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     cap = os.environ.get("SIGNSIM_MAX_ITERS")
     if cap:  # a testing aid: every run stops after at most this many iterations
         try:
-            cfg.iters = min(cfg.iters, int(cap))
+            limit = to_int(cap)
         except ValueError:
-            raise InputError(f"SIGNSIM_MAX_ITERS={cap}: must be an integer") from None
+            limit = -1
+        if limit < 0:
+            raise InputError(f"SIGNSIM_MAX_ITERS={cap}: must be an integer >= 0")
+        cfg.iters = min(cfg.iters, limit)
     if cfg.eval_every is None:  # derived, never blamed on the user: within --eval-every's range for any --iters
         cfg.eval_every = default_eval_every(cfg.iters)
         mark_eval_every_derived(cfg)

@@ -562,7 +562,8 @@ def value(o: Option, raw: Any) -> Any:
     v = coerce(o, raw)
     if v is None or o.kind == "callable":
         return v
-    return check(o, v, f"{o.flag} {shown(v)}")
+    written = raw.strip() if isinstance(raw, str) else shown(v)  # as the user wrote it (1e-400, not 0.0)
+    return check(o, v, f"{o.flag} {written}")
 
 
 def check_fields(obj: Any, command: str) -> None:
