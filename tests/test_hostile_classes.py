@@ -510,6 +510,16 @@ def test_errors_echo_the_value_as_written_and_the_test_aids_check_theirs(cli, mo
 
 
 
+def test_check_spb_refuses_a_point_where_the_gradient_overflows(cli, tmp_path):
+    """It reported 'violated' on 31 coordinates with a gradient of nulls."""
+    big = tmp_path / "big.npy"
+    np.save(big, np.full(31, 1e308))
+    r = cli("check-spb", "--at", big, "--quiet")
+    assert r.code == 2 and f"--at {big}: the gradient at" in r.err and "not finite" in r.err, r.err
+    r = cli("check-spb", "--x0", "1e308", "--quiet")
+    assert r.code == 2 and "--x0 1e+308: the gradient at init is not finite" in r.err, r.err
+
+
 def test_zz_report_case_counts(capsys):
     with capsys.disabled():
         print(f"\nhostile classes, cases run: {json.dumps(COUNTS, sort_keys=True)} ({sum(COUNTS.values())} in all)")

@@ -69,6 +69,14 @@ def check_spb(cfg: RunConfig, o: SpbOptions) -> dict[str, Any]:
                             o.correction)
         not_bound, no_var = l12_assumptions(problem, model, params), no_variance(model, params)
     g = est.grad
+    import numpy as np
+
+    if g is not None and not np.all(np.isfinite(g)):  # an overflow: no success probability means anything there
+        from signsim.errors import InputError
+
+        given = f"--at {o.at}" if o.at not in (None, "init") else f"--x0 {cfg.x0}"  # the start: x0 made it
+        raise InputError(f"{given}: the gradient at {where} is not finite (it overflows); choose a point of a "
+                         "smaller magnitude")
     laws = est.laws
     differ = laws.sampling.distinct > 1 or cfg.byzantine > 0
     round_doc["vote"] = (f"a uniformly sampled {rnd.clients} of the {rnd.workers} workers, exact over the sampling"
