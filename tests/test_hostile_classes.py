@@ -520,6 +520,13 @@ def test_check_spb_refuses_a_point_where_the_gradient_overflows(cli, tmp_path):
     assert r.code == 2 and "--x0 1e+308: the gradient at init is not finite" in r.err, r.err
 
 
+def test_bound_refuses_a_box_whose_constants_overflow(cli):
+    """--box 1e160 gave every bound null with no word."""
+    r = cli("bound", "--box", "1e160", "--quiet")
+    assert r.code == 2 and "--box 1e+160: the smoothness constants over this box overflow" in r.err, r.err
+    assert cli("bound", "--box", "1e100", "--quiet").code == 0
+
+
 def test_zz_report_case_counts(capsys):
     with capsys.disabled():
         print(f"\nhostile classes, cases run: {json.dumps(COUNTS, sort_keys=True)} ({sum(COUNTS.values())} in all)")

@@ -85,6 +85,11 @@ def derive(problem, model, params, cfg, x0: np.ndarray, box: float, sigma_sample
         L, src = problem.L, f"{problem.name}: exact coordinate-wise smoothness"
     elif problem.name == "rosenbrock":
         L, src = rosenbrock_L(problem.dim, box), f"Gershgorin on the Hessian over the box [-{box:g}, {box:g}]^d"
+        if not np.all(np.isfinite(L)):  # 1200 R^2 past the float range: every bound would be null, unexplained
+            from signsim.errors import InputError
+
+            raise InputError(f"--box {box:g}: the smoothness constants over this box overflow; the bounds need a "
+                             "box below about 1e150")
     elif problem.name in ("logistic", "least-squares"):
         n = problem.finite_sum.n
         c = 0.25 if problem.name == "logistic" else 1.0
