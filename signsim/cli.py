@@ -221,6 +221,9 @@ def check_spb(**opts: Any) -> None:
     doc = _execute("check-spb", opts, progress_label=False)
     _emit(doc, opts["json"])
     _show(opts, lambda tables: tables.spb_report(doc))
+    if opts["quiet"] or opts["json"]:  # the table shows them otherwise
+        for w in doc.get("warnings", ()):
+            print(f"warning: {w}", file=sys.stderr)
     raise typer.Exit(0 if doc["verdict"] == "holds" else 1)
 
 

@@ -527,6 +527,18 @@ def test_bound_refuses_a_box_whose_constants_overflow(cli):
     assert cli("bound", "--box", "1e100", "--quiet").code == 0
 
 
+def test_gradients_near_the_float_range_give_a_warning_not_numpy_noise(cli, tmp_path):
+    """check-spb --grads with an entry of 1e308 printed 12 lines of NumPy RuntimeWarnings."""
+    g = np.random.default_rng(0).normal(size=(50, 6))
+    g[3, 2] = 1e308
+    np.save(tmp_path / "g.npy", g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # any NumPy overflow warning fails the test
+        r = cli("check-spb", "--grads", tmp_path / "g.npy", "--workers", "5", "--quiet")
+    assert r.code in (0, 1) and "RuntimeWarning" not in r.err, r.err
+    assert r.err.count("warning: ") == 1 and "overflow float64 when squared" in r.err, r.err
+
+
 def test_zz_report_case_counts(capsys):
     with capsys.disabled():
         print(f"\nhostile classes, cases run: {json.dumps(COUNTS, sort_keys=True)} ({sum(COUNTS.values())} in all)")

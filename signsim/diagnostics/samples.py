@@ -245,8 +245,15 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
         laws = exact_laws(S, M)
     else:
         laws = monte_carlo_laws(G, S, batch_size, samples, seed, M)
-    est = summarize(laws, sign_zero, confidence, interval)
-    ver = spb.decide(est, confidence, correction)
+    import numpy as np
+
+    # entries near the float range overflow when squared: the noise-scale fields become inf (said below), the
+    # sign laws stay exact; NumPy's RuntimeWarnings would otherwise reach the user's terminal
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        est = summarize(laws, sign_zero, confidence, interval)
+        ver = spb.decide(est, confidence, correction)
+        fields = estimate_fields(est, ver, top, UNKNOWN_NOISE)
+        overflow = not np.all(np.isfinite(np.square(np.asarray(laws.sigma, dtype=float))))
     doc: dict[str, Any] = {
         "signsim_version": __version__,
         "command": "check-spb",
@@ -258,10 +265,14 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
         "point": f"{S.n} given samples",
         "n": S.n,
         # the user's gradients are data: nothing says their noise is unimodal and symmetric
-        **estimate_fields(est, ver, top, UNKNOWN_NOISE),
+        **fields,
+        "warnings": [f"{where}: gradients this large overflow float64 when squared: the noise-scale fields (sigma, "
+                     "its signal-to-noise ratio, the l1,2 quantity) are infinite or null; the sign probabilities "
+                     "and the verdict are exact"] if overflow else [],
     }
     if workers is not None:
-        doc.update(workers_fields(est, sign_zero, tie))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            doc.update(workers_fields(est, sign_zero, tie))
     return doc
 
 

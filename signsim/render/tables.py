@@ -335,6 +335,7 @@ def spb_report(doc: dict[str, Any]) -> list[Any]:
     out.append("SPB on a coordinate: the message's sign agrees with sign g_i more often than it disagrees, "
                f"under --sign-zero {doc.get('sign_zero', 'random')} (P columns: the raw g_hat_i; rho_i: the "
                "message agrees).")
+    out += [f"[yellow]warning:[/] {w}" for w in doc.get("warnings", [])]
     return out
 
 
