@@ -211,3 +211,25 @@ def test_each_data_family_compiles_with_its_worker_step_first(tmp_path):
     r = subprocess.run([sys.executable, "-c", WORKER_STEP_FIRST], capture_output=True, text=True, env=env,
                        timeout=900)
     assert r.returncode == 0 and "compiled" in r.stdout, r.stderr[-2000:]
+
+
+def test_a_stage_module_in_its_folder_is_registered_and_the_readme_names_it():
+    """A new compressor, aggregation or attack is one file: a module of its folder that keeps the kind's contract
+    is in the registry (so in list, --help, the docs' stage tables, the generated dispatch), and the README's list
+    of stages names it (a test catches the list going stale)."""
+    import importlib
+    from pathlib import Path
+
+    from signsim.stages import kinds
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for kind in kinds.PRIMARY:
+        folder = Path(registry.__file__).parent / kind.folder
+        for path in sorted(folder.glob("*.py")):
+            if path.stem == "__init__":
+                continue
+            mod = importlib.import_module(f"signsim.stages.{kind.folder}.{path.stem}")
+            if all(hasattr(mod, attr) for attr in kind.required):  # a stage, not a helper module (adaptive.py)
+                assert path.stem in registry.BUILTIN[kind.name], (kind.name, path.stem)
+                if kind.name in ("compressor", "aggregation", "attack"):
+                    assert f"`{mod.NAME}" in readme, (kind.name, mod.NAME)
