@@ -562,7 +562,7 @@ def value(o: Option, raw: Any) -> Any:
     v = coerce(o, raw)
     if v is None or o.kind == "callable":
         return v
-    written = raw.strip() if isinstance(raw, str) else shown(v)  # as the user wrote it (1e-400, not 0.0)
+    written = (raw.strip() or shown(raw)) if isinstance(raw, str) else shown(raw)  # as given (1e-400, not 0.0)
     return check(o, v, f"{o.flag} {written}")
 
 

@@ -82,3 +82,18 @@ def sort_in_place(a):
         a[0] = a[end]
         a[end] = t
         _sift_max(a, 0, end)
+
+
+def stable_order(v, order):
+    """Write to order[:n] the indices 0..n-1 of v sorted by increasing v_i, the lower index first among equal values
+    (an insertion sort: the rules that call it order the few messages of a round)."""
+    n = v.shape[0]
+    for i in range(n):
+        order[i] = i
+    for i in range(1, n):
+        j = i
+        while j > 0 and v[order[j - 1]] > v[order[j]]:
+            t = order[j]
+            order[j] = order[j - 1]
+            order[j - 1] = t
+            j -= 1

@@ -9,6 +9,7 @@ import numpy as np
 
 from signsim.errors import InputError
 from signsim.stages.base import FLOAT_BITS, Param
+from signsim.stages.rows import mean_of_rows, squared_distance
 
 NAME = "mda"
 PARAMS = (Param("f", "int", low=0, high=2 ** 31),)
@@ -33,16 +34,12 @@ def finish(agg, M, p, tie, gen):
 
 
 def robust(msg, agg, p):
-    M, d = msg.shape
+    M = msg.shape[0]
     k = M - int(p[0])
     dist = np.zeros((M, M))
     for a in range(M):
         for b in range(a + 1, M):
-            s = 0.0
-            for i in range(d):
-                t = msg[a, i] - msg[b, i]
-                s += t * t
-            dist[a, b] = dist[b, a] = math.sqrt(s)
+            dist[a, b] = dist[b, a] = math.sqrt(squared_distance(msg, a, b))
     idx = np.arange(k)
     best = idx.copy()
     best_diameter = np.inf
@@ -63,11 +60,7 @@ def robust(msg, agg, p):
         idx[j] += 1
         for c in range(j + 1, k):
             idx[c] = idx[c - 1] + 1
-    for i in range(d):
-        s = 0.0
-        for c in range(k):
-            s += msg[best[c], i]
-        agg[i] = s / k
+    mean_of_rows(msg, best, k, agg)
 
 
 def sparse(compressor):

@@ -6,6 +6,7 @@ import numpy as np
 
 from signsim.errors import InputError
 from signsim.stages.base import FLOAT_BITS, Param
+from signsim.stages.sorting import sort_in_place, stable_order
 
 NAME = "meamed"
 PARAMS = (Param("f", "int", low=0, high=2 ** 31),)
@@ -28,14 +29,18 @@ def robust(msg, agg, p):
     M, d = msg.shape
     k = M - int(p[0])
     col = np.empty(M)
+    srt = np.empty(M)
     gap = np.empty(M)
+    order = np.empty(M, dtype=np.int64)
     for i in range(d):
         for m in range(M):
             col[m] = msg[m, i]
-        med = np.median(col)
+            srt[m] = col[m]
+        sort_in_place(srt)
+        med = srt[M // 2] if M % 2 else 0.5 * (srt[M // 2 - 1] + srt[M // 2])
         for m in range(M):
             gap[m] = abs(col[m] - med)
-        order = np.argsort(gap, kind="mergesort")  # stable: ties to the lower index
+        stable_order(gap, order)  # ties to the lower index
         s = 0.0
         for c in range(k):
             s += col[order[c]]

@@ -7,6 +7,8 @@ import numpy as np
 
 from signsim.errors import InputError
 from signsim.stages.base import FLOAT_BITS, Param
+from signsim.stages.rows import mean_of_rows, squared_distance
+from signsim.stages.sorting import stable_order
 
 NAME = "monna"
 PARAMS = (Param("f", "int", low=0, high=2 ** 31),)
@@ -26,21 +28,13 @@ def finish(agg, M, p, tie, gen):
 
 
 def robust(msg, agg, p):
-    M, d = msg.shape
-    k = M - int(p[0])
+    M = msg.shape[0]
     dist = np.empty(M)
     for m in range(M):
-        s = 0.0
-        for i in range(d):
-            t = msg[m, i] - msg[M - 1, i]
-            s += t * t
-        dist[m] = s
-    order = np.argsort(dist, kind="mergesort")  # stable: ties to the lower index
-    for i in range(d):
-        s = 0.0
-        for c in range(k):
-            s += msg[order[c], i]
-        agg[i] = s / k
+        dist[m] = squared_distance(msg, m, M - 1)
+    order = np.empty(M, dtype=np.int64)
+    stable_order(dist, order)  # ties to the lower index
+    mean_of_rows(msg, order, M - int(p[0]), agg)
 
 
 def sparse(compressor):

@@ -7,7 +7,8 @@ import numpy as np
 
 from signsim.errors import InputError
 from signsim.stages.base import FLOAT_BITS, Param
-from signsim.stages.sorting import sort_in_place
+from signsim.stages.rows import mean_of_rows, squared_distance
+from signsim.stages.sorting import sort_in_place, stable_order
 
 NAME = "multikrum"
 PARAMS = (Param("f", "int", low=0, high=2 ** 31),
@@ -32,7 +33,7 @@ def finish(agg, M, p, tie, gen):
 
 
 def robust(msg, agg, p):
-    M, d = msg.shape
+    M = msg.shape[0]
     n = M - int(p[0]) - 2
     k = int(p[1]) if p[1] > 0 else M - int(p[0])
     row = np.empty(M - 1)
@@ -41,23 +42,16 @@ def robust(msg, agg, p):
         c = 0
         for j in range(M):
             if j != m:
-                s = 0.0
-                for i in range(d):
-                    t = msg[m, i] - msg[j, i]
-                    s += t * t
-                row[c] = s
+                row[c] = squared_distance(msg, m, j)
                 c += 1
         sort_in_place(row)
         total = 0.0
         for c in range(n):
             total += row[c]
         score[m] = total
-    order = np.argsort(score, kind="mergesort")  # stable: ties to the lower index
-    for i in range(d):
-        s = 0.0
-        for c in range(k):
-            s += msg[order[c], i]
-        agg[i] = s / k
+    order = np.empty(M, dtype=np.int64)
+    stable_order(score, order)  # ties to the lower index
+    mean_of_rows(msg, order, k, agg)
 
 
 def sparse(compressor):
