@@ -61,7 +61,7 @@ def test_option_spellings_and_cli_coercion():
 
 @pytest.mark.parametrize(("options", "needle"), [
     ({"lr": "fast"}, "--lr"),
-    ({"lr": -1}, "--lr -1.0: the step size"),
+    ({"lr": -1}, "--lr -1: the step size"),  # the value as passed
     ({"workers": 2.5}, "--workers"),
     ({"workers": 0}, "--workers 0: must be an integer from 1"),
     ({"monotone": "yes"}, "--monotone"),
