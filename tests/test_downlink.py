@@ -15,14 +15,17 @@ from signsim.engine.reference import ReferenceRun
 
 from .conftest import make_engine
 
+# the fast suite keeps two cases (each a loop of its own to compile); the slow step (.ci/run) runs the rest
+SLOW = pytest.mark.slow
+
 
 @pytest.mark.parametrize(("down", "ef", "extra"), [
     ("top-k:2", "ef", {}),
     ("top-k:2", "ef21", {"clients_per_round": 3}),
-    ("sign", "none", {"local_steps": 2}),
-    ("sto-sign", "none", {}),  # draws from the server's stream
-    ("qsgd:2", "none", {"server_opt": "momentum:0.5"}),  # its message's size varies: bits counted as sent
-    ("scaled-sign", "ef", {"weight_decay": 0.01}),
+    pytest.param("sign", "none", {"local_steps": 2}, marks=SLOW),
+    pytest.param("sto-sign", "none", {}, marks=SLOW),  # draws from the server's stream
+    pytest.param("qsgd:2", "none", {"server_opt": "momentum:0.5"}, marks=SLOW),  # its size varies: bits as sent
+    pytest.param("scaled-sign", "ef", {"weight_decay": 0.01}, marks=SLOW),
 ])
 def test_a_run_with_a_compressed_downlink_matches_the_numpy_replay(down, ef, extra):
     iters = 8
