@@ -242,6 +242,7 @@ def test_the_documented_command_works_from_cli_config_sweep_and_python(tmp_path)
     assert c.code == 0, c.err
     assert json.loads(c.out)["x_final"] == r.to_dict()["x_final"]
     s = tmp_path / "s.toml"
-    s.write_text(f.read_text() + "[grid]\nlocal-steps = [1, 5]\n")
+    base = "".join(line + "\n" for line in f.read_text().splitlines() if not line.startswith("local-steps"))
+    s.write_text(base + "[grid]\nlocal-steps = [1, 5]\n")  # (a key is either top-level or varied, not both)
     sw = run_subprocess("sweep", str(s), "--out", str(tmp_path / "out"), "--quiet")
     assert sw.code == 0, sw.err
