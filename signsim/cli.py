@@ -414,6 +414,7 @@ def _composition(cfg) -> str:
              f"{cfg.attack} attack" if cfg.byzantine else None,
              f"server-opt {cfg.server_opt}" if cfg.server_opt != "sgd" else None,
              f"grad-estimator {cfg.grad_estimator}" if cfg.grad_estimator != "none" else None,
+             f"down-compressor {cfg.down_compressor}" if cfg.down_compressor != "none" else None,
              *(f"plugin {Path(p).name}" for p in (cfg.plugin or "").split(",") if p)]
     return f"{cfg.method}: " + ", ".join(p for p in parts if p)
 

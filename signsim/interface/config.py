@@ -163,8 +163,10 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
 
         check_plugin_paths(cfg.plugin)
         cfg.plugin = plugins.absolute(cfg.plugin)
-    if cfg.model is not None and not str(cfg.model).startswith("python:"):  # an absolute path: sweep workers
-        from signsim.interface.paths import home_expanded  # (Dask ones too) load the same file; python: in memory
+    from signsim.torch.model_file import PREFIX  # (pure Python: torch is imported by a model, not here)
+
+    if cfg.model is not None and not str(cfg.model).startswith(PREFIX):  # an absolute path: sweep workers (Dask
+        from signsim.interface.paths import home_expanded  # ones too) load the same file; python:NAME is in memory
 
         cfg.model = str(home_expanded(cfg.model, "--model").resolve())
     cap = os.environ.get("SIGNSIM_MAX_ITERS")

@@ -120,10 +120,18 @@ def register(model) -> str:
     registered in this process (a sweep's worker processes cannot load it: give them a file)."""
     from types import SimpleNamespace
 
+    for key, (given, _) in _GIVEN.items():  # the same object: the same name (its runs record the same config)
+        if given is model:
+            return key
     key = f"{PREFIX}{model.name}:{len(IN_MEMORY) + 1}"
     module = SimpleNamespace(model=_maker(model.model), loss=model.loss, data=_data(model.data))
     IN_MEMORY[key] = ModelFile(key, "", module)  # no file, so no hash: the results record the name only
+    _GIVEN[key] = (model, IN_MEMORY[key])
     return key
+
+
+#: the Model objects registered, by their name
+_GIVEN: dict[str, tuple] = {}
 
 
 def _maker(model):
