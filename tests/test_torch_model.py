@@ -418,6 +418,7 @@ def test_a_module_given_itself_is_copied_for_each_run(tmp_path):
     m = Model(net, mod.loss, mod.data, name="net")
     runs = [signsim.run(model=m, method="sgd", workers=3, iters=20, lr=0.1).to_dict() for _ in range(2)]
     assert runs[0]["history"] == runs[1]["history"] and runs[0]["final"]["loss"] < runs[0]["history"][0]["loss"]
+    assert runs[0]["config"]["model"] == runs[1]["config"]["model"]  # the same object: one name
     assert all(torch.equal(a, b) for a, b in zip(before, net.parameters(), strict=True))  # the user's net untouched
 
 
