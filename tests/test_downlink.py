@@ -24,7 +24,7 @@ SLOW = pytest.mark.slow
     ("top-k:2", "ef21", {"clients_per_round": 3}),
     pytest.param("sign", "none", {"local_steps": 2}, marks=SLOW),
     pytest.param("sto-sign", "none", {}, marks=SLOW),  # draws from the server's stream
-    pytest.param("qsgd:2", "none", {"server_opt": "momentum:0.5"}, marks=SLOW),  # its size varies: bits as sent
+    pytest.param("qsgd:2", "none", {"server_opt": "fedavgm:0.5"}, marks=SLOW),  # its size varies: bits as sent
     pytest.param("scaled-sign", "ef", {"weight_decay": 0.01}, marks=SLOW),
 ])
 def test_a_run_with_a_compressed_downlink_matches_the_numpy_replay(down, ef, extra):

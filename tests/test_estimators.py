@@ -13,7 +13,7 @@ from .conftest import make_engine
 @pytest.mark.parametrize("opts", [
     {"compressor": "rand-k:2", "grad_estimator": "diana:0.25"},
     {"compressor": "qsgd:2", "grad_estimator": "diana:0.5", "clients_per_round": 3},
-    {"compressor": "natural", "grad_estimator": "diana:1", "local_steps": 2, "server_opt": "momentum:0.5"},
+    {"compressor": "natural", "grad_estimator": "diana:1", "local_steps": 2, "server_opt": "fedavgm:0.5"},
 ])
 def test_diana_matches_the_numpy_replay(opts):
     iters = 6

@@ -442,7 +442,7 @@ SCRIPTS = (0x0660, 0xFF10, 0x0966)
 #: where a number is written as text, with {} for it (an integer form where the place takes integers)
 NUMBER_PLACES = [
     ("run", "--iters", "{}"), ("run", "--workers", "{}"), ("run", "--lr", "0.0{}"), ("run", "--budget-mb", "{}"),
-    ("run", "--compressor", "qsgd:{}"), ("run", "--server-opt", "momentum:0.{}"), ("run", "--aggregate", "krum:{}"),
+    ("run", "--compressor", "qsgd:{}"), ("run", "--server-opt", "fedavgm:0.{}"), ("run", "--aggregate", "krum:{}"),
     ("check-spb", "--at", "run:{}"), ("diversity", "--transform", "qsgd:{}"),
     ("run", "--data", "synthetic:glm:n={}"), ("bound", "--constant", "L1={}"),
 ]

@@ -22,7 +22,7 @@ def oracle(name, params, deltas):
     d = len(deltas[0])
     out = []
     m, v = [0.0] * d, [0.0] * d
-    if name in ("adam", "yogi", "adagrad"):
+    if name in ("fedadam", "fedyogi", "fedadagrad"):
         b1, b2, tau = params
         v = [tau * tau] * d
     for delta in deltas:
@@ -30,14 +30,14 @@ def oracle(name, params, deltas):
         for i, x in enumerate(delta):
             if name == "sgd":
                 u.append(x)
-            elif name == "momentum":
+            elif name == "fedavgm":
                 m[i] = params[0] * m[i] + x
                 u.append(m[i])
             else:
                 m[i] = b1 * m[i] + (1 - b1) * x
-                if name == "adam":
+                if name == "fedadam":
                     v[i] = b2 * v[i] + (1 - b2) * x * x
-                elif name == "yogi":
+                elif name == "fedyogi":
                     v[i] = v[i] - (1 - b2) * x * x * (1 if v[i] > x * x else -1 if v[i] < x * x else 0)
                 else:
                     v[i] = v[i] + x * x
@@ -65,14 +65,14 @@ def test_the_kernel_and_the_reference_give_the_papers_updates(name):
 def test_adam_normalizes_each_coordinate():
     # after one round from v = tau^2: U = (1 - b1) delta / (sqrt(b2 tau^2 + (1 - b2) delta^2) + tau), about
     # (1 - b1) / sqrt(1 - b2) * sign(delta) for |delta| >> tau, whatever its scale
-    stage = registry.parse("server_optimizer", "adam")
+    stage = registry.parse("server_optimizer", "fedadam")
     fn = compose.stage_function(stage.module, "update", False)
     delta = np.array([1e2, -1.0, 10.0])
     u = np.array(fn(delta, np.zeros((3, 3)), stage.param_array(), 0))
     np.testing.assert_allclose(u, 0.1 / math.sqrt(0.01) * np.sign(delta), rtol=0.02)
 
 
-@pytest.mark.parametrize("name", ["momentum:0.9", "adam", "yogi:0.5:0.9:0.01", "adagrad"])
+@pytest.mark.parametrize("name", ["fedavgm:0.9", "fedadam", "fedyogi:0.5:0.9:0.01", "fedadagrad"])
 def test_a_run_with_a_server_optimizer_matches_the_numpy_replay(name):
     iters = 6
     engine, problem, model, params, settings, cfg = make_engine(
@@ -87,7 +87,7 @@ def test_a_run_with_a_server_optimizer_matches_the_numpy_replay(name):
 
 def test_fedavgm_with_beta_zero_is_fedavg_bit_for_bit():
     runs = []
-    for opt in ("sgd", "momentum:0"):
+    for opt in ("sgd", "fedavgm:0"):
         engine, *_ = make_engine(iters=20, problem="quadratic", dim=8, workers=6, method="sgd", server_opt=opt,
                                  local_steps=3, clients_per_round=4)
         simulate(engine)
@@ -97,7 +97,7 @@ def test_fedavgm_with_beta_zero_is_fedavg_bit_for_bit():
 
 def test_server_momentum_changes_the_run():
     xs = []
-    for opt in ("sgd", "momentum:0.9"):
+    for opt in ("sgd", "fedavgm:0.9"):
         engine, *_ = make_engine(iters=20, problem="quadratic", dim=8, workers=6, method="sgd", server_opt=opt)
         simulate(engine)
         xs.append(engine.x.copy())
@@ -105,10 +105,10 @@ def test_server_momentum_changes_the_run():
 
 
 @pytest.mark.parametrize(("spec", "says"), [
-    ("adma", "did you mean 'adam'"),
-    ("momentum:1", "beta"),
-    ("adam:0.9:0.99:0", "tau"),
-    ("momentum:0.9:1", "at most 1 parameter"),
+    ("fedadma", "did you mean 'fedadam'"),
+    ("fedavgm:1", "beta"),
+    ("fedadam:0.9:0.99:0", "tau"),
+    ("fedavgm:0.9:1", "at most 1 parameter"),
 ])
 def test_a_bad_server_optimizer_is_one_line(spec, says, cli):
     r = cli("run", "--problem", "quadratic", "--iters", "2", "--server-opt", spec)
@@ -119,8 +119,8 @@ def test_a_bad_server_optimizer_is_one_line(spec, says, cli):
 
 def test_the_binomial_vote_refuses_a_server_optimizer(cli):
     r = cli("run", "--problem", "quadratic", "--method", "signsgd", "--votes", "binomial", "--iters", "2",
-            "--server-opt", "adam")
-    assert r.code == 2 and "--server-opt adam" in r.err and len(r.err.strip().splitlines()) == 1, r.err
+            "--server-opt", "fedadam")
+    assert r.code == 2 and "--server-opt fedadam" in r.err and len(r.err.strip().splitlines()) == 1, r.err
 
 
 NESTEROV = '''STAGE = "server_optimizer"

@@ -46,11 +46,11 @@ from signsim.stages.momentum import ema as _momentum__ema
 from signsim.stages.momentum import ema_first as _momentum__ema_first
 from signsim.stages.momentum import lion as _momentum__lion
 from signsim.stages.momentum import none as _momentum__none
-from signsim.stages.server_optimizers import adagrad as _server_optimizer__adagrad
-from signsim.stages.server_optimizers import adam as _server_optimizer__adam
-from signsim.stages.server_optimizers import momentum as _server_optimizer__momentum
+from signsim.stages.server_optimizers import fedadagrad as _server_optimizer__fedadagrad
+from signsim.stages.server_optimizers import fedadam as _server_optimizer__fedadam
+from signsim.stages.server_optimizers import fedavgm as _server_optimizer__fedavgm
+from signsim.stages.server_optimizers import fedyogi as _server_optimizer__fedyogi
 from signsim.stages.server_optimizers import sgd as _server_optimizer__sgd
-from signsim.stages.server_optimizers import yogi as _server_optimizer__yogi
 
 #: the one stage a ``__one`` template calls: bound in each copy (``signsim.engine.compose``)
 _stage = None
@@ -130,10 +130,10 @@ _attack__gaussian__rows = stage_function(_attack__gaussian, "rows", False, inlin
 _attack__inf__rows = stage_function(_attack__inf, "rows", False, inline=INLINE)
 _attack__mimic__rows = stage_function(_attack__mimic, "rows", False, inline=INLINE)
 _server_optimizer__sgd__update = stage_function(_server_optimizer__sgd, "update", False, inline=INLINE)
-_server_optimizer__momentum__update = stage_function(_server_optimizer__momentum, "update", False, inline=INLINE)
-_server_optimizer__adam__update = stage_function(_server_optimizer__adam, "update", False, inline=INLINE)
-_server_optimizer__yogi__update = stage_function(_server_optimizer__yogi, "update", False, inline=INLINE)
-_server_optimizer__adagrad__update = stage_function(_server_optimizer__adagrad, "update", False, inline=INLINE)
+_server_optimizer__fedavgm__update = stage_function(_server_optimizer__fedavgm, "update", False, inline=INLINE)
+_server_optimizer__fedadam__update = stage_function(_server_optimizer__fedadam, "update", False, inline=INLINE)
+_server_optimizer__fedyogi__update = stage_function(_server_optimizer__fedyogi, "update", False, inline=INLINE)
+_server_optimizer__fedadagrad__update = stage_function(_server_optimizer__fedadagrad, "update", False, inline=INLINE)
 _estimator__none__before = stage_function(_estimator__none, "before", True, inline=INLINE)
 _estimator__diana__before = stage_function(_estimator__diana, "before", True, inline=INLINE)
 _estimator__none__after = stage_function(_estimator__none, "after", True, inline=INLINE)
@@ -377,12 +377,12 @@ def server_update(code, direction, opt, p, k):
     if code == 0:
         return _server_optimizer__sgd__update(direction, opt, p, k)
     if code == 1:
-        return _server_optimizer__momentum__update(direction, opt, p, k)
+        return _server_optimizer__fedavgm__update(direction, opt, p, k)
     if code == 2:
-        return _server_optimizer__adam__update(direction, opt, p, k)
+        return _server_optimizer__fedadam__update(direction, opt, p, k)
     if code == 3:
-        return _server_optimizer__yogi__update(direction, opt, p, k)
-    return _server_optimizer__adagrad__update(direction, opt, p, k)
+        return _server_optimizer__fedyogi__update(direction, opt, p, k)
+    return _server_optimizer__fedadagrad__update(direction, opt, p, k)
 
 
 def server_update__one(code, direction, opt, p, k):

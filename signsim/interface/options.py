@@ -193,8 +193,8 @@ TABLE: tuple[Option, ...] = (
          lo_open=True, what="the local step size", commands=("run", "check-spb", "bound")),
     _run("server_lr", "float", "the server's step size: x <- x - server_lr gamma_k direction (default: 1)", P_RUN,
          default=1.0, lo=0, lo_open=True, what="the server step size", commands=("run", "check-spb", "bound")),
-    _run("server_opt", "str", "the server's optimizer: sgd | momentum[:BETA] (FedAvgM) | adam[:B1:B2:TAU] | "
-         "yogi[:B1:B2:TAU] | adagrad[:B1:B2:TAU] (FedAdam, FedYogi, FedAdagrad; default: sgd)", P_RUN,
+    _run("server_opt", "str", "the server's optimizer: sgd | fedavgm[:BETA] | fedadam[:B1:B2:TAU] | "
+         "fedyogi[:B1:B2:TAU] | fedadagrad[:B1:B2:TAU] (Reddi et al. 2021; default: sgd)", P_RUN,
          default="sgd", commands=("run",)),
     _run("down_compressor", "str", "compress the server's broadcast: none | a compressor spec (as --compressor); "
          "the workers receive C(u) of the server's update u and x moves by it (default: none)", P_RUN,

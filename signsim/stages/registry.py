@@ -23,7 +23,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip", "geomed", "multikrum", "meamed",
                     "monna", "mda"),
     "attack": ("invert", "random", "alie", "ipm", "gaussian", "inf", "mimic"),
-    "server_optimizer": ("sgd", "momentum", "adam", "yogi", "adagrad"),
+    "server_optimizer": ("sgd", "fedavgm", "fedadam", "fedyogi", "fedadagrad"),
     "estimator": ("none", "diana"),
 }
 FOLDER = {k.name: k.folder for k in kinds.PRIMARY}

@@ -4,7 +4,7 @@ x <- x - eta_s gamma_k U."""
 
 from signsim.stages.server_optimizers import adaptive
 
-NAME = "adam"
+NAME = "fedadam"
 PARAMS = adaptive.params()
 SUMMARY = "m <- beta1 m + (1 - beta1) D; v <- beta2 v + (1 - beta2) D^2; U = m / (sqrt(v) + tau)"
 THEORY = "§12.4"

@@ -3,7 +3,7 @@ x <- x - eta_s gamma_k v."""
 
 from signsim.stages.base import Param
 
-NAME = "momentum"
+NAME = "fedavgm"
 PARAMS = (Param("beta", default=0.9, low=0.0, high=1.0, high_open=True),)
 SUMMARY = "v <- beta v + direction from v = 0; x <- x - eta_s gamma_k v"
 THEORY = "§12.4"
