@@ -233,3 +233,25 @@ def test_a_stage_module_in_its_folder_is_registered_and_the_readme_names_it():
                 assert path.stem in registry.BUILTIN[kind.name], (kind.name, path.stem)
                 if kind.name in ("compressor", "aggregation", "attack"):
                     assert f"`{mod.NAME}" in readme, (kind.name, mod.NAME)
+
+
+#: each option that names a stage (or a method), and the kind whose built-in names its help must list
+HELP_LISTS = {"compressor": "compressor", "aggregate": "aggregation", "attack": "attack",
+              "error_feedback": "error_feedback", "grad_estimator": "estimator", "server_opt": "server_optimizer",
+              "down_feedback": "error_feedback"}
+
+
+def _listed(help_text: str) -> set[str]:
+    """The names of a help line's "a | b:X | c[:Y]" list (the words before the first parenthesis)."""
+    import re
+
+    items = help_text.split("(")[0].split(":", 1)[-1] if help_text.startswith("the ") else help_text.split("(")[0]
+    return {re.split(r"[:\[]", part.strip().split()[-1])[0] for part in items.split("|") if part.strip()}
+
+
+def test_each_stage_options_help_lists_exactly_the_builtin_stages():
+    from signsim.interface.options import RECORD
+
+    for option, kind in HELP_LISTS.items():
+        assert _listed(RECORD[option].help) == set(registry.builtin(kind)), option
+    assert _listed(RECORD["method"].help) == set(methods.registry()), "method"

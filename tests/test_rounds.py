@@ -189,7 +189,6 @@ BAD = [
     (["--participation", "1.5"], "--participation 1.5"),
     (["--workers", "4", "--clients-per-round", "5"], "--clients-per-round 5"),
     (["--participation", "0.5", "--clients-per-round", "2"], "--participation 0.5 and --clients-per-round 2"),
-    (["--method", "ef21", "--participation", "0.5"], "--participation 0.5"),
     (["--method", "signsgd", "--votes", "binomial", "--local-steps", "2"], "--local-steps 2"),
     (["--method", "signsgd", "--votes", "binomial", "--server-lr", "2"], "--server-lr 2"),
 ]

@@ -275,7 +275,7 @@ class Engine(ChunkedState):
         for kind, code in compose.codes(stages).items():  # the stages' codes and flags (signsim.stages.kinds)
             ints[kinds.code_setting(kind)] = code
         for flag, (kind, attr) in kinds.FLAGS.items():
-            ints[kinds.flag_setting(flag)] = bool(getattr(stages[kind.name], attr))
+            ints[kinds.flag_setting(flag)] = bool(getattr(stages[kind.name], attr, False))
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
                       budget=s.budget, server_lr=s.server_lr)
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),

@@ -84,8 +84,8 @@ FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr")
     ICFG.index(kinds.code_setting(k)) for k in ("momentum", "compressor", "error_feedback", "aggregation", "attack",
                                                 "server_optimizer", "estimator", "down_compressor",
                                                 "down_error_feedback"))
-I_STEP_SCALED, I_SUMMED, I_OMNISCIENT = (ICFG.index(kinds.flag_setting(f))
-                                         for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT"))
+I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS = (ICFG.index(kinds.flag_setting(f))
+                                                       for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT", "INCREMENTS"))
 N_ICFG = len(ICFG)
 F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR = range(len(FCFG))
 N_FCFG = len(FCFG)
@@ -393,6 +393,9 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             tally[T_DOWN] += S * sparse_broadcast_bits(agg)
         else:
             tally[T_DOWN] += S * fcfg[F_DOWN_BITS]
+        if sampled and icfg[I_INCREMENTS]:  # EF21-PP: the server's g moves by (1/M) sum of the S increments, §8.2
+            for i in range(d):
+                agg[i] *= S / M
         direction = est_direction(icfg[I_CODE_ESTIMATOR], ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv),
                                   server.hbar, sp[SP_ESTIMATOR], S, M)
         direction = server_update(icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt, sp[SP_SERVER_OPTIMIZER], k)

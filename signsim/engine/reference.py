@@ -115,6 +115,8 @@ class ReferenceRun:
             self.bits_down += S * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
         else:
             self.bits_down += S * accounting.downlink_bits(comp, agg, S, d, s.sign_zero, s.tie)
+        if S < self.M and getattr(ef, "INCREMENTS", False):  # EF21-PP: g <- g + (1/M) sum_{m in round} c_m
+            broadcast = np.sum(msgs, axis=0) / self.M
         broadcast = ef.reference_direction(broadcast, self.g_server)
         est = s.estimator
         broadcast = est.module.reference_direction(broadcast, self.hbar, np.asarray(est.param_array()), S, self.M)

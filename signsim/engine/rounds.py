@@ -64,10 +64,6 @@ def validate(cfg) -> None:
     if cfg.votes == "binomial" and server_opt.split(":")[0] != "sgd":
         raise InputError(f"--server-opt {server_opt} does not apply with --votes binomial (its vote steps by the "
                          "majority sign); drop one of the two")
-    if partial and (cfg.error_feedback or "") == "ef21":
-        raise InputError(f"{given} with EF21 (--method {cfg.method}): EF21's server keeps the mean of every worker's "
-                         "g_m, which partial participation is not implemented for; use --error-feedback ef or all "
-                         "workers")
     if partial:
         from signsim.stages import registry
 

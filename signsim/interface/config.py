@@ -157,6 +157,8 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         values.setdefault("momentum2", method.default_momentum2)
     if method.default_lr is not None:
         values.setdefault("lr", method.default_lr)
+    for name, spec in method.stages:  # the method's estimator, server optimizer, downlink (DIANA, EF21-BC, ...)
+        values.setdefault(name, spec)
     cfg = RunConfig(**values)
     if cfg.plugin is not None:  # absolute paths: sweep workers (Dask ones too) load the same files
         from signsim.stages import plugins

@@ -33,6 +33,9 @@ class MethodSpec:
     momentum_from_first: bool = False
     #: the method's analysis needs unbiased gradients of one global objective (SSDM, arXiv v6 correction)
     needs_homogeneous: bool = False
+    #: the defaults of the other kinds of stage (``--grad-estimator``, ``--server-opt``, ``--down-compressor``,
+    #: ``--down-feedback``), by the option's field name; a method that names none leaves them at their defaults
+    stages: tuple[tuple[str, str], ...] = ()
 
     def defaults(self) -> str:
         """The stages and defaults, one line (for ``signsim list``)."""
@@ -49,4 +52,5 @@ class MethodSpec:
             parts.append(f"momentum {self.default_momentum} (m_0 = {start})")
         if self.default_lr is not None:
             parts.append(f"lr {self.default_lr:g}")
+        parts += [f"--{field.replace('_', '-')} {spec}" for field, spec in self.stages]
         return ", ".join(parts)

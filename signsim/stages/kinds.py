@@ -54,7 +54,8 @@ class Kind:
     title: str  # its table's title in docs/reference.md and ``signsim list``
     place: str  # "worker" or "server": whose step calls it
     calls: tuple[Call, ...]
-    #: loop flag -> the module's bool attribute it comes from (read at run time from ``icfg``)
+    #: loop flag -> the module's bool attribute it comes from (read at run time from ``icfg``); an attribute not in
+    #: ``declares`` is optional for a module, False when absent
     flags: dict[str, str] = field(default_factory=dict)
     states: tuple[State, ...] = ()
     #: what a module of this kind declares besides NAME, PARAMS, SUMMARY and the calls' functions: attribute ->
@@ -88,7 +89,7 @@ TABLE: tuple[Kind, ...] = (
          (Call("ef_before", "before", ("lr", "v", "g", "e"), True, True),
           Call("ef_after", "after", ("e", "out"), False, True),
           Call("ef_direction", "direction", ("agg", "srv"), True, False)),
-         flags={"STEP_SCALED": "STEP_SCALED"},
+         flags={"STEP_SCALED": "STEP_SCALED", "INCREMENTS": "INCREMENTS"},
          states=(State("STATE", "err", ("M", "d")),),
          declares={"STATE": bool, "STEP_SCALED": bool, "TRACK_ERROR": bool, "reference_before": "function",
                    "reference_after": "function", "reference_direction": "function"}),

@@ -1,5 +1,7 @@
-"""EF21 (Richtárik et al. 2021; docs/theory.md §8): msg = C(v - g_m), g_m <- g_m + msg; the server keeps
-g <- g + aggregate and steps x <- x - gamma_k g. Needs a contractive compressor and the mean."""
+"""EF21 (Richtárik et al. 2021; docs/theory.md §8.2): msg = C(v - g_m), g_m <- g_m + msg; the server keeps
+g <- g + aggregate and steps x <- x - gamma_k g. Needs a contractive compressor and the mean. With S of M workers
+taking part (EF21-PP, Fatkhullin et al. 2021), g_m of the absent ones stands still and the server's g, the mean of
+every g_m, moves by (1/M) sum of the S messages (``INCREMENTS``: the loop scales the mean by S/M)."""
 
 NAME = "ef21"
 PARAMS = ()
@@ -9,6 +11,7 @@ STATE = True
 SERVER_STATE = True  # the server's running g
 STEP_SCALED = True
 TRACK_ERROR = False
+INCREMENTS = True  # the server sums increments of the mean over all M workers (EF21-PP)
 
 
 def before(lr, v, g, e):
