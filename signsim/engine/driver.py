@@ -61,6 +61,8 @@ class Settings:
     local_steps: int = 1
     clients: int | None = None
     server_lr: float = 1.0
+    #: FedProx's proximal weight mu in the local steps (docs/theory.md §12.5; ``--prox-mu``, default 0)
+    prox_mu: float = 0.0
     #: the server's optimizer (docs/theory.md §12.4; ``--server-opt``, default sgd: x <- x - step direction)
     server_optimizer: Stage | None = None
     #: the gradient estimator (docs/theory.md §8.7; ``--grad-estimator``, default none: each worker compresses v)
@@ -152,6 +154,7 @@ class Settings:
             error_feedback=stages.parse_error_feedback(cfg.error_feedback or method.error_feedback),
             budget=accounting.budget_bits(cfg),
             local_steps=int(cfg.local_steps), clients=rounds.of_config(cfg), server_lr=float(cfg.server_lr),
+            prox_mu=float(getattr(cfg, "prox_mu", 0.0) or 0.0),
             server_optimizer=stages.parse_server_optimizer(getattr(cfg, "server_opt", None) or "sgd"),
             estimator=stages.parse_estimator(getattr(cfg, "grad_estimator", None) or "none"),
             down_compressor=(None if (getattr(cfg, "down_compressor", None) or "none") == "none"
@@ -224,6 +227,9 @@ class Engine(ChunkedState):
         loop_steps = 1 if self.external is not None else s.local_steps
         if self.external is not None and s.monotone:
             raise InputError("--monotone: not with --model (the loop cannot evaluate the model at a trial point)")
+        if self.external is not None and s.prox_mu and s.local_steps > 1:
+            raise InputError(f"--prox-mu {s.prox_mu:g}: not with --model yet (its local steps are taken in PyTorch, "
+                             "without the proximal term); drop one of the two")
         self.Y = np.zeros((S, d) if loop_steps > 1 else (1, 1), dtype=dt)
         self.U = np.zeros((S, d) if loop_steps > 1 else (1, 1), dtype=dt)
         self.agg = np.zeros(d, dtype=dt)
@@ -277,7 +283,7 @@ class Engine(ChunkedState):
         for flag, (kind, attr) in kinds.FLAGS.items():
             ints[kinds.flag_setting(flag)] = bool(getattr(stages[kind.name], attr, False))
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
-                      budget=s.budget, server_lr=s.server_lr)
+                      budget=s.budget, server_lr=s.server_lr, prox_mu=s.prox_mu)
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
                 np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64))
 

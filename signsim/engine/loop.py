@@ -76,7 +76,7 @@ ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eva
         # the run's stage of each kind, by its code (``signsim/engine/universal.py``), and the stages' flags
         *(kinds.code_setting(k) for k in kinds.NAMES), *(kinds.flag_setting(f) for f in kinds.FLAGS))
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
-FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr")
+FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "prox_mu")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
  I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK) = range(18)
 (I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
@@ -87,7 +87,7 @@ FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr")
 I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS = (ICFG.index(kinds.flag_setting(f))
                                                        for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT", "INCREMENTS"))
 N_ICFG = len(ICFG)
-F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR = range(len(FCFG))
+F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU = range(len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
 SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER, SP_ESTIMATOR, SP_DOWN_COMPRESSOR = range(7)
@@ -220,10 +220,11 @@ def worker_gradient(m, x, g, gen, data, icfg):
     add_noise(icfg[I_NOISE], data.nparams, gen, icfg[I_TAU], g)
 
 
-def local_gradient(m, j, lr, x, G, Y, U, gen, data, icfg):
+def local_gradient(m, j, lr, mu, x, G, Y, U, gen, data, icfg):
     """Worker m's pseudo-gradient of the round in slot j (docs/theory.md §12): with H = 1 its stochastic gradient
     at x, in G[j]; with H > 1 the exact sum u = sum_{h<H} g(y^h) of its H local SGD steps y^{h+1} = y^h - lr g(y^h)
-    from y^0 = x, in U[j] (Y[j] holds y^h, G[j] each g(y^h))."""
+    from y^0 = x, in U[j] (Y[j] holds y^h, G[j] each g(y^h)). With FedProx's weight mu > 0 (§12.5) each g(y^h)
+    is the proximal one, g(y^h) + mu (y^h - x), so that x - lr u is still the local iterate y^H."""
     H = icfg[I_LOCAL_STEPS]
     g = G[j]
     if H == 1:
@@ -236,6 +237,9 @@ def local_gradient(m, j, lr, x, G, Y, U, gen, data, icfg):
         y[i] = x[i]
     for h in range(H):
         worker_gradient(m, y, g, gen, data, icfg)
+        if mu != 0.0:  # (zero at h = 0, where y = x)
+            for i in range(d):
+                g[i] += mu * (y[i] - x[i])
         if h == 0:
             for i in range(d):
                 u[i] = g[i]
@@ -247,13 +251,13 @@ def local_gradient(m, j, lr, x, G, Y, U, gen, data, icfg):
                 y[i] -= lr * g[i]
 
 
-def worker_step(m, j, k, lr, x, workers, gen, data, icfg, sp):
+def worker_step(m, j, k, lr, mu, x, workers, gen, data, icfg, sp):
     """Worker m's round, in slot j of the round's participants: pseudo-gradient (``local_gradient``), momentum,
     error feedback, compression, attack (the composed stages). The momentum stage sees the worker's own round
     count (its rounds so far; k with full participation)."""
     mom, err, iwork, G, msg, wbits = workers.mom, workers.err, workers.iwork, workers.G, workers.msg, workers.wbits
     seen = workers.seen
-    local_gradient(m, j, lr, x, G, workers.Y, workers.U, gen, data, icfg)
+    local_gradient(m, j, lr, mu, x, G, workers.Y, workers.U, gen, data, icfg)
     g = G[j] if icfg[I_LOCAL_STEPS] == 1 else workers.U[j]
     mm = mom[0] if mom.shape[0] == 1 else mom[m]  # mom is a 1 x 1 placeholder without momentum
     si = 0 if seen.shape[0] == 1 else m  # seen has one entry without a momentum state
@@ -365,7 +369,7 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             slot = row * S + j if sampled else m
             # j as int64: the parallel loop's index is unsigned, and its body is typed as a plain loop first, so
             # the worker step would compile twice (once per index type)
-            worker_step(m, np.int64(j), k, lr, x, workers, worker_gen(gens, slot), data, icfg, sp)
+            worker_step(m, np.int64(j), k, lr, fcfg[F_PROX_MU], x, workers, worker_gen(gens, slot), data, icfg, sp)
         rows = msg[:S]
         if icfg[I_OMNISCIENT] and B > 0:
             nb = 0  # the round's Byzantine participants: the first rows, as part[row] ascends

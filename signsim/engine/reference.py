@@ -71,11 +71,14 @@ class ReferenceRun:
         return sorted(order[:S])
 
     def pseudo_gradient(self, m: int, lr: float) -> np.ndarray:
-        """u_m = sum_{h<H} g_m(y^h), y^0 = x, y^{h+1} = y^h - lr g_m(y^h) (docs/theory.md §12)."""
+        """u_m = sum_{h<H} g_m(y^h), y^0 = x, y^{h+1} = y^h - lr g_m(y^h) (docs/theory.md §12), where with FedProx
+        (§12.5) g_m(y) is the gradient of the local objective plus mu/2 ||y - x||^2."""
         y = self.x.copy()
         u = None
         for _ in range(self.s.local_steps):
             g = self.stochastic_gradient(m, y)
+            if self.s.prox_mu:
+                g = g + self.s.prox_mu * (y - self.x)
             u = g.copy() if u is None else u + g
             y = y - lr * g
         return u

@@ -100,7 +100,7 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
                   sig(server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S))]
     step = kernel.py_func.__globals__["worker_step"]
     lr = fcfg[loop.F_LR]
-    share = (step, [sig(k, k, k, lr, server.x, workers, gens[0], data, icfg, sp)])
+    share = (step, [sig(k, k, k, lr, lr, server.x, workers, gens[0], data, icfg, sp)])
     return jobs, share
 
 

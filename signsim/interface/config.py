@@ -157,9 +157,12 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         values.setdefault("momentum2", method.default_momentum2)
     if method.default_lr is not None:
         values.setdefault("lr", method.default_lr)
-    for name, spec in method.stages:  # the method's estimator, server optimizer, downlink (DIANA, EF21-BC, ...)
-        values.setdefault(name, spec)
+    for name, value in method.presets:  # the method's estimator, server optimizer, downlink (DIANA, EF21-BC, ...)
+        values.setdefault(name, value)
     cfg = RunConfig(**values)
+    if explicit.get("prox_mu") and cfg.local_steps == 1:
+        raise InputError(f"--prox-mu {_shown(cfg.prox_mu)}: no effect with --local-steps 1 (the proximal term "
+                         "mu (y - x) is zero at a round's first step); give --local-steps H > 1")
     if cfg.plugin is not None:  # absolute paths: sweep workers (Dask ones too) load the same files
         from signsim.stages import plugins
 

@@ -156,7 +156,7 @@ TABLE: tuple[Option, ...] = (
          "(docs/api.md; needs signsim[torch]; sets --problem model)", P_PROBLEM, problem=True,
          commands=("run", "check-spb", "diversity")),
     _run("method", "str", "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | topk-ef "
-         "| randk | ef21 | ef21-bc | ef21-hb | diana | natural | onebit-sgd (signsim list; default: ssdm)", P_RUN,
+         "| randk | ef21 | ef21-bc | ef21-hb | diana | fedprox | natural | onebit-sgd (signsim list; default: ssdm)", P_RUN,
          default="ssdm"),
     _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S[:elias] | terngrad | top-k:K | "
          "rand-k:K | natural | onebit | noisy-sign:[uniform:]SIGMA | dither:S (signsim list; default: the method's)",
@@ -192,6 +192,9 @@ TABLE: tuple[Option, ...] = (
          commands=("run", "check-spb", "bound")),
     _run("local_lr", "float", "the workers' local step size, gamma_0 of the schedule (default: --lr)", P_RUN, lo=0,
          lo_open=True, what="the local step size", commands=("run", "check-spb", "bound")),
+    _run("prox_mu", "float", "FedProx's proximal weight mu: each local step adds mu (y - x) to the gradient, which "
+         "holds the local iterate y near the server's x (Li et al. 2020; default: 0)", P_RUN, default=0.0, lo=0,
+         what="the proximal weight", commands=("run",)),
     _run("server_lr", "float", "the server's step size: x <- x - server_lr gamma_k direction (default: 1)", P_RUN,
          default=1.0, lo=0, lo_open=True, what="the server step size", commands=("run", "check-spb", "bound")),
     _run("server_opt", "str", "the server's optimizer: sgd | fedavgm[:BETA] | fedadam[:B1:B2:TAU] | "
@@ -349,7 +352,7 @@ RECORD_ORDER = (
     "dim",
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
-    "grad_estimator", "model", "down_compressor", "down_feedback",
+    "grad_estimator", "model", "down_compressor", "down_feedback", "prox_mu",
 )
 
 

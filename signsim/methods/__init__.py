@@ -38,14 +38,17 @@ ALIASES = (
                "top-k", MEAN, error_feedback="ef21", default_lr=1e-3),
     MethodSpec("ef21-bc", "EF21-BC: EF21 both ways: workers send C(g_hat - g_m) (top-k), the server broadcasts "
                "C(gamma g - w) (top-k), w <- w + C(...), and x moves by w", "top-k", MEAN, error_feedback="ef21",
-               default_lr=1e-3, stages=(("down_compressor", "top-k"), ("down_feedback", "ef21"))),
+               default_lr=1e-3, presets=(("down_compressor", "top-k"), ("down_feedback", "ef21"))),
     MethodSpec("ef21-hb", "EF21-HB: EF21 with heavy-ball momentum on the server: v <- beta v + g, x <- x - gamma v "
                "(beta 0.9; lr 1e-4, so that gamma / (1 - beta) is EF21's 1e-3)", "top-k", MEAN, error_feedback="ef21",
                default_lr=1e-4,
-               stages=(("server_opt", "fedavgm:0.9"),)),
+               presets=(("server_opt", "fedavgm:0.9"),)),
     MethodSpec("diana", "DIANA: workers send C(g_hat - h_m) (natural compression, omega 1/8), h_m <- h_m + alpha "
                "C(...) (alpha 0.5); the server steps along the mean of the h_m plus the mean message", "natural",
-               MEAN, default_lr=1e-3, stages=(("grad_estimator", "diana:0.5"),)),
+               MEAN, default_lr=1e-3, presets=(("grad_estimator", "diana:0.5"),)),
+    MethodSpec("fedprox", "FedProx: FedAvg whose H local steps (5) minimize f_m(y) + mu/2 ||y - x||^2 (mu 0.01), "
+               "the server averages the models", "identity", MEAN, default_lr=1e-3,
+               presets=(("prox_mu", 0.01), ("local_steps", 5))),
     MethodSpec("natural", "natural compression: unbiased rounding of each g_i to a power of two, server averages",
                "natural", MEAN, default_lr=1e-3),
     MethodSpec("onebit-sgd", "1-bit SGD with error feedback: sign mask decoded with the mean of the positive "

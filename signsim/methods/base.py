@@ -33,9 +33,9 @@ class MethodSpec:
     momentum_from_first: bool = False
     #: the method's analysis needs unbiased gradients of one global objective (SSDM, arXiv v6 correction)
     needs_homogeneous: bool = False
-    #: the defaults of the other kinds of stage (``--grad-estimator``, ``--server-opt``, ``--down-compressor``,
-    #: ``--down-feedback``), by the option's field name; a method that names none leaves them at their defaults
-    stages: tuple[tuple[str, str], ...] = ()
+    #: the method's defaults of other options (``--grad-estimator``, ``--server-opt``, ``--down-compressor``,
+    #: ``--down-feedback``, ``--prox-mu``, ``--local-steps``), by the option's field name; the user's value wins
+    presets: tuple[tuple[str, object], ...] = ()
 
     def defaults(self) -> str:
         """The stages and defaults, one line (for ``signsim list``)."""
@@ -52,5 +52,5 @@ class MethodSpec:
             parts.append(f"momentum {self.default_momentum} (m_0 = {start})")
         if self.default_lr is not None:
             parts.append(f"lr {self.default_lr:g}")
-        parts += [f"--{field.replace('_', '-')} {spec}" for field, spec in self.stages]
+        parts += [f"--{field.replace('_', '-')} {spec}" for field, spec in self.presets]
         return ", ".join(parts)
