@@ -139,8 +139,8 @@ TABLE: tuple[Option, ...] = (
     _run("noise_scales", "str", "per-coordinate noise scales: first:K | power:A | FILE.npy", P_PROBLEM),
     _run("data", "str", "builtin:digits | builtin:breast-cancer | FILE (.svm/.libsvm/.txt, .csv, .npz, "
          "IMAGES,LABELS idx) (default: builtin:breast-cancer; mlp builtin:digits)", P_DATA, problem=True),
-    _run("split", "str", "shared | iid | label-skew:ALPHA | sorted | split-batch (default: shared)", P_DATA,
-         problem=True),
+    _run("split", "str", "shared | iid | label-skew:ALPHA[:MIN] | shards:K | power-law:A | sorted | split-batch "
+         "(default: shared)", P_DATA, problem=True),
     _run("test_fraction", "float", "held-out fraction (default: 0.2)", P_DATA, problem=True, lo=0, hi=1,
          hi_open=True),
     _run("standardize", "bool", "standardize features (default: on)", P_DATA, problem=True,
