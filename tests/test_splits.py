@@ -202,6 +202,11 @@ def test_label_skew_min_near_uniform_for_large_alpha_and_one_class():
     assert min(np.diff(one.ptr)) >= 3
 
 
+def test_label_skew_min_whose_first_draw_suffices_is_label_skews_split():
+    plain = make_split("label-skew:100", LABELS, 8, np.random.default_rng(9))
+    assert groups_of(make_split("label-skew:100:1", LABELS, 8, np.random.default_rng(9))) == groups_of(plain)
+
+
 def test_label_skew_without_min_is_unchanged():
     """SHA-256 prefixes of (ptr, idx) recorded with the code before the new splits: existing results stay the same."""
     labels = np.random.default_rng(7).integers(0, 5, size=300).astype(float)
