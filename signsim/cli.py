@@ -201,12 +201,14 @@ def run(**opts: Any) -> None:
         save(runs_overview(runs), plot)
     warnings = sorted({w for d in runs for w in d["warnings"]}) if "comparison" in doc else doc["warnings"]
     if show:
-        from signsim.render.tables import comparison_table, emit, run_summary, stderr_console
+        from signsim.render.tables import comparison_table, emit, run_summary, split_line, stderr_console
 
         console = stderr_console()
         for w in warnings:
             emit(console, f"[yellow]warning:[/] {w}")
         emit(console, comparison_table(doc) if "comparison" in doc else run_summary(doc))
+        if "comparison" not in doc and (line := split_line(doc)):
+            emit(console, line)
     elif "comparison" not in doc:
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)

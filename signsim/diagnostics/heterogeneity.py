@@ -5,7 +5,8 @@ mean gradient of its shard (shard splits), the split-batch mixture (1/2)(mean of
 second), the exact local gradient (partitioned objectives such as vote-trap), or grad f itself (``shared``
 sampling, homogeneous synthetic oracles). Reported: the per-worker bias ||grad f_m - grad f||_2 and the
 bounded-gradient-dissimilarity constant zeta^2 = (1/M) sum_m ||grad f_m - grad f||^2 at x. SSDM's guarantee
-needs every bias to be 0.
+needs every bias to be 0. On split data the report carries the split's own description (``split``: each worker's
+sample and label counts, ``signsim.data.splits.report``), which does not depend on x.
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ def measure(problem, x: np.ndarray, workers: int) -> dict[str, Any]:
     gn = float(np.linalg.norm(g))
     means, source = worker_means(problem, x, workers)
     out: dict[str, Any] = {"source": source, "grad_norm": gn, "workers": workers}
+    if problem.finite_sum is not None:
+        from signsim.data.splits import report
+
+        out["split"] = report(problem.finite_sum.split)
     if means is None:
         measured = not (problem.heterogeneous and problem.finite_sum is None)
         out.update(bias=None, zeta_sq=0.0 if measured else None, max_bias=0.0 if measured else None,

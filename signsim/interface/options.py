@@ -139,8 +139,8 @@ TABLE: tuple[Option, ...] = (
     _run("noise_scales", "str", "per-coordinate noise scales: first:K | power:A | FILE.npy", P_PROBLEM),
     _run("data", "str", "builtin:digits | builtin:breast-cancer | FILE (.svm/.libsvm/.txt, .csv, .npz, "
          "IMAGES,LABELS idx) (default: builtin:breast-cancer; mlp builtin:digits)", P_DATA, problem=True),
-    _run("split", "str", "shared | iid | label-skew:ALPHA | sorted | split-batch (default: shared)", P_DATA,
-         problem=True),
+    _run("split", "str", "shared | iid | label-skew:ALPHA[:MIN] | shards:K | power-law:A | sorted | split-batch "
+         "(default: shared)", P_DATA, problem=True),
     _run("test_fraction", "float", "held-out fraction (default: 0.2)", P_DATA, problem=True, lo=0, hi=1,
          hi_open=True),
     _run("standardize", "bool", "standardize features (default: on)", P_DATA, problem=True,
@@ -156,8 +156,8 @@ TABLE: tuple[Option, ...] = (
          "(docs/api.md; needs signsim[torch]; sets --problem model)", P_PROBLEM, problem=True,
          commands=("run", "check-spb", "diversity")),
     _run("method", "str", "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | topk-ef "
-         "| randk | ef21 | ef21-bc | ef21-hb | diana | fedprox | natural | onebit-sgd (signsim list; default: ssdm)", P_RUN,
-         default="ssdm"),
+         "| randk | ef21 | ef21-bc | ef21-hb | diana | fedprox | natural | onebit-sgd (signsim list; default: ssdm)",
+         P_RUN, default="ssdm"),
     _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S[:elias] | terngrad | top-k:K | "
          "rand-k:K | natural | onebit | noisy-sign:[uniform:]SIGMA | dither:S (signsim list; default: the method's)",
          P_RUN),

@@ -205,6 +205,30 @@ def run_summary(doc: dict[str, Any]) -> Table:
     return table
 
 
+def split_rows(h: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The split's sizes and label counts in a heterogeneity report (``signsim.data.splits.report``), as two rows
+    (none without a split)."""
+    sp = (h or {}).get("split")
+    if not sp:
+        return []
+    who = "label group" if sp["name"] == "split-batch" else "worker"
+    rows = [(f"samples per {who}", f"{sp['size_min']} to {sp['size_max']} (mean {fmt(sp['size_mean'])})")]
+    if "labels_min" in sp:
+        rows.append((f"labels per {who}", f"{sp['labels_min']} to {sp['labels_max']} of {len(sp['classes'])}"))
+    return rows
+
+
+def split_line(doc: dict[str, Any]) -> str | None:
+    """One line under a run's summary on split data: the split's sizes, labels per worker and zeta^2 at x_0."""
+    h = doc.get("heterogeneity")
+    rows = split_rows(h)
+    if not rows:
+        return None
+    zeta = f"; zeta^2 at x_0 = {fmt(h['zeta_sq'])}" if h.get("zeta_sq") is not None else ""
+    return (f"split {h['split']['name']}: " + ", ".join(f"{label} {value}" for label, value in rows) + zeta
+            + " (the counts per worker: heterogeneity.split in the results)")
+
+
 def listing(sections: dict[str, list[tuple[str, str]]]) -> list[Table]:
     tables = []
     for title, rows in sections.items():
@@ -388,6 +412,7 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
     h = doc.get("heterogeneity")
     if h is not None:
         rows.append(("sampling", doc["sampling"]["scheme"]))
+        rows += split_rows(h)
         if h.get("max_bias") is not None:
             rel = f" ({fmt(h['relative_max_bias'])} of ||g||)" if h.get("relative_max_bias") is not None else ""
             rows.append(("max_m ||E g_hat_m - grad f||", fmt(h["max_bias"]) + rel))
