@@ -215,9 +215,9 @@ def test_reference_tables_list_every_option_of_the_table():
 
     assert run_sections | s["run"] == flags("run")
     tracks = {"--track-spb", "--track-diversity", "--grad-estimator", "--down-compressor",
-              "--down-feedback"}  # run only (the tables say so)
+              "--down-feedback", "--pre-aggregate"}  # run only (the tables say so)
     for command in ("check-spb", "diversity", "bound"):
-        rounds = s["Rounds"] - {"--server-opt"} if command != "diversity" else set()  # the table says: run only
+        rounds = s["Rounds"] - {"--server-opt", "--prox-mu"} if command != "diversity" else set()  # run only
         only = tracks | ({"--model"} if command == "bound" else set())  # --model: not bound (the table says so)
         assert (run_sections - only - s["Rounds"]) | rounds | s[command] == flags(command), command
     for command in ("sweep", "plot", "compile"):

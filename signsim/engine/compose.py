@@ -299,8 +299,9 @@ def _smoke(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage
     def call(f, *args):
         return interruptible(lambda: f(*args))
 
+    kind = kinds.base(stage.kind)  # a slot's stage (the downlink's compressor, a chain's link) as its kind's
     try:
-        if stage.kind == "compressor":
+        if kind == "compressor":
             out = np.zeros(d)
             bits = call(fn("kernel"), v, out, p, 0, gen, np.zeros(d, dtype=np.int64))
             if not (isinstance(bits, (int, float)) and math.isfinite(bits) and bits > 0):
@@ -310,12 +311,12 @@ def _smoke(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage
             ref = np.asarray(mod.reference(v.copy(), stage.params, 0, np.random.default_rng(0)))
             if ref.shape != (d,):
                 raise _fail(where, f"reference returned shape {ref.shape}, expected ({d},)")
-        elif stage.kind == "momentum":
+        elif kind == "momentum":
             g, m = v.copy(), np.zeros(d)
             r = call(fn("kernel"), 0, g, m, p)
             if np.shape(r) != (d,) or not np.all(np.isfinite(r)):
                 raise _fail(where, f"kernel must return a finite vector of length d (d = {d})")
-        elif stage.kind == "aggregation":
+        elif kind == "aggregation":
             msg = np.vstack([v, -v, 2 * v])
             agg = msg.sum(axis=0) if mod.SUMMED else np.zeros(d)
             if mod.SUMMED:
@@ -324,21 +325,21 @@ def _smoke(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage
                 call(fn("robust"), msg, agg, p)
             if not np.all(np.isfinite(agg)):
                 raise _fail(where, f"the aggregate of finite messages is not finite (d = {d})")
-        elif stage.kind == "attack":
+        elif kind == "attack":
             out = v.copy()
             call(fn("row"), out, p, gen)
             msg = np.vstack([v, v, -v])
             call(fn("rows"), msg, 1, p)
             if not (np.all(np.isfinite(out)) and np.all(np.isfinite(msg))):
                 raise _fail(where, f"the attack wrote non-finite values for finite messages (d = {d})")
-        elif stage.kind == "error_feedback":
+        elif kind == "error_feedback":
             e, g = np.zeros(d), v.copy()
             u = call(fn("before"), 0.1, v.copy(), g, e)
             if np.shape(u) != (d,):
                 raise _fail(where, "before must return a vector of length d")
             call(fn("after"), e, np.zeros(d))
             call(fn("direction"), np.zeros(d), np.zeros(d))
-        elif stage.kind == "estimator":
+        elif kind == "estimator":
             h, g = np.zeros(d), v.copy()
             u = call(fn("before"), v.copy(), g, h, p)
             if np.shape(u) != (d,):
@@ -347,12 +348,19 @@ def _smoke(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage
             r = call(fn("direction"), v.copy(), np.zeros((2, d)), p, 2, 4)
             if np.shape(r) != (d,) or not np.all(np.isfinite(r)):
                 raise _fail(where, f"direction must return a finite vector of length d (d = {d})")
-        elif stage.kind == "server_optimizer":
+        elif kind == "server_optimizer":
             opt = np.zeros((3, d))
             for k in range(3):
                 u = call(fn("update"), v.copy(), opt, p, k)
                 if np.shape(u) != (d,) or not np.all(np.isfinite(u)):
                     raise _fail(where, f"update must return a finite vector of length d (d = {d})")
+        elif kind == "pre_aggregation":
+            msg = np.vstack([v, -v, 2 * v, v])
+            n = call(fn("pre"), msg, 4, p, gen)
+            if not (isinstance(n, int) and 1 <= n <= 4):
+                raise _fail(where, f"pre must return the number of rows it leaves, 1 to n (got {n!r} for n = 4)")
+            if not np.all(np.isfinite(msg[:n])):
+                raise _fail(where, f"pre wrote non-finite values for finite messages (d = {d})")
     except InputError:
         raise
     except IndexError:

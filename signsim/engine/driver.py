@@ -21,7 +21,7 @@ from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
 from signsim.seeding import participation_stream, run_streams
-from signsim.stages import kinds
+from signsim.stages import PRE_KINDS, kinds
 from signsim.stages.registry import Stage
 
 #: a run uses the parallel loop over workers when a step touches at least this many numbers
@@ -71,6 +71,9 @@ class Settings:
     #: the server broadcasts what it aggregated, uncompressed, and x moves by the server's update)
     down_compressor: Stage | None = None
     down_error_feedback: Stage | None = None
+    #: the chain of pre-aggregations before the aggregation (docs/theory.md §8.9; ``--pre-aggregate``), its three
+    #: links in order, ``none`` where the chain is shorter
+    pre_aggregation: tuple[Stage, ...] = ()
 
     def __post_init__(self):
         from signsim.stages import registry
@@ -85,6 +88,8 @@ class Settings:
             self.estimator = registry.parse("estimator", "none")
         if self.down_error_feedback is None:
             self.down_error_feedback = registry.parse("down_error_feedback", "none")
+        links = tuple(self.pre_aggregation)
+        self.pre_aggregation = links + tuple(registry.parse(kind, "none") for kind in PRE_KINDS[len(links):])
 
     @property
     def downlink(self) -> bool:
@@ -116,11 +121,12 @@ class Settings:
                 "error_feedback": self.error_feedback.module, "aggregation": self.aggregate.module,
                 "attack": self.attack.module if self.byzantine else compose.NO_ATTACK,
                 "server_optimizer": self.server_optimizer.module, "estimator": self.estimator.module,
-                "down_compressor": self._down().module, "down_error_feedback": self.down_error_feedback.module}
+                "down_compressor": self._down().module, "down_error_feedback": self.down_error_feedback.module,
+                **{kind: link.module for kind, link in zip(PRE_KINDS, self.pre_aggregation, strict=True)}}
 
     def stage_list(self) -> list[Stage]:
         return [self.momentum_kind, self.compressor, self.error_feedback, self.aggregate, self.attack,
-                self.server_optimizer, self.estimator, self._down(), self.down_error_feedback]
+                self.server_optimizer, self.estimator, self._down(), self.down_error_feedback, *self.pre_aggregation]
 
     def stage_params(self) -> np.ndarray:
         """The loop's ``sp``: one row of parameters per stage (``loop.SP_*``); momentum's are (beta, beta2)."""
@@ -130,7 +136,9 @@ class Settings:
         sp[loop.SP_MOMENTUM, :2] = self.momentum, self.momentum2
         for row, stage in ((loop.SP_COMPRESSOR, self.compressor), (loop.SP_AGGREGATION, self.aggregate),
                            (loop.SP_ATTACK, self.attack), (loop.SP_SERVER_OPTIMIZER, self.server_optimizer),
-                           (loop.SP_ESTIMATOR, self.estimator), (loop.SP_DOWN_COMPRESSOR, self._down())):
+                           (loop.SP_ESTIMATOR, self.estimator), (loop.SP_DOWN_COMPRESSOR, self._down()),
+                           *zip((loop.SP_PRE_AGGREGATION, loop.SP_PRE_AGGREGATION_2, loop.SP_PRE_AGGREGATION_3),
+                                self.pre_aggregation, strict=True)):
             sp[row, :len(stage.params)] = stage.params
         return sp
 
@@ -161,6 +169,7 @@ class Settings:
                              else registry.parse("down_compressor", cfg.down_compressor, dim)),
             down_error_feedback=registry.parse("down_error_feedback", getattr(cfg, "down_feedback", None)
                                                or "none"),
+            pre_aggregation=stages.parse_pre_aggregate(getattr(cfg, "pre_aggregate", None) or "none"),
         )
 
     def participants(self, workers: int) -> int:

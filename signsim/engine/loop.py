@@ -80,18 +80,21 @@ FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
  I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK) = range(18)
 (I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
- I_CODE_SERVER_OPTIMIZER, I_CODE_ESTIMATOR, I_CODE_DOWN_COMPRESSOR, I_CODE_DOWN_ERROR_FEEDBACK) = (
+ I_CODE_SERVER_OPTIMIZER, I_CODE_ESTIMATOR, I_CODE_DOWN_COMPRESSOR, I_CODE_DOWN_ERROR_FEEDBACK,
+ I_CODE_PRE_AGGREGATION, I_CODE_PRE_AGGREGATION_2, I_CODE_PRE_AGGREGATION_3) = (
     ICFG.index(kinds.code_setting(k)) for k in ("momentum", "compressor", "error_feedback", "aggregation", "attack",
                                                 "server_optimizer", "estimator", "down_compressor",
-                                                "down_error_feedback"))
+                                                "down_error_feedback", "pre_aggregation", "pre_aggregation_2",
+                                                "pre_aggregation_3"))
 I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS = (ICFG.index(kinds.flag_setting(f))
                                                        for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT", "INCREMENTS"))
 N_ICFG = len(ICFG)
 F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU = range(len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
-SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER, SP_ESTIMATOR, SP_DOWN_COMPRESSOR = range(7)
-N_SP = 7
+(SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER, SP_ESTIMATOR, SP_DOWN_COMPRESSOR,
+ SP_PRE_AGGREGATION, SP_PRE_AGGREGATION_2, SP_PRE_AGGREGATION_3) = range(10)
+N_SP = 10
 #: rows of the server's ``down`` state with a compressed downlink (docs/theory.md §8.8): the update u before
 #: compression, the error feedback's scratch (its ``g``), the broadcast C(.), its memory e (or EF21's w), its
 #: server-side running sum (EF21)
@@ -146,6 +149,18 @@ def attack_rows(code, msg, B, p):
 
 
 def finish_aggregate(code, agg, M, p, tie, gen):
+    raise NotImplementedError
+
+
+def pre_aggregate(code, msg, n, p, gen):  # -> the rows left for the aggregation (a chain of three links)
+    raise NotImplementedError
+
+
+def pre_aggregate_2(code, msg, n, p, gen):
+    raise NotImplementedError
+
+
+def pre_aggregate_3(code, msg, n, p, gen):
     raise NotImplementedError
 
 
@@ -377,15 +392,19 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                 nb += 1
             if 0 < nb < S:  # (no honest message to read when every participant is Byzantine, §12)
                 attack_rows(icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
+        # the chain of pre-aggregations (§8.9): each transforms the first n rows in place, and may leave fewer
+        n = pre_aggregate(icfg[I_CODE_PRE_AGGREGATION], rows, S, sp[SP_PRE_AGGREGATION], server_gen)
+        n = pre_aggregate_2(icfg[I_CODE_PRE_AGGREGATION_2], rows, n, sp[SP_PRE_AGGREGATION_2], server_gen)
+        n = pre_aggregate_3(icfg[I_CODE_PRE_AGGREGATION_3], rows, n, sp[SP_PRE_AGGREGATION_3], server_gen)
         if icfg[I_SUMMED]:
             for i in prange(d):
                 s = 0.0
-                for j in range(S):
+                for j in range(n):
                     s += msg[j, i]
                 agg[i] = s
-            finish_aggregate(icfg[I_CODE_AGGREGATION], agg, S, sp[SP_AGGREGATION], icfg[I_TIE], server_gen)
+            finish_aggregate(icfg[I_CODE_AGGREGATION], agg, n, sp[SP_AGGREGATION], icfg[I_TIE], server_gen)
         else:
-            robust_aggregate(icfg[I_CODE_AGGREGATION], rows, agg, sp[SP_AGGREGATION])
+            robust_aggregate(icfg[I_CODE_AGGREGATION], msg[:n], agg, sp[SP_AGGREGATION])
         up = 0.0
         for j in range(S):
             up += wbits[j]

@@ -109,6 +109,8 @@ class ReferenceRun:
         msgs = np.array(msgs)
         if 0 < nb < S and att.OMNISCIENT:
             msgs = att.reference_rows(msgs, nb, s.attack.params)
+        for link in s.pre_aggregation:  # the chain of pre-aggregations, in order (§8.9)
+            msgs = np.asarray(link.module.reference(msgs, link.params, self.server), dtype=float)
         broadcast = agg.module.reference(msgs, agg.params, int(s.tie), self.server, self.broadcast)
         self.broadcast = broadcast
         d = broadcast.size

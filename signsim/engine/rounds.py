@@ -60,6 +60,10 @@ def validate(cfg) -> None:
     if cfg.votes == "binomial" and down != "none":
         raise InputError(f"--down-compressor {down} does not apply with --votes binomial (its vote steps by the "
                          "majority sign); drop one of the two")
+    pre = str(getattr(cfg, "pre_aggregate", None) or "none")
+    if cfg.votes == "binomial" and pre != "none":
+        raise InputError(f"--pre-aggregate {pre} does not apply with --votes binomial (it counts votes, never "
+                         "messages); drop one of the two")
     server_opt = str(getattr(cfg, "server_opt", None) or "sgd")
     if cfg.votes == "binomial" and server_opt.split(":")[0] != "sgd":
         raise InputError(f"--server-opt {server_opt} does not apply with --votes binomial (its vote steps by the "

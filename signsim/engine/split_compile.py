@@ -79,6 +79,10 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
                   sig(code, server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k)),
                  (("module", "signsim.engine.universal", "est_direction"),
                   sig(code, server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S))]
+        jobs += [(("module", "signsim.engine.universal", name), sig(code, workers.msg[:S], S, sp[row], server.gen))
+                 for name, row in (("pre_aggregate", loop.SP_PRE_AGGREGATION),
+                                   ("pre_aggregate_2", loop.SP_PRE_AGGREGATION_2),
+                                   ("pre_aggregate_3", loop.SP_PRE_AGGREGATION_3))]
         down = server.down[0]  # a compressed downlink's vectors (the loop's D_* rows), as the loop types them
         jobs += [(("module", "signsim.engine.universal", "compress_down"),
                   sig(code, down, down, sp[loop.SP_DOWN_COMPRESSOR], icfg[loop.I_SIGN_ZERO], server.gen,

@@ -46,6 +46,11 @@ from signsim.stages.momentum import ema as _momentum__ema
 from signsim.stages.momentum import ema_first as _momentum__ema_first
 from signsim.stages.momentum import lion as _momentum__lion
 from signsim.stages.momentum import none as _momentum__none
+from signsim.stages.pre_aggregation import arc as _pre_aggregation__arc
+from signsim.stages.pre_aggregation import bucketing as _pre_aggregation__bucketing
+from signsim.stages.pre_aggregation import clip as _pre_aggregation__clip
+from signsim.stages.pre_aggregation import nnm as _pre_aggregation__nnm
+from signsim.stages.pre_aggregation import none as _pre_aggregation__none
 from signsim.stages.server_optimizers import fedadagrad as _server_optimizer__fedadagrad
 from signsim.stages.server_optimizers import fedadam as _server_optimizer__fedadam
 from signsim.stages.server_optimizers import fedavgm as _server_optimizer__fedavgm
@@ -64,6 +69,9 @@ COUNTS = {
     "attack": 7,
     "server_optimizer": 5,
     "estimator": 2,
+    "pre_aggregation": 5,
+    "pre_aggregation_2": 5,
+    "pre_aggregation_3": 5,
     "down_compressor": 12,
     "down_error_feedback": 3,
 }
@@ -140,6 +148,21 @@ _estimator__none__after = stage_function(_estimator__none, "after", True, inline
 _estimator__diana__after = stage_function(_estimator__diana, "after", True, inline=INLINE)
 _estimator__none__direction = stage_function(_estimator__none, "direction", False, inline=INLINE)
 _estimator__diana__direction = stage_function(_estimator__diana, "direction", False, inline=INLINE)
+_pre_aggregation__none__pre = stage_function(_pre_aggregation__none, "pre", False, inline=INLINE)
+_pre_aggregation__nnm__pre = stage_function(_pre_aggregation__nnm, "pre", False, inline=INLINE)
+_pre_aggregation__bucketing__pre = stage_function(_pre_aggregation__bucketing, "pre", False, inline=INLINE)
+_pre_aggregation__clip__pre = stage_function(_pre_aggregation__clip, "pre", False, inline=INLINE)
+_pre_aggregation__arc__pre = stage_function(_pre_aggregation__arc, "pre", False, inline=INLINE)
+_pre_aggregation_2__none__pre = stage_function(_pre_aggregation__none, "pre", False, inline=INLINE)
+_pre_aggregation_2__nnm__pre = stage_function(_pre_aggregation__nnm, "pre", False, inline=INLINE)
+_pre_aggregation_2__bucketing__pre = stage_function(_pre_aggregation__bucketing, "pre", False, inline=INLINE)
+_pre_aggregation_2__clip__pre = stage_function(_pre_aggregation__clip, "pre", False, inline=INLINE)
+_pre_aggregation_2__arc__pre = stage_function(_pre_aggregation__arc, "pre", False, inline=INLINE)
+_pre_aggregation_3__none__pre = stage_function(_pre_aggregation__none, "pre", False, inline=INLINE)
+_pre_aggregation_3__nnm__pre = stage_function(_pre_aggregation__nnm, "pre", False, inline=INLINE)
+_pre_aggregation_3__bucketing__pre = stage_function(_pre_aggregation__bucketing, "pre", False, inline=INLINE)
+_pre_aggregation_3__clip__pre = stage_function(_pre_aggregation__clip, "pre", False, inline=INLINE)
+_pre_aggregation_3__arc__pre = stage_function(_pre_aggregation__arc, "pre", False, inline=INLINE)
 _down_compressor__identity__kernel = stage_function(_compressor__identity, "kernel", False, inline=INLINE)
 _down_compressor__sign__kernel = stage_function(_compressor__sign, "kernel", False, inline=INLINE)
 _down_compressor__sto_sign__kernel = stage_function(_compressor__sto_sign, "kernel", False, inline=INLINE)
@@ -428,6 +451,63 @@ def est_direction(code, agg, hbar, p, S, M):
 def est_direction__one(code, agg, hbar, p, S, M):
     """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
     return _stage(agg, hbar, p, S, M)
+
+
+@njit(cache=True)
+def pre_aggregate(code, msg, n, p, gen):
+    """The pre_aggregation stage of code ``code``: its ``pre``."""
+    if code == 0:
+        return _pre_aggregation__none__pre(msg, n, p, gen)
+    if code == 1:
+        return _pre_aggregation__nnm__pre(msg, n, p, gen)
+    if code == 2:
+        return _pre_aggregation__bucketing__pre(msg, n, p, gen)
+    if code == 3:
+        return _pre_aggregation__clip__pre(msg, n, p, gen)
+    return _pre_aggregation__arc__pre(msg, n, p, gen)
+
+
+def pre_aggregate__one(code, msg, n, p, gen):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(msg, n, p, gen)
+
+
+@njit(cache=True)
+def pre_aggregate_2(code, msg, n, p, gen):
+    """The pre_aggregation_2 stage of code ``code``: its ``pre``."""
+    if code == 0:
+        return _pre_aggregation_2__none__pre(msg, n, p, gen)
+    if code == 1:
+        return _pre_aggregation_2__nnm__pre(msg, n, p, gen)
+    if code == 2:
+        return _pre_aggregation_2__bucketing__pre(msg, n, p, gen)
+    if code == 3:
+        return _pre_aggregation_2__clip__pre(msg, n, p, gen)
+    return _pre_aggregation_2__arc__pre(msg, n, p, gen)
+
+
+def pre_aggregate_2__one(code, msg, n, p, gen):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(msg, n, p, gen)
+
+
+@njit(cache=True)
+def pre_aggregate_3(code, msg, n, p, gen):
+    """The pre_aggregation_3 stage of code ``code``: its ``pre``."""
+    if code == 0:
+        return _pre_aggregation_3__none__pre(msg, n, p, gen)
+    if code == 1:
+        return _pre_aggregation_3__nnm__pre(msg, n, p, gen)
+    if code == 2:
+        return _pre_aggregation_3__bucketing__pre(msg, n, p, gen)
+    if code == 3:
+        return _pre_aggregation_3__clip__pre(msg, n, p, gen)
+    return _pre_aggregation_3__arc__pre(msg, n, p, gen)
+
+
+def pre_aggregate_3__one(code, msg, n, p, gen):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(msg, n, p, gen)
 
 
 @njit(cache=True)

@@ -241,6 +241,31 @@ def _check_round_aggregate(cfg: RunConfig) -> None:
                          "messages aggregated in a round, one per client)") from None
 
 
+def _check_pre_aggregate(cfg: RunConfig) -> None:
+    """The chain of pre-aggregations gets S messages a round and needs enough of them; the aggregation then gets the
+    rows the chain leaves (bucketing leaves ceil(S/s)), which a rule such as Krum needs enough of."""
+    from signsim import stages
+    from signsim.engine import rounds
+    from signsim.stages import registry
+
+    links = stages.parse_pre_aggregate(cfg.pre_aggregate)
+    if not links:
+        return
+    s = rounds.checked_clients(cfg.workers, cfg.participation, cfg.clients_per_round)
+    try:
+        n = stages.pre_aggregated_rows(links, s)
+    except InputError as e:
+        raise InputError(f"--pre-aggregate {cfg.pre_aggregate}: {e}") from None
+    agg = registry.stages("aggregation").get(str(cfg.aggregate).split(":")[0])
+    if n < s and agg is not None and hasattr(agg, "check_workers"):
+        try:
+            agg.check_workers(n, min(cfg.byzantine, n), cfg.aggregate)
+        except InputError as e:
+            need = str(e).rsplit(": ", 1)[-1]
+            raise InputError(f"--pre-aggregate {cfg.pre_aggregate} leaves {n} messages a round for --aggregate "
+                             f"{cfg.aggregate}, but {need}") from None
+
+
 def validate(cfg: RunConfig) -> None:
     """The checks that involve several options or a registry; each value's own type, range and choices come
     from ``signsim.interface.options`` (checked for every resolved value, defaults included)."""
@@ -281,6 +306,7 @@ def validate(cfg: RunConfig) -> None:
     stages.parse_server_optimizer(cfg.server_opt)
     stages.parse_estimator(cfg.grad_estimator)
     stages.parse_down_error_feedback(cfg.down_feedback)
+    _check_pre_aggregate(cfg)
     if cfg.momentum2 is not None:
         _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
     stages.check_composition(cfg, cfg.method)

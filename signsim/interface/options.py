@@ -168,6 +168,9 @@ TABLE: tuple[Option, ...] = (
          also=("spb_from_samples",)),
     _run("aggregate", "str", "server rule: majority | mean | median | trimmed:BETA | krum:F | cclip:TAU[:L] | "
          "geomed[:NU:T] | multikrum:F[:K] | meamed:F | monna:F | mda:F (default: the method's)", P_RUN),
+    _run("pre_aggregate", "str", "pre-aggregations applied in order before --aggregate, a comma list of up to 3: "
+         "none | nnm:F | bucketing[:S] | clip[:TAU] | arc:F (default: none)", P_RUN, default="none",
+         commands=("run",)),
     _run("batch_size", "int", "minibatch size tau per worker (default: {default})", P_RUN, default=1, lo=1,
          hi=MAX_SIZE, command_defaults=(("check-spb", 1),),
          shown_defaults=(("run", "1; mlp 32"), ("diversity", "1; mlp 32"), ("bound", "1; mlp 32")),
@@ -352,7 +355,7 @@ RECORD_ORDER = (
     "dim",
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
-    "grad_estimator", "model", "down_compressor", "down_feedback", "prox_mu",
+    "grad_estimator", "model", "down_compressor", "down_feedback", "prox_mu", "pre_aggregate",
 )
 
 

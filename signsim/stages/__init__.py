@@ -96,6 +96,35 @@ def parse_down_error_feedback(spec: str) -> Stage:
     return parse("down_error_feedback", spec)
 
 
+#: the kinds of the links of a ``--pre-aggregate`` chain, in order (docs/theory.md §8.9)
+PRE_KINDS = ("pre_aggregation", "pre_aggregation_2", "pre_aggregation_3")
+
+
+def parse_pre_aggregate(spec: str) -> tuple[Stage, ...]:
+    """``--pre-aggregate``: ``none`` or a comma list of at most three pre-aggregations, applied in that order."""
+    text = str(spec).strip()
+    parts = [p.strip() for p in text.split(",")]
+    if any(p == "" for p in parts):
+        raise InputError(f"--pre-aggregate {spec}: an empty link in the chain (write e.g. nnm:2,bucketing:2)")
+    if len(parts) > len(PRE_KINDS):
+        raise InputError(f"--pre-aggregate {spec}: at most {len(PRE_KINDS)} pre-aggregations in a chain")
+    from signsim.interface.suggest import stage_spec
+
+    for p in parts:
+        stage_spec("pre_aggregation", p)  # an unknown name, with the closest one
+    links = tuple(parse(kind, p, option="--pre-aggregate") for kind, p in zip(PRE_KINDS, parts, strict=False))
+    if len(links) > 1 and any(link.name == "none" for link in links):
+        raise InputError(f"--pre-aggregate {spec}: 'none' cannot be a link of a chain")
+    return tuple(link for link in links if link.name != "none")
+
+
+def pre_aggregated_rows(links: tuple[Stage, ...], n: int) -> int:
+    """The messages the aggregation gets from n after the chain ``links`` (InputError when a link needs more)."""
+    for link in links:
+        n = int(link.module.rows(n, link.params))
+    return n
+
+
 def momentum_stage(method, cfg) -> Stage:
     """The momentum stage of a method: Lion's, EMA (from m_0 = g_hat(x_0) for SSDM) when beta > 0, else none."""
     if method.momentum_kind == "lion":
@@ -176,6 +205,7 @@ def describe(settings, cfg, dim: int) -> dict:
         "weight_decay": settings.weight_decay,
         "server_optimizer": settings.server_optimizer.spec,
         "estimator": settings.estimator.spec,
+        "pre_aggregate": [link.spec for link in settings.pre_aggregation if link.name != "none"],
         "downlink": None if settings.down_compressor is None else {
             "compressor": {"spec": settings.down_compressor.spec,
                            **compressor_constant_of(settings.down_compressor, dim)},

@@ -9,7 +9,8 @@ Everything that names the kinds reads this table: the registry (folders, options
 docs' stage tables (``signsim.render.stage_tables``). Pure Python: importing it costs nothing.
 
 A worker's step, in order: momentum -> estimator (before: the shift) -> error feedback (before) -> compressor ->
-error feedback (after) -> estimator (after) -> attack (row); the server's: attack (rows, omniscient) -> aggregation
+error feedback (after) -> estimator (after) -> attack (row); the server's: attack (rows, omniscient) -> the chain of
+pre-aggregations (each may return fewer rows: bucketing) -> aggregation
 (finish of the sum, or robust) -> error feedback (direction) -> estimator (direction) -> server optimizer (the
 update x moves by) -> the downlink, when compressed: its error feedback (before) -> its compressor -> its error
 feedback (after, direction): what the workers receive and x moves by (docs/theory.md §8.8). The downlink's two
@@ -114,6 +115,16 @@ TABLE: tuple[Kind, ...] = (
          states=(State("STATE", "shift", ("M", "d")), State("STATE", "hbar", ("2", "d"))),
          declares={"STATE": bool, "reference_before": "function", "reference_after": "function",
                    "reference_direction": "function"}),
+
+    Kind("pre_aggregation", "pre_aggregation", "--pre-aggregate",
+         "Pre-aggregation (`--pre-aggregate`, chained before `--aggregate`)", "server",
+         (Call("pre_aggregate", "pre", ("msg", "n", "p", "gen"), True, False),),
+         declares={"rows": "function", "reference": "function"}),
+    # the second and third links of a --pre-aggregate chain: slots of the pre-aggregation's modules
+    Kind("pre_aggregation_2", "pre_aggregation", "--pre-aggregate", "", "server",
+         (Call("pre_aggregate_2", "pre", ("msg", "n", "p", "gen"), True, False),), of="pre_aggregation"),
+    Kind("pre_aggregation_3", "pre_aggregation", "--pre-aggregate", "", "server",
+         (Call("pre_aggregate_3", "pre", ("msg", "n", "p", "gen"), True, False),), of="pre_aggregation"),
 
     Kind("down_compressor", "compressors", "--down-compressor", "Downlink compressors (`--down-compressor`)", "server",
          (Call("compress_down", "kernel", ("v", "out", "p", "sign_zero", "gen", "iwork"), True, False),),

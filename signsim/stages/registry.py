@@ -25,6 +25,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "attack": ("invert", "random", "alie", "ipm", "gaussian", "inf", "mimic"),
     "server_optimizer": ("sgd", "fedavgm", "fedadam", "fedyogi", "fedadagrad"),
     "estimator": ("none", "diana"),
+    "pre_aggregation": ("none", "nnm", "bucketing", "clip", "arc"),
 }
 FOLDER = {k.name: k.folder for k in kinds.PRIMARY}
 

@@ -1,0 +1,50 @@
+"""nnm:F: nearest-neighbour mixing (Allouah, Farhadkhani, Guerraoui, Gupta, Pinot and Stephan 2023, "Fixing by mixing";
+ByzFL's NNM; docs/theory.md §8.9): each of the n messages is replaced by the mean of its n - F nearest messages
+(Euclidean, itself included; ties: the lower index), all computed from the messages as received. Needs n > F."""
+
+import numpy as np
+
+from signsim.errors import InputError
+from signsim.stages.base import Param
+from signsim.stages.rows import mean_of_rows, squared_distance
+from signsim.stages.sorting import stable_order
+
+NAME = "nnm"
+PARAMS = (Param("f", "int", low=0, high=2 ** 31),)
+SUMMARY = "each message <- the mean of its n - f nearest messages, itself included (Allouah et al. 2023)"
+THEORY = "§8.9"
+
+
+def rows(n, params):
+    f = int(params[0])
+    if not n > f:
+        raise InputError(f"nnm:{f} needs more than f = {f} messages per round (it gets {n})")
+    return n
+
+
+def pre(msg, n, p, gen):
+    k = n - int(p[0])
+    d = msg.shape[1]
+    out = np.empty((n, d))
+    dist = np.empty(n)
+    order = np.empty(n, dtype=np.int64)
+    for a in range(n):
+        for b in range(n):
+            dist[b] = squared_distance(msg, a, b)
+        stable_order(dist, order)  # ties to the lower index
+        mean_of_rows(msg, order, k, out[a])
+    for a in range(n):
+        for i in range(d):
+            msg[a, i] = out[a, i]
+    return n
+
+
+def reference(msgs, params, gen):
+    n = msgs.shape[0]
+    k = n - int(params[0])
+    out = []
+    for a in range(n):
+        dist = np.linalg.norm(msgs - msgs[a], axis=1)
+        near = sorted(range(n), key=lambda b: (dist[b], b))[:k]
+        out.append(msgs[near].mean(axis=0))
+    return np.array(out)
