@@ -166,7 +166,8 @@ TABLE: tuple[Option, ...] = (
     _run("workers", "int", "number of workers M (default: 8; vote-trap 3)", P_RUN, default=8, lo=1, hi=MAX_SIZE,
          also=("spb_from_samples",)),
     _run("aggregate", "str", "server rule: majority | mean | median | trimmed:BETA | krum:F | cclip:TAU[:L] | "
-         "geomed[:NU:T] | multikrum:F[:K] | meamed:F | monna:F | mda:F (default: the method's)", P_RUN),
+         "geomed[:NU:T] | multikrum:F[:K] | meamed:F | monna:F | mda:F | caf:F | smea:F (default: the method's)",
+         P_RUN),
     _run("batch_size", "int", "minibatch size tau per worker (default: {default})", P_RUN, default=1, lo=1,
          hi=MAX_SIZE, command_defaults=(("check-spb", 1),),
          shown_defaults=(("run", "1; mlp 32"), ("diversity", "1; mlp 32"), ("bound", "1; mlp 32")),
