@@ -105,7 +105,7 @@ def test_every_compressor_has_accounting_a_reference_and_a_constant(name):
     assert accounting.uplink_bits(stage, 20, SignZero.RANDOM) > 0
     for agg in stages.AGGREGATES:  # with a parameter where one is required
         spec = {"krum": "krum:1", "cclip": "cclip:1", "multikrum": "multikrum:1", "meamed": "meamed:1",
-                "monna": "monna:1", "mda": "mda:1"}.get(agg, agg)
+                "monna": "monna:1", "mda": "mda:1", "caf": "caf:1", "smea": "smea:1"}.get(agg, agg)
         assert accounting.downlink_bits(stage, spec, 5, 20, SignZero.RANDOM, Tie.RANDOM) > 0
     out = stage.module.reference(np.linspace(-1, 1, 20), stage.params, SignZero.RANDOM, np.random.default_rng(0))
     assert out.shape == (20,)
