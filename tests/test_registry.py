@@ -105,7 +105,7 @@ def test_every_compressor_has_accounting_a_reference_and_a_constant(name):
     assert accounting.uplink_bits(stage, 20, SignZero.RANDOM) > 0
     for agg in stages.AGGREGATES:  # with a parameter where one is required
         spec = {"krum": "krum:1", "cclip": "cclip:1", "multikrum": "multikrum:1", "meamed": "meamed:1",
-                "monna": "monna:1", "mda": "mda:1"}.get(agg, agg)
+                "monna": "monna:1", "mda": "mda:1", "caf": "caf:1", "smea": "smea:1"}.get(agg, agg)
         assert accounting.downlink_bits(stage, spec, 5, 20, SignZero.RANDOM, Tie.RANDOM) > 0
     out = stage.module.reference(np.linspace(-1, 1, 20), stage.params, SignZero.RANDOM, np.random.default_rng(0))
     assert out.shape == (20,)
@@ -238,7 +238,7 @@ def test_a_stage_module_in_its_folder_is_registered_and_the_readme_names_it():
 #: each option that names a stage (or a method), and the kind whose built-in names its help must list
 HELP_LISTS = {"compressor": "compressor", "aggregate": "aggregation", "attack": "attack",
               "error_feedback": "error_feedback", "grad_estimator": "estimator", "server_opt": "server_optimizer",
-              "down_feedback": "error_feedback"}
+              "down_feedback": "error_feedback", "pre_aggregate": "pre_aggregation"}
 
 
 def _listed(help_text: str) -> set[str]:

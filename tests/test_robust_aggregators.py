@@ -1,7 +1,7 @@
 """ByzFL's robust aggregators as signsim stages (issue 32, item 3; docs/theory.md §8.4): geomed, multikrum, meamed,
-monna, mda. Each compiled kernel against an oracle written here in plain Python loops (sharing nothing with the
-module), on random messages with ties and duplicate rows; the geometric median against scipy's minimizer and
-ByzFL's documented example; each in a whole run against the NumPy replay; bad specs."""
+monna, mda, caf, smea. Each compiled kernel against an oracle written here in plain Python loops (sharing nothing
+with the module), on random messages with ties and duplicate rows; the geometric median against scipy's minimizer
+and ByzFL's documented examples; each in a whole run against the NumPy replay; bad specs."""
 
 from __future__ import annotations
 
@@ -74,6 +74,52 @@ def oracle_mda(X, f):
     return mean_rows([X[m] for m in best])
 
 
+def oracle_smea(X, f):
+    """Every subset of M - f rows, its covariance written out, numpy's eigvalsh; the first subset whose largest
+    eigenvalue is within a relative 1e-9 of the smallest."""
+    M, d = len(X), len(X[0])
+    scores = []
+    for subset in itertools.combinations(range(M), M - f):
+        mu = mean_rows([X[m] for m in subset])
+        cov = [[sum((X[m][i] - mu[i]) * (X[m][j] - mu[j]) for m in subset) / len(subset) for j in range(d)]
+               for i in range(d)]
+        scores.append((float(np.linalg.eigvalsh(np.array(cov))[-1]), subset))
+    low = min(lam for lam, _ in scores)
+    best = next(subset for lam, subset in scores if lam <= low + 1e-9 * low)
+    return mean_rows([X[m] for m in best])
+
+
+def oracle_caf(X, f):
+    """Allouah, Guerraoui and Stephan's CAF (their Algorithm 2, as ByzFL states it) step by step on the d x d
+    weighted covariance, with signsim's conventions (max tau over the weighted rows; stop once they coincide; the
+    earliest lambda within a relative 1e-9 of the smallest). None when a step's top eigenvalue is not simple (its
+    eigenvector, hence the filter, is then not determined by the messages)."""
+    M, d = len(X), len(X[0])
+    c = [1.0] * M
+    candidates = []
+    while True:
+        total = sum(c)
+        mu = [sum(c[m] * X[m][i] for m in range(M)) / total for i in range(d)]
+        cov = [[sum(c[m] * (X[m][i] - mu[i]) * (X[m][j] - mu[j]) for m in range(M)) / total for j in range(d)]
+               for i in range(d)]
+        w, V = np.linalg.eigh(np.array(cov))
+        lam = max(float(w[-1]), 0.0)
+        candidates.append((lam, mu))
+        square = sum(c[m] * dist2(X[m], X[-1]) for m in range(M)) / total
+        if lam <= 1e-12 * square:
+            break
+        if d > 1 and w[-1] - w[-2] <= 1e-6 * w[-1]:
+            return None
+        v = V[:, -1]
+        tau = [sum((X[m][i] - mu[i]) * v[i] for i in range(d)) ** 2 for m in range(M)]
+        top = max(tau[m] for m in range(M) if c[m] > 0)
+        c = [c[m] * (1 - tau[m] / top) if c[m] > 0 else 0.0 for m in range(M)]
+        if sum(c) <= M - 2 * f:
+            break
+    low = min(lam for lam, _ in candidates)
+    return next(mu for lam, mu in candidates if lam <= low + 1e-9 * low)
+
+
 def messages(seed: int, M: int, d: int) -> np.ndarray:
     """Small integers (ties within columns and between distances) and a duplicated row."""
     rng = np.random.default_rng(seed)
@@ -98,11 +144,54 @@ def test_each_kernel_against_its_oracle_with_ties_and_duplicates(seed, M, d):
     np.testing.assert_array_equal(kernel("multikrum:1:1", X), kernel("krum:1", X))
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("M", "d"), [(7, 3), (8, 5)])
+def test_caf_and_smea_against_their_oracles_with_ties_and_duplicates(seed, M, d):
+    X = messages(seed, M, d)
+    rows = X.tolist()
+    for f in (1, 2):
+        np.testing.assert_allclose(kernel(f"smea:{f}", X), oracle_smea(rows, f), rtol=1e-12, atol=1e-14)
+        expected = oracle_caf(rows, f)
+        if expected is not None:  # (a tied top eigenvalue: no eigenvector to compare; counted below)
+            np.testing.assert_allclose(kernel(f"caf:{f}", X), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_caf_oracle_meets_a_simple_top_eigenvalue_on_most_seeds():
+    checked = sum(oracle_caf(messages(seed, M, d).tolist(), f) is not None
+                  for seed in range(6) for M, d in ((7, 3), (8, 5)) for f in (1, 2))
+    assert checked >= 20, checked
+
+
+def test_caf_and_smea_degenerate_cases():
+    rng = np.random.default_rng(4)
+    X = rng.integers(-3, 4, size=(7, 4)).astype(float)
+    for spec in ("caf:0", "smea:0"):  # f = 0: the mean
+        np.testing.assert_allclose(kernel(spec, X), X.mean(axis=0), rtol=1e-14, atol=1e-15)
+    same = np.tile([1.5, -2.0, 0.25], (7, 1))  # all rows equal: that row
+    for spec in ("caf:2", "smea:2"):
+        np.testing.assert_array_equal(kernel(spec, same), same[0])
+    Y = rng.standard_normal((8, 4))
+    Y[2] = 1e6  # one outlier far away: filtered
+    honest = np.delete(Y, 2, axis=0)
+    np.testing.assert_allclose(kernel("caf:1", Y), honest.mean(axis=0), rtol=1e-6, atol=1e-9)
+    assert np.linalg.norm(kernel("caf:2", Y) - honest.mean(axis=0)) < 1.0
+    np.testing.assert_allclose(kernel("smea:1", Y), honest.mean(axis=0), rtol=1e-12, atol=1e-14)
+    Y[5] = np.inf  # a message with an infinite entry: never chosen by SMEA, weight 0 in CAF
+    np.testing.assert_allclose(kernel("smea:2", Y), np.delete(Y, [2, 5], axis=0).mean(axis=0), rtol=1e-12)
+    assert np.all(np.isfinite(kernel("caf:2", Y)))
+    # ByzFL's documented examples
+    Z = np.array([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])
+    np.testing.assert_allclose(kernel("caf:1", Z), [4., 5., 6.], rtol=1e-12)
+    np.testing.assert_allclose(kernel("smea:1", Z), [2.5, 3.5, 4.5], rtol=1e-12)
+
+
 def test_each_module_reference_agrees_with_its_kernel():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((9, 6))
     X[3] = X[5]
-    for spec in ("geomed", "geomed:0.5:10", "multikrum:2", "multikrum:2:3", "meamed:3", "monna:2", "mda:2"):
+    X[0] *= 30
+    for spec in ("geomed", "geomed:0.5:10", "multikrum:2", "multikrum:2:3", "meamed:3", "monna:2", "mda:2",
+                 "caf:0", "caf:2", "caf:4", "smea:0", "smea:2", "smea:4"):
         stage = registry.parse("aggregation", spec)
         ref = stage.module.reference(X.copy(), np.asarray(stage.params), 0, None, None)
         np.testing.assert_allclose(kernel(spec, X), ref, rtol=1e-12, atol=1e-15, err_msg=spec)
@@ -130,6 +219,12 @@ def test_a_run_with_each_aggregator_matches_the_numpy_replay(aggregate):
                  attack="invert", problem="quadratic", dim=5, workers=6, noise="gaussian:1")
 
 
+@pytest.mark.parametrize("aggregate", ["caf:2", pytest.param("smea:2", marks=pytest.mark.slow)])
+def test_a_run_with_caf_or_smea_under_alie_matches_the_numpy_replay(aggregate):
+    check_replay(20, method="signum", momentum=0.5, compressor="scaled-sign", aggregate=aggregate, byzantine=2,
+                 attack="alie", problem="quadratic", dim=5, workers=9, noise="gaussian:1")
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["--aggregate", "multikrum:2", "--workers", "6"], "Multi-Krum needs M > 2 f + 2"),
     (["--aggregate", "multikrum:1:9", "--workers", "6"], "averages k <= M messages"),
@@ -137,6 +232,11 @@ def test_a_run_with_each_aggregator_matches_the_numpy_replay(aggregate):
     (["--aggregate", "mda:12", "--workers", "40"], "more than 200,000"),
     (["--aggregate", "geomed:0"], "nu must be > 0"),
     (["--aggregate", "monna"], "monna"),
+    (["--aggregate", "caf:-1"], "caf:-1"),
+    (["--aggregate", "caf:3", "--workers", "6"], "CAF needs M > 2 f"),
+    (["--aggregate", "smea:x"], "smea:x"),
+    (["--aggregate", "smea:3", "--workers", "6"], "SMEA needs M > 2 f"),
+    (["--aggregate", "smea:5", "--workers", "30"], "more than 20,000"),
 ])
 def test_bad_specs_are_one_line(cli, args, says):
     r = cli("run", "--problem", "quadratic", "--iters", "2", "--method", "sgd", *args)

@@ -7,6 +7,7 @@ registry; do not edit (a test checks that this file is what the generator writes
 from numba import njit
 
 from signsim.engine.compose import stage_function
+from signsim.stages.aggregation import caf as _aggregation__caf
 from signsim.stages.aggregation import cclip as _aggregation__cclip
 from signsim.stages.aggregation import geomed as _aggregation__geomed
 from signsim.stages.aggregation import krum as _aggregation__krum
@@ -17,6 +18,7 @@ from signsim.stages.aggregation import mean as _aggregation__mean
 from signsim.stages.aggregation import median as _aggregation__median
 from signsim.stages.aggregation import monna as _aggregation__monna
 from signsim.stages.aggregation import multikrum as _aggregation__multikrum
+from signsim.stages.aggregation import smea as _aggregation__smea
 from signsim.stages.aggregation import trimmed as _aggregation__trimmed
 from signsim.stages.attacks import alie as _attack__alie
 from signsim.stages.attacks import gaussian as _attack__gaussian
@@ -65,7 +67,7 @@ COUNTS = {
     "momentum": 4,
     "compressor": 12,
     "error_feedback": 3,
-    "aggregation": 11,
+    "aggregation": 13,
     "attack": 7,
     "server_optimizer": 5,
     "estimator": 2,
@@ -112,6 +114,8 @@ _aggregation__multikrum__finish = stage_function(_aggregation__multikrum, "finis
 _aggregation__meamed__finish = stage_function(_aggregation__meamed, "finish", False, inline=INLINE)
 _aggregation__monna__finish = stage_function(_aggregation__monna, "finish", False, inline=INLINE)
 _aggregation__mda__finish = stage_function(_aggregation__mda, "finish", False, inline=INLINE)
+_aggregation__caf__finish = stage_function(_aggregation__caf, "finish", False, inline=INLINE)
+_aggregation__smea__finish = stage_function(_aggregation__smea, "finish", False, inline=INLINE)
 _aggregation__mean__robust = stage_function(_aggregation__mean, "robust", False, inline=INLINE)
 _aggregation__majority__robust = stage_function(_aggregation__majority, "robust", False, inline=INLINE)
 _aggregation__median__robust = stage_function(_aggregation__median, "robust", False, inline=INLINE)
@@ -123,6 +127,8 @@ _aggregation__multikrum__robust = stage_function(_aggregation__multikrum, "robus
 _aggregation__meamed__robust = stage_function(_aggregation__meamed, "robust", False, inline=INLINE)
 _aggregation__monna__robust = stage_function(_aggregation__monna, "robust", False, inline=INLINE)
 _aggregation__mda__robust = stage_function(_aggregation__mda, "robust", False, inline=INLINE)
+_aggregation__caf__robust = stage_function(_aggregation__caf, "robust", False, inline=INLINE)
+_aggregation__smea__robust = stage_function(_aggregation__smea, "robust", False, inline=INLINE)
 _attack__invert__row = stage_function(_attack__invert, "row", True, inline=INLINE)
 _attack__random__row = stage_function(_attack__random, "row", True, inline=INLINE)
 _attack__alie__row = stage_function(_attack__alie, "row", True, inline=INLINE)
@@ -307,6 +313,10 @@ def finish_aggregate(code, agg, M, p, tie, gen):
         _aggregation__monna__finish(agg, M, p, tie, gen)
     elif code == 10:
         _aggregation__mda__finish(agg, M, p, tie, gen)
+    elif code == 11:
+        _aggregation__caf__finish(agg, M, p, tie, gen)
+    elif code == 12:
+        _aggregation__smea__finish(agg, M, p, tie, gen)
 
 
 def finish_aggregate__one(code, agg, M, p, tie, gen):
@@ -339,6 +349,10 @@ def robust_aggregate(code, msg, agg, p):
         _aggregation__monna__robust(msg, agg, p)
     elif code == 10:
         _aggregation__mda__robust(msg, agg, p)
+    elif code == 11:
+        _aggregation__caf__robust(msg, agg, p)
+    elif code == 12:
+        _aggregation__smea__robust(msg, agg, p)
 
 
 def robust_aggregate__one(code, msg, agg, p):

@@ -21,7 +21,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
                    "natural", "onebit", "noisy_sign", "dither"),
     "error_feedback": ("none", "ef", "ef21"),
     "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip", "geomed", "multikrum", "meamed",
-                    "monna", "mda"),
+                    "monna", "mda", "caf", "smea"),
     "attack": ("invert", "random", "alie", "ipm", "gaussian", "inf", "mimic"),
     "server_optimizer": ("sgd", "fedavgm", "fedadam", "fedyogi", "fedadagrad"),
     "estimator": ("none", "diana"),

@@ -1,5 +1,7 @@
 """Helpers the robust aggregations share (plain Python, compiled into each kernel that calls them): distances
-between messages and the mean of chosen ones."""
+between messages, the mean of chosen ones, and their Gram matrix about a centre."""
+
+import math
 
 
 def squared_distance(msg, a, b):
@@ -18,3 +20,38 @@ def mean_of_rows(msg, order, k, agg):
         for c in range(k):
             s += msg[order[c], i]
         agg[i] = s / k
+
+
+def centred_gram(msg, G, bad):
+    """G <- the Gram matrix of the messages about a centre z, G[a, b] = (msg_a - z) . (msg_b - z), where z is the
+    last message with every entry finite (the spectral rules depend on differences only: z just keeps the rounding
+    at the scale of the honest spread); bad[a] <- whether message a has a non-finite entry or ||msg_a - z||^2
+    overflows (its row and column of G are 0). Returns the number of bad messages."""
+    M, d = msg.shape
+    for a in range(M):
+        bad[a] = False
+        for i in range(d):
+            if not math.isfinite(msg[a, i]):
+                bad[a] = True
+                break
+    z = M - 1
+    while z > 0 and bad[z]:
+        z -= 1
+    for a in range(M):
+        for b in range(a, M):
+            s = 0.0
+            if not (bad[a] or bad[b]):
+                for i in range(d):
+                    s += (msg[a, i] - msg[z, i]) * (msg[b, i] - msg[z, i])
+            G[a, b] = s
+            G[b, a] = s
+    n = 0
+    for a in range(M):
+        if not bad[a] and not math.isfinite(G[a, a]):
+            bad[a] = True
+        if bad[a]:
+            n += 1
+            for b in range(M):
+                G[a, b] = 0.0
+                G[b, a] = 0.0
+    return n
