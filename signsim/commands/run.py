@@ -69,7 +69,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
 
     S = settings.participants(cfg.workers)
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, problem.dim,
-                                         settings.sign_zero, settings.tie, settings.down_compressor)
+                                         settings.sign_zero, settings.tie, settings.down_compressor,
+                                         settings.estimator.module.extra_bits(problem.dim))
     columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier,
                                                                       problem.finite_sum is not None)]
     rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
@@ -128,7 +129,8 @@ def budget_eval_every(cfg: RunConfig):
     _, problem, _, _, settings = plan(cfg)
     S = settings.participants(cfg.workers)
     per = accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, problem.dim, settings.sign_zero,
-                                        settings.tie, settings.down_compressor)
+                                        settings.tie, settings.down_compressor,
+                                        settings.estimator.module.extra_bits(problem.dim))
     allowed = math.ceil(budget / max(per.up + per.down, 1))
     cfg.eval_every = max(1, min(cfg.eval_every, max(allowed // BUDGET_ROWS, -(-cfg.iters // BUDGET_MAX_ROWS))))
     return problem

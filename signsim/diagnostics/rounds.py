@@ -68,11 +68,13 @@ def of_config(cfg, at: str = "init") -> Round:
     gamma_k = gamma_0 (constant) or gamma_0 / sqrt(k + 1) (sqrt), gamma_0 = --local-lr (default --lr)."""
     S = clients(cfg)
     mu = float(getattr(cfg, "prox_mu", 0.0) or 0.0)
-    if mu > 0 and int(cfg.local_steps) > 1:
+    scaffold = str(getattr(cfg, "grad_estimator", None) or "none").startswith("scaffold")
+    if (mu > 0 or scaffold) and int(cfg.local_steps) > 1:
         from signsim.errors import InputError
 
+        what = f"FedProx's proximal term (prox-mu {mu:g})" if mu > 0 else "SCAFFOLD's control variates"
         raise InputError(f"--method {cfg.method} with --local-steps {cfg.local_steps}: the diagnostics do not model "
-                         f"FedProx's proximal term (prox-mu {mu:g}) over local steps; use --local-steps 1")
+                         f"{what} over local steps; use --local-steps 1")
     gamma0 = float(cfg.local_lr if cfg.local_lr is not None else cfg.lr)
     k = round_index(at)
     step = gamma0 / math.sqrt(k + 1) if cfg.lr_schedule == "sqrt" else gamma0

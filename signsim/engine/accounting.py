@@ -69,13 +69,16 @@ class BitsPerIteration:
     down: int  # the broadcast times M
 
 
-def bits_per_iteration(compressor, aggregate, M: int, d: int, sign_zero, tie, down=None) -> BitsPerIteration:
+def bits_per_iteration(compressor, aggregate, M: int, d: int, sign_zero, tie, down=None,
+                       extra=(0.0, 0.0)) -> BitsPerIteration:
     """Bits of one iteration (upper bounds for the messages whose size varies: QSGD, sparse broadcasts); with a
-    compressed downlink (``down``, its compressor: docs/theory.md §8.8) the broadcast is that compressor's message."""
+    compressed downlink (``down``, its compressor: docs/theory.md §8.8) the broadcast is that compressor's message;
+    ``extra``: what each participant sends and receives besides (the estimator's ``extra_bits``: SCAFFOLD's control
+    variates, §12.6)."""
     return BitsPerIteration(
-        up=M * uplink_bits(compressor, d, sign_zero),
+        up=M * uplink_bits(compressor, d, sign_zero) + int(M * extra[0]),
         down=M * (downlink_bits(compressor, aggregate, M, d, sign_zero, tie) if down is None
-                  else uplink_bits(down, d, sign_zero)),
+                  else uplink_bits(down, d, sign_zero)) + int(M * extra[1]),
     )
 
 
@@ -90,13 +93,13 @@ def budget_bits(cfg) -> float:
     return math.inf
 
 
-def smallest_round_bits(compressor, aggregate, M: int, d: int, sign_zero, tie, down=None) -> int:
+def smallest_round_bits(compressor, aggregate, M: int, d: int, sign_zero, tie, down=None, extra=(0.0, 0.0)) -> int:
     """The fewest bits one iteration can send, up plus down (docs/theory.md §12): the bits of one iteration for
     fixed-size messages; for a message or broadcast whose size varies (QSGD, a sparse broadcast), its size with no
     non-zero entry. A communication budget below this stops nothing and is refused. ``down``: a compressed
     downlink's compressor (docs/theory.md §8.8)."""
     c, a = _stage("compressor", compressor), _stage("aggregation", aggregate)
-    up = M * uplink_bits(c, d, sign_zero, 0)
+    up = M * uplink_bits(c, d, sign_zero, 0) + int(M * (extra[0] + extra[1]))
     if down is not None:
         return up + M * uplink_bits(down, d, sign_zero, 0)
     if broadcast_is_sparse(c, a):

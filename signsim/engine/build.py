@@ -66,7 +66,8 @@ def check_budget(cfg, settings, d: int) -> None:
 
     S = settings.participants(cfg.workers)  # a round's participants send and receive (docs/theory.md §12)
     least = accounting.smallest_round_bits(settings.compressor, settings.aggregate, S, d, settings.sign_zero,
-                                           settings.tie, settings.down_compressor)
+                                           settings.tie, settings.down_compressor,
+                                           settings.estimator.module.extra_bits(d))
     if settings.budget < least:
         bits = cfg.budget_bits  # a count of bits, shown as one (10, not 10.0)
         given = (f"--budget-bits {int(bits) if float(bits).is_integer() and bits < 1e17 else shown(bits)}"

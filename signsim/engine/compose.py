@@ -344,8 +344,8 @@ def _smoke(stage, d: int) -> None:  # noqa: C901 - one branch per kind of stage
             u = call(fn("before"), v.copy(), g, h, p)
             if np.shape(u) != (d,):
                 raise _fail(where, "before must return a vector of length d")
-            call(fn("after"), h, np.ones(d), p)
-            r = call(fn("direction"), v.copy(), np.zeros((2, d)), p, 2, 4)
+            call(fn("after"), h, np.zeros((2, d)), np.ones(d), p, 2)
+            r = call(fn("direction"), v.copy(), np.zeros((2, d)), p, 2, 4, 2)
             if np.shape(r) != (d,) or not np.all(np.isfinite(r)):
                 raise _fail(where, f"direction must return a finite vector of length d (d = {d})")
         elif kind == "server_optimizer":

@@ -236,6 +236,9 @@ class Engine(ChunkedState):
         loop_steps = 1 if self.external is not None else s.local_steps
         if self.external is not None and s.monotone:
             raise InputError("--monotone: not with --model (the loop cannot evaluate the model at a trial point)")
+        if self.external is not None and s.estimator.name == "scaffold" and s.local_steps > 1:
+            raise InputError("--grad-estimator scaffold: not with --model and --local-steps > 1 yet (its local steps "
+                             "are taken in PyTorch, without the control variates); drop one of the two")
         if self.external is not None and s.prox_mu and s.local_steps > 1:
             raise InputError(f"--prox-mu {s.prox_mu:g}: not with --model yet (its local steps are taken in PyTorch, "
                              "without the proximal term); drop one of the two")
@@ -293,6 +296,7 @@ class Engine(ChunkedState):
             ints[kinds.flag_setting(flag)] = bool(getattr(stages[kind.name], attr, False))
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
                       budget=s.budget, server_lr=s.server_lr, prox_mu=s.prox_mu)
+        floats["extra_up"], floats["extra_down"] = s.estimator.module.extra_bits(problem.dim)
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
                 np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64))
 

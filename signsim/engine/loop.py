@@ -76,7 +76,7 @@ ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eva
         # the run's stage of each kind, by its code (``signsim/engine/universal.py``), and the stages' flags
         *(kinds.code_setting(k) for k in kinds.NAMES), *(kinds.flag_setting(f) for f in kinds.FLAGS))
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
-FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "prox_mu")
+FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "prox_mu", "extra_up", "extra_down")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
  I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK) = range(18)
 (I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
@@ -86,10 +86,11 @@ FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "
                                                 "server_optimizer", "estimator", "down_compressor",
                                                 "down_error_feedback", "pre_aggregation", "pre_aggregation_2",
                                                 "pre_aggregation_3"))
-I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS = (ICFG.index(kinds.flag_setting(f))
-                                                       for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT", "INCREMENTS"))
+I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS = (
+    ICFG.index(kinds.flag_setting(f)) for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT", "INCREMENTS", "CORRECTS"))
 N_ICFG = len(ICFG)
-F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU = range(len(FCFG))
+F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU, F_EXTRA_UP, F_EXTRA_DOWN = range(
+    len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
 (SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER, SP_ESTIMATOR, SP_DOWN_COMPRESSOR,
@@ -176,11 +177,11 @@ def est_before(code, v, g, h, p):  # -> u, what goes on to error feedback and th
     raise NotImplementedError
 
 
-def est_after(code, h, out, p):
+def est_after(code, h, hbar, out, p, H):
     raise NotImplementedError
 
 
-def est_direction(code, agg, hbar, p, S, M):  # -> the direction
+def est_direction(code, agg, hbar, p, S, M, H):  # -> the direction
     raise NotImplementedError
 
 
@@ -235,15 +236,20 @@ def worker_gradient(m, x, g, gen, data, icfg):
     add_noise(icfg[I_NOISE], data.nparams, gen, icfg[I_TAU], g)
 
 
-def local_gradient(m, j, lr, mu, x, G, Y, U, gen, data, icfg):
+def local_gradient(m, j, lr, mu, x, G, Y, U, gen, data, icfg, cm, c):
     """Worker m's pseudo-gradient of the round in slot j (docs/theory.md §12): with H = 1 its stochastic gradient
     at x, in G[j]; with H > 1 the exact sum u = sum_{h<H} g(y^h) of its H local SGD steps y^{h+1} = y^h - lr g(y^h)
     from y^0 = x, in U[j] (Y[j] holds y^h, G[j] each g(y^h)). With FedProx's weight mu > 0 (§12.5) each g(y^h)
-    is the proximal one, g(y^h) + mu (y^h - x), so that x - lr u is still the local iterate y^H."""
+    is the proximal one, g(y^h) + mu (y^h - x), so that x - lr u is still the local iterate y^H. With an estimator
+    that corrects the local gradients (its CORRECTS flag: SCAFFOLD, §12.6) each is then g + c - cm, cm the worker's
+    state (its shift, c_m) and c the server's (hbar[0])."""
     H = icfg[I_LOCAL_STEPS]
     g = G[j]
     if H == 1:
         worker_gradient(m, x, g, gen, data, icfg)
+        if icfg[I_CORRECTS]:
+            for i in range(g.shape[0]):
+                g[i] += c[i] - cm[i]
         return
     y = Y[j]
     u = U[j]
@@ -255,6 +261,9 @@ def local_gradient(m, j, lr, mu, x, G, Y, U, gen, data, icfg):
         if mu != 0.0:  # (zero at h = 0, where y = x)
             for i in range(d):
                 g[i] += mu * (y[i] - x[i])
+        if icfg[I_CORRECTS]:
+            for i in range(d):
+                g[i] += c[i] - cm[i]
         if h == 0:
             for i in range(d):
                 u[i] = g[i]
@@ -266,13 +275,15 @@ def local_gradient(m, j, lr, mu, x, G, Y, U, gen, data, icfg):
                 y[i] -= lr * g[i]
 
 
-def worker_step(m, j, k, lr, mu, x, workers, gen, data, icfg, sp):
+def worker_step(m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
     """Worker m's round, in slot j of the round's participants: pseudo-gradient (``local_gradient``), momentum,
     error feedback, compression, attack (the composed stages). The momentum stage sees the worker's own round
     count (its rounds so far; k with full participation)."""
     mom, err, iwork, G, msg, wbits = workers.mom, workers.err, workers.iwork, workers.G, workers.msg, workers.wbits
     seen = workers.seen
-    local_gradient(m, j, lr, mu, x, G, workers.Y, workers.U, gen, data, icfg)
+    shift = workers.shift
+    h = shift[0] if shift.shape[0] == 1 else shift[m]  # 1 x 1 without an estimator's shift
+    local_gradient(m, j, lr, mu, x, G, workers.Y, workers.U, gen, data, icfg, h, hbar[0])
     g = G[j] if icfg[I_LOCAL_STEPS] == 1 else workers.U[j]
     mm = mom[0] if mom.shape[0] == 1 else mom[m]  # mom is a 1 x 1 placeholder without momentum
     si = 0 if seen.shape[0] == 1 else m  # seen has one entry without a momentum state
@@ -280,14 +291,12 @@ def worker_step(m, j, k, lr, mu, x, workers, gen, data, icfg, sp):
     seen[si] += 1
     out = msg[j]
     e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
-    shift = workers.shift
-    h = shift[0] if shift.shape[0] == 1 else shift[m]  # 1 x 1 without an estimator's shift
     v = est_before(icfg[I_CODE_ESTIMATOR], v, g, h, sp[SP_ESTIMATOR])
     u = ef_before(icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
     iw = iwork[0] if iwork.shape[0] == 1 else iwork[j]  # 1 x 1 without a sparsifier
     wbits[j] = compress(icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
     ef_after(icfg[I_CODE_ERROR_FEEDBACK], e, out)
-    est_after(icfg[I_CODE_ESTIMATOR], h, out, sp[SP_ESTIMATOR])
+    est_after(icfg[I_CODE_ESTIMATOR], h, hbar, out, sp[SP_ESTIMATOR], icfg[I_LOCAL_STEPS])
     if m < icfg[I_BYZANTINE]:
         attack_row(icfg[I_CODE_ATTACK], out, sp[SP_ATTACK], gen)
 
@@ -384,7 +393,8 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             slot = row * S + j if sampled else m
             # j as int64: the parallel loop's index is unsigned, and its body is typed as a plain loop first, so
             # the worker step would compile twice (once per index type)
-            worker_step(m, np.int64(j), k, lr, fcfg[F_PROX_MU], x, workers, worker_gen(gens, slot), data, icfg, sp)
+            worker_step(m, np.int64(j), k, lr, fcfg[F_PROX_MU], x, server.hbar, workers, worker_gen(gens, slot), data,
+                        icfg, sp)
         rows = msg[:S]
         if icfg[I_OMNISCIENT] and B > 0:
             nb = 0  # the round's Byzantine participants: the first rows, as part[row] ascends
@@ -405,7 +415,7 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             finish_aggregate(icfg[I_CODE_AGGREGATION], agg, n, sp[SP_AGGREGATION], icfg[I_TIE], server_gen)
         else:
             robust_aggregate(icfg[I_CODE_AGGREGATION], msg[:n], agg, sp[SP_AGGREGATION])
-        up = 0.0
+        up = S * fcfg[F_EXTRA_UP]  # what a participant sends besides its message (SCAFFOLD's control variate)
         for j in range(S):
             up += wbits[j]
         tally[T_UP] += up
@@ -419,8 +429,9 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
         if sampled and icfg[I_INCREMENTS]:  # EF21-PP: the server's g moves by (1/M) sum of the S increments, §8.2
             for i in range(d):
                 agg[i] *= S / M
+        tally[T_DOWN] += S * fcfg[F_EXTRA_DOWN]  # what the server sends besides the broadcast (SCAFFOLD's c)
         direction = est_direction(icfg[I_CODE_ESTIMATOR], ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv),
-                                  server.hbar, sp[SP_ESTIMATOR], S, M)
+                                  server.hbar, sp[SP_ESTIMATOR], S, M, icfg[I_LOCAL_STEPS])
         direction = server_update(icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt, sp[SP_SERVER_OPTIMIZER], k)
         scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
         if icfg[I_DOWNLINK]:  # the server broadcasts C(u) of the update u, with its own error feedback (§8.8)

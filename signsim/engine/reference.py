@@ -75,10 +75,12 @@ class ReferenceRun:
         (§12.5) g_m(y) is the gradient of the local objective plus mu/2 ||y - x||^2."""
         y = self.x.copy()
         u = None
+        est = self.s.estimator
         for _ in range(self.s.local_steps):
             g = self.stochastic_gradient(m, y)
             if self.s.prox_mu:
                 g = g + self.s.prox_mu * (y - self.x)
+            g = est.module.reference_correct(g, self.shift[m], self.hbar, np.asarray(est.param_array()))
             u = g.copy() if u is None else u + g
             y = y - lr * g
         return u
@@ -102,7 +104,7 @@ class ReferenceRun:
             msg = np.asarray(comp.module.reference(u, comp.params, int(s.sign_zero), gen), dtype=float)
             self.bits_up += accounting.message_bits(comp, u, msg, s.sign_zero)
             ef.reference_after(self.err[m], u, msg)
-            est.reference_after(self.shift[m], msg, ep)
+            est.reference_after(self.shift[m], self.hbar, msg, ep, s.local_steps)
             if m < s.byzantine:
                 msg = att.reference(msg, s.attack.params, gen)
             msgs.append(msg)
@@ -124,7 +126,11 @@ class ReferenceRun:
             broadcast = np.sum(msgs, axis=0) / self.M
         broadcast = ef.reference_direction(broadcast, self.g_server)
         est = s.estimator
-        broadcast = est.module.reference_direction(broadcast, self.hbar, np.asarray(est.param_array()), S, self.M)
+        broadcast = est.module.reference_direction(broadcast, self.hbar, np.asarray(est.param_array()), S, self.M,
+                                                   s.local_steps)
+        up, down = est.module.extra_bits(d)  # what is sent besides the messages (SCAFFOLD's control variates)
+        self.bits_up += S * up
+        self.bits_down += S * down
         opt = s.server_optimizer
         broadcast = np.asarray(opt.module.reference(broadcast, self.opt, np.asarray(opt.param_array()), k), dtype=float)
         step = s.server_lr * (lr * broadcast if ef.STEP_SCALED else broadcast)

@@ -78,7 +78,7 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
                  (("module", "signsim.engine.universal", "server_update"),
                   sig(code, server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k)),
                  (("module", "signsim.engine.universal", "est_direction"),
-                  sig(code, server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S))]
+                  sig(code, server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S, k))]
         jobs += [(("module", "signsim.engine.universal", name), sig(code, workers.msg[:S], S, sp[row], server.gen))
                  for name, row in (("pre_aggregate", loop.SP_PRE_AGGREGATION),
                                    ("pre_aggregate_2", loop.SP_PRE_AGGREGATION_2),
@@ -101,10 +101,10 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
                  (("stage", "server_optimizer", opt.__name__, "update"),
                   sig(server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k)),
                  (("stage", "estimator", est.__name__, "direction"),
-                  sig(server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S))]
+                  sig(server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S, k))]
     step = kernel.py_func.__globals__["worker_step"]
     lr = fcfg[loop.F_LR]
-    share = (step, [sig(k, k, k, lr, lr, server.x, workers, gens[0], data, icfg, sp)])
+    share = (step, [sig(k, k, k, lr, lr, server.x, server.hbar, workers, gens[0], data, icfg, sp)])
     return jobs, share
 
 

@@ -44,6 +44,7 @@ from signsim.stages.error_feedback import ef21 as _error_feedback__ef21
 from signsim.stages.error_feedback import none as _error_feedback__none
 from signsim.stages.estimators import diana as _estimator__diana
 from signsim.stages.estimators import none as _estimator__none
+from signsim.stages.estimators import scaffold as _estimator__scaffold
 from signsim.stages.momentum import ema as _momentum__ema
 from signsim.stages.momentum import ema_first as _momentum__ema_first
 from signsim.stages.momentum import lion as _momentum__lion
@@ -70,7 +71,7 @@ COUNTS = {
     "aggregation": 13,
     "attack": 7,
     "server_optimizer": 5,
-    "estimator": 2,
+    "estimator": 3,
     "pre_aggregation": 5,
     "pre_aggregation_2": 5,
     "pre_aggregation_3": 5,
@@ -150,10 +151,13 @@ _server_optimizer__fedyogi__update = stage_function(_server_optimizer__fedyogi, 
 _server_optimizer__fedadagrad__update = stage_function(_server_optimizer__fedadagrad, "update", False, inline=INLINE)
 _estimator__none__before = stage_function(_estimator__none, "before", True, inline=INLINE)
 _estimator__diana__before = stage_function(_estimator__diana, "before", True, inline=INLINE)
+_estimator__scaffold__before = stage_function(_estimator__scaffold, "before", True, inline=INLINE)
 _estimator__none__after = stage_function(_estimator__none, "after", True, inline=INLINE)
 _estimator__diana__after = stage_function(_estimator__diana, "after", True, inline=INLINE)
+_estimator__scaffold__after = stage_function(_estimator__scaffold, "after", True, inline=INLINE)
 _estimator__none__direction = stage_function(_estimator__none, "direction", False, inline=INLINE)
 _estimator__diana__direction = stage_function(_estimator__diana, "direction", False, inline=INLINE)
+_estimator__scaffold__direction = stage_function(_estimator__scaffold, "direction", False, inline=INLINE)
 _pre_aggregation__none__pre = stage_function(_pre_aggregation__none, "pre", False, inline=INLINE)
 _pre_aggregation__nnm__pre = stage_function(_pre_aggregation__nnm, "pre", False, inline=INLINE)
 _pre_aggregation__bucketing__pre = stage_function(_pre_aggregation__bucketing, "pre", False, inline=INLINE)
@@ -432,7 +436,9 @@ def est_before(code, v, g, h, p):
     """The estimator stage of code ``code``: its ``before``."""
     if code == 0:
         return _estimator__none__before(v, g, h, p)
-    return _estimator__diana__before(v, g, h, p)
+    if code == 1:
+        return _estimator__diana__before(v, g, h, p)
+    return _estimator__scaffold__before(v, g, h, p)
 
 
 def est_before__one(code, v, g, h, p):
@@ -441,30 +447,34 @@ def est_before__one(code, v, g, h, p):
 
 
 @njit(inline="always", _nrt=False)
-def est_after(code, h, out, p):
+def est_after(code, h, hbar, out, p, H):
     """The estimator stage of code ``code``: its ``after``."""
     if code == 0:
-        _estimator__none__after(h, out, p)
+        _estimator__none__after(h, hbar, out, p, H)
     elif code == 1:
-        _estimator__diana__after(h, out, p)
+        _estimator__diana__after(h, hbar, out, p, H)
+    elif code == 2:
+        _estimator__scaffold__after(h, hbar, out, p, H)
 
 
-def est_after__one(code, h, out, p):
+def est_after__one(code, h, hbar, out, p, H):
     """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    _stage(h, out, p)
+    _stage(h, hbar, out, p, H)
 
 
 @njit(cache=True)
-def est_direction(code, agg, hbar, p, S, M):
+def est_direction(code, agg, hbar, p, S, M, H):
     """The estimator stage of code ``code``: its ``direction``."""
     if code == 0:
-        return _estimator__none__direction(agg, hbar, p, S, M)
-    return _estimator__diana__direction(agg, hbar, p, S, M)
+        return _estimator__none__direction(agg, hbar, p, S, M, H)
+    if code == 1:
+        return _estimator__diana__direction(agg, hbar, p, S, M, H)
+    return _estimator__scaffold__direction(agg, hbar, p, S, M, H)
 
 
-def est_direction__one(code, agg, hbar, p, S, M):
+def est_direction__one(code, agg, hbar, p, S, M, H):
     """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(agg, hbar, p, S, M)
+    return _stage(agg, hbar, p, S, M, H)
 
 
 @njit(cache=True)

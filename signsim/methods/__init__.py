@@ -49,6 +49,9 @@ ALIASES = (
     MethodSpec("fedprox", "FedProx: FedAvg whose H local steps (5) minimize f_m(y) + mu/2 ||y - x||^2 (mu 0.01), "
                "the server averages the models", "identity", MEAN, default_lr=1e-3,
                presets=(("prox_mu", 0.01), ("local_steps", 5))),
+    MethodSpec("scaffold", "SCAFFOLD: FedAvg whose H local steps (5) are corrected by the control variates c - c_m; "
+               "the server averages the models and the variates (32 d more bits each way)", "identity", MEAN,
+               default_lr=1e-3, presets=(("grad_estimator", "scaffold"), ("local_steps", 5))),
     MethodSpec("natural", "natural compression: unbiased rounding of each g_i to a power of two, server averages",
                "natural", MEAN, default_lr=1e-3),
     MethodSpec("onebit-sgd", "1-bit SGD with error feedback: sign mask decoded with the mean of the positive "

@@ -8,7 +8,9 @@ Everything that names the kinds reads this table: the registry (folders, options
 (``signsim/engine/universal.py``, made by ``python -m signsim.engine.generate``), the driver's state arrays, the
 docs' stage tables (``signsim.render.stage_tables``). Pure Python: importing it costs nothing.
 
-A worker's step, in order: momentum -> estimator (before: the shift) -> error feedback (before) -> compressor ->
+A worker's step, in order: the local steps (with an estimator's CORRECTS, each gradient + hbar[0] - h_m: SCAFFOLD's
+c - c_m) ->
+momentum -> estimator (before: the shift) -> error feedback (before) -> compressor ->
 error feedback (after) -> estimator (after) -> attack (row); the server's: attack (rows, omniscient) -> the chain of
 pre-aggregations (each may return fewer rows: bucketing) -> aggregation
 (finish of the sum, or robust) -> error feedback (direction) -> estimator (direction) -> server optimizer (the
@@ -110,10 +112,12 @@ TABLE: tuple[Kind, ...] = (
          declares={"STATE": bool, "reference": "function"}),
     Kind("estimator", "estimators", "--grad-estimator", "Gradient estimators (`--grad-estimator`)", "worker",
          (Call("est_before", "before", ("v", "g", "h", "p"), True, True),
-          Call("est_after", "after", ("h", "out", "p"), False, True),
-          Call("est_direction", "direction", ("agg", "hbar", "p", "S", "M"), True, False)),
+          Call("est_after", "after", ("h", "hbar", "out", "p", "H"), False, True),
+          Call("est_direction", "direction", ("agg", "hbar", "p", "S", "M", "H"), True, False)),
+         flags={"CORRECTS": "CORRECTS"},
          states=(State("STATE", "shift", ("M", "d")), State("STATE", "hbar", ("2", "d"))),
-         declares={"STATE": bool, "reference_before": "function", "reference_after": "function",
+         declares={"STATE": bool, "extra_bits": "function", "reference_correct": "function",
+                   "reference_before": "function", "reference_after": "function",
                    "reference_direction": "function"}),
 
     Kind("pre_aggregation", "pre_aggregation", "--pre-aggregate",

@@ -12,19 +12,23 @@ THEORY = "§8.7"
 STATE = True  # h_m per worker, hbar on the server
 
 
+def extra_bits(d):
+    return 0.0, 0.0
+
+
 def before(v, g, h, p):
     for i in range(h.shape[0]):  # u = v - h_m, written over g (no longer needed; v may be g itself)
         g[i] = v[i] - h[i]
     return g
 
 
-def after(h, out, p):
+def after(h, hbar, out, p, H):
     alpha = p[0]
     for i in range(h.shape[0]):
         h[i] += alpha * out[i]
 
 
-def direction(agg, hbar, p, S, M):
+def direction(agg, hbar, p, S, M, H):
     rate = p[0] * S / M
     mean, out = hbar[0], hbar[1]
     for i in range(agg.shape[0]):
@@ -33,15 +37,19 @@ def direction(agg, hbar, p, S, M):
     return out
 
 
+def reference_correct(g, h, hbar, p):
+    return g
+
+
 def reference_before(v, h, p):
     return v - h
 
 
-def reference_after(h, msg, p):
+def reference_after(h, hbar, msg, p, H):
     h[:] = h + p[0] * msg
 
 
-def reference_direction(broadcast, hbar, p, S, M):
+def reference_direction(broadcast, hbar, p, S, M, H):
     out = hbar[0] + broadcast
     hbar[0] = hbar[0] + p[0] * S / M * broadcast
     return out

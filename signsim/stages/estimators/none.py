@@ -7,25 +7,33 @@ THEORY = "§2"
 STATE = False
 
 
+def extra_bits(d):
+    return 0.0, 0.0
+
+
 def before(v, g, h, p):
     return v
 
 
-def after(h, out, p):
+def after(h, hbar, out, p, H):
     return
 
 
-def direction(agg, hbar, p, S, M):
+def direction(agg, hbar, p, S, M, H):
     return agg
+
+
+def reference_correct(g, h, hbar, p):
+    return g
 
 
 def reference_before(v, h, p):
     return v
 
 
-def reference_after(h, msg, p):
+def reference_after(h, hbar, msg, p, H):
     return
 
 
-def reference_direction(broadcast, hbar, p, S, M):
+def reference_direction(broadcast, hbar, p, S, M, H):
     return broadcast
