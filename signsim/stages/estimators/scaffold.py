@@ -1,5 +1,5 @@
-"""SCAFFOLD (Karimireddy, Kale, Mohri, Reddi, Stich and Suresh 2020, Algorithm 1 with option II; docs/theory.md
-§12.6): each worker keeps a control variate c_m, the server c; every local gradient is corrected by c - c_m, so the
+"""SCAFFOLD (docs/theory.md §12.6; Karimireddy, Kale, Mohri, Reddi, Stich and Suresh 2020, Algorithm 1 with option
+II): each worker keeps a control variate c_m, the server c; every local gradient is corrected by c - c_m, so the
 round's pseudo-gradient is u = sum_{h<H} (g(y^h) - c_m + c) with y^{h+1} = y^h - lr (g(y^h) - c_m + c); the worker
 sends msg = C(u) (x - y^H = lr u with the identity) and sets c_m <- c_m - c + msg / H; the server steps along the
 mean of the messages and sets c <- c + (S / M) (mean / H - c), the mean of the S increments msg / H - c over all M
