@@ -30,9 +30,12 @@ LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
 COUNTS: dict[str, int] = {}
 
 
-def cases(fast: int = LONG_CASES):
-    """The class's case count: the loaded profile's, or ``fast`` in the long profile."""
-    return settings(max_examples=fast) if LONG else (lambda f: f)
+def cases(fast: int = LONG_CASES, quick: int | None = None):
+    """The class's case count: the loaded profile's (or ``quick``, for a class whose cases each run a command),
+    or ``fast`` in the long profile."""
+    if LONG:
+        return settings(max_examples=fast)
+    return settings(max_examples=quick) if quick else (lambda f: f)
 
 
 def counted(name: str) -> None:
@@ -385,6 +388,36 @@ def test_the_output_directory_is_checked_before_the_first_run(cli, tmp_path, cas
             "csv-fifo": stat.S_ISFIFO}[case](mode)
     if case == "runs-file":
         assert victim.read_text() == "keep me"
+
+
+# --- issue #34: an output path under ~user for a user that does not exist ---------------------------------
+
+
+@cases(quick=12)
+@given(st.text("abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=12),
+       st.sampled_from(["--out", "--plot", "--log tensorboard:", "sweep --out"]),
+       st.sampled_from(["x.json", "sub/x.json", ""]))
+def test_an_output_path_under_an_unknown_user_is_refused(cli, tmp_path, monkeypatch, user, option, rest):
+    """``~nouser/x.json`` was written into a folder literally named ``~nouser``: every path option refuses it."""
+    import pwd
+
+    user = "nouser-" + user
+    with contextlib.suppress(KeyError):
+        pwd.getpwnam(user)
+        return
+    monkeypatch.chdir(tmp_path)
+    path = f"~{user}/{rest}" if rest else f"~{user}"
+    if option == "sweep --out":
+        spec = tmp_path / "s.toml"
+        spec.write_text('problem = "quadratic"\niters = 3\n[grid]\nlr = [0.1, 0.2]\n')
+        r = cli("sweep", str(spec), "--out", path, "--quiet")
+    elif option.startswith("--log"):
+        r = cli("run", "--problem", "quadratic", "--iters", "3", "--quiet", "--log", f"tensorboard:{path}")
+    else:
+        r = cli("run", "--problem", "quadratic", "--iters", "3", "--quiet", option, path)
+    one_line_error(r, path, f"'~{user}'")
+    assert not list(tmp_path.glob("~*"))
+    counted("unknown-user path")
 
 
 # --- finding 9: memory estimated before allocating --------------------------------------------------------

@@ -74,8 +74,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
                                                                       problem.finite_sum is not None)]
     rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
     last = rows[-1] if rows else {}
-    final = {**last, "iters_done": out.iters_done, "bits_up": int(engine.tally[loop.T_UP]),
-             "bits_down": int(engine.tally[loop.T_DOWN]), "rounds": out.iters_done,
+    final = {**last, "iters_done": out.iters_done, "bits_up": int(out.tally[loop.T_UP]),
+             "bits_down": int(out.tally[loop.T_DOWN]), "rounds": out.iters_done,
              "grad_calls": out.iters_done * S * settings.local_steps, "wall_time": out.wall_time,
              "reached_stop_loss": out.reached_target}
     doc: dict[str, Any] = {
@@ -85,7 +85,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "config": cfg.to_dict(),
         "stages": stages.describe(settings, cfg, problem.dim),
         "problem": problem.facts(),
-        "bits_per_iter": measured_bits(bits, engine.tally, out.iters_done),
+        "bits_per_iter": measured_bits(bits, out.tally, out.iters_done),
         "rounds": {"local_steps": settings.local_steps, "clients_per_round": S, "workers": cfg.workers,
                    "local_lr": settings.lr, "server_lr": settings.server_lr},
         "warnings": warnings,
