@@ -420,6 +420,37 @@ def test_an_output_path_under_an_unknown_user_is_refused(cli, tmp_path, monkeypa
     counted("unknown-user path")
 
 
+# --- issue #34: an empty stage parameter was taken as its default ---------------------------------------------
+
+
+@cases()
+@given(st.data())
+def test_an_empty_stage_parameter_is_refused(data):
+    """``qsgd:``, ``trimmed:``, ``krum:1:``, ``top-k::x``: an empty field is refused naming the spec (it was
+    silently the parameter's default)."""
+    from signsim.stages import kinds, registry
+
+    kind = data.draw(st.sampled_from([k.name for k in kinds.TABLE]))
+    table = registry.stages(kind)
+    name = data.draw(st.sampled_from(sorted(table)))
+    n = len(table[name].PARAMS)
+    given = data.draw(st.lists(st.sampled_from(["1", "2", "0.5", "elias"]), max_size=max(n - 1, 0)))
+    where = data.draw(st.integers(0, len(given)))
+    spec = ":".join([name, *given[:where], "", *given[where:]])
+    with pytest.raises(InputError) as e:
+        registry.parse(kind, spec, dim=10)
+    message = str(e.value)
+    assert f" {spec}: " in message and ("empty parameter" in message or "takes no parameter" in message), message
+    counted("empty stage parameter")
+
+
+@pytest.mark.parametrize("option", [["--compressor", "qsgd:"], ["--aggregate", "trimmed:"],
+                                    ["--aggregate", "krum:1:"], ["--compressor", "top-k:"]])
+def test_an_empty_stage_parameter_exits_2(cli, option):
+    one_line_error(cli("run", "--problem", "quadratic", "--iters", "3", "--quiet", *option), " ".join(option),
+                   "empty parameter")
+
+
 # --- finding 9: memory estimated before allocating --------------------------------------------------------
 
 
