@@ -451,6 +451,40 @@ def test_an_empty_stage_parameter_exits_2(cli, option):
                    "empty parameter")
 
 
+# --- issue #34: one-class data was accepted without a word ---------------------------------------------------
+
+
+@cases(quick=6)
+@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(-5, 5)), min_size=3, max_size=12),
+       st.sampled_from([0.0, 1.0, 3.0, -1.0]), st.sampled_from([None, "same"]))
+def test_one_class_data_for_logistic_is_said_in_one_warning(tmp_path_factory, rows, label, positive):
+    """A CSV whose labels are all the same: the logistic problem is built (its loss is defined) with one warning
+    naming the file; ``mlp`` refuses it (a classifier needs two classes)."""
+    from signsim import problems
+    from signsim.interface import config
+
+    path = tmp_path_factory.mktemp("one") / "one.csv"
+    path.write_text("".join(f"{label:g},{a!r},{b!r}\n" for a, b in rows))
+    options = {"problem": "logistic", "data": str(path), "test_fraction": 0.0, "standardize": False}
+    if positive:
+        options["positive_class"] = label
+    problem = problems.build(config.resolve(options))
+    assert len(problem.warnings) == 1 and problem.warnings[0].startswith(f"--data {path}: every training label")
+    with pytest.raises(InputError, match="at least two classes"):
+        problems.build(config.resolve({**options, "problem": "mlp", "positive_class": None}))
+    counted("one-class data")
+
+
+def test_two_class_data_gives_no_warning(tmp_path):
+    from signsim import problems
+    from signsim.interface import config
+
+    path = tmp_path / "two.csv"
+    path.write_text("0,1,2\n1,2,1\n0,3,1\n1,0,1\n")
+    problem = problems.build(config.resolve({"problem": "logistic", "data": str(path), "test_fraction": 0.0}))
+    assert problem.warnings == []
+
+
 # --- finding 9: memory estimated before allocating --------------------------------------------------------
 
 

@@ -45,7 +45,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
 
     built = build(cfg, budget_eval_every(cfg))
     method, problem, model, params, settings = built.method, built.problem, built.model, built.params, built.settings
-    warnings = [built.votes_hint] if built.votes_hint else []
+    warnings = [*problem.warnings, *([built.votes_hint] if built.votes_hint else [])]
     heterogeneity = None
     if (problem.finite_sum is not None and problem.finite_sum.split.name != "shared") or problem.heterogeneous:
         from signsim.diagnostics.heterogeneity import measure, ssdm_warning
