@@ -674,9 +674,10 @@ def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs:
 
         spec, tasks = plan(path, o.get("plugin"))
         store = Store(target)
-        check_runs(spec, [t for t in tasks if not store.finished(t["run_id"])])  # as the sweep itself would
-        rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
-                 "finished": store.finished(t["run_id"]), "error": t["error"]} for t in tasks]
+        finished = [store.finished(t["run_id"]) for t in tasks]
+        check_runs(spec, [t for t, done in zip(tasks, finished, strict=True) if not done])  # as the sweep would
+        rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"], "finished": done,
+                 "error": t["error"]} for t, done in zip(tasks, finished, strict=True)]
         return {"command": "sweep", "dry_run": True, "runs": rows}, spec, target
     ex = make(o.get("executor", "local"), o.get("jobs"), o.get("scheduler"), o.get("force", False),
               o.get("dask_timeout"))
