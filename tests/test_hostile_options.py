@@ -309,3 +309,34 @@ def test_check_spb_at_a_point_of_1e300_warns_in_one_line(cli, tmp_path):
     lines = [line for line in r.err.splitlines() if line.strip()]
     assert r.code == 0 and len(lines) == 1 and "RuntimeWarning" not in r.err, r.err
     assert lines[0].startswith(f"warning: --at {path}: gradients this large overflow"), lines[0]
+
+
+# --- issue 34: work at the documented maxima is estimated before it starts -----------------------------------
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["run", "--problem", "quadratic", "--iters", "1000000000000000"],
+     ["--iters 1000000000000000 with 8 workers", "years", "lower --iters"]),
+    (["check-spb", "--problem", "quadratic", "--at", "run:1000000000000000"],
+     ["--at run:1000000000000000", "years", "choose a smaller K"]),
+], ids=["run-iters", "at-run-K"])
+def test_absurd_work_is_refused_up_front(cli, args, words):
+    assert_one_line_error(cli(*args, "--quiet"), *words)
+
+
+def test_work_estimates():
+    from types import SimpleNamespace
+
+    from signsim import resources
+
+    assert resources.check_work(1e9, "x", "lower it") is None  # a second
+    note = resources.check_work(1e14, "--pairs 5", "lower --pairs")
+    assert note.startswith("--pairs 5: about 1e+14 operations, at least 1.16 days") and "Ctrl-C" in note
+    with pytest.raises(InputError, match=r"^--pairs 5: about 1e\+17 operations, at least 3.17 years.*; lower --pairs$"):
+        resources.check_work(1e17, "--pairs 5", "lower --pairs")
+    cfg = SimpleNamespace(iters=2000, workers=8, batch_size=2**31 - 1, local_steps=1, votes="per-worker",
+                          budget_mb=None, budget_bits=None, stop_loss=None, clients_per_round=None,
+                          participation=None)
+    assert resources.run_work(cfg, 31, finite_sum=True) == 2000 * 8 * 31 * (2**31 - 1)
+    assert resources.run_work(cfg, 10, finite_sum=False) == 2000 * 8 * 10  # synthetic noise: one draw per call
+    assert resources.run_work(SimpleNamespace(**{**vars(cfg), "stop_loss": 0.1}), 10, False) == 0  # may stop early

@@ -80,6 +80,12 @@ def _check_spb(cfg: RunConfig, o: SpbOptions) -> tuple[dict[str, Any], bool]:
     if o.samples_given and method != "monte-carlo":  # chosen by auto (chosen by the user: refused above)
         unused.append(f"--samples {o.samples} is not used: --estimator auto chose the {method} estimator, which "
                       "draws no samples")
+    if method == "monte-carlo":  # its samples x H local steps x d coordinates (x B rows of a finite sum)
+        from signsim.resources import check_work, note
+
+        per = float(problem.dim) * (cfg.batch_size if problem.finite_sum is not None else 1)
+        note(check_work(float(o.samples) * max(1, rnd.local_steps) * per,
+                        f"--samples {o.samples} (Monte Carlo over dimension {problem.dim})", "lower --samples"))
     x, where = resolve_point(o.at, problem, cfg)
     round_doc: dict[str, Any] = {**rnd.fields(), "message": "sign of one stochastic gradient", "method": method,
                                  "note": None, "rounds": None, "u_mean": None, "u_std": None}

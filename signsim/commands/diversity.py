@@ -61,6 +61,14 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
     unused = [] if method == "two-batch" else [
         f"{flag} {value} is not used: --estimator auto chose the {method} estimator (only the two-batch one draws "
         "minibatches)" for flag, value in two_batch]
+    if method == "two-batch":  # its pairs of a small and a big minibatch of per-sample gradients over d coordinates
+        from signsim.diagnostics.diversity_report import batches
+        from signsim.resources import check_work, note
+
+        small, big = batches(cfg, o.small_batch, o.big_batch)
+        note(check_work(float(o.pairs) * (small + big) * problem.dim,
+                        f"--pairs {o.pairs} (minibatches of {small} and {big} over dimension {problem.dim})",
+                        "lower --pairs (or --small-batch, --big-batch)"))
     x, where = resolve_point(o.at, problem, cfg)
     with np.errstate(over="ignore", invalid="ignore"):  # gradients past the floats: the error below says so
         d, info = measure(problem, model, params, x, cfg, method, o.pairs, o.small_batch, o.big_batch)

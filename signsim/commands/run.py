@@ -59,6 +59,10 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         warnings.append(f"{cfg.byzantine} of {cfg.workers} workers are Byzantine: the majority-vote guarantee "
                         "needs fewer than half")
     engine = built.engine
+    from signsim.engine.build import RUN_REDUCE, run_asked
+    from signsim.resources import check_work, note, run_work
+
+    note(check_work(run_work(cfg, problem.dim, problem.finite_sum is not None), run_asked(cfg), RUN_REDUCE))
     quantities = tracking.requested(cfg, problem, model, params)
     tracks: dict[str, list[dict[str, Any]]] = {q.name: [] for q in quantities}
     hooks = [(q.every, recorder(q, tracks[q.name])) for q in quantities]
