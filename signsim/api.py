@@ -308,6 +308,13 @@ def _vector(value: Any) -> np.ndarray:
     return v
 
 
+def check_given(values: dict[str, Any]) -> None:
+    """``config.check_given``: options the user gave that would have no effect with the others."""
+    from signsim.interface.config import check_given as check
+
+    check(values)
+
+
 def _resolve(values: dict[str, Any]):
     """config.resolve, with a vector x0 checked against the problem's dimension and stored as a list."""
     from signsim.interface import config as cfgmod
@@ -459,6 +466,7 @@ def _run(file_values: dict[str, Any], given: dict[str, Any], progress_for, on_st
         from signsim.commands.compare import compare
 
         return compare(file_values, variants, given, progress_for)
+    check_given({**file_values, **given})
     cfg = _resolve({**file_values, **given})
     progress = progress_for(f"{cfg.method} on {cfg.problem}") if progress_for else None
     return run_command(cfg, progress, (lambda: on_start(cfg)) if on_start else None)
@@ -478,12 +486,14 @@ def _check_spb(file_values: dict[str, Any], given: dict[str, Any], progress_for,
 
         return from_grads.check_spb(Path(grads), {**file_values, **given}, own)
     values = _command_defaults("check-spb", {**file_values, **given})
+    check_given(values)
     cfg = _resolve(values)
     if on_start:
         on_start(cfg)
     point = _Point(own.pop("at"))
     with point as at:
-        doc = check_command(cfg, SpbOptions.build(workers_given="workers" in values, at=at, **own))
+        doc = check_command(cfg, SpbOptions.build(workers_given="workers" in values,
+                                                  samples_given=own.get("samples") is not None, at=at, **own))
     doc["point"] = point.name(doc["point"])
     doc["options"]["at"] = point.name(doc["options"]["at"])
     return doc
@@ -513,12 +523,13 @@ def _diversity(file_values: dict[str, Any], given: dict[str, Any], progress_for,
             experiment.options.at = str(at)
 
         return run_experiment(values, experiment, progress_for or (lambda label: None))
+    check_given(values)
     cfg = _resolve(values)
     if on_start:
         on_start(cfg)
     point = _Point(own.pop("at"))
     with point as at:
-        doc = diversity_command(cfg, DiversityOptions.build(at=at, **own))
+        doc = diversity_command(cfg, DiversityOptions.build(at=at, pairs_given=own.get("pairs") is not None, **own))
     doc["point"] = point.name(doc["point"])
     doc["options"]["at"] = point.name(doc["options"]["at"])
     return doc
@@ -532,6 +543,7 @@ def _bound(file_values: dict[str, Any], given: dict[str, Any], progress_for, on_
     file_values.pop("compare", None)
     file_values.pop("experiment", None)
     values = {**file_values, **given}
+    check_given(values)
     run_doc = None
     if own["overlay"] is not None:
         run_doc, base = _overlay(own["overlay"])
@@ -662,9 +674,10 @@ def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs:
 
         spec, tasks = plan(path, o.get("plugin"))
         store = Store(target)
-        check_runs(spec, [t for t in tasks if not store.finished(t["run_id"])])  # as the sweep itself would
-        rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
-                 "finished": store.finished(t["run_id"]), "error": t["error"]} for t in tasks]
+        finished = [store.finished(t["run_id"]) for t in tasks]
+        check_runs(spec, [t for t, done in zip(tasks, finished, strict=True) if not done])  # as the sweep would
+        rows = [{"index": t["index"], "run_id": t["run_id"], "params": t["params"], "finished": done,
+                 "error": t["error"]} for t, done in zip(tasks, finished, strict=True)]
         return {"command": "sweep", "dry_run": True, "runs": rows}, spec, target
     ex = make(o.get("executor", "local"), o.get("jobs"), o.get("scheduler"), o.get("force", False),
               o.get("dask_timeout"))

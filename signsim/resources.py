@@ -160,3 +160,59 @@ def check_workers(workers: int, dim: int | None = None) -> None:
     what = f"--workers {workers}: the law of their vote over dimension {dim}" if dim is not None else \
         f"--workers {workers}: which law each worker follows"
     require(need, what, "reduce --workers")
+
+
+# --- work: estimates of the time a command takes, checked before it starts ------------------------------------
+
+#: elementary operations per second (one coordinate of one sampled gradient drawn, compressed and voted) that one
+#: core of a fast machine does at most: the work estimates below become a lower bound on the time
+OPS_PER_SECOND = 1e9
+#: work whose lower bound exceeds this many seconds (a year) is refused before it starts
+MAX_WORK_SECONDS = 365 * 86400.0
+#: work whose lower bound exceeds this many seconds (an hour) is announced with its estimate
+NOTE_WORK_SECONDS = 3600.0
+
+
+def duration(seconds: float) -> str:
+    for unit, size in (("years", 365 * 86400.0), ("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.2g} seconds"
+
+
+def run_work(cfg, dim: int, finite_sum: bool) -> float:
+    """The elementary operations of the run ``cfg``: per iteration, each of its S participants' H local steps
+    draw a gradient over dimension d (B rows of the data each for a finite sum, whose minibatch costs B times a
+    row; a synthetic problem's minibatch noise is drawn at once); ``--votes binomial`` draws one vote of d
+    coordinates. A run with a budget or --stop-loss may stop earlier: its --iters is an upper bound and it is not
+    estimated (0)."""
+    from signsim.engine import rounds
+
+    if cfg.budget_mb is not None or cfg.budget_bits is not None or cfg.stop_loss is not None:
+        return 0.0
+    if getattr(cfg, "votes", "per-worker") == "binomial":
+        return float(cfg.iters) * dim
+    S = min(rounds.of_config(cfg), cfg.workers)
+    per_call = float(dim) * (cfg.batch_size if finite_sum else 1)
+    return float(cfg.iters) * S * max(1, getattr(cfg, "local_steps", 1)) * per_call
+
+
+def check_work(ops: float, what: str, reduce: str) -> str | None:
+    """InputError when ``ops`` operations take more than MAX_WORK_SECONDS even at OPS_PER_SECOND (one line: what was
+    asked, the estimate, the option to lower); the estimate as a note when it exceeds NOTE_WORK_SECONDS (the work
+    stays interruptible: Ctrl-C keeps what is done); None otherwise."""
+    seconds = ops / OPS_PER_SECOND
+    estimate = f"about {ops:.2g} operations, at least {duration(seconds)} at {OPS_PER_SECOND:.0e} per second"
+    if seconds > MAX_WORK_SECONDS:
+        raise InputError(f"{what}: {estimate}; {reduce}")
+    if seconds > NOTE_WORK_SECONDS:
+        return f"{what}: {estimate}; Ctrl-C stops it and keeps what is done"
+    return None
+
+
+def note(text: str | None) -> None:
+    """One line on stderr (a long command's estimate, before it starts)."""
+    if text:
+        import sys
+
+        print(f"note: {text}", file=sys.stderr, flush=True)

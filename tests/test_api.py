@@ -251,7 +251,7 @@ def test_at_a_vector(tmp_path):
         "the given vector"
     with pytest.raises(InputError) as e:
         signsim.check_spb(at=np.ones(3))
-    assert str(e.value).startswith("--at (the given vector): expected a numeric vector of length")
+    assert str(e.value).startswith("--at (the given vector): holds a vector of length 3; expected a vector of length")
 
 
 def test_bound_overlay_of_a_vector_x0_run():

@@ -30,9 +30,12 @@ LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
 COUNTS: dict[str, int] = {}
 
 
-def cases(fast: int = LONG_CASES):
-    """The class's case count: the loaded profile's, or ``fast`` in the long profile."""
-    return settings(max_examples=fast) if LONG else (lambda f: f)
+def cases(fast: int = LONG_CASES, quick: int | None = None):
+    """The class's case count: the loaded profile's (or ``quick``, for a class whose cases each run a command),
+    or ``fast`` in the long profile."""
+    if LONG:
+        return settings(max_examples=fast)
+    return settings(max_examples=quick) if quick else (lambda f: f)
 
 
 def counted(name: str) -> None:
@@ -385,6 +388,101 @@ def test_the_output_directory_is_checked_before_the_first_run(cli, tmp_path, cas
             "csv-fifo": stat.S_ISFIFO}[case](mode)
     if case == "runs-file":
         assert victim.read_text() == "keep me"
+
+
+# --- issue #34: an output path under ~user for a user that does not exist ---------------------------------
+
+
+@cases(quick=12)
+@given(st.text("abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=12),
+       st.sampled_from(["--out", "--plot", "--log tensorboard:", "sweep --out"]),
+       st.sampled_from(["x.json", "sub/x.json", ""]))
+def test_an_output_path_under_an_unknown_user_is_refused(cli, tmp_path, monkeypatch, user, option, rest):
+    """``~nouser/x.json`` was written into a folder literally named ``~nouser``: every path option refuses it."""
+    import pwd
+
+    user = "nouser-" + user
+    with contextlib.suppress(KeyError):
+        pwd.getpwnam(user)
+        return
+    monkeypatch.chdir(tmp_path)
+    path = f"~{user}/{rest}" if rest else f"~{user}"
+    if option == "sweep --out":
+        spec = tmp_path / "s.toml"
+        spec.write_text('problem = "quadratic"\niters = 3\n[grid]\nlr = [0.1, 0.2]\n')
+        r = cli("sweep", str(spec), "--out", path, "--quiet")
+    elif option.startswith("--log"):
+        r = cli("run", "--problem", "quadratic", "--iters", "3", "--quiet", "--log", f"tensorboard:{path}")
+    else:
+        r = cli("run", "--problem", "quadratic", "--iters", "3", "--quiet", option, path)
+    one_line_error(r, path, f"'~{user}'")
+    assert not list(tmp_path.glob("~*"))
+    counted("unknown-user path")
+
+
+# --- issue #34: an empty stage parameter was taken as its default ---------------------------------------------
+
+
+@cases()
+@given(st.data())
+def test_an_empty_stage_parameter_is_refused(data):
+    """``qsgd:``, ``trimmed:``, ``krum:1:``, ``top-k::x``: an empty field is refused naming the spec (it was
+    silently the parameter's default)."""
+    from signsim.stages import kinds, registry
+
+    kind = data.draw(st.sampled_from([k.name for k in kinds.TABLE]))
+    table = registry.stages(kind)
+    name = data.draw(st.sampled_from(sorted(table)))
+    n = len(table[name].PARAMS)
+    given = data.draw(st.lists(st.sampled_from(["1", "2", "0.5", "elias"]), max_size=max(n - 1, 0)))
+    where = data.draw(st.integers(0, len(given)))
+    spec = ":".join([name, *given[:where], "", *given[where:]])
+    with pytest.raises(InputError) as e:
+        registry.parse(kind, spec, dim=10)
+    message = str(e.value)
+    assert f" {spec}: " in message and ("empty parameter" in message or "takes no parameter" in message), message
+    counted("empty stage parameter")
+
+
+@pytest.mark.parametrize("option", [["--compressor", "qsgd:"], ["--aggregate", "trimmed:"],
+                                    ["--aggregate", "krum:1:"], ["--compressor", "top-k:"]])
+def test_an_empty_stage_parameter_exits_2(cli, option):
+    one_line_error(cli("run", "--problem", "quadratic", "--iters", "3", "--quiet", *option), " ".join(option),
+                   "empty parameter")
+
+
+# --- issue #34: one-class data was accepted without a word ---------------------------------------------------
+
+
+@cases(quick=6)
+@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(-5, 5)), min_size=3, max_size=12),
+       st.sampled_from([0.0, 1.0, 3.0, -1.0]), st.sampled_from([None, "same"]))
+def test_one_class_data_for_logistic_is_said_in_one_warning(tmp_path_factory, rows, label, positive):
+    """A CSV whose labels are all the same: the logistic problem is built (its loss is defined) with one warning
+    naming the file; ``mlp`` refuses it (a classifier needs two classes)."""
+    from signsim import problems
+    from signsim.interface import config
+
+    path = tmp_path_factory.mktemp("one") / "one.csv"
+    path.write_text("".join(f"{label:g},{a!r},{b!r}\n" for a, b in rows))
+    options = {"problem": "logistic", "data": str(path), "test_fraction": 0.0, "standardize": False}
+    if positive:
+        options["positive_class"] = label
+    problem = problems.build(config.resolve(options))
+    assert len(problem.warnings) == 1 and problem.warnings[0].startswith(f"--data {path}: every training label")
+    with pytest.raises(InputError, match="at least two classes"):
+        problems.build(config.resolve({**options, "problem": "mlp", "positive_class": None}))
+    counted("one-class data")
+
+
+def test_two_class_data_gives_no_warning(tmp_path):
+    from signsim import problems
+    from signsim.interface import config
+
+    path = tmp_path / "two.csv"
+    path.write_text("0,1,2\n1,2,1\n0,3,1\n1,0,1\n")
+    problem = problems.build(config.resolve({"problem": "logistic", "data": str(path), "test_fraction": 0.0}))
+    assert problem.warnings == []
 
 
 # --- finding 9: memory estimated before allocating --------------------------------------------------------

@@ -193,3 +193,77 @@ def test_an_experiment_stops_entirely_on_the_first_signal(tmp_path, kind, sig, c
     assert doc["status"] == "interrupted"
     rows = doc["rows"] if kind == "replication" else doc["measured"]
     assert rows == []  # the first run was interrupted: no batch size was measured completely
+
+
+# --- issue #34: the last history row of an interrupted run is where it stopped, on every path ------------------
+
+
+def test_a_signal_inside_the_chunk_threads_start_cancels_or_abandons_the_chunk(monkeypatch):
+    """The signal raises inside ``Thread.start`` (its wait for the new thread), the thread already running: the
+    chunk must then either never run or be reported abandoned (the old code did neither, and the chunk went on
+    writing into a run whose history had been closed)."""
+    release, ran, abandoned = threading.Event(), threading.Event(), threading.Event()
+    original = threading.Thread.start
+
+    def start_then_signal(self):
+        original(self)
+        raise KeyboardInterrupt
+
+    def work():
+        release.wait(30)
+        ran.set()
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_signal)
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.interruptible(work, abandoned.set)
+    monkeypatch.undo()
+    release.set()
+    for t in threading.enumerate():
+        if t.name == "signsim-chunk":
+            t.join(30)
+    assert abandoned.is_set() or not ran.is_set()
+
+
+def _interrupted_at_third_chunk(monkeypatch, abandon: bool):
+    """``driver.interruptible`` replaced: the first two chunks run; the third is interrupted, either abandoned to
+    its thread (which ends it while the results are being made: the worst case) or before it starts."""
+    from signsim.engine import driver
+
+    calls, late = [], []
+
+    def fake(work, on_abandon=None):
+        calls.append(work)
+        if len(calls) < 3:
+            return work()
+        if abandon:
+            on_abandon()
+            late.append(work)
+        raise KeyboardInterrupt
+
+    original = driver._stopped_at_chunk_start
+
+    def then_the_chunk_ends(engine):
+        history = original(engine)
+        late.pop()()  # the abandoned chunk ends in its thread, writing into the engine
+        return history
+
+    monkeypatch.setattr(driver, "interruptible", fake)
+    monkeypatch.setattr(driver, "_stopped_at_chunk_start", then_the_chunk_ends)
+
+
+@pytest.mark.parametrize("abandon", [True, False], ids=["abandoned-chunk", "between-chunks"])
+def test_an_interrupted_run_ends_its_history_where_it_stopped(monkeypatch, abandon):
+    from signsim.engine import loop
+    from signsim.engine.driver import simulate
+
+    from .conftest import make_engine
+
+    engine, *_ = make_engine(problem="quadratic", iters=100_000, eval_every=1000, seed=3)
+    _interrupted_at_third_chunk(monkeypatch, abandon)
+    out = simulate(engine)
+    assert out.status == "interrupted" and out.iters_done > 0
+    last = out.history[-1]
+    assert last[loop.H_ITER] == out.iters_done, (last[loop.H_ITER], out.iters_done)
+    assert (last[loop.H_BITS_UP], last[loop.H_BITS_DOWN]) == (out.tally[loop.T_UP], out.tally[loop.T_DOWN])
+    if abandon:
+        assert engine.k > out.iters_done  # the chunk did run on after the signal

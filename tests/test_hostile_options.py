@@ -253,3 +253,90 @@ def test_bound_with_huge_iters(cli):
     r = cli("bound", "--iters", "1000000000000", "--json")
     assert r.code == 0, r.err
     assert "--eval-every" not in r.err and r.json()["config"]["iters"] == 10**12
+
+
+# --- issue 34: options accepted without effect --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["run", "--problem", "quadratic", "--attack", "alie:1", "--iters", "3"], ["--attack alie:1", "--byzantine"]),
+    (["check-spb", "--problem", "quadratic", "--attack", "invert", "--byzantine", "0"], ["--attack invert"]),
+    (["bound", "--problem", "quadratic", "--attack", "random"], ["--attack random"]),
+    (["diversity", "--problem", "logistic", "--estimator", "exact", "--small-batch", "4"],
+     ["--small-batch 4", "--estimator exact"]),
+    (["diversity", "--problem", "logistic", "--estimator", "exact", "--pairs", "40"], ["--pairs 40"]),
+    (["check-spb", "--problem", "quadratic", "--estimator", "closed-form", "--samples", "100"],
+     ["--samples 100", "closed-form"]),
+], ids=["run-attack", "check-spb-attack", "bound-attack", "small-batch-exact", "pairs-exact", "samples-closed-form"])
+def test_an_option_without_effect_is_refused(cli, args, words):
+    r = cli(*args, "--quiet")
+    lines = [line for line in r.err.splitlines() if line.strip()]
+    assert r.code == 2 and len(lines) == 1 and "Traceback" not in r.err, (r.code, r.err)
+    assert all(w in lines[0] for w in words), lines[0]
+
+
+@pytest.mark.slow  # (the closed-form estimator's kernels: 2 s)
+def test_an_option_the_auto_estimator_does_not_use_is_said(cli):
+    r = cli("check-spb", "--problem", "quadratic", "--samples", "100", "--json")
+    assert r.code == 0 and "--samples 100 is not used" in r.err, r.err
+    assert any("--samples 100" in w for w in r.json()["warnings"])
+
+
+# --- issue 34: --at names what the user wrote and the actual cause ---------------------------------------------
+
+
+@pytest.mark.parametrize(("array", "says"), [
+    (np.array(["a"] * 10), "holds strings, not numbers"),
+    (np.ones(10, dtype=bool), "holds booleans, not numbers"),
+    (np.float64(3.0), "holds a single number; expected a vector of length 10"),
+    (np.zeros((3, 4)), "holds an array of shape (3, 4); expected a vector of length 10"),
+    (np.zeros(7), "holds a vector of length 7; expected a vector of length 10"),
+    (np.array([0.0, 1.0, np.inf, np.nan, *[0.0] * 6]), "entry 2 is inf (2 of 10 entries are not finite)"),
+], ids=["strings", "booleans", "scalar", "matrix", "length", "non-finite"])
+def test_an_at_file_names_the_actual_cause(cli, tmp_path, array, says):
+    path = tmp_path / "x.npy"
+    np.save(path, array)
+    for command in ("check-spb", "diversity"):  # (refused before any estimate: milliseconds each)
+        assert_one_line_error(cli(command, "--problem", "quadratic", "--at", str(path), "--quiet"),
+                              f"--at {path}: {says}")
+
+
+@pytest.mark.slow  # (a check-spb of its own: 1-2 s)
+def test_check_spb_at_a_point_of_1e300_warns_in_one_line(cli, tmp_path):
+    path = tmp_path / "x.npy"
+    np.save(path, np.full(10, 1e300))
+    r = cli("check-spb", "--problem", "quadratic", "--at", str(path), "--quiet")
+    lines = [line for line in r.err.splitlines() if line.strip()]
+    assert r.code == 0 and len(lines) == 1 and "RuntimeWarning" not in r.err, r.err
+    assert lines[0].startswith(f"warning: --at {path}: gradients this large overflow"), lines[0]
+
+
+# --- issue 34: work at the documented maxima is estimated before it starts -----------------------------------
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["run", "--problem", "quadratic", "--iters", "1000000000000000"],
+     ["--iters 1000000000000000 with 8 workers", "years", "lower --iters"]),
+    (["check-spb", "--problem", "quadratic", "--at", "run:1000000000000000"],
+     ["--at run:1000000000000000", "years", "choose a smaller K"]),
+], ids=["run-iters", "at-run-K"])
+def test_absurd_work_is_refused_up_front(cli, args, words):
+    assert_one_line_error(cli(*args, "--quiet"), *words)
+
+
+def test_work_estimates():
+    from types import SimpleNamespace
+
+    from signsim import resources
+
+    assert resources.check_work(1e9, "x", "lower it") is None  # a second
+    note = resources.check_work(1e14, "--pairs 5", "lower --pairs")
+    assert note.startswith("--pairs 5: about 1e+14 operations, at least 1.16 days") and "Ctrl-C" in note
+    with pytest.raises(InputError, match=r"^--pairs 5: about 1e\+17 operations, at least 3.17 years.*; lower --pairs$"):
+        resources.check_work(1e17, "--pairs 5", "lower --pairs")
+    cfg = SimpleNamespace(iters=2000, workers=8, batch_size=2**31 - 1, local_steps=1, votes="per-worker",
+                          budget_mb=None, budget_bits=None, stop_loss=None, clients_per_round=None,
+                          participation=None)
+    assert resources.run_work(cfg, 31, finite_sum=True) == 2000 * 8 * 31 * (2**31 - 1)
+    assert resources.run_work(cfg, 10, finite_sum=False) == 2000 * 8 * 10  # synthetic noise: one draw per call
+    assert resources.run_work(SimpleNamespace(**{**vars(cfg), "stop_loss": 0.1}), 10, False) == 0  # may stop early

@@ -23,6 +23,7 @@ class DiversityOptions:
     big_batch: int | None = None  # default: max(2, M) times the small batch
     #: transformations of the per-sample gradients (dropout:p, langevin:s, sign, sto-sign, qsgd:S, natural)
     transform: list[str] | None = None
+    pairs_given: bool = False  # --pairs was given (it is used by the two-batch estimator only)
 
     @classmethod
     def build(cls, **given: Any) -> DiversityOptions:
@@ -45,9 +46,29 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
     from signsim.diagnostics.diversity_report import choose, gradient_blocks, measure, summary, transformed
     from signsim.diagnostics.point import resolve_point
 
+    # the two-batch estimator's options with another one: refused when the user chose it (before any work), said
+    # when --estimator auto did
+    given = (("--small-batch", o.small_batch), ("--big-batch", o.big_batch),
+             ("--pairs", o.pairs if o.pairs_given else None))
+    two_batch = [(flag, value) for flag, value in given if value is not None]
+    if two_batch and o.estimator not in ("auto", "two-batch"):
+        flag, value = two_batch[0]
+        raise InputError(f"{flag} {value}: has no effect with --estimator {o.estimator} (only the two-batch "
+                         f"estimator draws minibatches); drop {flag} or choose --estimator two-batch")
     problem = problems.build(cfg)
     model, params = noise.for_config(cfg, problem.dim)
     method = choose(problem, model.name, o.estimator)
+    unused = [] if method == "two-batch" else [
+        f"{flag} {value} is not used: --estimator auto chose the {method} estimator (only the two-batch one draws "
+        "minibatches)" for flag, value in two_batch]
+    if method == "two-batch":  # its pairs of a small and a big minibatch of per-sample gradients over d coordinates
+        from signsim.diagnostics.diversity_report import batches
+        from signsim.resources import check_work, note
+
+        small, big = batches(cfg, o.small_batch, o.big_batch)
+        note(check_work(float(o.pairs) * (small + big) * problem.dim,
+                        f"--pairs {o.pairs} (minibatches of {small} and {big} over dimension {problem.dim})",
+                        "lower --pairs (or --small-batch, --big-batch)"))
     x, where = resolve_point(o.at, problem, cfg)
     with np.errstate(over="ignore", invalid="ignore"):  # gradients past the floats: the error below says so
         d, info = measure(problem, model, params, x, cfg, method, o.pairs, o.small_batch, o.big_batch)
@@ -59,9 +80,11 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
                          "diversity to report")
     doc: dict[str, Any] = {
         "signsim_version": __version__, "command": "diversity", "config": cfg.to_dict(),
-        "options": asdict(o), "problem": problem.facts(), "point": where, "method_of_estimate": method,
+        "options": {k: v for k, v in asdict(o).items() if k != "pairs_given"}, "problem": problem.facts(),
+        "point": where, "method_of_estimate": method,
         **summary(d, o.delta),
     }
+    doc["warnings"] = [*problem.warnings, *(doc.get("warnings") or []), *unused]
     if info:
         doc["two_batch"] = info
     from signsim.diagnostics.estimators import sampling

@@ -45,7 +45,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
 
     built = build(cfg, budget_eval_every(cfg))
     method, problem, model, params, settings = built.method, built.problem, built.model, built.params, built.settings
-    warnings = [built.votes_hint] if built.votes_hint else []
+    warnings = [*problem.warnings, *([built.votes_hint] if built.votes_hint else [])]
     heterogeneity = None
     if (problem.finite_sum is not None and problem.finite_sum.split.name != "shared") or problem.heterogeneous:
         from signsim.diagnostics.heterogeneity import measure, ssdm_warning
@@ -59,6 +59,10 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         warnings.append(f"{cfg.byzantine} of {cfg.workers} workers are Byzantine: the majority-vote guarantee "
                         "needs fewer than half")
     engine = built.engine
+    from signsim.engine.build import RUN_REDUCE, run_asked
+    from signsim.resources import check_work, note, run_work
+
+    note(check_work(run_work(cfg, problem.dim, problem.finite_sum is not None), run_asked(cfg), RUN_REDUCE))
     quantities = tracking.requested(cfg, problem, model, params)
     tracks: dict[str, list[dict[str, Any]]] = {q.name: [] for q in quantities}
     hooks = [(q.every, recorder(q, tracks[q.name])) for q in quantities]
@@ -75,8 +79,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
                                                                       problem.finite_sum is not None)]
     rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
     last = rows[-1] if rows else {}
-    final = {**last, "iters_done": out.iters_done, "bits_up": int(engine.tally[loop.T_UP]),
-             "bits_down": int(engine.tally[loop.T_DOWN]), "rounds": out.iters_done,
+    final = {**last, "iters_done": out.iters_done, "bits_up": int(out.tally[loop.T_UP]),
+             "bits_down": int(out.tally[loop.T_DOWN]), "rounds": out.iters_done,
              "grad_calls": out.iters_done * S * settings.local_steps, "wall_time": out.wall_time,
              "reached_stop_loss": out.reached_target}
     doc: dict[str, Any] = {
@@ -86,7 +90,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "config": cfg.to_dict(),
         "stages": stages.describe(settings, cfg, problem.dim),
         "problem": problem.facts(),
-        "bits_per_iter": measured_bits(bits, engine.tally, out.iters_done),
+        "bits_per_iter": measured_bits(bits, out.tally, out.iters_done),
         "rounds": {"local_steps": settings.local_steps, "clients_per_round": S, "workers": cfg.workers,
                    "local_lr": settings.lr, "server_lr": settings.server_lr},
         "warnings": warnings,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,13 @@ def plan(path: str | Path, plugin: str | None = None) -> tuple[Any, list[dict[st
     spec = load(path)
     if plugin:
         spec.base["plugin"] = ",".join(p for p in (spec.base.get("plugin"), plugin) if p)
-    return spec, [asdict(t) for t in expand(spec)]
+    return spec, [_as_dict(t) for t in expand(spec)]
+
+
+def _as_dict(task) -> dict[str, Any]:
+    """A ``RunTask`` as a dict, its fields as they are (``dataclasses.asdict`` deep-copies every config: most of
+    the time of a 100,000-run plan); each task's dicts are its own already."""
+    return {f.name: getattr(task, f.name) for f in fields(task)}
 
 
 #: run options that no problem reads (nor its dimension): runs that differ only in these share one problem
@@ -43,7 +49,13 @@ def check_runs(spec, tasks: list[dict[str, Any]]) -> None:
     from signsim.interface.config import resolve
 
     built: dict[str, Any] = {}
+    checked: set[str] = set()
     for t in tasks:
+        # the run's grid point: its repeats' configs differ in the seed only, which changes no check
+        same = repr(sorted((k, v) for k, v in t["params"].items() if k not in ("seed", "repeat")))
+        if same in checked:
+            continue
+        checked.add(same)
         cfg = resolve(t["config"])
         key = repr(sorted((k, v) for k, v in t["config"].items() if k not in NOT_PROBLEM_OPTIONS))
         try:

@@ -34,6 +34,10 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
 
         run_cfg = replace(cfg, iters=K, eval_every=max(K, 1))
         check_run(run_cfg, problem.dim)
+        from signsim.resources import check_work, note, run_work
+
+        note(check_work(run_work(run_cfg, problem.dim, problem.finite_sum is not None), f"--at {at}",
+                        "choose a smaller K"))
         out = simulate(build(run_cfg, problem).engine)
         if out.status == "interrupted":
             raise KeyboardInterrupt  # Ctrl-C or SIGTERM during the run: exit 130 / 143, not bad input
@@ -53,8 +57,24 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
 
     if np.iscomplexobj(x):
         raise InputError(f"--at {at}: holds complex numbers; expected a real vector")
-    if not is_real(x.dtype) or x.ndim != 1 or x.size != problem.dim:
-        raise InputError(f"--at {at}: expected a numeric vector of length {problem.dim}, got shape {x.shape}")
-    if not np.isfinite(x).all():
-        raise InputError(f"--at {at}: contains non-finite values")
+    if not is_real(x.dtype) or x.dtype == np.bool_:  # the cause first: strings, booleans, dates are no point
+        raise InputError(f"--at {at}: holds {_kind_of(x.dtype)}, not numbers; expected a vector of {problem.dim} "
+                         f"real numbers ({problem.name}'s dimension)")
+    if x.ndim != 1 or x.size != problem.dim:
+        shape = "a single number" if x.ndim == 0 else (f"a vector of length {x.size}" if x.ndim == 1 else
+                                                       f"an array of shape {x.shape}")
+        raise InputError(f"--at {at}: holds {shape}; expected a vector of length {problem.dim} ({problem.name}'s "
+                         "dimension)")
+    bad = ~np.isfinite(x)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"--at {at}: entry {i} is {float(x[i])!r} ({int(bad.sum())} of {x.size} entries are not "
+                         "finite); a point must be finite")
     return x.astype(np.float64), str(path)
+
+
+def _kind_of(dtype: np.dtype) -> str:
+    """What an array of ``dtype`` holds, in words."""
+    names = {"b": "booleans", "U": "strings", "S": "bytes", "M": "dates", "m": "time spans", "V": "records",
+             "O": "Python objects"}
+    return names.get(dtype.kind, f"values of type {dtype}")

@@ -30,19 +30,30 @@ class Built:
     votes_hint: str | None = None
 
 
+#: how to make a run of absurd work shorter (``resources.check_work``)
+RUN_REDUCE = "lower --iters (or --batch-size, --workers, --dim), or give a --budget-mb or --stop-loss to stop earlier"
+
+
+def run_asked(cfg) -> str:
+    """The run as the user asked for it, for a work estimate's message."""
+    return (f"--iters {cfg.iters} with {cfg.workers} workers" + (f", --batch-size {cfg.batch_size}"
+                                                                   if cfg.batch_size > 1 else ""))
+
+
 def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
     """Everything ``build`` checks before it allocates the engine: (method, problem, noise model, its
     parameters, settings) of ``cfg``, or InputError. ``problem`` reuses an instance already built from it (or
     from a config that differs only in options the problem does not read)."""
     from signsim import methods, noise, problems
     from signsim.engine.driver import Settings, check_settings
-    from signsim.resources import check_run
+    from signsim.resources import check_run, check_work, run_work
 
     method = methods.get(cfg.method)
     if problem is None:
         check_run(cfg, cfg.dim or 1)  # before anything is allocated ...
         problem = problems.build(cfg, simulated=True)
     check_run(cfg, problem.dim)  # ... and with the dimension the data gave
+    check_work(run_work(cfg, problem.dim, problem.finite_sum is not None), run_asked(cfg), RUN_REDUCE)
     model, params = noise.for_config(cfg, problem.dim)
     settings = Settings.from_config(cfg, method, problem.dim)
     check_settings(settings, problem.dim)

@@ -192,6 +192,7 @@ class EngineOutput:
     wall_time: float
     x: np.ndarray
     reached_target: bool = False  # stopped early: the loss reached --stop-loss
+    tally: np.ndarray | None = None  # the bits sent up to iters_done (loop.T_UP, loop.T_DOWN), a copy
 
 
 class Engine(ChunkedState):
@@ -522,10 +523,13 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
     except KeyboardInterrupt:
         acknowledge()
         status = "interrupted"
-        engine.k = int(engine.counters[loop.C_DONE])
-        if engine.abandoned is None:
-            engine.record_now()
-        else:  # the chunk still runs in its thread: the run as the chunk began, with a row there
+        a = engine.abandoned
+        if a is not None:  # the chunk still runs in its thread, writing into the engine's arrays and attributes
+            # (k, status, tally, x, its history rows): the output is made of the state as the chunk began only
+            x, tally = a.x.copy(), a.tally.copy()
             history = _stopped_at_chunk_start(engine)
-            return EngineOutput(history, status, engine.k, time.perf_counter() - start, engine.x.copy(), reached)
-    return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy(), reached)
+            return EngineOutput(history, status, a.k, time.perf_counter() - start, x, reached, tally)
+        engine.k = int(engine.counters[loop.C_DONE])
+        engine.record_now()
+    return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy(), reached,
+                        engine.tally.copy())

@@ -211,6 +211,16 @@ def check_plugin_paths(plugin: str | None, option: str = "--plugin") -> None:
         home_expanded(p, option)
 
 
+def check_given(values: dict[str, Any]) -> None:
+    """Options the user gave (a command's options and config file, not a recorded configuration) that would have
+    no effect with the others: one line, exit 2. ``--attack`` without Byzantine workers (a sweep grid or a
+    ``[[compare]]`` table may still pair it with ``byzantine = 0`` as its baseline)."""
+    attack = values.get("attack")
+    if attack is not None and not values.get("byzantine"):
+        raise InputError(f"--attack {attack}: has no effect without Byzantine workers (--byzantine is 0); give "
+                         "--byzantine K or drop --attack")
+
+
 def default_eval_every(iters: int) -> int:
     """--eval-every's default: about 100 recorded points, max(1, K // 100), within the option's range."""
     return min(max(1, iters // 100), int(RECORD["eval_every"].hi))

@@ -172,8 +172,15 @@ def interruptible(work: Callable[[], T], on_abandon: Callable[[], None] | None =
             return work()
     box: dict = {}
     done = threading.Event()
+    lock = threading.Lock()
+    began = {"work": False, "cancelled": False}
 
     def target() -> None:
+        with lock:  # a signal that reached the main thread before the work began cancels it: nothing is abandoned
+            if began["cancelled"]:
+                done.set()
+                return
+            began["work"] = True
         try:
             box["value"] = work()
         except BaseException as e:  # noqa: BLE001 - handed to the main thread
@@ -181,13 +188,17 @@ def interruptible(work: Callable[[], T], on_abandon: Callable[[], None] | None =
         finally:
             done.set()
 
-    threading.Thread(target=target, daemon=True, name="signsim-chunk").start()
+    thread = threading.Thread(target=target, daemon=True, name="signsim-chunk")
     try:
+        thread.start()  # (a signal can land inside start(), the thread already running: it is in the try)
         while not done.wait(SIGNAL_POLL):
             check()
         check()
     except KeyboardInterrupt:
-        if not done.is_set():
+        with lock:
+            began["cancelled"] = True
+            running = began["work"] and not done.is_set()
+        if running:
             abandon()
             if on_abandon is not None:
                 on_abandon()

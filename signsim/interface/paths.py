@@ -40,6 +40,12 @@ def home_expanded(path: str | Path, where: str) -> Path:
         raise InputError(f"{where} {path}: cannot expand '{user}': no such user or no home directory") from None
 
 
+def _expanded(text: str, option: str) -> str:
+    """An output path with its leading ``~`` or ``~user`` expanded (a folder literally named ``~nouser`` is never
+    created: a user that does not exist is one line naming the path)."""
+    return str(home_expanded(text, option)) if text.startswith("~") else text
+
+
 def input_file(path: str | Path, where: str) -> Path:
     """``path`` if it is a regular file this process can read; otherwise InputError ``where: what it is``."""
     p = Path(path)
@@ -89,6 +95,7 @@ def output_file(value: str | Path | None, option: str = "--out") -> Path | None:
         raise InputError(f"{where}: empty file name")
     if "\x00" in text:
         raise InputError(f"{where}: file name contains a NUL byte")
+    text = _expanded(text, option)
     try:  # an existing FIFO or device is written in place, under the name given (/dev/stdout, /dev/fd/N)
         given = os.stat(text)
     except (OSError, ValueError):
@@ -144,6 +151,7 @@ def output_dir(value: str | Path, option: str = "--out") -> Path:
     where = f"{option} {text}" if text else f"{option} ''"
     if not text.strip():
         raise InputError(f"{where}: empty directory name")
+    text = _expanded(text, option)
     path = Path(os.path.realpath(text))
     ancestor = path
     while not _exists(ancestor) and ancestor != ancestor.parent:

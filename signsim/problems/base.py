@@ -57,6 +57,8 @@ class ProblemInstance:
     #: per-sample access for finite-sum (data) problems
     finite_sum: Any = None
     notes: list[str] = field(default_factory=list)
+    #: said on stderr and in the results' ``warnings`` by every command that builds the problem (one-class data)
+    warnings: list[str] = field(default_factory=list)
     #: gradients computed outside the compiled loop (``signsim.problems.model.Gradients``: a PyTorch model); the
     #: engine asks it for each round's gradients and each history row's evaluation (docs/theory.md §13)
     external: Any = None

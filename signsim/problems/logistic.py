@@ -30,12 +30,27 @@ def signed_labels(y_train, y_test, positive, spec):
     return np.where(y_train == positive, 1.0, -1.0), np.where(y_test == positive, 1.0, -1.0)
 
 
+def one_class_warning(y_train, spec, positive, l2: float) -> str | None:
+    """The warning for training labels that are all +1 or all -1 after ``signed_labels`` (docs/reference.md): the
+    problem is defined (the loss goes to 0 as w moves along the data), but there is no boundary to learn and,
+    with --l2 0, no minimizer; None for two-sided labels."""
+    if y_train.size == 0 or np.unique(y_train).size > 1:
+        return None
+    side = "the positive class" if y_train[0] > 0 else "the negative class"
+    which = f" (--positive-class {positive:g})" if positive is not None else ""
+    return (f"--data {spec}: every training label is in {side}{which}: logistic regression has no boundary to "
+            "learn" + (" and, with --l2 0, no minimizer (the loss tends to 0 as |w| grows)" if l2 == 0 else ""))
+
+
 def build(cfg) -> ProblemInstance:
     loaded = load_prepared(cfg, intercept=cfg.intercept)
     prep, split = loaded.prep, loaded.split
     y_train, y_test = signed_labels(prep.y_train, prep.y_test, cfg.positive_class, cfg.data)
     arrays = pack(prep, y_train, y_test, split, [glm.LOGISTIC], [cfg.l2], cfg.dtype)
-    return glm_instance("logistic", CODE, cfg, arrays, split)
+    instance = glm_instance("logistic", CODE, cfg, arrays, split)
+    if (warning := one_class_warning(y_train, cfg.data, cfg.positive_class, cfg.l2)) is not None:
+        instance.warnings.append(warning)
+    return instance
 
 
 def glm_instance(name, code, cfg, arrays, split) -> ProblemInstance:

@@ -563,11 +563,22 @@ def bound_report(doc: dict[str, Any]) -> list[Any]:
     return [c, b, m, *notes]
 
 
+#: a dry run's table lists at most this many runs (the title counts them all; --json lists every one): a table of
+#: 100,000 rows took minutes to lay out
+PLAN_ROWS = 200
+
+
 def sweep_plan(rows: list[dict[str, Any]], parameters: list[str]) -> Table:
-    t = new_table(f"{len(rows)} runs")
+    finished = sum(1 for r in rows if r["finished"])
+    invalid = sum(1 for r in rows if not r["finished"] and r["error"])
+    counts = ", ".join(f"{n} {what}" for n, what in ((len(rows) - finished - invalid, "to run"),
+                                                     (finished, "finished"), (invalid, "invalid")) if n)
+    t = new_table(f"{len(rows)} runs" + (f" ({counts})" if counts else ""))
     for col in ("#", "run id", *parameters, "seed", "repeat", "state"):
         t.add_column(col)
-    for r in rows:
+    if len(rows) > PLAN_ROWS:
+        t.caption = f"the first {PLAN_ROWS} of {len(rows)} runs; --json lists every run"
+    for r in rows[:PLAN_ROWS]:
         state = "finished" if r["finished"] else ("invalid: " + r["error"] if r["error"] else "to run")
         t.add_row(str(r["index"]), r["run_id"], *[fmt(r["params"].get(p)) for p in parameters],
                   str(r["params"].get("seed")), str(r["params"].get("repeat")), state)

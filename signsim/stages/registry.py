@@ -101,10 +101,14 @@ def parse(kind: str, spec: str, dim: int | None = None, option: str | None = Non
     mod = table[name]
     params = mod.PARAMS
     raw = rest.split(":") if sep else []
-    if hasattr(mod, "parse_args"):  # a grammar of its own (optional leading words, ...)
-        raw = mod.parse_args(raw, option, spec)
     if not params and sep:
         raise InputError(f"{option} {spec}: {name} takes no parameter")
+    if "" in raw:  # ``qsgd:``, ``krum:1:``, ``top-k::x``: an empty field is never its default
+        where = "after the name" if raw.index("") == 0 else f"after {':'.join(raw[:raw.index('')])}"
+        raise InputError(f"{option} {spec}: an empty parameter {where}; give a value or leave the colon out "
+                         f"({form(mod)})")
+    if hasattr(mod, "parse_args"):  # a grammar of its own (optional leading words, ...)
+        raw = mod.parse_args(raw, option, spec)
     if len(raw) > len(params):
         raise InputError(f"{option} {spec}: {name} takes at most {len(params)} parameter"
                          f"{'s' if len(params) != 1 else ''} ({':'.join(p.name for p in params)})")

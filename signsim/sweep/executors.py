@@ -179,14 +179,21 @@ class LocalExecutor:
             shutil.rmtree(self.marker_dir, ignore_errors=True)
 
     def close(self, kill: bool = False) -> None:
+        """Shut the pool down (``kill``: its workers killed first, after an interrupt) and wait for it: its
+        queues' semaphores are released here, as the command exits at once after an interrupt (``os._exit``,
+        which runs no finalizer: multiprocessing's resource tracker then warned of "leaked semaphore objects")."""
         if self.pool is None:
             return
         if kill:
             for p in list(getattr(self.pool, "_processes", {}).values()):
                 with contextlib.suppress(OSError, AttributeError):
                     p.kill()
-        self.pool.shutdown(wait=not kill, cancel_futures=True)
+        self.pool.shutdown(wait=True, cancel_futures=True)  # (killed workers: it returns at once)
         self.pool = None
+        if kill:
+            import gc
+
+            gc.collect()  # the pool's queues, and with them their semaphores' finalizers (which unregister them)
 
 
 class DaskExecutor:

@@ -161,6 +161,7 @@ def expand(spec: SweepSpec) -> list[RunTask]:
                 params.update(dict(item))
             else:
                 params[item[0]] = item[1]
+        resolved = None  # the point's options resolved once: its repeats differ in their seed only
         for r in range(spec.repeats):
             run_params = dict(params)
             if "seed" not in run_params:
@@ -168,7 +169,10 @@ def expand(spec: SweepSpec) -> list[RunTask]:
             run_params["repeat"] = r
             options = {**spec.base, **{k: v for k, v in run_params.items() if k != "repeat"}}
             try:
-                config = resolve(options).to_dict()
+                if resolved is None or "seed" in params:
+                    config = resolved = resolve(options).to_dict()
+                else:  # (a repeat's seed, drawn by repeat_seeds, is a valid --seed: nothing else changes)
+                    config = {**resolved, "seed": run_params["seed"]}
             except InputError as e:
                 point = ", ".join(f"{k} = {v!r}" for k, v in run_params.items() if k not in ("seed", "repeat")
                                   or k == "seed" and "seed" in params)
