@@ -46,4 +46,10 @@ signsim plot "$out/fedavg-digits" --x local-steps --y loss --group-by compressor
 signsim sweep configs/paper/participation-vote.toml --out "$out/participation-vote" --quiet
 signsim plot "$out/participation-vote" --x participation --y loss --group-by split \
     --out "$fig/participation-vote.png"
+for name in diana-exact diana-heterogeneous compressed-equal-bits; do
+  signsim run --config "configs/paper/$name.toml" --out "$out/$name.json" --quiet
+done
+signsim plot "$out/diana-exact.json" --x bits --y distance --out "$fig/diana-exact.png"
+signsim plot "$out/diana-heterogeneous.json" --x bits --y grad-norm --out "$fig/diana-heterogeneous.png"
+signsim plot "$out/compressed-equal-bits.json" --x bits --y grad-norm --out "$fig/compressed-equal-bits.png"
 echo "figures in $fig (intermediate results in $out)"
