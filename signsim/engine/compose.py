@@ -178,6 +178,10 @@ def namespace(stages: dict | None) -> dict:
 def _loops(family: str, key: str, stages: tuple | None):
     lns = {**vars(loop), **specialize.dispatchers(family), **namespace(None if stages is None else dict(stages))}
     lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{family}__{key}", lns, _nrt=False)
+    # inlined: its sum over the messages stays a parallel loop in the threaded copy
+    lns["server_aggregate"] = specialize._copy(loop.server_aggregate, f"server_aggregate__{family}__{key}", lns,
+                                               inline="always")
+    lns["attack_factor"] = specialize._copy(loop.attack_factor, f"attack_factor__{family}__{key}", lns)
     # nogil: the driver keeps handling signals while a chunk runs in its helper thread
     threaded = specialize._copy(loop.run_chunk_source, f"run_chunk__{family}__{key}", lns, parallel=True,
                                 nogil=True)

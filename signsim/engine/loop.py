@@ -86,8 +86,9 @@ FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "
                                                 "server_optimizer", "estimator", "down_compressor",
                                                 "down_error_feedback", "pre_aggregation", "pre_aggregation_2",
                                                 "pre_aggregation_3"))
-I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS = (
-    ICFG.index(kinds.flag_setting(f)) for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT", "INCREMENTS", "CORRECTS"))
+I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS, I_SEARCH = (
+    ICFG.index(kinds.flag_setting(f)) for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT", "INCREMENTS", "CORRECTS",
+                                                "SEARCH"))
 N_ICFG = len(ICFG)
 F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU, F_EXTRA_UP, F_EXTRA_DOWN = range(
     len(FCFG))
@@ -301,6 +302,76 @@ def worker_step(m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
         attack_row(icfg[I_CODE_ATTACK], out, sp[SP_ATTACK], gen)
 
 
+def server_aggregate(rows, n0, agg, icfg, sp, gen):
+    """The round's chain of pre-aggregations on its n0 messages ``rows`` (in place), then the aggregation into
+    ``agg`` (docs/theory.md §8.4, §8.9)."""
+    d = agg.shape[0]
+    n = pre_aggregate(icfg[I_CODE_PRE_AGGREGATION], rows, n0, sp[SP_PRE_AGGREGATION], gen)
+    n = pre_aggregate_2(icfg[I_CODE_PRE_AGGREGATION_2], rows, n, sp[SP_PRE_AGGREGATION_2], gen)
+    n = pre_aggregate_3(icfg[I_CODE_PRE_AGGREGATION_3], rows, n, sp[SP_PRE_AGGREGATION_3], gen)
+    if icfg[I_SUMMED]:
+        for i in prange(d):
+            s = 0.0
+            for j in range(n):
+                s += rows[j, i]
+            agg[i] = s
+        finish_aggregate(icfg[I_CODE_AGGREGATION], agg, n, sp[SP_AGGREGATION], icfg[I_TIE], gen)
+    else:
+        robust_aggregate(icfg[I_CODE_AGGREGATION], rows[:n], agg, sp[SP_AGGREGATION])
+
+
+def attack_factor(rows, nb, agg, icfg, sp, gen):
+    """The factor of a searching attack (its SEARCH flag: alie-opt, ipm-opt; docs/theory.md §8.5) for this round: the
+    one that puts the aggregate of the round's messages, after the run's pre-aggregations and aggregation, farthest
+    from the mean of the honest rows nb.. (ByzFL's expansion-contraction search: from START, step DELTA doubled while
+    the distance grows, then times RATIO, EVALS evaluations; the attack's parameters). ``agg`` (the previous
+    aggregate, where centred clipping starts) is left as it was."""
+    p = sp[SP_ATTACK]
+    evals, ratio = int(p[0]), p[3]
+    S, d = rows.shape
+    mean = np.zeros(d)
+    for j in range(nb, S):
+        for i in range(d):
+            mean[i] += rows[j, i]
+    for i in range(d):
+        mean[i] /= S - nb
+    q = np.zeros(p.shape[0])
+    trial = np.empty((S, d), dtype=rows.dtype)
+    out = np.empty(d, dtype=agg.dtype)
+    best_x = p[1]
+    best_y = -1.0
+    delta = p[2]
+    expanding = True
+    for e in range(evals):
+        x = best_x if e == 0 else best_x + delta
+        q[0] = x
+        for j in range(S):
+            for i in range(d):
+                trial[j, i] = rows[j, i]
+        for i in range(d):
+            out[i] = agg[i]
+        attack_rows(icfg[I_CODE_ATTACK], trial, nb, q)
+        server_aggregate(trial, S, out, icfg, sp, gen)
+        y = 0.0
+        for i in range(d):
+            y += (out[i] - mean[i]) ** 2
+        y = np.sqrt(y)
+        if e == 0:
+            best_y = y
+        elif expanding:
+            if y > best_y:
+                best_x, best_y = x, y
+                delta *= 2.0
+            else:
+                delta *= ratio
+                expanding = False
+        else:
+            if y > best_y:
+                best_x, best_y = x, y
+            delta *= ratio
+    return best_x
+
+
 @njit(cache=True)
 def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally):
     """Append one history row at iterate x_k; return Status.DIVERGED when the loss or the iterate is not
@@ -401,20 +472,15 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             while nb < S and part[row, nb] < B:
                 nb += 1
             if 0 < nb < S:  # (no honest message to read when every participant is Byzantine, §12)
-                attack_rows(icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
-        # the chain of pre-aggregations (§8.9): each transforms the first n rows in place, and may leave fewer
-        n = pre_aggregate(icfg[I_CODE_PRE_AGGREGATION], rows, S, sp[SP_PRE_AGGREGATION], server_gen)
-        n = pre_aggregate_2(icfg[I_CODE_PRE_AGGREGATION_2], rows, n, sp[SP_PRE_AGGREGATION_2], server_gen)
-        n = pre_aggregate_3(icfg[I_CODE_PRE_AGGREGATION_3], rows, n, sp[SP_PRE_AGGREGATION_3], server_gen)
-        if icfg[I_SUMMED]:
-            for i in prange(d):
-                s = 0.0
-                for j in range(n):
-                    s += msg[j, i]
-                agg[i] = s
-            finish_aggregate(icfg[I_CODE_AGGREGATION], agg, n, sp[SP_AGGREGATION], icfg[I_TIE], server_gen)
-        else:
-            robust_aggregate(icfg[I_CODE_AGGREGATION], msg[:n], agg, sp[SP_AGGREGATION])
+                if icfg[I_SEARCH]:  # the factor that hurts this round's aggregate most (alie-opt, ipm-opt)
+                    q = np.zeros(sp.shape[1])
+                    q[0] = attack_factor(rows, nb, agg, icfg, sp, server_gen)
+                    attack_rows(icfg[I_CODE_ATTACK], rows, nb, q)
+                else:
+                    attack_rows(icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
+        # the chain of pre-aggregations (§8.9): each transforms the first n rows in place, and may leave fewer; then
+        # the aggregation
+        server_aggregate(rows, S, agg, icfg, sp, server_gen)
         up = S * fcfg[F_EXTRA_UP]  # what a participant sends besides its message (SCAFFOLD's control variate)
         for j in range(S):
             up += wbits[j]

@@ -85,6 +85,42 @@ class ReferenceRun:
             y = y - lr * g
         return u
 
+    def aggregate(self, msgs: np.ndarray) -> np.ndarray:
+        """The chain of pre-aggregations, in order (§8.9), then the aggregation (§8.4)."""
+        s = self.s
+        for link in s.pre_aggregation:
+            msgs = np.asarray(link.module.reference(msgs, link.params, self.server), dtype=float)
+        return s.aggregate.module.reference(msgs, s.aggregate.params, int(s.tie), self.server, self.broadcast)
+
+    def search(self, msgs: np.ndarray, nb: int) -> float:
+        """A searching attack's factor (alie-opt, ipm-opt; §8.5), as ByzFL's Optimal_ALittleIsEnough finds it: the
+        distance of the aggregate from the honest mean at START, then expansion (x + delta, delta doubled while the
+        distance grows; at the first failure delta times RATIO and on to contraction) and contraction (x + delta,
+        kept when farther, delta times RATIO), EVALS evaluations in all."""
+        evals, start, delta, ratio = self.s.attack.params
+        honest = msgs[nb:].mean(axis=0)
+
+        def distance(x):
+            attacked = self.s.attack.module.reference_rows(msgs, nb, (x,))
+            return float(np.linalg.norm(self.aggregate(attacked) - honest))
+
+        best_x, best_y, left = start, distance(start), int(evals) - 1
+        while left > 0:  # expansion
+            y = distance(best_x + delta)
+            left -= 1
+            if y > best_y:
+                best_x, best_y, delta = best_x + delta, y, 2 * delta
+            else:
+                delta *= ratio
+                break
+        while left > 0:  # contraction
+            y = distance(best_x + delta)
+            left -= 1
+            if y > best_y:
+                best_x, best_y = best_x + delta, y
+            delta *= ratio
+        return best_x
+
     def step(self) -> np.ndarray:
         s, k = self.s, self.k
         lr = s.lr / np.sqrt(k + 1) if s.schedule == Schedule.SQRT else s.lr
@@ -110,10 +146,9 @@ class ReferenceRun:
             msgs.append(msg)
         msgs = np.array(msgs)
         if 0 < nb < S and att.OMNISCIENT:
-            msgs = att.reference_rows(msgs, nb, s.attack.params)
-        for link in s.pre_aggregation:  # the chain of pre-aggregations, in order (§8.9)
-            msgs = np.asarray(link.module.reference(msgs, link.params, self.server), dtype=float)
-        broadcast = agg.module.reference(msgs, agg.params, int(s.tie), self.server, self.broadcast)
+            factor = self.search(msgs, nb) if getattr(att, "SEARCH", False) else None
+            msgs = att.reference_rows(msgs, nb, s.attack.params if factor is None else (factor,))
+        broadcast = self.aggregate(msgs)
         self.broadcast = broadcast
         d = broadcast.size
         if s.downlink:

@@ -220,8 +220,9 @@ TABLE: tuple[Option, ...] = (
          what="the communication budget", commands=("run",)),
     _run("byzantine", "int", "number of Byzantine workers (the first ones; see --attack; default: 0)", P_RUN,
          default=0, lo=0, hi=MAX_SIZE),
-    _run("attack", "str", "invert | random | alie:Z | ipm:EPS | gaussian[:SIGMA:MU] | inf | mimic[:E] (alie, ipm, "
-         "mimic omniscient: from the honest messages; default: invert)", P_RUN, default="invert"),
+    _run("attack", "str", "invert | random | alie:Z | ipm:EPS | gaussian[:SIGMA:MU] | inf | mimic[:E] | alie-opt | "
+         "ipm-opt (alie, ipm, mimic and the -opt ones omniscient; the -opt ones search their factor each round; "
+         "default: invert)", P_RUN, default="invert"),
     _run("sign_zero", "str", "sign(0) in messages: random | plus | zero (default: random; sign-trap zero)", P_RUN,
          default="random", choices=("random", "plus", "zero"), also=("spb_from_samples",)),
     _run("tie", "str", "tied majority vote: random | zero (default: random; sign-trap zero)", P_RUN,

@@ -104,7 +104,7 @@ TABLE: tuple[Kind, ...] = (
     Kind("attack", "attacks", "--attack", "Attacks (`--attack`, with `--byzantine`)", "worker",
          (Call("attack_row", "row", ("out", "p", "gen"), False, True),
           Call("attack_rows", "rows", ("msg", "B", "p"), False, False)),
-         flags={"OMNISCIENT": "OMNISCIENT"},
+         flags={"OMNISCIENT": "OMNISCIENT", "SEARCH": "SEARCH"},
          declares={"OMNISCIENT": bool, "reference": "function", "reference_rows": "function"}),
     Kind("server_optimizer", "server_optimizers", "--server-opt", "Server optimizers (`--server-opt`)", "server",
          (Call("server_update", "update", ("direction", "opt", "p", "k"), True, False),),
