@@ -892,8 +892,8 @@ def robustness_heatmap(report: dict[str, Any], subject: str = ""):
     cells = {(c["method"], c["byzantine"], repr(c["heterogeneity"])): c for c in report["cells"]}
     values = [c["worst"] for c in report["cells"] if c["status"] == "ok" and c["worst"] is not None]
     scale = matplotlib.colormaps["RdYlGn" if worst == "lowest" else "RdYlGn_r"]
-    cmap = colors.ListedColormap(scale(np.linspace(0.05, 0.95, 256)))  # light enough to read labels on
-    cmap.set_bad("0.8")
+    # light enough to read labels on; a diverged or failed run's cell grey
+    cmap = colors.ListedColormap(scale(np.linspace(0.05, 0.95, 256))).with_extremes(bad="0.8")
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
     norm = (colors.LogNorm(lo, hi) if worst == "highest" and lo > 0 and hi / lo > 100
             else colors.Normalize(lo, hi if hi > lo else lo + 1e-12))
