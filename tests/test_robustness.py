@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from signsim.errors import InputError
 from signsim.sweep import robustness
 from signsim.sweep.spec import expand, load
 
@@ -118,6 +119,9 @@ def test_worst_case_against_a_hand_made_table():
     table = list(csv.DictReader(text.splitlines()))
     assert len(table) == 8 + 2 and table[-1]["byzantine"] == "all" and table[-2]["worst_split"] == "label-skew:0.1"
     assert table[2]["test_acc[ipm:0.1]"] == "0.7"
+    # a metric the runs did not record: one line naming it
+    with pytest.raises(InputError, match="no column 'test_acc'"):
+        robustness.worst_case([{k: v for k, v in r.items() if k != "test_acc"} for r in rows_for(runs)], INFO)
     # a loss: the highest is the worst
     loss = robustness.worst_case([{**r, "loss": r["test_acc"]} for r in rows_for(runs[:5])],
                                  {**INFO, "metric": "loss", "worst": "highest"})
@@ -131,6 +135,7 @@ def test_worst_case_against_a_hand_made_table():
     ("[robustness]\naggregate = ['mean']\nattack = []\nbyzantine = [1]\n", ("'attack'", "non-empty")),
     ("[robustness]\naggregate = ['mean']\nattack = ['alie', 'alie']\nbyzantine = [1]\n", ("'alie'", "twice")),
     ("[robustness]\naggregate = ['mean']\nattack = ['alie']\nbyzantine = [1]\nmetric = 'f1'\n", ("'metric'",)),
+    ("[robustness]\naggregate = ['mean']\nattack = ['alie']\nbyzantine = [1]\nmetric = ['loss']\n", ("'metric'",)),
     ("[robustness]\naggregate = ['mean']\nattack = ['alie']\nbyzantine = [1]\nnoise = ['none']\nkappa = [2.0]\n",
      ("one heterogeneity option",)),
     ("[robustness]\naggregate = ['mean']\nattack = ['alie']\nbyzantine = [1]\ncolour = [1]\n", ("colour",)),
@@ -212,7 +217,10 @@ def test_the_small_benchmark_through_the_cli(tmp_path):
     from .conftest import run_subprocess
 
     out = tmp_path / "small"
-    r = run_subprocess("sweep", "configs/sweeps/robustness-small.toml", "--out", out, "--jobs", "2", timeout=900)
+    # the GLMs' one loop too (SIGNSIM_LOOP: the suite sets analytic only), else each composition compiles its own
+    env = {"SIGNSIM_LOOP": "analytic,glm"}
+    r = run_subprocess("sweep", "configs/sweeps/robustness-small.toml", "--out", out, "--jobs", "2", env=env,
+                       timeout=900)
     assert r.code == 0, r.err
     assert "worst final test_acc" in r.err
     report = json.loads((out / "robustness.json").read_text())

@@ -89,7 +89,7 @@ def expand(raw: Any, base: dict[str, Any], where: str) -> tuple[dict[str, list[A
         raise InputError(f"{where}: give the methods: 'aggregate' (a list, crossed with 'pre_aggregate') and/or "
                          "'methods' (a list of inline tables of run options)")
     metric = raw.get("metric", "loss")
-    if metric not in METRICS:
+    if not isinstance(metric, str) or metric not in METRICS:
         raise InputError(f"{where}: 'metric' {metric!r}: choose from {', '.join(METRICS)}")
     extra = [k for k in raw if k not in KEYS]
     if len(extra) > 1:
@@ -196,7 +196,7 @@ def worst_case(rows: list[dict[str, str]], info: dict[str, Any]) -> dict[str, An
     het, levels = info["heterogeneity"]["option"], info["heterogeneity"]["values"]
     keys, defaults = info["method_keys"], info["defaults"]
     attacks, fs = info["attacks"], info["byzantine"]
-    if rows and metric not in rows[0]:
+    if rows and metric not in rows[0] and any(r.get("status") in ("ok", "budget") for r in rows):
         raise InputError(f"robustness: results.csv has no column '{metric}' (the metric of [robustness]); the runs "
                          "did not record it")
 
