@@ -38,6 +38,8 @@ for name in diversity-dimension diversity-heuristics diversity-heuristics-mlp st
 done
 signsim sweep configs/paper/sparse-noise.toml --out "$out/sparse-noise" --quiet
 signsim plot "$out/sparse-noise" --group-by method --y loss --out "$fig/sparse-noise.png"
+signsim sweep configs/paper/robustness.toml --out "$out/robustness" --quiet
+signsim plot "$out/robustness" --out "$fig/robustness.png"
 signsim sweep configs/paper/noisy-sign-vote-trap.toml --out "$out/noisy-sign-vote-trap" --quiet
 signsim plot "$out/noisy-sign-vote-trap" --x compressor --y distance --group-by method \
     --out "$fig/noisy-sign-vote-trap.png"

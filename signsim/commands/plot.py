@@ -3,6 +3,8 @@
 * run results (one or more files, or a ``[[compare]]`` document): loss (or test accuracy) against
   iterations and megabytes, plus SPB fraction and E<g, sign g_hat>/||g||_1 when the runs tracked SPB; with
   --y/--x one panel of that quantity;
+* a ``[robustness]`` sweep directory without --x, --y, --group-by, --where or --facet: the worst-case heatmap
+  (f x heterogeneity, one panel per method; ``signsim.sweep.robustness``);
 * a sweep directory: --y against --x, one line per value of --group-by, mean and a one-sd band over the rest
   (named in the title); ``--where KEY=VALUE`` keeps matching runs first, ``--facet KEY`` one panel per value;
 * check-spb results: the sorted per-coordinate rho with intervals and the 1/2 line;
@@ -34,6 +36,8 @@ def load_any(path: Path) -> tuple[str, Any]:
         with table.open(newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
         params = list(m.get("grid", {})) + [k for z in m.get("zip", []) for k in z]
+        if isinstance(m, dict) and isinstance(m.get("robustness"), dict):
+            return "robustness", (rows, params, m["robustness"])
         return "sweep", (rows, params)
     return classify(read_json(path, str(path)), str(path))
 
@@ -103,6 +107,14 @@ def figure(loaded: list[tuple[str, Any]], names: list[str], x: str | None = None
     """The figure for results already loaded (``load_any`` or ``classify``), each named for messages."""
     where = where or []
     warn = warn or (lambda message: None)
+    if any(k == "robustness" for k, _ in loaded):
+        if len(loaded) == 1 and x is None and y is None and not group_by and not where and not facet:
+            from signsim.sweep.robustness import worst_case
+
+            rows, _, info = loaded[0][1]
+            return figures.robustness_heatmap(worst_case(rows, info), figures.sweep_subject(rows))
+        # with --x, --y, --group-by, --where or --facet: the sweep's ordinary figures
+        loaded = [("sweep", d[:2]) if k == "robustness" else (k, d) for k, d in loaded]
     kinds = {k for k, _ in loaded}
     _check_axes(x, y, sweep=kinds == {"sweep"})
     if len(kinds) > 1:

@@ -122,6 +122,18 @@ def per_configuration(spec, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(best.values())
 
 
+def robustness_report(info: dict[str, Any], out: str | Path) -> dict[str, Any]:
+    """The worst-case report of a ``[robustness]`` sweep, computed from its results.csv and written next to it
+    (robustness.json, robustness.csv)."""
+    from signsim.interface import interrupts
+    from signsim.sweep import robustness
+
+    report = robustness.worst_case(robustness.read_rows(Path(out) / "results.csv"), info)
+    with interrupts.deferred():
+        robustness.write(out, report)
+    return report
+
+
 def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, int], None] | None = None,
           log: Callable[[str], None] | None = None, plugin: str | None = None) -> dict[str, Any]:
     from signsim.commands.run import run
@@ -177,5 +189,7 @@ def sweep(path: str | Path, out: str | Path, executor, progress: Callable[[int, 
             store.write_csv([t for t in tasks if t["run_id"] in docs], spec.parameters)
             store.write_manifest(manifest(spec, tasks, executor.describe(), statuses))
     summary = summarize(spec, tasks, docs)
+    if spec.robustness:
+        summary["robustness"] = robustness_report(spec.robustness, out)
     return {"signsim_version": __version__, "command": "sweep", "out": str(out), "runs": len(tasks),
             "skipped": skipped, "ran": done, "interrupted": interrupted, "stopped": stopped, **summary}

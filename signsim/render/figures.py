@@ -875,3 +875,63 @@ def final_against(docs: list[dict[str, Any]], option: str, y: str):
     if len(noises) > 1:
         legend_below(fig)
     return fig
+
+
+@styled
+def robustness_heatmap(report: dict[str, Any], subject: str = ""):
+    """A ``[robustness]`` sweep's worst case (``signsim.sweep.robustness.worst_case``): one panel per method,
+    f down and the heterogeneity levels across, each cell coloured by the worst final metric over the attacks
+    (one colour scale for every panel; red is worse) and labelled with it and the attack that caused it; a run
+    that diverged or failed is a grey cell so labelled."""
+    import matplotlib
+    from matplotlib import colors
+
+    methods, fs = report["methods"], report["byzantine"]
+    levels, het = report["heterogeneity"]["values"], report["heterogeneity"]["option"]
+    metric, worst = report["metric"], report["worst"]
+    cells = {(c["method"], c["byzantine"], repr(c["heterogeneity"])): c for c in report["cells"]}
+    values = [c["worst"] for c in report["cells"] if c["status"] == "ok" and c["worst"] is not None]
+    scale = matplotlib.colormaps["RdYlGn" if worst == "lowest" else "RdYlGn_r"]
+    # light enough to read labels on; a diverged or failed run's cell grey
+    cmap = colors.ListedColormap(scale(np.linspace(0.05, 0.95, 256))).with_extremes(bad="0.8")
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+    norm = (colors.LogNorm(lo, hi) if worst == "highest" and lo > 0 and hi / lo > 100
+            else colors.Normalize(lo, hi if hi > lo else lo + 1e-12))
+    cols = min(len(methods), 4)
+    rows_ = -(-len(methods) // cols)
+    fig, axes = subplots(rows_, cols, figsize=(2.0 + 1.3 * len(levels) * cols, 0.6 + 0.75 * len(fs) * rows_),
+                         squeeze=False, sharex=True, sharey=True)
+    image = None
+    for i, ax in enumerate(axes.flat):
+        if i >= len(methods):
+            ax.set_visible(False)
+            continue
+        m = methods[i]
+        grid = np.full((len(fs), len(levels)), np.nan)
+        for a, f in enumerate(fs):
+            for b, level in enumerate(levels):
+                c = cells.get((m, f, repr(level)))
+                if c is None:
+                    continue
+                if c["status"] == "ok" and c["worst"] is not None:
+                    grid[a, b] = c["worst"]
+                label = (f"{c['worst']:.3g}" if c["status"] == "ok" else c["status"]) if c["status"] != "missing" \
+                    else "missing"
+                text = label + (f"\n{c['attack']}" if c["attack"] and c["status"] != "missing" else "") \
+                    + ("" if c["complete"] else "\n(incomplete)")
+                ax.text(b, a, text, ha="center", va="center", fontsize=7)
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, aspect="auto")
+        ax.set_title(m, fontsize=9)
+        ax.set_xticks(range(len(levels)), [str(v) if v is not None else "-" for v in levels], fontsize=7,
+                      rotation=20 if max(len(str(v)) for v in levels) > 8 else 0)
+        ax.set_yticks(range(len(fs)), [str(f) for f in fs], fontsize=8)
+        ax.grid(False)
+        if i % cols == 0:
+            ax.set_ylabel("Byzantine workers f")
+        if i // cols == rows_ - 1:
+            ax.set_xlabel(het.replace("_", "-") if het else "heterogeneity")
+    if image is not None:
+        fig.colorbar(image, ax=list(axes.flat), shrink=0.8, label=f"worst final {metric} ({worst} is worst)")
+    fig.suptitle(f"worst case over the attacks ({', '.join(report['attacks'])})"
+                 + (f": {subject}" if subject else ""), fontsize=10)
+    return fig

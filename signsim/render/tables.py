@@ -610,7 +610,44 @@ def sweep_summary(doc: dict[str, Any]) -> list[Any]:
         best = ", ".join(f"{k.replace('_', '-')}={fmt(v)}" for k, v in r["tuned"].items())
         t.add_row(r["method"], *[fmt(r["configuration"].get(k)) for k in keys], *([best or "-"] if tuned else []),
                   f"{fmt(r['mean_final_loss'])} ± {fmt(r['std_final_loss'])}", f"{r['finite']}/{r['runs']}")
+    if doc.get("robustness"):  # a worst-case benchmark: its tables instead of one row per run
+        return [head, *robustness_tables(doc["robustness"]),
+                f"robustness.csv and robustness.json in {doc['out']}; every run: --json best_per_configuration"]
     out: list[Any] = [head, t]
     if len(rows) > SWEEP_ROWS:
         out.append(f"... and {len(rows) - SWEEP_ROWS} more configurations (--json: best_per_configuration)")
     return out
+
+
+def _worst_cell(value: Any, attack: Any, status: str, complete: bool) -> str:
+    shown = fmt(value) if status == "ok" else status
+    if status == "missing":
+        return "-"
+    return f"{shown} {attack}" + ("" if complete else " (incomplete)")
+
+
+def robustness_tables(report: dict[str, Any]) -> list[Any]:
+    """The worst-case report of a ``[robustness]`` sweep: per method and heterogeneity level, the worst final
+    metric over the attacks at each f with the attack that caused it; then each method's worst overall."""
+    het = report["heterogeneity"]["option"]
+    metric, worst = report["metric"], report["worst"]
+    t = new_table(f"worst final {metric} over the attacks ({worst} is worst), with the attack that caused it")
+    for col in ["method", *([het.replace("_", "-")] if het else []), *[f"f = {f}" for f in report["byzantine"]]]:
+        t.add_column(col, justify="left")
+    cells = {(c["method"], repr(c["heterogeneity"]), c["byzantine"]): c for c in report["cells"]}
+    for m in report["methods"]:
+        for level in report["heterogeneity"]["values"]:
+            row = []
+            for f in report["byzantine"]:
+                c = cells.get((m, repr(level), f))
+                row.append(_worst_cell(c["worst"], c["attack"], c["status"], c["complete"]) if c else "-")
+            t.add_row(m, *([fmt(level)] if het else []), *row)
+    axes = f"f and {het.replace('_', '-')}" if het else "f"
+    o = new_table(f"worst final {metric} per method over every attack, {axes}")
+    for col in ["method", f"worst {metric}", "attack", "f", *([het.replace("_", "-")] if het else [])]:
+        o.add_column(col, justify="right" if col.startswith("worst") else "left")
+    for r in report["overall"]:
+        shown = fmt(r["worst"]) if r["status"] == "ok" else r["status"]
+        o.add_row(r["method"], shown + ("" if r["complete"] else " (incomplete)"), fmt(r["attack"]),
+                  fmt(r["byzantine"]), *([fmt(r["heterogeneity"])] if het else []))
+    return [t, o]

@@ -4,6 +4,7 @@ A sweep file is a run config (top-level option keys, the base of every run) plus
 
 * ``[grid]``: option -> list of values; every combination is run;
 * ``[[zip]]``: groups of options whose lists (of equal length) vary together, combined with the grid;
+* ``[robustness]``: a worst-case benchmark (``signsim.sweep.robustness``), expanded into one ``[[zip]]`` group;
 * ``repeats = R``: each combination runs R times with seeds derived from the sweep's ``seed`` by
   ``SeedSequence(seed).spawn(R)`` (repeat r gets the same seed at every grid point: common random numbers).
   Put ``seed`` in the grid instead to choose seeds by hand (then repeats must be 1).
@@ -33,6 +34,7 @@ class SweepSpec:
     repeats: int
     seed: int
     path: str = ""
+    robustness: dict[str, Any] | None = None  # the [robustness] table's benchmark (sweep/robustness.py)
 
     @property
     def parameters(self) -> list[str]:
@@ -79,6 +81,10 @@ def load(path: str | Path) -> SweepSpec:
     raw = read_toml(p, where)
     grid_raw = raw.pop("grid", {})
     zip_raw = raw.pop("zip", [])
+    robust_raw = raw.pop("robustness", None)
+    if robust_raw is not None and (grid_raw or zip_raw):
+        raise InputError(f"{where}: [robustness] is the sweep's only axis here; drop [grid] and [[zip]] (the "
+                         "benchmark does not select hyperparameters: run one file per setting)")
     repeats = raw.pop("repeats", 1)
     if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
         raise InputError(f"{where}: 'repeats' must be a positive integer")
@@ -114,6 +120,12 @@ def load(path: str | Path) -> SweepSpec:
             raise InputError(f"{where}: [[zip]] #{i}: lists must have equal lengths, got {sorted(lengths)}")
         _distinct(list(zip(*group.values(), strict=True)), f"{where}: [[zip]] #{i}")
         zips.append(group)
+    robustness = None
+    if robust_raw is not None:
+        from signsim.sweep import robustness as robust
+
+        group, robustness = robust.expand(robust_raw, base, where)
+        zips.append(group)
     keys = list(grid) + [k for z in zips for k in z]
     dup = {k for k in keys if keys.count(k) > 1}
     if dup:
@@ -132,7 +144,7 @@ def load(path: str | Path) -> SweepSpec:
         runs *= len(next(iter(z.values()))) if z else 1
     if runs > MAX_RUNS:
         raise InputError(f"{where}: expands to {runs} runs (at most {MAX_RUNS}); reduce 'repeats' or the grid")
-    return SweepSpec(base, grid, zips, repeats, seed, str(p))
+    return SweepSpec(base, grid, zips, repeats, seed, str(p), robustness)
 
 
 def run_id(config: dict[str, Any]) -> str:

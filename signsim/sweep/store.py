@@ -158,7 +158,8 @@ def manifest(spec, tasks: list[dict[str, Any]], executor: dict[str, Any], status
 
     return {
         "signsim_version": __version__, "command": "sweep", "sweep_file": spec.path, "base": spec.base,
-        "grid": spec.grid, "zip": spec.zips, "repeats": spec.repeats, "seed": spec.seed,
+        "grid": spec.grid, "zip": spec.zips, **({"robustness": spec.robustness} if spec.robustness else {}),
+        "repeats": spec.repeats, "seed": spec.seed,
         "seeds": repeat_seeds(spec.seed, spec.repeats), "git_revision": git_revision(), "executor": executor,
         "runs": [{"index": t["index"], "run_id": t["run_id"], "params": t["params"],
                   "status": statuses.get(t["run_id"], "missing")} for t in tasks],
