@@ -17,6 +17,7 @@ from signsim import stages
 from signsim.engine import accounting, compose, loop
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
+from signsim.errors import InputError
 from signsim.stages import elias
 from signsim.stages.compressors import qsgd
 
@@ -173,7 +174,8 @@ def test_the_spec_records_the_coding_and_keeps_qsgd_4():
     assert stages.parse_compressor("qsgd").spec == "qsgd:4"
     assert stages.parse_compressor("qsgd:4:fixed").spec == "qsgd:4"
     assert stages.parse_compressor("qsgd:4:elias").spec == "qsgd:4:elias"
-    assert stages.parse_compressor("qsgd::elias").spec == "qsgd:4:elias"
+    with pytest.raises(InputError, match="empty"):  # an empty field is refused, not taken as the default (s = 4)
+        stages.parse_compressor("qsgd::elias")
     assert stages.compressor_constant("qsgd:4:elias", 100)["coding"] == "elias"
     assert qsgd.bits(10, (4.0, 1.0), 0, None) == 32 + 10 * (2 + 6)
 
