@@ -209,6 +209,7 @@ def test_the_largest_batch_under_a_huge_delta_is_the_population(cli):
     assert r.json()["largest_batch"] == r.json()["n"]
 
 
+@pytest.mark.slow
 def test_at_chooses_the_point_of_a_heuristics_experiment_and_is_refused_where_there_is_none(cli):
     """--at with an [experiment] config was silently ignored: the experiment computed at its own point."""
     paper = Path(__file__).resolve().parents[1] / "configs" / "paper"

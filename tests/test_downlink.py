@@ -78,6 +78,7 @@ def test_the_downlink_follows_its_update_written_out(down, ef):
     np.testing.assert_allclose(np.asarray(r.to_dict()["x_final"]), want, rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.slow
 def test_the_identity_downlink_is_the_uncompressed_run_bit_for_bit_and_counts_32_bits_a_coordinate():
     base = dict(problem="logistic", method="signum", workers=6, iters=60, weight_decay=0.001, clients_per_round=4,
                 local_steps=2)

@@ -92,7 +92,8 @@ def _run_with_loop(mode: str, opts: dict) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("opts", COMPOSITIONS, ids=["topk-ef-invert", "signum-krum-alie-sampled"])
+@pytest.mark.parametrize("opts", [pytest.param(COMPOSITIONS[0], marks=pytest.mark.slow), COMPOSITIONS[1]],
+                         ids=["topk-ef-invert", "signum-krum-alie-sampled"])  # (the fast suite keeps one)
 def test_the_one_loop_and_a_compositions_own_loop_give_the_same_run(opts):
     """Bit for bit: the universal dispatch changes which code is compiled, never a number."""
     one = _run_with_loop("builtin", {**RUN, **opts})

@@ -127,6 +127,7 @@ def test_results_csv_has_every_option_and_every_tracked_value(cli, tmp_path):
 # --- dead workers ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_dead_pool_worker_fails_its_run_and_the_rest_finish(tmp_path):
     p = write(tmp_path, QUICK)
     r = subprocess.run([sys.executable, "-m", "signsim.cli", "sweep", str(p), "--out", str(tmp_path / "o"),

@@ -90,11 +90,11 @@ def both(tmp_path, hidden=8, workers=4, seed=3, split="shared", **options):
     return out
 
 
-@pytest.mark.parametrize("options", [
+@pytest.mark.parametrize("options", [  # (the fast suite keeps two; the slow step runs all four)
     dict(method="sgd", iters=30, lr=0.1),
-    dict(method="signum", iters=30, lr=0.01, batch_size=4),
+    pytest.param(dict(method="signum", iters=30, lr=0.01, batch_size=4), marks=pytest.mark.slow),
     dict(method="sgd", iters=12, lr=0.05, clients_per_round=2, local_steps=3, batch_size=5, split="iid"),
-    dict(method="ef-signsgd", iters=200, lr=0.05, budget_mb=0.2, batch_size=3),
+    pytest.param(dict(method="ef-signsgd", iters=200, lr=0.05, budget_mb=0.2, batch_size=3), marks=pytest.mark.slow),
 ], ids=["sgd", "signum", "rounds", "budget"])
 def test_model_file_runs_the_builtin_mlp(tmp_path, options):
     (h_mlp, x_mlp), (h_torch, x_torch) = both(tmp_path, **options)
@@ -263,6 +263,7 @@ def test_heterogeneity_of_a_model_equals_the_builtin_mlps(tmp_path):
     np.testing.assert_allclose(h_torch["bias"], h_mlp["bias"], rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_a_sweep_of_a_model_file_with_two_processes(tmp_path):
     """A sweep key ``model``: two local worker processes load the file, and each run equals the same run alone."""
     import json
