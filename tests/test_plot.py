@@ -168,6 +168,10 @@ def test_paper_configs_run(cli, config, monkeypatch, tmp_path):
     text = config.read_text()
     if text.lstrip("#").find("\nmodel = ") >= 0 and os.environ.get("SIGNSIM_REQUIRE_TORCH") != "1":
         pytest.importorskip("torch")  # your own PyTorch model's experiments (CI installs torch: never skipped there)
+    if "[robustness]" in text:  # a benchmark of 1,056 runs: each resolves (the small one runs in test_robustness.py)
+        r = cli("sweep", config, "--out", tmp_path / "sweep", "--dry-run", "--quiet")
+        assert r.code == 0, r.err
+        return
     if "[[zip]]" in text or "[grid]" in text:  # a sweep file
         out = tmp_path / "sweep"
         r = cli("sweep", config, "--out", out, "--quiet", "--jobs", "1")
