@@ -9,7 +9,9 @@ One iteration k, for each worker m (in parallel over workers when ``parallel`` i
           EF21 msg = C(v - g_m), g_m <- g_m + msg; DIANA msg = C(v - h_m), h_m <- h_m + alpha msg
     msg = attack(msg)                                    (the first ``n_byzantine`` workers only)
 
-then the omniscient attacks (ALIE, IPM) replace the Byzantine rows from the honest ones, the server sums
+then the omniscient attacks (ALIE, IPM; the searching ones, alie-opt and ipm-opt, first find their factor by a line
+search through the round's own aggregation, §8.5) replace the Byzantine rows from the honest ones, a chain of up to
+three pre-aggregations transforms the messages (NNM, bucketing, clipping; §8.9), the server sums
 the messages coordinate by coordinate in worker order (so the result does not depend on the thread count)
 and turns the sum into the broadcast (mean, or majority vote with its tie rule), or takes the coordinate-wise
 median or trimmed mean; EF21's server adds the broadcast to its running g. Then x <- x - gamma_k * direction
@@ -20,7 +22,8 @@ message and broadcast are counted as they are produced (docs/theory.md §7, §8)
 An iteration is a federated round (docs/theory.md §12): the server first samples the round's S participants
 (``participants.sample_rounds``, from a stream of its own, drawn by the driver ahead of each chunk of rounds; none
 drawn when S = M), only they run the steps above, with
-g replaced by the sum of H local SGD gradients (``local_gradient``; H = 1 is the gradient itself), in slots
+g replaced by the sum of H local SGD gradients (``local_gradient``; H = 1 is the gradient itself; FedProx's proximal
+term and SCAFFOLD's control variates enter each local gradient, §12.5, §12.6), in slots
 0..S-1 of the per-round buffers; the server aggregates those S messages and steps x <- x - server_lr gamma_k
 direction (x <- x - server_lr direction for EF), or by the server optimizer's update made from the direction
 (FedAvgM, FedAdam; docs/theory.md §12.4).
