@@ -237,9 +237,9 @@ class Engine(ChunkedState):
         loop_steps = 1 if self.external is not None else s.local_steps
         if self.external is not None and s.monotone:
             raise InputError("--monotone: not with --model (the loop cannot evaluate the model at a trial point)")
-        if self.external is not None and s.estimator.name == "scaffold" and s.local_steps > 1:
-            raise InputError("--grad-estimator scaffold: not with --model and --local-steps > 1 yet (its local steps "
-                             "are taken in PyTorch, without the control variates); drop one of the two")
+        if self.external is not None and getattr(s.estimator.module, "CORRECTS", False) and s.local_steps > 1:
+            raise InputError(f"--grad-estimator {s.estimator.spec}: not with --model and --local-steps > 1 yet (its "
+                             "local steps are taken in PyTorch, without the corrections); drop one of the two")
         if self.external is not None and s.prox_mu and s.local_steps > 1:
             raise InputError(f"--prox-mu {s.prox_mu:g}: not with --model yet (its local steps are taken in PyTorch, "
                              "without the proximal term); drop one of the two")
