@@ -97,3 +97,17 @@ def stable_order(v, order):
             order[j] = order[j - 1]
             order[j - 1] = t
             j -= 1
+
+
+def next_subset(idx, k, M):
+    """idx[:k] <- the next k-subset of 0..M-1 in lexicographic order; False after the last (the subset rules, MDA and
+    SMEA, walk every subset this way)."""
+    j = k - 1
+    while j >= 0 and idx[j] == M - k + j:
+        j -= 1
+    if j < 0:
+        return False
+    idx[j] += 1
+    for c in range(j + 1, k):
+        idx[c] = idx[c - 1] + 1
+    return True

@@ -10,6 +10,7 @@ import numpy as np
 from signsim.errors import InputError
 from signsim.stages.base import FLOAT_BITS, Param
 from signsim.stages.rows import mean_of_rows, squared_distance
+from signsim.stages.sorting import next_subset
 
 NAME = "mda"
 PARAMS = (Param("f", "int", low=0, high=2 ** 31),)
@@ -51,15 +52,8 @@ def robust(msg, agg, p):
         if diameter < best_diameter:
             best_diameter = diameter
             best[:] = idx
-        # the next combination in lexicographic order
-        j = k - 1
-        while j >= 0 and idx[j] == M - k + j:
-            j -= 1
-        if j < 0:
+        if not next_subset(idx, k, M):  # the next combination in lexicographic order
             break
-        idx[j] += 1
-        for c in range(j + 1, k):
-            idx[c] = idx[c - 1] + 1
     mean_of_rows(msg, best, k, agg)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from signsim.errors import InputError
 from signsim.stages.base import FLOAT_BITS, Param
 from signsim.stages.rows import centred_gram, mean_of_rows
+from signsim.stages.sorting import next_subset
 
 NAME = "smea"
 PARAMS = (Param("f", "int", low=0, high=2 ** 31),)
@@ -65,19 +66,6 @@ def _subset_top_eigenvalue(G, bad, idx, k, K):
     return max(np.linalg.eigvalsh(K)[k - 1], 0.0)
 
 
-def _next_subset(idx, k, M):
-    """idx[:k] <- the next k-subset of 0..M-1 in lexicographic order; False after the last."""
-    j = k - 1
-    while j >= 0 and idx[j] == M - k + j:
-        j -= 1
-    if j < 0:
-        return False
-    idx[j] += 1
-    for c in range(j + 1, k):
-        idx[c] = idx[c - 1] + 1
-    return True
-
-
 def robust(msg, agg, p):
     M = msg.shape[0]
     k = M - int(p[0])
@@ -94,7 +82,7 @@ def robust(msg, agg, p):
     while True:
         lam[c] = _subset_top_eigenvalue(G, bad, idx, k, K)
         c += 1
-        if not _next_subset(idx, k, M):
+        if not next_subset(idx, k, M):
             break
     low = lam[0]
     for c in range(count):
@@ -105,7 +93,7 @@ def robust(msg, agg, p):
     for c in range(k):
         idx[c] = c
     for _ in range(chosen):
-        _next_subset(idx, k, M)
+        next_subset(idx, k, M)
     mean_of_rows(msg, idx, k, agg)
 
 
