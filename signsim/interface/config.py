@@ -231,24 +231,33 @@ def _check(ok: bool, field: str, value: Any, what: str) -> None:
         raise InputError(f"{option_name(field)} {value}: {what}")
 
 
+def _aggregation_needs(cfg: RunConfig, n: int) -> str | None:
+    """What the aggregation lacks with n messages a round (its ``check_workers``' reason, e.g. Krum's "needs M > 2f
+    + 2"), or None when n are enough (or the rule asks nothing)."""
+    from signsim.stages import registry
+
+    agg = registry.stages("aggregation").get(str(cfg.aggregate).split(":")[0])
+    if agg is None or not hasattr(agg, "check_workers"):
+        return None
+    try:
+        agg.check_workers(n, min(cfg.byzantine, n), cfg.aggregate)
+    except InputError as e:
+        return str(e).rsplit(": ", 1)[-1]
+    return None
+
+
 def _check_round_aggregate(cfg: RunConfig) -> None:
     """A rule that needs enough messages (Krum) against the S clients of a round, named as the user gave S
     (``--clients-per-round 3``, not "--workers 3"); before ``rounds.validate``, whose message names the rule's."""
     from signsim.engine import rounds
-    from signsim.stages import registry
 
     s = rounds.checked_clients(cfg.workers, cfg.participation, cfg.clients_per_round)
-    agg = registry.stages("aggregation").get(str(cfg.aggregate).split(":")[0])
-    if s >= cfg.workers or agg is None or not hasattr(agg, "check_workers"):
-        return
-    try:
-        agg.check_workers(s, min(cfg.byzantine, s), cfg.aggregate)
-    except InputError as e:
+    need = _aggregation_needs(cfg, s) if s < cfg.workers else None
+    if need is not None:
         given = (f"--participation {_shown(cfg.participation)} of --workers {cfg.workers}"
                  if cfg.participation is not None else f"--clients-per-round {cfg.clients_per_round}")
-        need = str(e).rsplit(": ", 1)[-1]
         raise InputError(f"{given} with --aggregate {cfg.aggregate}: {s} clients per round, but {need} (M: the "
-                         "messages aggregated in a round, one per client)") from None
+                         "messages aggregated in a round, one per client)")
 
 
 def _check_pre_aggregate(cfg: RunConfig) -> None:
@@ -256,7 +265,6 @@ def _check_pre_aggregate(cfg: RunConfig) -> None:
     rows the chain leaves (bucketing leaves ceil(S/s)), which a rule such as Krum needs enough of."""
     from signsim import stages
     from signsim.engine import rounds
-    from signsim.stages import registry
 
     links = stages.parse_pre_aggregate(cfg.pre_aggregate)
     if not links:
@@ -266,14 +274,10 @@ def _check_pre_aggregate(cfg: RunConfig) -> None:
         n = stages.pre_aggregated_rows(links, s)
     except InputError as e:
         raise InputError(f"--pre-aggregate {cfg.pre_aggregate}: {e}") from None
-    agg = registry.stages("aggregation").get(str(cfg.aggregate).split(":")[0])
-    if n < s and agg is not None and hasattr(agg, "check_workers"):
-        try:
-            agg.check_workers(n, min(cfg.byzantine, n), cfg.aggregate)
-        except InputError as e:
-            need = str(e).rsplit(": ", 1)[-1]
-            raise InputError(f"--pre-aggregate {cfg.pre_aggregate} leaves {n} messages a round for --aggregate "
-                             f"{cfg.aggregate}, but {need}") from None
+    need = _aggregation_needs(cfg, n) if n < s else None
+    if need is not None:
+        raise InputError(f"--pre-aggregate {cfg.pre_aggregate} leaves {n} messages a round for --aggregate "
+                         f"{cfg.aggregate}, but {need}")
 
 
 def validate(cfg: RunConfig) -> None:
