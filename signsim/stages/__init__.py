@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from signsim.errors import InputError
-from signsim.stages import registry
+from signsim.stages import kinds, registry
 from signsim.stages.registry import Stage, form, parse
 
 
@@ -96,8 +96,9 @@ def parse_down_error_feedback(spec: str) -> Stage:
     return parse("down_error_feedback", spec)
 
 
-#: the kinds of the links of a ``--pre-aggregate`` chain, in order (docs/theory.md §8.9)
-PRE_KINDS = ("pre_aggregation", "pre_aggregation_2", "pre_aggregation_3")
+#: the kinds of the links of a ``--pre-aggregate`` chain, in order (docs/theory.md §8.9): the pre-aggregation and its
+#: slots in the table of kinds
+PRE_KINDS = tuple(k.name for k in kinds.TABLE if kinds.base(k.name) == "pre_aggregation")
 
 
 def parse_pre_aggregate(spec: str) -> tuple[Stage, ...]:
