@@ -72,16 +72,19 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     warnings += [w for q in quantities for w in q.warnings()]
 
     S = settings.participants(cfg.workers)
+    two_point = getattr(settings.estimator.module, "TWO_POINT", False)  # MARINA: rounds of every exact gradient
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, problem.dim,
                                          settings.sign_zero, settings.tie, settings.down_compressor,
-                                         settings.estimator.module.extra_bits(problem.dim))
+                                         settings.estimator.module.extra_bits(problem.dim),
+                                         cfg.workers if two_point else 0)
     columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier,
                                                                       problem.finite_sum is not None)]
     rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
     last = rows[-1] if rows else {}
     final = {**last, "iters_done": out.iters_done, "bits_up": int(out.tally[loop.T_UP]),
              "bits_down": int(out.tally[loop.T_DOWN]), "rounds": out.iters_done,
-             "grad_calls": out.iters_done * S * settings.local_steps, "wall_time": out.wall_time,
+             "grad_calls": int(out.tally[loop.T_CALLS]) if two_point else out.iters_done * S * settings.local_steps,
+             "wall_time": out.wall_time,
              "reached_stop_loss": out.reached_target}
     doc: dict[str, Any] = {
         "signsim_version": __version__,

@@ -182,6 +182,9 @@ def _loops(family: str, key: str, stages: tuple | None):
     lns["server_aggregate"] = specialize._copy(loop.server_aggregate, f"server_aggregate__{family}__{key}", lns,
                                                inline="always")
     lns["attack_factor"] = specialize._copy(loop.attack_factor, f"attack_factor__{family}__{key}", lns)
+    # a round of exact gradients from every worker (a two-point estimator's, MARINA's c_k = 1): inlined, its workers
+    # stay a parallel loop in the threaded copy
+    lns["full_round"] = specialize._copy(loop.full_round, f"full_round__{family}__{key}", lns, inline="always")
     # nogil: the driver keeps handling signals while a chunk runs in its helper thread
     threaded = specialize._copy(loop.run_chunk_source, f"run_chunk__{family}__{key}", lns, parallel=True,
                                 nogil=True)

@@ -45,6 +45,7 @@ from signsim.stages.error_feedback import ef as _error_feedback__ef
 from signsim.stages.error_feedback import ef21 as _error_feedback__ef21
 from signsim.stages.error_feedback import none as _error_feedback__none
 from signsim.stages.estimators import diana as _estimator__diana
+from signsim.stages.estimators import marina as _estimator__marina
 from signsim.stages.estimators import none as _estimator__none
 from signsim.stages.estimators import scaffold as _estimator__scaffold
 from signsim.stages.momentum import ema as _momentum__ema
@@ -73,7 +74,7 @@ COUNTS = {
     "aggregation": 13,
     "attack": 9,
     "server_optimizer": 5,
-    "estimator": 3,
+    "estimator": 4,
     "pre_aggregation": 5,
     "pre_aggregation_2": 5,
     "pre_aggregation_3": 5,
@@ -155,15 +156,22 @@ _server_optimizer__fedavgm__update = stage_function(_server_optimizer__fedavgm, 
 _server_optimizer__fedadam__update = stage_function(_server_optimizer__fedadam, "update", False, inline=INLINE)
 _server_optimizer__fedyogi__update = stage_function(_server_optimizer__fedyogi, "update", False, inline=INLINE)
 _server_optimizer__fedadagrad__update = stage_function(_server_optimizer__fedadagrad, "update", False, inline=INLINE)
+_estimator__none__fresh = stage_function(_estimator__none, "fresh", False, inline=INLINE)
+_estimator__diana__fresh = stage_function(_estimator__diana, "fresh", False, inline=INLINE)
+_estimator__scaffold__fresh = stage_function(_estimator__scaffold, "fresh", False, inline=INLINE)
+_estimator__marina__fresh = stage_function(_estimator__marina, "fresh", False, inline=INLINE)
 _estimator__none__before = stage_function(_estimator__none, "before", True, inline=INLINE)
 _estimator__diana__before = stage_function(_estimator__diana, "before", True, inline=INLINE)
 _estimator__scaffold__before = stage_function(_estimator__scaffold, "before", True, inline=INLINE)
+_estimator__marina__before = stage_function(_estimator__marina, "before", True, inline=INLINE)
 _estimator__none__after = stage_function(_estimator__none, "after", True, inline=INLINE)
 _estimator__diana__after = stage_function(_estimator__diana, "after", True, inline=INLINE)
 _estimator__scaffold__after = stage_function(_estimator__scaffold, "after", True, inline=INLINE)
+_estimator__marina__after = stage_function(_estimator__marina, "after", True, inline=INLINE)
 _estimator__none__direction = stage_function(_estimator__none, "direction", False, inline=INLINE)
 _estimator__diana__direction = stage_function(_estimator__diana, "direction", False, inline=INLINE)
 _estimator__scaffold__direction = stage_function(_estimator__scaffold, "direction", False, inline=INLINE)
+_estimator__marina__direction = stage_function(_estimator__marina, "direction", False, inline=INLINE)
 _pre_aggregation__none__pre = stage_function(_pre_aggregation__none, "pre", False, inline=INLINE)
 _pre_aggregation__nnm__pre = stage_function(_pre_aggregation__nnm, "pre", False, inline=INLINE)
 _pre_aggregation__bucketing__pre = stage_function(_pre_aggregation__bucketing, "pre", False, inline=INLINE)
@@ -445,6 +453,23 @@ def server_update__one(code, direction, opt, p, k):
     return _stage(direction, opt, p, k)
 
 
+@njit(cache=True)
+def est_fresh(code, k, hbar, p, gen):
+    """The estimator stage of code ``code``: its ``fresh``."""
+    if code == 0:
+        return _estimator__none__fresh(k, hbar, p, gen)
+    if code == 1:
+        return _estimator__diana__fresh(k, hbar, p, gen)
+    if code == 2:
+        return _estimator__scaffold__fresh(k, hbar, p, gen)
+    return _estimator__marina__fresh(k, hbar, p, gen)
+
+
+def est_fresh__one(code, k, hbar, p, gen):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(k, hbar, p, gen)
+
+
 @njit(inline="always", _nrt=False)
 def est_before(code, v, g, h, p):
     """The estimator stage of code ``code``: its ``before``."""
@@ -452,7 +477,9 @@ def est_before(code, v, g, h, p):
         return _estimator__none__before(v, g, h, p)
     if code == 1:
         return _estimator__diana__before(v, g, h, p)
-    return _estimator__scaffold__before(v, g, h, p)
+    if code == 2:
+        return _estimator__scaffold__before(v, g, h, p)
+    return _estimator__marina__before(v, g, h, p)
 
 
 def est_before__one(code, v, g, h, p):
@@ -469,6 +496,8 @@ def est_after(code, h, hbar, out, p, H):
         _estimator__diana__after(h, hbar, out, p, H)
     elif code == 2:
         _estimator__scaffold__after(h, hbar, out, p, H)
+    elif code == 3:
+        _estimator__marina__after(h, hbar, out, p, H)
 
 
 def est_after__one(code, h, hbar, out, p, H):
@@ -483,7 +512,9 @@ def est_direction(code, agg, hbar, p, S, M, H):
         return _estimator__none__direction(agg, hbar, p, S, M, H)
     if code == 1:
         return _estimator__diana__direction(agg, hbar, p, S, M, H)
-    return _estimator__scaffold__direction(agg, hbar, p, S, M, H)
+    if code == 2:
+        return _estimator__scaffold__direction(agg, hbar, p, S, M, H)
+    return _estimator__marina__direction(agg, hbar, p, S, M, H)
 
 
 def est_direction__one(code, agg, hbar, p, S, M, H):

@@ -157,8 +157,9 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         values.setdefault("momentum2", method.default_momentum2)
     if method.default_lr is not None:
         values.setdefault("lr", method.default_lr)
-    for name, value in method.presets:  # the method's estimator, server optimizer, downlink (DIANA, EF21-BC, ...)
-        values.setdefault(name, value)
+    for name, value in method.presets:  # the method's estimator, server optimizer, downlink (DIANA, EF21-BC, ...):
+        if name not in explicit:  # over the problem's defaults (MARINA's exact gradients: no noise)
+            values[name] = value
     cfg = RunConfig(**values)
     if explicit.get("prox_mu") and cfg.local_steps == 1:
         raise InputError(f"--prox-mu {_shown(cfg.prox_mu)}: no effect with --local-steps 1 (the proximal term "

@@ -156,15 +156,16 @@ TABLE: tuple[Option, ...] = (
          "(docs/api.md; needs signsim[torch]; sets --problem model)", P_PROBLEM, problem=True,
          commands=("run", "check-spb", "diversity")),
     _run("method", "str", "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | topk-ef "
-         "| randk | ef21 | ef21-bc | ef21-hb | diana | fedprox | scaffold | natural | onebit-sgd (signsim list; "
+         "| randk | ef21 | ef21-bc | ef21-hb | diana | marina | fedprox | scaffold | natural | onebit-sgd (signsim list; "
          "default: ssdm)",
          P_RUN, default="ssdm"),
     _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S[:elias] | terngrad | top-k:K | "
          "rand-k:K | natural | onebit | noisy-sign:[uniform:]SIGMA | dither:S (signsim list; default: the method's)",
          P_RUN),
     _run("error_feedback", "str", "none | ef | ef21 (default: the method's)", P_RUN),
-    _run("grad_estimator", "str", "none | diana:ALPHA | scaffold (DIANA's shifts; SCAFFOLD's control variates; "
-         "default: none)", P_RUN, default="none", commands=("run",)),
+    _run("grad_estimator", "str", "none | diana:ALPHA | scaffold | marina[:P] (DIANA's shifts; SCAFFOLD's control "
+         "variates; MARINA's compressed differences of exact gradients; default: none)", P_RUN, default="none",
+         commands=("run",)),
     _run("workers", "int", "number of workers M (default: 8; vote-trap 3)", P_RUN, default=8, lo=1, hi=MAX_SIZE,
          also=("spb_from_samples",)),
     _run("aggregate", "str", "server rule: majority | mean | median | trimmed:BETA | krum:F | cclip:TAU[:L] | "

@@ -24,7 +24,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
                     "monna", "mda", "caf", "smea"),
     "attack": ("invert", "random", "alie", "ipm", "gaussian", "inf", "mimic", "alie_opt", "ipm_opt"),
     "server_optimizer": ("sgd", "fedavgm", "fedadam", "fedyogi", "fedadagrad"),
-    "estimator": ("none", "diana", "scaffold"),
+    "estimator": ("none", "diana", "scaffold", "marina"),
     "pre_aggregation": ("none", "nnm", "bucketing", "clip", "arc"),
 }
 FOLDER = {k.name: k.folder for k in kinds.PRIMARY}
