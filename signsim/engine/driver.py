@@ -135,6 +135,7 @@ class Settings:
         sp = np.zeros((loop.N_SP, MAX_PARAMS))
         sp[loop.SP_MOMENTUM, :2] = self.momentum, self.momentum2
         for row, stage in ((loop.SP_COMPRESSOR, self.compressor), (loop.SP_AGGREGATION, self.aggregate),
+                           (loop.SP_ERROR_FEEDBACK, self.error_feedback),
                            (loop.SP_ATTACK, self.attack), (loop.SP_SERVER_OPTIMIZER, self.server_optimizer),
                            (loop.SP_ESTIMATOR, self.estimator), (loop.SP_DOWN_COMPRESSOR, self._down()),
                            *zip((loop.SP_PRE_AGGREGATION, loop.SP_PRE_AGGREGATION_2, loop.SP_PRE_AGGREGATION_3),
@@ -216,6 +217,8 @@ def owned_state(stages: dict, M: int, S: int, d: int, dt) -> dict[str, np.ndarra
         for st in kind.states:
             on = getattr(module, st.flag, getattr(module, "STATE", False))
             shape = tuple(sizes[n] if n in sizes else int(n) for n in st.shape) if on else (1, 1)
+            if on and st.width:
+                shape = (*shape[:-1], shape[-1] * int(getattr(module, st.width, 1)))
             out[st.slot] = np.zeros(shape, dtype=dt if st.dtype == "state" else np.int64)
     return out
 

@@ -90,17 +90,17 @@ FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "
                                                 "server_optimizer", "estimator", "down_compressor",
                                                 "down_error_feedback", "pre_aggregation", "pre_aggregation_2",
                                                 "pre_aggregation_3"))
-I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS, I_SEARCH, I_TWO_POINT = (
+I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS, I_SEARCH, I_TWO_POINT, I_LAZY = (
     ICFG.index(kinds.flag_setting(f)) for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT", "INCREMENTS", "CORRECTS",
-                                                "SEARCH", "TWO_POINT"))
+                                                "SEARCH", "TWO_POINT", "LAZY"))
 N_ICFG = len(ICFG)
 F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU, F_EXTRA_UP, F_EXTRA_DOWN = range(
     len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
 (SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER, SP_ESTIMATOR, SP_DOWN_COMPRESSOR,
- SP_PRE_AGGREGATION, SP_PRE_AGGREGATION_2, SP_PRE_AGGREGATION_3) = range(10)
-N_SP = 10
+ SP_PRE_AGGREGATION, SP_PRE_AGGREGATION_2, SP_PRE_AGGREGATION_3, SP_ERROR_FEEDBACK) = range(11)
+N_SP = 11
 #: rows of the server's ``down`` state with a compressed downlink (docs/theory.md §8.8): the update u before
 #: compression, the error feedback's scratch (its ``g``), the broadcast C(.), its memory e (or EF21's w), its
 #: server-side running sum (EF21)
@@ -128,6 +128,10 @@ N_HIST = history.N_COLUMNS
 # these stand-ins are never compiled. The stages' flags (error feedback's STEP_SCALED, the aggregation's SUMMED, the
 # attack's OMNISCIENT) are read from ``icfg``.
 def momentum_step(code, k, g, m, p):  # -> v
+    raise NotImplementedError
+
+
+def ef_sends(code, k, v, e, p):  # -> False when the worker sends nothing this round (a LAZY one's trigger)
     raise NotImplementedError
 
 
@@ -307,10 +311,15 @@ def worker_step(m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
     out = msg[j]
     e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
     v = est_before(icfg[I_CODE_ESTIMATOR], v, g, h, sp[SP_ESTIMATOR])
-    u = ef_before(icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
-    iw = iwork[0] if iwork.shape[0] == 1 else iwork[j]  # 1 x 1 without a sparsifier
-    wbits[j] = compress(icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
-    ef_after(icfg[I_CODE_ERROR_FEEDBACK], e, out)
+    if icfg[I_LAZY] and not ef_sends(icfg[I_CODE_ERROR_FEEDBACK], k, v, e, sp[SP_ERROR_FEEDBACK]):
+        for i in range(out.shape[0]):  # nothing sent (CLAG's trigger not met, §8.2): the server adds nothing
+            out[i] = 0.0
+        wbits[j] = 0.0
+    else:
+        u = ef_before(icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
+        iw = iwork[0] if iwork.shape[0] == 1 else iwork[j]  # 1 x 1 without a sparsifier
+        wbits[j] = compress(icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
+        ef_after(icfg[I_CODE_ERROR_FEEDBACK], e, out)
     est_after(icfg[I_CODE_ESTIMATOR], h, hbar, out, sp[SP_ESTIMATOR], icfg[I_LOCAL_STEPS])
     if m < icfg[I_BYZANTINE]:
         attack_row(icfg[I_CODE_ATTACK], out, sp[SP_ATTACK], gen)

@@ -32,7 +32,8 @@ class ReferenceRun:
         self.participated = np.zeros(workers, dtype=int)  # how often each worker took part (for tests)
         self.x = problem.x0.astype(float).copy()
         self.mom = np.zeros((workers, problem.dim))
-        self.err = np.zeros((workers, problem.dim))  # EF: e_m; EF21: g_m
+        # EF: e_m; EF21: g_m; CLAG: g_m and its last vector y_m (its STATE_WIDTH)
+        self.err = np.zeros((workers, problem.dim * getattr(s.error_feedback.module, "STATE_WIDTH", 1)))
         self.g_server = np.zeros(problem.dim)  # EF21: the server's g = mean of the g_m
         self.opt = np.zeros((3, problem.dim))  # the server optimizer's state (moments, update)
         self.shift = np.zeros((workers, problem.dim))  # an estimator's h_m (DIANA)
@@ -157,10 +158,13 @@ class ReferenceRun:
             v = self.momentum(m, g)
             self.seen[m] += 1
             v = est.reference_before(v, self.shift[m], ep)
-            u = ef.reference_before(lr, v, self.err[m])
-            msg = np.asarray(comp.module.reference(u, comp.params, int(s.sign_zero), gen), dtype=float)
-            self.bits_up += accounting.message_bits(comp, u, msg, s.sign_zero)
-            ef.reference_after(self.err[m], u, msg)
+            if getattr(ef, "LAZY", False) and not ef.reference_sends(k, v, self.err[m], s.error_feedback.params):
+                msg = np.zeros(self.p.dim)  # nothing sent (CLAG's trigger, §8.2): 0 bits, the server adds 0
+            else:
+                u = ef.reference_before(lr, v, self.err[m])
+                msg = np.asarray(comp.module.reference(u, comp.params, int(s.sign_zero), gen), dtype=float)
+                self.bits_up += accounting.message_bits(comp, u, msg, s.sign_zero)
+                ef.reference_after(self.err[m], u, msg)
             est.reference_after(self.shift[m], self.hbar, msg, ep, s.local_steps)
             if m < s.byzantine:
                 msg = att.reference(msg, s.attack.params, gen)

@@ -41,6 +41,7 @@ from signsim.stages.compressors import sign as _compressor__sign
 from signsim.stages.compressors import sto_sign as _compressor__sto_sign
 from signsim.stages.compressors import terngrad as _compressor__terngrad
 from signsim.stages.compressors import top_k as _compressor__top_k
+from signsim.stages.error_feedback import clag as _error_feedback__clag
 from signsim.stages.error_feedback import ef as _error_feedback__ef
 from signsim.stages.error_feedback import ef21 as _error_feedback__ef21
 from signsim.stages.error_feedback import none as _error_feedback__none
@@ -70,7 +71,7 @@ INLINE = False  # each stage kernel compiled and cached on its own, shared by ev
 COUNTS = {
     "momentum": 4,
     "compressor": 12,
-    "error_feedback": 3,
+    "error_feedback": 4,
     "aggregation": 13,
     "attack": 9,
     "server_optimizer": 5,
@@ -79,7 +80,7 @@ COUNTS = {
     "pre_aggregation_2": 5,
     "pre_aggregation_3": 5,
     "down_compressor": 12,
-    "down_error_feedback": 3,
+    "down_error_feedback": 4,
 }
 
 _momentum__none__kernel = stage_function(_momentum__none, "kernel", True, inline=INLINE)
@@ -98,15 +99,22 @@ _compressor__natural__kernel = stage_function(_compressor__natural, "kernel", Tr
 _compressor__onebit__kernel = stage_function(_compressor__onebit, "kernel", True, inline=INLINE)
 _compressor__noisy_sign__kernel = stage_function(_compressor__noisy_sign, "kernel", True, inline=INLINE)
 _compressor__dither__kernel = stage_function(_compressor__dither, "kernel", True, inline=INLINE)
+_error_feedback__none__sends = stage_function(_error_feedback__none, "sends", True, inline=INLINE)
+_error_feedback__ef__sends = stage_function(_error_feedback__ef, "sends", True, inline=INLINE)
+_error_feedback__ef21__sends = stage_function(_error_feedback__ef21, "sends", True, inline=INLINE)
+_error_feedback__clag__sends = stage_function(_error_feedback__clag, "sends", True, inline=INLINE)
 _error_feedback__none__before = stage_function(_error_feedback__none, "before", True, inline=INLINE)
 _error_feedback__ef__before = stage_function(_error_feedback__ef, "before", True, inline=INLINE)
 _error_feedback__ef21__before = stage_function(_error_feedback__ef21, "before", True, inline=INLINE)
+_error_feedback__clag__before = stage_function(_error_feedback__clag, "before", True, inline=INLINE)
 _error_feedback__none__after = stage_function(_error_feedback__none, "after", True, inline=INLINE)
 _error_feedback__ef__after = stage_function(_error_feedback__ef, "after", True, inline=INLINE)
 _error_feedback__ef21__after = stage_function(_error_feedback__ef21, "after", True, inline=INLINE)
+_error_feedback__clag__after = stage_function(_error_feedback__clag, "after", True, inline=INLINE)
 _error_feedback__none__direction = stage_function(_error_feedback__none, "direction", False, inline=INLINE)
 _error_feedback__ef__direction = stage_function(_error_feedback__ef, "direction", False, inline=INLINE)
 _error_feedback__ef21__direction = stage_function(_error_feedback__ef21, "direction", False, inline=INLINE)
+_error_feedback__clag__direction = stage_function(_error_feedback__clag, "direction", False, inline=INLINE)
 _aggregation__mean__finish = stage_function(_aggregation__mean, "finish", False, inline=INLINE)
 _aggregation__majority__finish = stage_function(_aggregation__majority, "finish", False, inline=INLINE)
 _aggregation__median__finish = stage_function(_aggregation__median, "finish", False, inline=INLINE)
@@ -202,12 +210,15 @@ _down_compressor__dither__kernel = stage_function(_compressor__dither, "kernel",
 _down_error_feedback__none__before = stage_function(_error_feedback__none, "before", False, inline=INLINE)
 _down_error_feedback__ef__before = stage_function(_error_feedback__ef, "before", False, inline=INLINE)
 _down_error_feedback__ef21__before = stage_function(_error_feedback__ef21, "before", False, inline=INLINE)
+_down_error_feedback__clag__before = stage_function(_error_feedback__clag, "before", False, inline=INLINE)
 _down_error_feedback__none__after = stage_function(_error_feedback__none, "after", False, inline=INLINE)
 _down_error_feedback__ef__after = stage_function(_error_feedback__ef, "after", False, inline=INLINE)
 _down_error_feedback__ef21__after = stage_function(_error_feedback__ef21, "after", False, inline=INLINE)
+_down_error_feedback__clag__after = stage_function(_error_feedback__clag, "after", False, inline=INLINE)
 _down_error_feedback__none__direction = stage_function(_error_feedback__none, "direction", False, inline=INLINE)
 _down_error_feedback__ef__direction = stage_function(_error_feedback__ef, "direction", False, inline=INLINE)
 _down_error_feedback__ef21__direction = stage_function(_error_feedback__ef21, "direction", False, inline=INLINE)
+_down_error_feedback__clag__direction = stage_function(_error_feedback__clag, "direction", False, inline=INLINE)
 
 
 @njit(inline="always", _nrt=False)
@@ -261,13 +272,32 @@ def compress__one(code, v, out, p, sign_zero, gen, iwork):
 
 
 @njit(inline="always", _nrt=False)
+def ef_sends(code, k, v, e, p):
+    """The error_feedback stage of code ``code``: its ``sends``."""
+    if code == 0:
+        return _error_feedback__none__sends(k, v, e, p)
+    if code == 1:
+        return _error_feedback__ef__sends(k, v, e, p)
+    if code == 2:
+        return _error_feedback__ef21__sends(k, v, e, p)
+    return _error_feedback__clag__sends(k, v, e, p)
+
+
+def ef_sends__one(code, k, v, e, p):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(k, v, e, p)
+
+
+@njit(inline="always", _nrt=False)
 def ef_before(code, lr, v, g, e):
     """The error_feedback stage of code ``code``: its ``before``."""
     if code == 0:
         return _error_feedback__none__before(lr, v, g, e)
     if code == 1:
         return _error_feedback__ef__before(lr, v, g, e)
-    return _error_feedback__ef21__before(lr, v, g, e)
+    if code == 2:
+        return _error_feedback__ef21__before(lr, v, g, e)
+    return _error_feedback__clag__before(lr, v, g, e)
 
 
 def ef_before__one(code, lr, v, g, e):
@@ -284,6 +314,8 @@ def ef_after(code, e, out):
         _error_feedback__ef__after(e, out)
     elif code == 2:
         _error_feedback__ef21__after(e, out)
+    elif code == 3:
+        _error_feedback__clag__after(e, out)
 
 
 def ef_after__one(code, e, out):
@@ -298,7 +330,9 @@ def ef_direction(code, agg, srv):
         return _error_feedback__none__direction(agg, srv)
     if code == 1:
         return _error_feedback__ef__direction(agg, srv)
-    return _error_feedback__ef21__direction(agg, srv)
+    if code == 2:
+        return _error_feedback__ef21__direction(agg, srv)
+    return _error_feedback__clag__direction(agg, srv)
 
 
 def ef_direction__one(code, agg, srv):
@@ -619,7 +653,9 @@ def down_ef_before(code, lr, v, g, e):
         return _down_error_feedback__none__before(lr, v, g, e)
     if code == 1:
         return _down_error_feedback__ef__before(lr, v, g, e)
-    return _down_error_feedback__ef21__before(lr, v, g, e)
+    if code == 2:
+        return _down_error_feedback__ef21__before(lr, v, g, e)
+    return _down_error_feedback__clag__before(lr, v, g, e)
 
 
 def down_ef_before__one(code, lr, v, g, e):
@@ -636,6 +672,8 @@ def down_ef_after(code, e, out):
         _down_error_feedback__ef__after(e, out)
     elif code == 2:
         _down_error_feedback__ef21__after(e, out)
+    elif code == 3:
+        _down_error_feedback__clag__after(e, out)
 
 
 def down_ef_after__one(code, e, out):
@@ -650,7 +688,9 @@ def down_ef_direction(code, agg, srv):
         return _down_error_feedback__none__direction(agg, srv)
     if code == 1:
         return _down_error_feedback__ef__direction(agg, srv)
-    return _down_error_feedback__ef21__direction(agg, srv)
+    if code == 2:
+        return _down_error_feedback__ef21__direction(agg, srv)
+    return _down_error_feedback__clag__direction(agg, srv)
 
 
 def down_ef_direction__one(code, agg, srv):

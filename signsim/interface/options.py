@@ -156,13 +156,13 @@ TABLE: tuple[Option, ...] = (
          "(docs/api.md; needs signsim[torch]; sets --problem model)", P_PROBLEM, problem=True,
          commands=("run", "check-spb", "diversity")),
     _run("method", "str", "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | topk-ef "
-         "| randk | ef21 | ef21-bc | ef21-hb | diana | marina | fedprox | scaffold | natural | onebit-sgd "
+         "| randk | ef21 | ef21-bc | ef21-hb | clag | diana | marina | fedprox | scaffold | natural | onebit-sgd "
          "(signsim list; default: ssdm)",
          P_RUN, default="ssdm"),
     _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S[:elias] | terngrad | top-k:K | "
          "rand-k:K | natural | onebit | noisy-sign:[uniform:]SIGMA | dither:S (signsim list; default: the method's)",
          P_RUN),
-    _run("error_feedback", "str", "none | ef | ef21 (default: the method's)", P_RUN),
+    _run("error_feedback", "str", "none | ef | ef21 | clag[:ZETA] (default: the method's)", P_RUN),
     _run("grad_estimator", "str", "none | diana:ALPHA | scaffold | marina[:P] (DIANA's shifts; SCAFFOLD's control "
          "variates; MARINA's compressed differences of exact gradients; default: none)", P_RUN, default="none",
          commands=("run",)),

@@ -12,7 +12,8 @@ A round starts with the estimator's ``fresh``: True for a round in which every w
 uncompressed (MARINA's c_k = 1). A worker's step, in order: the local steps (with an estimator's CORRECTS, each
 gradient + hbar[0] - h_m: SCAFFOLD's c - c_m; with its TWO_POINT, the gradient minus the worker's gradient at the
 previous iterate hbar[2], from the same sample: MARINA's difference) ->
-momentum -> estimator (before: the shift) -> error feedback (before) -> compressor ->
+momentum -> estimator (before: the shift) -> error feedback (sends: with its LAZY flag, whether the worker sends
+at all this round, else nothing and 0 bits: CLAG's trigger) -> error feedback (before) -> compressor ->
 error feedback (after) -> estimator (after) -> attack (row); the server's: attack (rows, omniscient) -> the chain of
 pre-aggregations (each may return fewer rows: bucketing) -> aggregation
 (finish of the sum, or robust) -> error feedback (direction) -> estimator (direction) -> server optimizer (the
@@ -50,6 +51,9 @@ class State:
     slot: str
     shape: tuple[str, ...]
     dtype: str = "state"
+    #: the module's attribute that multiplies the last dimension (CLAG keeps g_m and its last gradient: 2); 1 when
+    #: absent
+    width: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,11 +96,12 @@ TABLE: tuple[Kind, ...] = (
          declares={"KIND": str, "SCRATCH": bool, "BROADCAST": str, "constant": "function", "may_be_zero": "function",
                    "bits": "function", "reference": "function"}),
     Kind("error_feedback", "error_feedback", "--error-feedback", "Error feedback (`--error-feedback`)", "worker",
-         (Call("ef_before", "before", ("lr", "v", "g", "e"), True, True),
+         (Call("ef_sends", "sends", ("k", "v", "e", "p"), True, True),
+          Call("ef_before", "before", ("lr", "v", "g", "e"), True, True),
           Call("ef_after", "after", ("e", "out"), False, True),
           Call("ef_direction", "direction", ("agg", "srv"), True, False)),
-         flags={"STEP_SCALED": "STEP_SCALED", "INCREMENTS": "INCREMENTS"},
-         states=(State("STATE", "err", ("M", "d")),),
+         flags={"STEP_SCALED": "STEP_SCALED", "INCREMENTS": "INCREMENTS", "LAZY": "LAZY"},
+         states=(State("STATE", "err", ("M", "d"), width="STATE_WIDTH"),),
          declares={"STATE": bool, "STEP_SCALED": bool, "TRACK_ERROR": bool, "reference_before": "function",
                    "reference_after": "function", "reference_direction": "function"}),
     Kind("aggregation", "aggregation", "--aggregate", "Aggregation (`--aggregate`)", "server",

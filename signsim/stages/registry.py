@@ -19,7 +19,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "momentum": ("none", "ema", "ema_first", "lion"),
     "compressor": ("identity", "sign", "sto_sign", "scaled_sign", "qsgd", "terngrad", "top_k", "rand_k",
                    "natural", "onebit", "noisy_sign", "dither"),
-    "error_feedback": ("none", "ef", "ef21"),
+    "error_feedback": ("none", "ef", "ef21", "clag"),
     "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip", "geomed", "multikrum", "meamed",
                     "monna", "mda", "caf", "smea"),
     "attack": ("invert", "random", "alie", "ipm", "gaussian", "inf", "mimic", "alie_opt", "ipm_opt"),
