@@ -288,7 +288,8 @@ def choose(cfg, dim: int) -> tuple[Rule, dict[str, Any]]:
         + ([f"--grad-estimator {cfg.grad_estimator}"] if est != "none" else [])
     what = ", ".join(parts)
     others = [(cfg.aggregate != "mean", f"aggregate {cfg.aggregate}"),
-              (bool(cfg.momentum), f"momentum {cfg.momentum:g}"), (cfg.server_opt != "sgd", f"server optimizer {cfg.server_opt}"),
+              (bool(cfg.momentum), f"momentum {cfg.momentum:g}"),
+              (cfg.server_opt != "sgd", f"server optimizer {cfg.server_opt}"),
               (cfg.down_compressor != "none", f"downlink compressor {cfg.down_compressor}")]
     extra = [text for bad, text in others if bad]
     if extra:
