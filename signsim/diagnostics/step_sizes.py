@@ -322,6 +322,9 @@ def theory_step(cfg) -> TheoryStep:
     from signsim import problems
 
     _check_setting(cfg)
+    if cfg.problem not in SMOOTH_PROBLEMS:  # (before building it: a model file would import torch)
+        raise InputError(f"--lr theory on problem '{cfg.problem}': no global smoothness constant L is known for it "
+                         f"(the theorems' step sizes need one); the problems with one: {', '.join(SMOOTH_PROBLEMS)}")
     problem = problems.build(replace(cfg, dtype="float64", lr=1.0))
     rule, comp = choose(cfg, problem.dim)
     M = int(cfg.workers)
