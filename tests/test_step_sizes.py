@@ -226,12 +226,12 @@ def test_sweep_runs_carry_the_record(tmp_path):
     assert all("lr_theory" not in t.extra for t in tasks if t.params["lr"] == 0.001)
 
 
-def test_bad_combinations_exit_2_with_one_line():
-    for args in (["--method", "ef21"], ["--problem", "rosenbrock", "--method", "sgd"], ["--method", "sgd", "--lr",
-                                                                                         "theroy"]):
-        lr = [] if "--lr" in args else ["--lr", "theory"]
-        r = run_subprocess("run", *(["--problem", "quadratic"] if "--problem" not in args else []), *args, *lr,
-                           "--iters", "3", "-q")
+def test_bad_combinations_exit_2_with_one_line(cli):
+    r = run_subprocess("run", "--problem", "quadratic", "--method", "ef21", "--lr", "theory", "--iters", "3", "-q")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err, r.err
+    for args in (["--problem", "rosenbrock", "--method", "sgd", "--lr", "theory"],
+                 ["--problem", "quadratic", "--method", "sgd", "--lr", "theroy"]):
+        r = cli("run", *args, "--iters", "3", "-q")
         lines = r.err.strip().splitlines()
         assert r.code == 2 and len(lines) == 1 and "Traceback" not in r.err, (args, r.err)
 
