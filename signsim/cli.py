@@ -209,6 +209,9 @@ def run(**opts: Any) -> None:
         emit(console, comparison_table(doc) if "comparison" in doc else run_summary(doc))
         if "comparison" not in doc and (line := split_line(doc)):
             emit(console, line)
+        for d in runs:  # --lr theory: the theorem, its step and constants, one line a run
+            if "lr_theory" in d:
+                emit(console, (f"{d['label']}: " if d.get("label") else "") + d["lr_theory"]["line"])
     elif "comparison" not in doc:
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)

@@ -55,6 +55,11 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
             warnings.append(warning)
     elif method.needs_homogeneous and problem.heterogeneous:
         warnings.append(SSDM_HETEROGENEOUS.format(problem=problem.name))
+    from signsim.interface.config import lr_theory
+
+    theory = lr_theory(cfg)  # --lr theory: the step's theorem and constants (docs/theory.md §3.6)
+    if theory is not None:
+        warnings += theory["warnings"]
     if settings.byzantine and 2 * settings.byzantine >= cfg.workers:
         warnings.append(f"{cfg.byzantine} of {cfg.workers} workers are Byzantine: the majority-vote guarantee "
                         "needs fewer than half")
@@ -103,6 +108,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "platform": {"python": platform.python_version(), "numpy": np.__version__},
     }
     doc["note"] = budget_note(doc)
+    if theory is not None:
+        doc["lr_theory"] = theory["record"]
     if heterogeneity is not None:
         doc["heterogeneity"] = heterogeneity  # at x_0
     if problem.dim <= MAX_STORED_DIM:

@@ -64,6 +64,8 @@ class Option:
     hi_open: bool = False  # hi itself excluded
     what: str = ""  # what the value means, for errors ("the step size")
     vector: bool = False  # a list of such numbers is accepted too (one per coordinate; config files, Python)
+    #: words a number option also takes (``--lr theory``), kept as text and resolved by ``config.resolve``
+    words: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
     decls: tuple[str, ...] = ()  # the flags when not --name (--standardize/--no-standardize, --quiet/-q)
     record: bool = False  # a field of RunConfig: resolved, recorded in the results' "config"
@@ -179,8 +181,9 @@ TABLE: tuple[Option, ...] = (
          shown_defaults=(("run", "1; mlp 32"), ("diversity", "1; mlp 32"), ("bound", "1; mlp 32")),
          also=("spb_from_samples",)),
     _run("iters", "int", "iterations K (default: 2000)", P_RUN, default=2000, lo=0, hi=10**15),
-    _run("lr", "float", "step size gamma_0 (default: 0.01, or the method's or problem's own)", P_RUN, default=1e-2,
-         lo=0, lo_open=True, what="the step size"),
+    _run("lr", "float", "step size gamma_0, or theory: the step of the method's convergence theorem from the "
+         "problem's constants (docs/theory.md §3.6) (default: 0.01, or the method's or problem's own)", P_RUN,
+         default=1e-2, lo=0, lo_open=True, what="the step size", words=("theory",)),
     _run("lr_schedule", "str", "constant | sqrt (gamma_0 / sqrt(k+1)) (default: constant; vote-trap sqrt)", P_RUN,
          default="constant", choices=("constant", "sqrt")),
     _run("momentum", "float", "momentum beta in [0, 1) (Lion's beta1; default: the method's)", P_RUN, lo=0, hi=1,
@@ -429,6 +432,8 @@ def check(o: Option, value: Any, where: str) -> Any:
     """``value`` (already of the option's Python type, as a config file or ``coerce`` gives it) checked against
     the option's type, range and choices; ``where`` names it as the user wrote it (``--batch-size 0`` or
     ``sweep file s.toml: [grid]: 'lr' -1``). Returns the value (floats as float)."""
+    if o.words and isinstance(value, str) and value in o.words:
+        return value
     value = check_type(o, value, where)
     if o.kind == "bool":
         return value
@@ -451,6 +456,8 @@ def check(o: Option, value: Any, where: str) -> Any:
 
 def check_type(o: Option, value: Any, where: str) -> Any:
     """The type alone, as a TOML file gives values (an integer is a number too; floats become float)."""
+    if o.words and isinstance(value, str) and value in o.words:
+        return value
     if o.kind == "bool":
         if not isinstance(value, bool):
             raise InputError(f"{where} must be true or false, got {value!r}")
@@ -465,7 +472,8 @@ def check_type(o: Option, value: Any, where: str) -> Any:
     elif isinstance(value, bool) or not isinstance(value, int | float) or (o.kind == "int"
                                                                             and not isinstance(value, int)):
         kind = "an integer" if o.kind == "int" else "a number"
-        raise InputError(f"{where} must be {kind}, got {value!r}")
+        words = "".join(f" or '{w}'" for w in o.words)
+        raise InputError(f"{where} must be {kind}{words}, got {value!r}")
     elif o.kind == "float":
         return float(value)
     return value
@@ -541,11 +549,14 @@ def coerce(o: Option, value: Any) -> Any:
                 pass
         if isinstance(value, str):
             text = value.strip()
+            if text in o.words:
+                return text
             try:
                 return to_float(text)
             except ValueError:
                 pass
-            raise InputError(f"{name} {value!r}: not a valid number{_several(text)}")
+            words = "".join(f" or '{w}'" for w in o.words)
+            raise InputError(f"{name} {value!r}: not a valid number{words}{_several(text)}{suggest(text, o.words)}")
         raise InputError(f"{name} {value!r}: not a valid number")
     if isinstance(value, os.PathLike) and o.kind in ("path", "file", "str"):  # a file name (--data, --at too)
         value = os.fspath(value)
