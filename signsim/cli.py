@@ -438,14 +438,19 @@ class _compile_notice:
     def __enter__(self):
         if not self.quiet:
             from signsim.commands.compile import watch
+            from signsim.engine import warm
 
             self.watch = watch(self._first, self._busy)
             self.watch.__enter__()
+            warm.NOTIFY = lambda message: print(message, file=sys.stderr, flush=True)  # a wait for it, said
         return self
 
     def __exit__(self, *exc):
         if self.watch is not None:
+            from signsim.engine import warm
+
             self.watch.__exit__(*exc)
+            warm.NOTIFY = lambda message: None
         return False
 
     def started(self, cfg) -> None:

@@ -316,6 +316,7 @@ class Engine(ChunkedState):
             compose.smoke_test(st, d)  # a plugin's kernels compile and behave, or one error line naming it
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.kernel = None  # the compiled loop, chosen at the first chunk
+        self.warm = None  # (family, threaded, signature): the family's one loop to compile in the background
         self.init_history(problem, iters, eval_every)
 
     @staticmethod
@@ -445,12 +446,20 @@ class Engine(ChunkedState):
                 from numba import typeof
 
                 signature = tuple(typeof(a) for a in (np.int64(0), np.int64(0), np.int64(0), *self.bundles()))
-                kernel = self.kernel = compose.choose(specialize.family_of(p.code), self.settings.stages(),
-                                                      bool(self.icfg[loop.I_PARALLEL]), signature)
+                family, threaded = specialize.family_of(p.code), bool(self.icfg[loop.I_PARALLEL])
+                kernel, warm_after = compose.choose(family, self.settings.stages(), threaded, signature)
+                self.kernel = kernel
+                if warm_after:  # once this loop has run: the family's one loop, in the background
+                    self.warm = (family, threaded, signature)
             compose.check_codes(kernel, self.icfg)
             try:
                 split_compile.compile_loop(self, kernel)  # a loop not in the cache compiles on two cores
                 status = kernel(k0, k1, K, *self.bundles())
+                if self.warm is not None:
+                    from signsim.engine import warm
+
+                    warm.start(*self.warm)
+                    self.warm = None
             except Exception as e:
                 from numba.core.errors import NumbaError
 
