@@ -98,18 +98,19 @@ def data_bytes(values: int, dtype: str = "float64") -> int:
 
 def run_bytes(workers: int, dim: int, momentum: bool, error_feedback: bool, history_rows: int,
               data_values: int = 0, index_scratch: bool = False, dtype: str = "float64", clients: int | None = None,
-              local_steps: int = 1, iters: int | None = None) -> int:
+              local_steps: int = 1, iters: int | None = None, slot_vectors: int = 0) -> int:
     """The memory a run allocates: per worker its momentum and error-feedback vectors (in ``dtype``), only when a
     stage keeps them; a generator per worker that takes part (every worker, or at most S ``iters`` of them); per
     participant of a round (``clients`` = S, default every worker) its gradient and message (in
     ``dtype``), the sparsifiers' int64 index scratch, and with ``local_steps`` H > 1 its local iterate and
-    pseudo-gradient (docs/theory.md §12); the server's vectors (x, EF21's g and the aggregate in ``dtype``; the full
+    pseudo-gradient (docs/theory.md §12), and ``slot_vectors`` more (MARINA's gradient at the previous iterate); the
+    server's vectors (x, EF21's g and the aggregate in ``dtype``; the full
     gradient, x*, x0 and the problem's vectors in float64); the recorded float64 history; the data while it is
     packed (``data_bytes``)."""
     v = itemsize(dtype)
     S = workers if clients is None else min(clients, workers)
     per_worker = v * dim * (int(momentum) + int(error_feedback)) + 8 * int(momentum)
-    per_slot = v * dim * (2 + 2 * int(local_steps > 1)) + 8 * dim * int(index_scratch)
+    per_slot = v * dim * (2 + max(2 * int(local_steps > 1), slot_vectors)) + 8 * dim * int(index_scratch)
     streams = workers if S == workers or iters is None else min(workers, S * iters)
     return (workers * per_worker + streams * PER_STREAM + S * per_slot + (3 * v + 5 * 8) * dim + history_rows * 16 * 8
             + data_bytes(data_values, dtype))
@@ -126,14 +127,16 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     ef_module = stages.parse_error_feedback(cfg.error_feedback or method.error_feedback).module
     ef = int(ef_module.STATE) * getattr(ef_module, "STATE_WIDTH", 1)  # vectors per worker (CLAG's g_m and y_m: 2)
     # an estimator's shift h_m (DIANA) is one more vector per worker; it never runs with error feedback
-    ef = ef or int(stages.parse_estimator(getattr(cfg, "grad_estimator", None) or "none").module.STATE)
+    estimator = stages.parse_estimator(getattr(cfg, "grad_estimator", None) or "none").module
+    ef = ef or int(estimator.STATE)
     sparsifier = stages.parse_compressor(cfg.compressor or method.compressor).module.SCRATCH
     rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
     workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers
     from signsim.engine import rounds
 
     need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier, getattr(cfg, "dtype", "float64"),
-                     min(rounds.of_config(cfg), workers), getattr(cfg, "local_steps", 1), cfg.iters)
+                     min(rounds.of_config(cfg), workers), getattr(cfg, "local_steps", 1), cfg.iters,
+                     int(getattr(estimator, "TWO_POINT", False)))
     hint = ""
     if workers and cfg.method == "signsgd" and not momentum:
         hint = "; for signSGD on a synthetic problem, --votes binomial simulates any number of workers in O(d)"

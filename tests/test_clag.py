@@ -9,14 +9,7 @@ from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 
 from .conftest import make_engine
-
-
-def top_k(v, k):
-    """The k largest |v_i|, ties to the lower index (written here, not the stage's code)."""
-    keep = sorted(range(v.size), key=lambda i: (-abs(v[i]), i))[:k]
-    out = np.zeros_like(v)
-    out[keep] = v[keep]
-    return out
+from .test_ef21_family import top_k
 
 
 def clag_written_out(grad, x0, gamma, zeta, K, M, k_top, d):
@@ -89,7 +82,8 @@ def test_clag_with_zeta_zero_moves_as_ef21():
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (("--clients-per-round", "4"), "4 of 8 workers"),
+    (("--clients-per-round", "4"), "--clients-per-round 4 (4 of 8 workers"),
+    (("--participation", "0.5"), "--participation 0.5 (4 of 8 workers"),
     (("--aggregate", "median"), "--aggregate median"),
     (("--error-feedback", "clag:-1"), "clag:-1"),
     (("--down-compressor", "top-k:2", "--down-feedback", "clag"), "--down-feedback clag"),

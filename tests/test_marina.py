@@ -11,37 +11,35 @@ from signsim.engine.reference import ReferenceRun
 from signsim.seeding import server_stream
 
 from .conftest import make_engine
-
-
-def top_k(v, k):
-    """The k largest |v_i|, ties to the lower index (written here, not the stage's code)."""
-    keep = sorted(range(v.size), key=lambda i: (-abs(v[i]), i))[:k]
-    out = np.zeros_like(v)
-    out[keep] = v[keep]
-    return out
+from .test_ef21_family import top_k
 
 
 def marina_written_out(grads, x0, gamma, p, K, k_top, seed, d):
     """Algorithm 1 of Gorbunov, Burlachenko, Li and Richtarik (2021): g^0 = grad f(x^0); each k: x^{k+1} = x^k -
     gamma g^k, c_k ~ Be(p); g_i^{k+1} = grad f_i(x^{k+1}) if c_k = 1, else g^k + Q(grad f_i(x^{k+1}) -
     grad f_i(x^k)); g^{k+1} = mean g_i^{k+1}. The coins come from the run's server stream, as signsim draws them
-    (round 0 draws none). Returns x^K and the uplink bits (32 d a full gradient; top-k: k (32 + index) bits)."""
+    (round 0 draws none). Returns x^K and the bits up and down: a full gradient is 32 d bits up and their mean 32 d
+    down to each worker; a top-k message k (32 + index) bits up, and the mean of the messages goes down to every worker
+    as its (index, float) pairs, 1 + min(32 d, nonzero (32 + index)) bits (docs/theory.md §7)."""
     M = len(grads)
     coins = server_stream(seed)
     x = x0.copy()
     g = np.mean([gi(x) for gi in grads], axis=0)
-    bits = M * 32 * d
+    up = down = M * 32 * d
     index = int(np.ceil(np.log2(d)))
     for _ in range(1, K):
         x_new = x - gamma * g
         if coins.random() < p:
             g = np.mean([gi(x_new) for gi in grads], axis=0)
-            bits += M * 32 * d
+            up += M * 32 * d
+            down += M * 32 * d
         else:
-            g = g + np.mean([top_k(gi(x_new) - gi(x), k_top) for gi in grads], axis=0)
-            bits += M * k_top * (32 + index)
+            mean = np.mean([top_k(gi(x_new) - gi(x), k_top) for gi in grads], axis=0)
+            g = g + mean
+            up += M * k_top * (32 + index)
+            down += M * (1 + min(32 * d, np.count_nonzero(mean) * (32 + index)))
         x = x_new
-    return x - gamma * g, bits
+    return x - gamma * g, up, down
 
 
 def test_marina_is_algorithm_1_written_out():
@@ -52,9 +50,9 @@ def test_marina_is_algorithm_1_written_out():
     simulate(engine)
     L = problem.L
     grads = [lambda x: L * x] * M  # every worker's exact gradient of f = 1/2 sum L_i x_i^2
-    x, bits = marina_written_out(grads, problem.x0.astype(float), gamma, p, K, 2, 7, d)
+    x, up, down = marina_written_out(grads, problem.x0.astype(float), gamma, p, K, 2, 7, d)
     np.testing.assert_allclose(engine.x, x, rtol=1e-12, atol=1e-14)
-    assert engine.tally[loop.T_UP] == bits
+    assert (engine.tally[loop.T_UP], engine.tally[loop.T_DOWN]) == (up, down)
 
 
 @pytest.mark.parametrize("opts", [
@@ -65,6 +63,9 @@ def test_marina_is_algorithm_1_written_out():
     {"problem": "rosenbrock", "dim": 5, "workers": 3, "oracle": "full", "compressor": "qsgd:2",
      "grad_estimator": "marina:0.5", "lr": 1e-4},
     {"problem": "vote-trap", "workers": 3, "compressor": "sto-sign", "grad_estimator": "marina:0.2", "lr": 0.01},
+    # a sign-sum broadcast in the compressed rounds, floats in the others, every worker receiving each
+    {"problem": "vote-trap", "workers": 6, "clients_per_round": 2, "compressor": "sto-sign",
+     "grad_estimator": "marina:0.3", "lr": 0.01},
 ])
 def test_marina_matches_the_numpy_replay(opts):
     iters = 12
@@ -95,12 +96,15 @@ def test_marina_with_the_identity_compressor_is_gradient_descent():
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (("--noise", "gaussian:1"), "not --noise gaussian"),
+    (("--noise", "gaussian:1"), "with --noise gaussian:1"),
     (("--problem", "rosenbrock", "--oracle", "term"), "rosenbrock's sampled oracle"),
     (("--local-steps", "2"), "--local-steps 2"),
     (("--byzantine", "1"), "--byzantine 1"),
     (("--server-opt", "fedadam"), "--server-opt fedadam"),
     (("--aggregate", "median"), "--aggregate median"),
+    (("--method", "signum", "--aggregate", "mean", "--grad-estimator", "marina", "--noise", "none"),
+     "--method signum (its momentum"),
+    (("--down-compressor", "top-k:2"), "--down-compressor top-k:2"),
     (("--grad-estimator", "marina:0"), "marina:0"),
 ])
 def test_a_refused_marina_is_one_line(args, says, cli):

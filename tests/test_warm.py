@@ -1,11 +1,9 @@
 """The family's one loop compiled in the background after a first run (signsim.engine.warm): with a fresh kernel
 cache, a first run compiles its own composition's loop and leaves a detached process compiling the one loop; once
-that process ends (its pid file goes: the readiness signal), another composition compiles nothing. Also the off
-switch and a stale pid file."""
+that process ends (the lock it holds is released: the readiness signal), another composition compiles nothing. Also
+the off switch, a lock file nobody holds, and a run that cannot start one."""
 
 import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -14,21 +12,31 @@ from signsim.engine import warm
 
 from .conftest import run_subprocess
 
+SIGNATURE = ("float64", "a loop's argument types")
 
-def test_nothing_starts_when_it_is_off(monkeypatch, tmp_path):
+
+def test_nothing_starts_or_waits_when_it_is_off(monkeypatch, tmp_path):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv(warm.ENV, "0")
-    assert warm.start("analytic", False, ()) is None
-    assert not warm.pid_file("analytic", False).exists()
+    assert warm.start("analytic", False, SIGNATURE) is None
+    assert not list(tmp_path.iterdir())
+    assert warm.wait("analytic", False, SIGNATURE) is False
 
 
-def test_a_pid_file_of_an_ended_process_is_removed(monkeypatch, tmp_path):
+def test_a_lock_file_nobody_holds_is_no_work(monkeypatch, tmp_path):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    path = warm.pid_file("data", True)
-    path.write_text(ended.stdout)
-    assert warm.running("data", True) is None and not path.exists()
-    assert warm.wait("data", True) is False  # nothing to wait for
+    monkeypatch.setenv(warm.ENV, "1")
+    path = warm.lock_file("glm", True, SIGNATURE)
+    path.write_text(f"{os.getpid()}\n")  # a live process id, but no lock: a file left behind
+    assert not warm.running("glm", True, SIGNATURE)
+    assert warm.wait("glm", True, SIGNATURE) is False
+
+
+def test_a_cache_it_cannot_write_starts_nothing_and_fails_nothing(monkeypatch, tmp_path):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "a-file"))
+    (tmp_path / "a-file").write_text("")  # the cache is a file: no lock file can be made in it
+    monkeypatch.setenv(warm.ENV, "1")
+    assert warm.start("analytic", False, SIGNATURE) is None
 
 
 @pytest.mark.slow
@@ -36,15 +44,11 @@ def test_a_second_composition_finds_the_one_loop_the_first_run_left_compiling(tm
     env = {"NUMBA_CACHE_DIR": str(tmp_path), warm.ENV: "1", "SIGNSIM_LOOP": "auto"}
     first = run_subprocess("run", "--problem", "quadratic", "--method", "ssdm", "--iters", "20", env=env, timeout=600)
     assert first.code == 0, first.err
-    path = tmp_path / "signsim-warm-analytic-serial.pid"
+    locks = list(tmp_path.glob("signsim-warm-analytic-serial-*.lock"))
+    assert len(locks) == 1, locks
     end = time.monotonic() + 900
-    while path.exists():  # the background compile is at work until its pid file goes
+    while warm._held(locks[0]):  # at work until its lock is released
         assert time.monotonic() < end, "the background compile did not end"
-        pid = int(path.read_text().split()[0])
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
         time.sleep(0.2)
     second = run_subprocess("run", "--problem", "quadratic", "--method", "signum", "--iters", "20", env=env,
                             timeout=600)

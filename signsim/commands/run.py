@@ -39,7 +39,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     the run is built (its options, data and memory checked), just before the compiled loop starts."""
     from signsim import history, stages
     from signsim.diagnostics import tracking
-    from signsim.engine import accounting, loop
+    from signsim.engine import loop
     from signsim.engine.build import build
     from signsim.engine.driver import simulate
 
@@ -78,10 +78,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
 
     S = settings.participants(cfg.workers)
     two_point = getattr(settings.estimator.module, "TWO_POINT", False)  # MARINA: rounds of every exact gradient
-    bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, problem.dim,
-                                         settings.sign_zero, settings.tie, settings.down_compressor,
-                                         settings.estimator.module.extra_bits(problem.dim),
-                                         cfg.workers if two_point else 0)
+    bits = declared_bits(settings, cfg.workers, problem.dim)
     columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier,
                                                                       problem.finite_sum is not None)]
     rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
@@ -124,6 +121,18 @@ BUDGET_ROWS = 100
 BUDGET_MAX_ROWS = 250_000
 
 
+def declared_bits(settings, workers: int, d: int):
+    """The declared bits of one iteration of a run (``accounting.bits_per_iteration``, its upper bounds): S
+    participants' messages, the estimator's extra bits, and for a two-point estimator (MARINA) its rounds in which
+    every worker sends its exact gradient."""
+    from signsim.engine import accounting
+
+    two_point = getattr(settings.estimator.module, "TWO_POINT", False)
+    return accounting.bits_per_iteration(settings.compressor, settings.aggregate, settings.participants(workers), d,
+                                         settings.sign_zero, settings.tie, settings.down_compressor,
+                                         settings.estimator.module.extra_bits(d), workers if two_point else 0)
+
+
 def budget_eval_every(cfg: RunConfig):
     """With a communication budget and the default --eval-every (not given: ``eval_every_derived``), set
     ``cfg.eval_every`` so that the history has about BUDGET_ROWS rows up to where the budget stops the run:
@@ -141,10 +150,7 @@ def budget_eval_every(cfg: RunConfig):
     if not math.isfinite(budget) or not eval_every_derived(cfg):
         return None
     _, problem, _, _, settings = plan(cfg)
-    S = settings.participants(cfg.workers)
-    per = accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, problem.dim, settings.sign_zero,
-                                        settings.tie, settings.down_compressor,
-                                        settings.estimator.module.extra_bits(problem.dim))
+    per = declared_bits(settings, cfg.workers, problem.dim)
     allowed = math.ceil(budget / max(per.up + per.down, 1))
     cfg.eval_every = max(1, min(cfg.eval_every, max(allowed // BUDGET_ROWS, -(-cfg.iters // BUDGET_MAX_ROWS))))
     return problem

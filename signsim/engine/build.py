@@ -45,7 +45,7 @@ def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
     parameters, settings) of ``cfg``, or InputError. ``problem`` reuses an instance already built from it (or
     from a config that differs only in options the problem does not read)."""
     from signsim import methods, noise, problems
-    from signsim.engine.driver import Settings, check_settings
+    from signsim.engine.driver import Settings, check_settings, check_two_point
     from signsim.resources import check_run, check_work, run_work
 
     method = methods.get(cfg.method)
@@ -57,6 +57,8 @@ def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
     model, params = noise.for_config(cfg, problem.dim)
     settings = Settings.from_config(cfg, method, problem.dim)
     check_settings(settings, problem.dim)
+    if getattr(settings.estimator.module, "TWO_POINT", False):  # MARINA: an exact local oracle
+        check_two_point(settings, problem)
     check_budget(cfg, settings, problem.dim)
     if cfg.votes == "binomial":
         from signsim.engine import binomial

@@ -96,7 +96,11 @@ def stage_function(module, attr: str, worker_path: bool, inline: bool = False, c
     that checks every index (an access outside an array raises IndexError instead of corrupting memory) and
     releases the GIL (so that a signal still ends a kernel that never returns), for the smoke test and
     ``check-stage`` of a plugin."""
-    fn = getattr(module, attr)
+    fn = getattr(module, attr, None)
+    if fn is None:  # a function the module may leave out (kinds.Call.optional)
+        from signsim.stages import defaults
+
+        fn = getattr(defaults, attr)
     h = source_hash(module)
     # the copy without Numba's runtime carries its own name: the cache does not tell the two apart
     name = f"{fn.__name__}__{_safe(module.NAME)}" + (f"__{h}" if h else "") + ("__worker" if worker_path else "")
@@ -266,7 +270,7 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple) -> tuple
     own = loops(family, stages, builtin=False)[which]
     if cached(own, signature):
         return own, False
-    if warm.wait(family, threaded) and cached(one, signature):
+    if warm.wait(family, threaded, signature) and cached(one, signature):
         return one, False
     if _family_has_loops(own, family, threaded):
         return one, False

@@ -185,24 +185,15 @@ def check_settings(s: Settings, d: int) -> None:
             c.module.check_params(c.params, d, option, c.spec)
 
 
-def check_two_point(s: Settings, problem: ProblemInstance, noise: NoiseModel) -> None:
-    """What a two-point estimator (MARINA, docs/theory.md §8.10) needs: each worker's exact local gradient (its
-    difference at two iterates must come from the same sample; a stochastic oracle would need VR-MARINA, not built),
-    one local step, and none of the stages its rounds of exact gradients bypass."""
-    spec = f"--grad-estimator {s.estimator.spec}"
-    if problem.external is not None or not (problem.exact_oracle or problem.local_exact) or noise.name != "none":
-        why = "a PyTorch model" if problem.external is not None else (
-            f"--noise {noise.name}" if noise.name != "none" else f"{problem.name}'s sampled oracle")
-        raise InputError(f"{spec}: needs each worker's exact local gradient (the difference at two iterates from the "
-                         f"same sample), not {why}; use an exact oracle without --noise")
-    clashes = [(s.local_steps > 1, f"--local-steps {s.local_steps}"), (s.byzantine > 0, f"--byzantine {s.byzantine}"),
-               (s.momentum_kind.name != "none", f"momentum ({s.momentum_kind.name})"), (s.monotone, "--monotone"),
-               (s.downlink, "--down-compressor"), (s.server_optimizer.name != "sgd", f"--server-opt "
-                                                                                   f"{s.server_optimizer.spec}"),
-               (any(link.name != "none" for link in s.pre_aggregation), "--pre-aggregate")]
-    for clash, option in clashes:
-        if clash:
-            raise InputError(f"{spec} with {option}: its rounds of exact gradients go around it; drop one of the two")
+def check_two_point(s: Settings, problem: ProblemInstance) -> None:
+    """What a two-point estimator (MARINA, docs/theory.md §8.10) needs of the problem: each worker's exact local
+    gradient (its difference at two iterates must come from the same sample; a stochastic oracle would need
+    VR-MARINA, not built). What it needs of the other options is checked with the config
+    (``signsim.stages.check_composition``)."""
+    if problem.external is not None or not (problem.exact_oracle or problem.local_exact):
+        why = "a PyTorch model" if problem.external is not None else f"{problem.name}'s sampled oracle"
+        raise InputError(f"--grad-estimator {s.estimator.spec}: needs each worker's exact local gradient (the "
+                         f"difference at two iterates from the same sample), not {why}; use an exact oracle")
 
 
 def owned_state(stages: dict, M: int, S: int, d: int, dt) -> dict[str, np.ndarray]:
@@ -279,8 +270,6 @@ class Engine(ChunkedState):
             raise InputError(f"--prox-mu {s.prox_mu:g}: not with --model yet (its local steps are taken in PyTorch, "
                              "without the proximal term); drop one of the two")
         two_point = getattr(s.estimator.module, "TWO_POINT", False)  # Y[j]: its gradient at the previous iterate
-        if two_point:
-            check_two_point(s, problem, noise)
         self.Y = np.zeros((S, d) if loop_steps > 1 or two_point else (1, 1), dtype=dt)
         self.U = np.zeros((S, d) if loop_steps > 1 else (1, 1), dtype=dt)
         self.agg = np.zeros(d, dtype=dt)

@@ -311,7 +311,9 @@ def worker_step(m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
     out = msg[j]
     e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
     v = est_before(icfg[I_CODE_ESTIMATOR], v, g, h, sp[SP_ESTIMATOR])
-    if icfg[I_LAZY] and not ef_sends(icfg[I_CODE_ERROR_FEEDBACK], k, v, e, sp[SP_ERROR_FEEDBACK]):
+    # a Byzantine worker sends every round (the lazy rule is the honest workers')
+    if icfg[I_LAZY] and m >= icfg[I_BYZANTINE] and not ef_sends(icfg[I_CODE_ERROR_FEEDBACK], k, v, e,
+                                                               sp[SP_ERROR_FEEDBACK]):
         for i in range(out.shape[0]):  # nothing sent (CLAG's trigger not met, §8.2): the server adds nothing
             out[i] = 0.0
         wbits[j] = 0.0
@@ -504,12 +506,17 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         row = k - k0 if sampled else 0
         fresh = est_fresh(icfg[I_CODE_ESTIMATOR], k, server.hbar, sp[SP_ESTIMATOR], server_gen)
-        n = M if fresh else S  # the workers the round's broadcast goes to
+        n = M if fresh else S  # the messages the round's aggregate is made of
+        # who receives the broadcast: the round's participants; every worker for a two-point estimator (MARINA's g
+        # is kept by every worker, so each needs every round's broadcast, §8.10)
+        recv = M if icfg[I_TWO_POINT] else S
         if fresh:
-            # every worker sends its exact gradient at x, uncompressed (MARINA's c_k = 1, §8.10)
+            # every worker sends its exact gradient at x, uncompressed, and receives their mean as floats (MARINA's
+            # c_k = 1, §8.10)
             full_round(x, agg, G, gens, data, icfg, M)
             tally[T_UP] += M * FLOAT_BITS * d
             tally[T_UP_MAX] = max(tally[T_UP_MAX], M * FLOAT_BITS * d)
+            tally[T_DOWN] += M * FLOAT_BITS * d
             tally[T_CALLS] += M
         else:
             for j in prange(S):
@@ -540,12 +547,12 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                 up += wbits[j]
             tally[T_UP] += up
             tally[T_UP_MAX] = max(tally[T_UP_MAX], up)
-        if icfg[I_DOWNLINK]:
-            pass  # the broadcast is the compressed update, counted below
+        if icfg[I_DOWNLINK] or fresh:
+            pass  # the broadcast is the compressed update, counted below (or, fresh, counted above)
         elif icfg[I_SPARSE_DOWN]:
-            tally[T_DOWN] += n * sparse_broadcast_bits(agg)
+            tally[T_DOWN] += recv * sparse_broadcast_bits(agg)
         else:
-            tally[T_DOWN] += n * fcfg[F_DOWN_BITS]
+            tally[T_DOWN] += recv * fcfg[F_DOWN_BITS]
         if sampled and icfg[I_INCREMENTS]:  # EF21-PP: the server's g moves by (1/M) sum of the S increments, §8.2
             for i in range(d):
                 agg[i] *= S / M

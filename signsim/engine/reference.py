@@ -18,6 +18,7 @@ from signsim.noise.base import NoiseModel
 from signsim.noise.base import scales as noise_scales
 from signsim.problems.base import ProblemInstance
 from signsim.seeding import participation_stream, run_streams
+from signsim.stages import defaults
 
 
 class ReferenceRun:
@@ -127,13 +128,8 @@ class ReferenceRun:
         mean, with its bits."""
         d = self.p.dim
         broadcast = np.mean([self.stochastic_gradient(m) for m in range(self.M)], axis=0)
-        self.bits_up += self.M * accounting.FLOAT_BITS * d
-        s = self.s
-        if accounting.broadcast_is_sparse(s.compressor, s.aggregate):
-            self.bits_down += self.M * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
-        else:
-            self.bits_down += self.M * accounting.downlink_bits(s.compressor, s.aggregate, self.M, d, s.sign_zero,
-                                                                s.tie)
+        self.bits_up += self.M * 32 * d  # each sends d floats, and receives their mean as d floats
+        self.bits_down += self.M * 32 * d
         return broadcast
 
     def step(self) -> np.ndarray:
@@ -142,7 +138,7 @@ class ReferenceRun:
         ef, comp, att, agg = s.error_feedback.module, s.compressor, s.attack.module, s.aggregate
         est, ep = s.estimator.module, np.asarray(s.estimator.param_array())
         msgs = []
-        fresh = est.fresh(k, self.hbar, ep, self.server)
+        fresh = getattr(est, "fresh", defaults.fresh)(k, self.hbar, ep, self.server)
         part = self.participants()
         two_point = getattr(est, "TWO_POINT", False)
         if fresh:
@@ -158,7 +154,8 @@ class ReferenceRun:
             v = self.momentum(m, g)
             self.seen[m] += 1
             v = est.reference_before(v, self.shift[m], ep)
-            if getattr(ef, "LAZY", False) and not ef.reference_sends(k, v, self.err[m], s.error_feedback.params):
+            if getattr(ef, "LAZY", False) and m >= s.byzantine and not ef.reference_sends(k, v, self.err[m],
+                                                                                          s.error_feedback.params):
                 msg = np.zeros(self.p.dim)  # nothing sent (CLAG's trigger, §8.2): 0 bits, the server adds 0
             else:
                 u = ef.reference_before(lr, v, self.err[m])
@@ -176,12 +173,13 @@ class ReferenceRun:
         broadcast = self.aggregate(msgs)
         self.broadcast = broadcast
         d = broadcast.size
+        recv = self.M if two_point else S  # MARINA: every worker keeps g, so every worker receives the broadcast
         if s.downlink:
             pass  # the compressed update, below
         elif accounting.broadcast_is_sparse(comp, agg):
-            self.bits_down += S * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
+            self.bits_down += recv * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
         else:
-            self.bits_down += S * accounting.downlink_bits(comp, agg, S, d, s.sign_zero, s.tie)
+            self.bits_down += recv * accounting.downlink_bits(comp, agg, S, d, s.sign_zero, s.tie)
         if S < self.M and getattr(ef, "INCREMENTS", False):  # EF21-PP: g <- g + (1/M) sum_{m in round} c_m
             broadcast = np.sum(msgs, axis=0) / self.M
         broadcast = ef.reference_direction(broadcast, self.g_server)

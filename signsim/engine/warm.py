@@ -1,22 +1,26 @@
 """The family's one loop, compiled in the background after a run that compiled a loop of its own (docs/reference.md,
-"Compile times").
+``SIGNSIM_WARM``).
 
 The first run of a family of problems compiles the smaller loop of its own composition of stages (about half the
 CPU time of the family's one loop, which runs every composition of built-in stages: ``signsim.engine.compose``).
 Once that run's loop has run, ``start`` launches ``python -m signsim.engine.warm``, a detached process at the lowest
 priority that compiles the family's one loop into the kernel cache for the same argument types, and outlives the
 run. A later run with another composition then finds the one loop cached and compiles nothing; one that starts
-while the background compile is still at work waits for it (``wait``: the process's end is the readiness signal)
-instead of compiling the same loop a second time. One background compile per family, loop (threaded or serial) and
-cache at a time: its process id is in a file in the kernel cache, removed when it ends.
+while the background compile is at work waits for it (``wait``) instead of compiling the same loop a second time.
 
-Nothing here changes what is compiled or any result, only when and in which process the one loop compiles.
-``SIGNSIM_WARM=0`` turns it off (the test suite does, except the test of this module); it needs 2 or more cores.
+One background compile per family, loop (threaded or serial), argument types and cache at a time: it holds an
+exclusive lock (``flock``) on a file in the kernel cache for as long as it lives, taken by the run that starts it
+and handed over with the open file; the lock's release (the process ended, however) is the readiness signal, so a
+reused process id or a file left behind cannot make a run wait. Nothing here changes what is compiled or any
+result, only when and in which process the one loop compiles; a failure here never fails a run (the run then just
+compiles the one loop itself when it needs it). ``SIGNSIM_WARM=0`` turns it off (the test suite does, except the
+test of this module); it needs a POSIX system and 2 or more cores.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import pickle
 import subprocess
@@ -33,81 +37,110 @@ NOTIFY: Callable[[str], None] = lambda message: None  # noqa: E731
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV) != "0" and (os.cpu_count() or 1) >= 2
+    return os.environ.get(ENV) != "0" and os.name == "posix" and (os.cpu_count() or 1) >= 2
 
 
-def pid_file(family: str, threaded: bool) -> Path:
-    """Where the background compile of ``family``'s one loop keeps its process id (in the kernel cache)."""
+def lock_file(family: str, threaded: bool, signature: tuple) -> Path:
+    """The file whose lock the background compile of ``family``'s one loop for ``signature`` holds (in the kernel
+    cache; the argument types, dtype included, by a hash)."""
     root = Path(os.environ.get("NUMBA_CACHE_DIR") or ".")
-    return root / f"signsim-warm-{family}-{'threaded' if threaded else 'serial'}.pid"
+    key = hashlib.sha1(repr(signature).encode()).hexdigest()[:12]
+    return root / f"signsim-warm-{family}-{'threaded' if threaded else 'serial'}-{key}.lock"
 
 
-def running(family: str, threaded: bool) -> int | None:
-    """The process id of the background compile of ``family``'s one loop, if one is at work (a file left by a
-    process that no longer exists is removed)."""
-    path = pid_file(family, threaded)
+def _locked(fd: int, kind: int) -> bool:
+    """Take the lock ``kind`` on ``fd`` without waiting: False when another process holds it."""
+    import fcntl
+
     try:
-        pid = int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def running(family: str, threaded: bool, signature: tuple) -> bool:
+    """Whether a background compile of ``family``'s one loop for ``signature`` is at work."""
+    return _held(lock_file(family, threaded, signature))
+
+
+def _held(path: Path) -> bool:
+    """Whether a process holds the lock on ``path``."""
+    import fcntl
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return None
-    except PermissionError:
-        pass  # another user's process: at work
-    return pid
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        if _locked(fd, fcntl.LOCK_SH):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        return True
+    finally:
+        os.close(fd)
 
 
 def start(family: str, threaded: bool, signature: tuple) -> int | None:
     """Launch the background compile of ``family``'s one loop for ``signature`` (the loop's argument types), unless
-    it is off or one is at work; returns its process id."""
-    if not enabled() or running(family, threaded) is not None:
+    it is off or one is at work; returns its process id (None when none started, for whatever reason)."""
+    if not enabled():
         return None
-    path = pid_file(family, threaded)
+    with contextlib.suppress(Exception):  # a read-only cache, a full disk...: no background compile
+        return _start(family, threaded, signature)
+    return None
+
+
+def _start(family: str, threaded: bool, signature: tuple) -> int | None:
+    import fcntl
+
+    path = lock_file(family, threaded, signature)
     path.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-m", "signsim.engine.warm"], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=lambda: os.nice(19))
-    tmp = path.with_suffix(f".{proc.pid}.tmp")
-    tmp.write_text(f"{proc.pid}\n")
-    os.replace(tmp, path)  # before the job is sent: a run started now sees it at work
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        proc.stdin.write(pickle.dumps((family, threaded, signature, str(path))))
-        proc.stdin.close()
-    except OSError:
-        pass
-    return proc.pid
+        if not _locked(fd, fcntl.LOCK_EX):
+            return None  # another one is at work
+        # the child inherits the open file, and with it the lock, which it keeps after this process lets go
+        proc = subprocess.Popen([sys.executable, "-m", "signsim.engine.warm", str(fd)], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                pass_fds=(fd,))
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{proc.pid}\n".encode())  # for a person who looks (the lock is what counts)
+        try:
+            proc.stdin.write(pickle.dumps((family, threaded, signature)))
+            proc.stdin.close()
+        except OSError:
+            pass
+        return proc.pid
+    finally:
+        os.close(fd)  # this process's hold; the child's copy keeps the lock
 
 
-def wait(family: str, threaded: bool) -> bool:
-    """Wait until the background compile of ``family``'s one loop ends, if one is at work (True then)."""
-    pid = running(family, threaded)
-    if pid is None:
+def wait(family: str, threaded: bool, signature: tuple) -> bool:
+    """Wait until the background compile of ``family``'s one loop for ``signature`` ends, if one is at work (True
+    then). Polls the lock without blocking, so that Ctrl-C acts at once."""
+    if not enabled() or not running(family, threaded, signature):
         return False
-    NOTIFY(f"signsim: waiting for the {family} loop of every composition of built-in stages, which another signsim "
-           f"process (pid {pid}) is compiling in the background; {ENV}=0 turns that off")
-    while running(family, threaded) == pid:
-        time.sleep(0.1)  # polls the readiness signal: the process's end
+    NOTIFY(f"signsim: waiting for the {family} loop of every composition of built-in stages, which a signsim "
+           f"process is compiling in the background (once after an install; {ENV}=0 turns that off)")
+    while running(family, threaded, signature):
+        time.sleep(0.1)  # polls the readiness signal: the lock's release
     return True
 
 
-def _main() -> None:
-    family, threaded, signature, path = pickle.load(sys.stdin.buffer)
-    try:
-        from signsim.engine import compose
+def _main(fd: int) -> None:
+    """The background process: lowest priority, then compile the one loop; the inherited lock on ``fd`` goes with
+    it when it ends."""
+    with contextlib.suppress(OSError):
+        os.nice(19)
+    family, threaded, signature = pickle.load(sys.stdin.buffer)
+    from signsim.engine import compose
 
-        loop = compose.loops_of_every_composition(family)[0 if threaded else 1]
-        loop.compile(signature)
-    finally:
-        with contextlib.suppress(OSError):
-            if Path(path).read_text().split()[0] == str(os.getpid()):
-                Path(path).unlink()
+    compose.loops_of_every_composition(family)[0 if threaded else 1].compile(signature)
+    os.close(fd)
 
 
 if __name__ == "__main__":
     import signsim  # noqa: F401 - sets NUMBA_CACHE_DIR (inherited anyway) before Numba loads
 
-    _main()
+    _main(int(sys.argv[1]))

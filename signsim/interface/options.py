@@ -170,8 +170,9 @@ TABLE: tuple[Option, ...] = (
          commands=("run",)),
     _run("workers", "int", "number of workers M (default: 8; vote-trap 3)", P_RUN, default=8, lo=1, hi=MAX_SIZE,
          also=("spb_from_samples",)),
-    _run("aggregate", "str", "server rule: majority | mean | median | trimmed:BETA | krum:F | cclip:TAU[:L] | "
-         "geomed[:NU:T] | multikrum:F[:K] | meamed:F | monna:F | mda:F | caf:F | smea:F (default: the method's)",
+    _run("aggregate", "str", "server rule: majority | mean | median | trimmed:BETA | krum:F[:byzfl] | cclip:TAU[:L] | "
+         "geomed[:NU:T] | multikrum:F[:K[:byzfl]] | meamed:F | monna:F | mda:F | caf:F | smea:F (default: the "
+         "method's)",
          P_RUN),
     _run("pre_aggregate", "str", "pre-aggregations applied in order before --aggregate, a comma list of up to 3: "
          "none | nnm:F | bucketing[:S] | clip[:TAU] | arc:F (default: none)", P_RUN, default="none",

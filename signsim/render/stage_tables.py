@@ -44,6 +44,7 @@ def markdown() -> str:
         parts.append(f"#### {TITLES[kind]}\n")
         parts.append("| spec | defaults | what it does | theory |\n|---|---|---|---|")
         for form, defaults, text, theory in rows(kind):
-            parts.append(f"| `{form}` | {defaults} | {text.replace('|', chr(92) + '|')} | {theory} |")
+            bar = chr(92) + "|"  # a | inside a table cell, code spans included, must be escaped
+            parts.append(f"| `{form.replace('|', bar)}` | {defaults} | {text.replace('|', bar)} | {theory} |")
         parts.append("")
     return "\n".join(parts).rstrip() + "\n"

@@ -177,15 +177,19 @@ def check_composition(cfg, method_name: str) -> None:
 
         S = rounds.of_config(cfg)
         if S < cfg.workers:
-            raise InputError(f"--error-feedback {ef} with {S} of {cfg.workers} workers a round: its trigger compares "
-                             "with the worker's vector of the round before; let every worker take part")
+            given = (f"--clients-per-round {cfg.clients_per_round}" if getattr(cfg, "clients_per_round", None)
+                     else f"--participation {cfg.participation:g}")
+            raise InputError(f"--error-feedback {ef} with {given} ({S} of {cfg.workers} workers a round): its trigger "
+                             "compares with the worker's vector of the round before; let every worker take part")
     est = str(getattr(cfg, "grad_estimator", None) or "none")
     if est != "none" and ef != "none":
         raise InputError(f"--grad-estimator {est} with --error-feedback {ef}: choose one (each keeps its own memory of "
                          "what a worker sent)")
     if est != "none" and agg != "mean":
         raise InputError(f"--grad-estimator {est} with --aggregate {cfg.aggregate}: its server adds the mean of the "
-                         "messages to the mean of the shifts, which only the mean allows")
+                         "messages to a state of its own, which only the mean allows")
+    if getattr(registry.parse("estimator", est).module, "TWO_POINT", False):
+        _check_two_point(cfg, est)
     down, down_ef = str(getattr(cfg, "down_compressor", "none")), str(getattr(cfg, "down_feedback", "none"))
     if down_ef != "none" and getattr(registry.parse("error_feedback", down_ef).module, "LAZY", False):
         raise InputError(f"--down-feedback {down_ef}: a lazy error feedback is for the workers' messages (the "
@@ -201,6 +205,30 @@ def check_composition(cfg, method_name: str) -> None:
                          "honest worker")
     if hasattr(registry.stages("aggregation")[agg], "check_workers"):
         registry.stages("aggregation")[agg].check_workers(cfg.workers, cfg.byzantine, cfg.aggregate)
+
+
+def _check_two_point(cfg, est: str) -> None:
+    """The options a two-point estimator (MARINA, docs/theory.md §8.10) cannot run with: its rounds of exact
+    gradients go around each (what it needs of the problem, an exact local oracle, is checked when the problem is
+    built: ``signsim.engine.driver.check_two_point``)."""
+    from signsim import methods
+
+    noise = str(getattr(cfg, "noise", None) or "none")
+    momentum = momentum_stage(methods.get(cfg.method), cfg).name
+    down, pre = str(getattr(cfg, "down_compressor", "none")), str(getattr(cfg, "pre_aggregate", None) or "none")
+    server_opt = str(getattr(cfg, "server_opt", None) or "sgd")
+    if noise != "none":
+        raise InputError(f"--grad-estimator {est} with --noise {noise}: needs each worker's exact local gradient (the "
+                         "difference at two iterates from the same sample); drop --noise")
+    clashes = [(cfg.local_steps > 1, f"--local-steps {cfg.local_steps}"),
+               (cfg.byzantine > 0, f"--byzantine {cfg.byzantine}"),
+               (momentum != "none", f"--method {cfg.method} (its momentum, beta = {cfg.momentum:g})"),
+               (bool(cfg.monotone), "--monotone"), (down != "none", f"--down-compressor {down}"),
+               (server_opt != "sgd", f"--server-opt {server_opt}"), (pre != "none", f"--pre-aggregate {pre}")]
+    for clash, option in clashes:
+        if clash:
+            raise InputError(f"--grad-estimator {est} with {option}: its rounds of exact gradients go around it; "
+                             "drop one of the two")
 
 
 def describe(settings, cfg, dim: int) -> dict:

@@ -38,6 +38,8 @@ class Call:
     args: tuple[str, ...]
     returns: bool
     worker: bool
+    #: a module may leave it out: then ``signsim.stages.defaults`` gives the function (a plugin written before it)
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ class Kind:
         out: dict[str, object] = {"NAME": str, "PARAMS": tuple, "SUMMARY": str}
         out.update(self.declares)
         for c in self.calls:
-            out[c.attr] = "function"
+            if not c.optional:
+                out[c.attr] = "function"
         return out
 
 
@@ -96,7 +99,7 @@ TABLE: tuple[Kind, ...] = (
          declares={"KIND": str, "SCRATCH": bool, "BROADCAST": str, "constant": "function", "may_be_zero": "function",
                    "bits": "function", "reference": "function"}),
     Kind("error_feedback", "error_feedback", "--error-feedback", "Error feedback (`--error-feedback`)", "worker",
-         (Call("ef_sends", "sends", ("k", "v", "e", "p"), True, True),
+         (Call("ef_sends", "sends", ("k", "v", "e", "p"), True, True, optional=True),
           Call("ef_before", "before", ("lr", "v", "g", "e"), True, True),
           Call("ef_after", "after", ("e", "out"), False, True),
           Call("ef_direction", "direction", ("agg", "srv"), True, False)),
@@ -119,7 +122,7 @@ TABLE: tuple[Kind, ...] = (
          states=(State("STATE", "opt", ("3", "d")),),
          declares={"STATE": bool, "reference": "function"}),
     Kind("estimator", "estimators", "--grad-estimator", "Gradient estimators (`--grad-estimator`)", "worker",
-         (Call("est_fresh", "fresh", ("k", "hbar", "p", "gen"), True, False),
+         (Call("est_fresh", "fresh", ("k", "hbar", "p", "gen"), True, False, optional=True),
           Call("est_before", "before", ("v", "g", "h", "p"), True, True),
           Call("est_after", "after", ("h", "hbar", "out", "p", "H"), False, True),
           Call("est_direction", "direction", ("agg", "hbar", "p", "S", "M", "H"), True, False)),

@@ -137,8 +137,11 @@ def form(mod: ModuleType) -> str:
     """The spec form of a stage, e.g. ``qsgd:S``, ``top-k:K`` (or the module's own ``FORM``)."""
     if hasattr(mod, "FORM"):
         return mod.FORM
-    return ":".join([mod.NAME, *(p.name.upper() if p.kind != "choice" else "|".join(p.choices)
-                                 for p in mod.PARAMS)])
+    out = mod.NAME
+    for p in mod.PARAMS:
+        shown = p.name.upper() if p.kind != "choice" else "|".join(p.choices)
+        out += f"[:{shown}]" if p.kind == "choice" and p.omit_default else f":{shown}"
+    return out
 
 
 def defaults(mod: ModuleType) -> str:

@@ -9,6 +9,7 @@ per worker is g_m and y_m (``STATE_WIDTH`` = 2: e = [g_m, y_m])."""
 import numpy as np
 
 from signsim.stages.base import Param
+from signsim.stages.error_feedback.ef21 import after, before, direction, reference_direction  # noqa: F401 - EF21's
 
 NAME = "clag"
 PARAMS = (Param("zeta", default=1.0, low=0.0),)
@@ -34,23 +35,6 @@ def sends(k, v, e, p):
     return k == 0 or moved > p[0] * changed
 
 
-def before(lr, v, g, e):
-    for i in range(v.shape[0]):  # u = v - g_m, written over g (no longer needed)
-        g[i] = v[i] - e[i]
-    return g
-
-
-def after(e, out):
-    for i in range(out.shape[0]):
-        e[i] += out[i]
-
-
-def direction(agg, srv):
-    for i in range(agg.shape[0]):
-        srv[i] += agg[i]
-    return srv
-
-
 def reference_sends(k, v, e, p):
     d = v.size
     g_m, y_m = e[:d], e[d:]
@@ -65,8 +49,3 @@ def reference_before(lr, v, e):
 
 def reference_after(e, u, msg):
     e[: msg.size] += msg
-
-
-def reference_direction(broadcast, srv):
-    srv[:] = srv + broadcast
-    return srv.copy()

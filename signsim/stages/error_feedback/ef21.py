@@ -14,18 +14,14 @@ TRACK_ERROR = False
 INCREMENTS = True  # the server sums increments of the mean over all M workers (EF21-PP)
 
 
-def sends(k, v, e, p):  # every round
-    return True
-
-
 def before(lr, v, g, e):
-    for i in range(e.shape[0]):  # u = v - g_m, written over g (no longer needed)
+    for i in range(v.shape[0]):  # u = v - g_m, written over g (no longer needed); e may hold more (CLAG's y_m)
         g[i] = v[i] - e[i]
     return g
 
 
 def after(e, out):
-    for i in range(e.shape[0]):
+    for i in range(out.shape[0]):
         e[i] += out[i]
 
 

@@ -1,0 +1,12 @@
+"""The functions a stage module may leave out (``kinds.Call.optional``), each as the stages that leave it out behave:
+the stage functions the loop calls take them from here (``signsim.engine.compose.stage_function``)."""
+
+
+def sends(k, v, e, p):
+    """Error feedback: the worker sends every round (only a LAZY one, CLAG, may hold back; docs/theory.md §8.2)."""
+    return True
+
+
+def fresh(k, hbar, p, gen):
+    """Gradient estimator: no round in which every worker sends its exact gradient (MARINA's, §8.10)."""
+    return False
