@@ -21,8 +21,10 @@ class DiversityOptions:
     pairs: int = 2000
     small_batch: int | None = None  # default: the run's batch size
     big_batch: int | None = None  # default: max(2, M) times the small batch
-    #: transformations of the per-sample gradients (dropout:p, langevin:s, sign, sto-sign, qsgd:S, natural)
+    #: transformations of the per-sample gradients (dropout:p, langevin:s, or a compressor's spec)
     transform: list[str] | None = None
+    #: draws of the transformed set for a transformation without closed forms (Monte Carlo)
+    transform_draws: int = 200
     pairs_given: bool = False  # --pairs was given (it is used by the two-batch estimator only)
 
     @classmethod
@@ -31,6 +33,8 @@ class DiversityOptions:
 
         o = cls(**{k: v for k, v in given.items() if v is not None})
         check_fields(o, "diversity")  # each against its row of signsim.interface.options (range and choices)
+        if given.get("transform_draws") is not None and not o.transform:
+            raise InputError(f"--transform-draws {o.transform_draws}: has no effect without --transform")
         if o.transform:
             from signsim.diagnostics.transforms import parse
 
@@ -69,6 +73,22 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
         note(check_work(float(o.pairs) * (small + big) * problem.dim,
                         f"--pairs {o.pairs} (minibatches of {small} and {big} over dimension {problem.dim})",
                         "lower --pairs (or --small-batch, --big-batch)"))
+    chosen = None
+    if o.transform:
+        if problem.finite_sum is None:
+            raise InputError(f"--transform: needs per-sample gradients, which {problem.name} does not have "
+                             "(a data problem, or --grads)")
+        from signsim.diagnostics.diversity_report import transforms_at
+        from signsim.diagnostics.transforms import has_closed_form
+        from signsim.resources import check_work, note
+
+        chosen = transforms_at(o.transform, cfg.sign_zero, problem.dim)  # top-k:K needs K <= d: said before any work
+        sampled = [spec for spec, t in zip(o.transform, chosen, strict=True) if not has_closed_form(t)]
+        if sampled:
+            note(check_work(float(o.transform_draws) * len(sampled) * problem.finite_sum.n * problem.dim,
+                            f"--transform-draws {o.transform_draws} ({', '.join(sampled)}: {len(sampled)} x "
+                            f"{o.transform_draws} draws of {problem.finite_sum.n} gradients of dimension "
+                            f"{problem.dim})", "lower --transform-draws"))
     x, where = resolve_point(o.at, problem, cfg)
     with np.errstate(over="ignore", invalid="ignore"):  # gradients past the floats: the error below says so
         d, info = measure(problem, model, params, x, cfg, method, o.pairs, o.small_batch, o.big_batch)
@@ -107,9 +127,7 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
         doc["workers"] = workers
         doc["between_workers"] = {"groups": len(means), "delta": between.delta_S, "B": between.B_S,
                                   "inv_B": between.inv_B_S}
-    if o.transform:
-        if fs is None:
-            raise InputError(f"--transform: needs per-sample gradients, which {problem.name} does not have "
-                             "(a data problem, or --grads)")
-        doc["transforms"] = transformed(lambda: gradient_blocks(problem, x), o.transform, cfg.sign_zero, o.delta)
+    if chosen is not None:
+        doc["transforms"] = transformed(lambda: gradient_blocks(problem, x), o.transform, chosen, o.delta, cfg.seed,
+                                        o.transform_draws)
     return doc
