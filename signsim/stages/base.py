@@ -14,7 +14,11 @@ A stage is one module in one of the folders ``momentum``, ``compressors``, ``err
   its count of non-zero entries, e.g. QSGD's Elias code; ``bits`` is then an upper bound); optionally
   ``moments(G, p, sign_zero)`` (NumPy: E||C(g_j)||^2 and E C(g_j) for each row g_j of G, in closed form, with
   ``DEGREE`` = k when C(2^j v) = 2^(jk) C(v) in law; ``diversity --transform`` then reports exact expectations,
-  else it samples ``kernel``, docs/theory.md §10.4);
+  else it samples ``kernel``, docs/theory.md §10.4) and ``COORDINATE_SIGN`` (True when C(v)_i = sign(v_i) with
+  sign(0) by the policy, a function of v_i alone: ``--votes binomial`` draws its vote counts, §11);
+- attacks may declare ``sign_law(p)``: a blind attack's effect on a sign message, P(sent | own sign) as 3 x 3 rows
+  (own +1, 0, -1) of columns (sent +1, 0, -1) (``--votes binomial`` takes the attacks that do, §11);
+  aggregations whose ``SUMMED`` is True read only the sum of the messages (``--votes binomial`` takes them too);
 - the other kinds the functions their folder's ``__init__`` names.
 
 Kernels are plain Python functions that use ``math`` only: the engine compiles them with Numba when a run

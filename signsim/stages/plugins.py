@@ -25,7 +25,8 @@ from signsim.stages.base import KINDS, Param
 REQUIRED: dict[str, dict[str, object]] = {k.name: k.required for k in kinds.PRIMARY}
 #: what a module of a kind may declare besides (``signsim.stages.base``): checked when present
 OPTIONAL: dict[str, dict[str, object]] = {
-    "compressor": {"message_bits": "function", "moments": "function", "DEGREE": int},
+    "compressor": {"message_bits": "function", "moments": "function", "DEGREE": int, "COORDINATE_SIGN": bool},
+    "attack": {"sign_law": "function"},
 }
 COMPRESSOR_KINDS = ("unbiased", "contractive", "biased")
 BROADCASTS = ("floats", "sparse", "sign-sum")

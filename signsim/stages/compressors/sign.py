@@ -13,6 +13,8 @@ SCRATCH = False
 BROADCAST = "sign-sum"  # the sum of M signs: M + 1 values (2 M + 1 with zeros)
 #: C(2^j v) = C(v): the diversity's closed forms may compute in any power-of-two unit (docs/theory.md §10.4)
 DEGREE = 0
+#: C(v)_i = sign(v_i), a function of v_i alone: ``--votes binomial`` draws the counts of its values (docs/theory.md §11)
+COORDINATE_SIGN = True
 
 
 def constant(d):
