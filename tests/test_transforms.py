@@ -189,3 +189,11 @@ def test_transform_draws_without_a_transform_is_refused(cli, tmp_path):
     np.save(path, np.random.default_rng(1).standard_normal((5, 3)))
     r = cli("diversity", "--grads", path, "--transform-draws", "50", "--quiet")
     assert r.code == 2 and "--transform-draws 50: has no effect without --transform" in r.err
+
+
+def test_transform_draws_that_no_transform_uses_is_a_warning():
+    import signsim
+
+    with pytest.warns(UserWarning, match=r"--transform-draws 50 is not used: every --transform has closed forms"):
+        doc = signsim.diversity(transform="sign", transform_draws=50).to_dict()
+    assert doc["options"]["transform_draws"] == 50 and doc["transforms"][1]["method_of_estimate"] == "closed-form"
