@@ -197,3 +197,30 @@ def test_transform_draws_that_no_transform_uses_is_a_warning():
     with pytest.warns(UserWarning, match=r"--transform-draws 50 is not used: every --transform has closed forms"):
         doc = signsim.diversity(transform="sign", transform_draws=50).to_dict()
     assert doc["options"]["transform_draws"] == 50 and doc["transforms"][1]["method_of_estimate"] == "closed-form"
+
+
+@pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in COMPRESSORS])
+def test_a_declared_degree_holds_draw_for_draw(name):
+    """C(2^j g) = 2^(jk) C(g) with the same draws, for the degree k the module declares (none: noisy-sign)."""
+    mod = registry.builtin("compressor")[name]
+    G = gradients(8)
+    t = tr.parse(COMPRESSORS[name]).at_dim(G.shape[1])
+    k = getattr(mod, "DEGREE", None)
+    if k is None:
+        assert name == "noisy-sign"  # sign(v + sigma xi) is neither
+        return
+    base = tr.sample(t, G, np.random.default_rng(2))
+    for j in (-7, 5):
+        scaled = tr.sample(t, G * 2.0**j, np.random.default_rng(2))
+        assert np.array_equal(scaled, base * 2.0 ** (j * k)), (name, j)
+
+
+@pytest.mark.parametrize("spec", ["sign", "qsgd:3"])
+def test_monte_carlo_of_gradients_of_any_magnitude_stays_finite(spec):
+    """Sampled in the power-of-two unit of the module's DEGREE: the same numbers at 2^900 and 2^-900."""
+    t = tr.parse(spec)
+    G = gradients(9)
+    base = tr.monte_carlo(t, G, draws=20, seed=1)
+    for j in (900, -900):
+        big = tr.monte_carlo(t, [G[:5] * 2.0**j, G[5:] * 2.0**j], draws=20, seed=1)
+        assert big.B_S == pytest.approx(base.B_S, rel=1e-12) and big.B_simple == pytest.approx(base.B_simple, rel=1e-12)

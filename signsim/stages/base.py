@@ -12,10 +12,11 @@ A stage is one module in one of the folders ``momentum``, ``compressors``, ``err
   accounting) and ``reference`` (NumPy, same draws in the same order, for the replay); optionally
   ``message_bits(v, out, p, sign_zero)`` (NumPy: the exact bits of one message when its size depends on more than
   its count of non-zero entries, e.g. QSGD's Elias code; ``bits`` is then an upper bound); optionally
-  ``moments(G, p, sign_zero)`` (NumPy: E||C(g_j)||^2 and E C(g_j) for each row g_j of G, in closed form, with
-  ``DEGREE`` = k when C(2^j v) = 2^(jk) C(v) in law; ``diversity --transform`` then reports exact expectations,
-  else it samples ``kernel``, docs/theory.md §10.4) and ``COORDINATE_SIGN`` (True when C(v)_i = sign(v_i) with
-  sign(0) by the policy, a function of v_i alone: ``--votes binomial`` draws its vote counts, §11);
+  ``moments(G, p, sign_zero)`` (NumPy: E||C(g_j)||^2 and E C(g_j) for each row g_j of G, in closed form;
+  ``diversity --transform`` then reports exact expectations, else it samples ``kernel``, docs/theory.md §10.4),
+  ``DEGREE`` (k with C(2^j v) = 2^(jk) C(v) for every integer j, draw for draw: the diversity's sums are then kept
+  in a power-of-two unit, finite for gradients of any magnitude) and ``COORDINATE_SIGN`` (True when C(v)_i =
+  sign(v_i) with sign(0) by the policy, a function of v_i alone: ``--votes binomial`` draws its vote counts, §11);
 - attacks may declare ``sign_law(p)``: a blind attack's effect on a sign message, P(sent | own sign) as 3 x 3 rows
   (own +1, 0, -1) of columns (sent +1, 0, -1) (``--votes binomial`` takes the attacks that do, §11);
   aggregations whose ``SUMMED`` is True read only the sum of the messages (``--votes binomial`` takes them too);

@@ -11,7 +11,7 @@ KIND = "unbiased"
 THEORY = "§8.1"
 SCRATCH = False
 BROADCAST = "floats"
-#: C(2^j v) = 2^j C(v) in law: the diversity's closed forms may compute in a power-of-two unit (docs/theory.md §10.4)
+#: C(2^j v) = 2^j C(v) in law: the diversity's estimates may compute in a power-of-two unit (docs/theory.md §10.4)
 DEGREE = 1
 
 

@@ -26,7 +26,7 @@ THEORY = "§8.1"
 SCRATCH = False
 BROADCAST = "floats"
 ELIAS = 1  # the code of "elias" among PARAMS[1].choices
-#: C(2^j v) = 2^j C(v) in law: the diversity's closed forms may compute in a power-of-two unit (docs/theory.md §10.4)
+#: C(2^j v) = 2^j C(v) in law: the diversity's estimates may compute in a power-of-two unit (docs/theory.md §10.4)
 DEGREE = 1
 
 

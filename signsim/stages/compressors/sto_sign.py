@@ -10,7 +10,7 @@ KIND = "biased"
 THEORY = "§8.1"
 SCRATCH = False
 BROADCAST = "sign-sum"
-#: C(2^j v) = C(v): the diversity's closed forms may compute in any power-of-two unit (docs/theory.md §10.4)
+#: C(2^j v) = C(v): the diversity's estimates may compute in any power-of-two unit (docs/theory.md §10.4)
 DEGREE = 0
 
 
