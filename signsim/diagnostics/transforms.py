@@ -131,6 +131,8 @@ def _draws_for(module):
 
 
 _COPIES: dict = {}
+#: (stage, d) whose kernels passed ``compose.smoke_test`` in this process
+_SMOKED: set = set()
 
 
 def _kernel_draws(t: Transform, G: np.ndarray, gens: list, a: np.ndarray, sums: np.ndarray,
@@ -145,7 +147,9 @@ def _kernel_draws(t: Transform, G: np.ndarray, gens: list, a: np.ndarray, sums: 
     n, d = G.shape
     if n == 0:
         return
-    compose.smoke_test(t.stage, d)  # a plugin's kernel, bounds-checked first: a broken one is one line
+    if (t.stage, d) not in _SMOKED:  # a plugin's kernel, bounds-checked first: a broken one is one line
+        compose.smoke_test(t.stage, d)
+        _SMOKED.add((t.stage, d))
     fn = _draws_for(t.module)
     p = t.stage.param_array()
     code = sign_zero_code(t.sign_zero)
