@@ -632,8 +632,8 @@ def diversity(config: Any = None, *, out: str | Path | None = None, **options: A
     speedup at a point (docs/theory.md §6); a config with an ``[experiment]`` table runs the experiment its
     ``kind`` names (replication, dimension, heuristics, stability, conflicts, lower-bound). Takes the run
     options and ``at`` (also a vector), ``delta``, ``estimator``, ``pairs``, ``small_batch``, ``big_batch``,
-    ``transform`` (a spec or a list of them), ``grads``; the problem defaults to logistic, as on the command
-    line."""
+    ``transform`` (a spec or a list of them: dropout, langevin or any compressor, docs/theory.md §10.4),
+    ``transform_draws``, ``grads``; the problem defaults to logistic, as on the command line."""
     return _warned(execute("diversity", config, {**options, "out": out}))
 
 

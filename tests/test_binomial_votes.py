@@ -7,7 +7,7 @@ from scipy import stats
 from signsim import noise
 from signsim.codes import SignZero
 from signsim.engine import binomial
-from signsim.engine.binomial import ATTACK_INVERT, ATTACK_RANDOM
+from signsim.stages import registry
 
 CASES = [("gaussian:1", 1), ("gaussian:1", 4), ("skewed:1", 1), ("bimodal:1", 1), ("laplace:0.5", 1),
          ("uniform:2", 1), ("cauchy:0.3", 3), ("none", 1)]
@@ -25,7 +25,7 @@ def simulate_sums(model, p, tau, g, M, byz, attack, sign_zero, rng, reps):
             s[zeros] = np.where(rng.random(zeros.sum()) < 0.5, -1.0, 1.0)
         elif sign_zero == SignZero.PLUS:
             s[zeros] = 1.0
-        if attack == ATTACK_INVERT:
+        if attack == "invert":
             s[:byz] = -s[:byz]
         else:
             s[:byz] = np.abs(s[:byz]) * np.where(rng.random((byz, g.size)) < 0.5, -1.0, 1.0)
@@ -34,18 +34,20 @@ def simulate_sums(model, p, tau, g, M, byz, attack, sign_zero, rng, reps):
 
 
 def binomial_sums(model, p, tau, g, M, byz, attack, sign_zero, seed, reps):
+    """The engine's vote sums, with the law of the attack module of that name (the registry's ``sign_law``)."""
     gen = np.random.default_rng(seed)
     det = binomial.is_deterministic(model, p)
     out = np.empty((reps, g.size))
     buf = np.empty(g.size)
+    law = np.array(registry.stages("attack")[attack].sign_law(()), dtype=float)
     for r in range(reps):
-        binomial.vote_sum(g, model.code, p, tau, det, M, byz, int(attack), int(sign_zero), gen, buf)
+        binomial.vote_sum(g, model.code, p, tau, det, M, byz, law, int(sign_zero), gen, buf)
         out[r] = buf
     return out
 
 
 @pytest.mark.parametrize("spec,tau", CASES)
-@pytest.mark.parametrize("M,byz,attack", [(7, 0, ATTACK_INVERT), (8, 3, ATTACK_INVERT), (9, 2, ATTACK_RANDOM)])
+@pytest.mark.parametrize("M,byz,attack", [(7, 0, "invert"), (8, 3, "invert"), (9, 2, "random")])
 def test_vote_sums_have_the_per_worker_distribution(spec, tau, M, byz, attack):
     model, p = noise.parse(spec)
     reps = 3000
@@ -65,7 +67,7 @@ def test_vote_sums_have_the_per_worker_distribution(spec, tau, M, byz, attack):
 def test_zero_gradient_without_noise_follows_the_sign_zero_policy(sign_zero):
     model, p = noise.parse("none")
     g = np.array([0.0, 1.0, -1.0])
-    out = binomial_sums(model, p, 1, g, 5, 0, ATTACK_INVERT, sign_zero, 0, 2000)
+    out = binomial_sums(model, p, 1, g, 5, 0, "invert", sign_zero, 0, 2000)
     assert np.all(out[:, 1] == 5) and np.all(out[:, 2] == -5)
     if sign_zero == SignZero.ZERO:
         assert np.all(out[:, 0] == 0)
@@ -79,7 +81,7 @@ def test_zero_gradient_without_noise_follows_the_sign_zero_policy(sign_zero):
 def test_a_million_workers_mean_matches_closed_form():
     model, p = noise.parse("gaussian:1")
     M = 10**6
-    out = binomial_sums(model, p, 1, G, M, 0, ATTACK_INVERT, SignZero.RANDOM, 3, 400)
+    out = binomial_sums(model, p, 1, G, M, 0, "invert", SignZero.RANDOM, 3, 400)
     rho = stats.norm.cdf(np.abs(G))  # P(correct sign); the zero coordinate has rho = 1/2
     expected = M * np.sign(G) * (2 * rho - 1)
     sd = np.sqrt(M * 4 * rho * (1 - rho))
@@ -161,3 +163,41 @@ def test_every_refused_configuration_exits_2(cli, args):
     r = cli("run", "--votes", "binomial", "--iters", "5", *args)
     assert r.code == 2, r.err
     assert "--votes binomial" in r.err and "Traceback" not in r.err
+
+
+# ---- the attacks' laws: declared by the attack modules, drawn generically ---------------------------------------
+
+def test_attacked_counts_draw_what_the_attacks_drew():
+    """invert's law is sure: no draw; random's pools +1 and -1 (equal rows): one Bin(nonzero, 1/2), nothing else."""
+    attacks = registry.stages("attack")
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    law = np.array(attacks["invert"].sign_law(()), dtype=float)
+    assert binomial.attacked_counts(a, 3, 1, 2, law) == (2, 1, 3)
+    assert a.random() == b.random()  # nothing drawn
+    law = np.array(attacks["random"].sign_law(()), dtype=float)
+    up = b.binomial(5, 0.5)
+    assert binomial.attacked_counts(a, 3, 1, 2, law) == (up, 1, 5 - up)
+    assert a.random() == b.random()
+    assert binomial.attacked_counts(a, 0, 4, 0, law) == (0, 4, 0)  # no nonzero sign: no draw
+    assert a.random() == b.random()
+    # a law of three distinct rows (no pooling): a multinomial per own sign, in order +1, 0, -1
+    law = np.array([[0.5, 0.25, 0.25], [0.0, 1.0, 0.0], [0.2, 0.0, 0.8]])
+    u1 = b.binomial(3, 0.5)
+    z1 = b.binomial(3 - u1, 0.5)
+    u3 = b.binomial(2, 0.2)
+    assert binomial.attacked_counts(a, 3, 1, 2, law) == (u1 + u3, z1 + 1, 3 - u1 - z1 + 2 - u3)
+    assert a.random() == b.random()
+
+
+@pytest.mark.parametrize("name", [n for n, m in registry.stages("attack").items() if hasattr(m, "sign_law")])
+def test_each_declared_sign_law_is_the_attack_itself(name):
+    """The law against the attack's own NumPy reference applied to sign messages: within 5 standard errors."""
+    mod = registry.stages("attack")[name]
+    law = np.array(mod.sign_law(()), dtype=float)
+    assert law.shape == (3, 3) and np.allclose(law.sum(axis=1), 1.0) and np.all(law >= 0)
+    gen = np.random.default_rng(0)
+    n = 20000
+    for row, own in enumerate((1.0, 0.0, -1.0)):
+        sent = np.asarray(mod.reference(np.full(n, own), (), gen))
+        freq = np.array([np.mean(sent == 1.0), np.mean(sent == 0.0), np.mean(sent == -1.0)])
+        assert np.all(np.abs(freq - law[row]) <= 5 * np.sqrt(law[row] * (1 - law[row]) / n) + 1e-12), (name, own)

@@ -191,7 +191,8 @@ def test_diversity_grads_file_near_1e300(cli, tmp_path):
                  st.integers(-2**70, 2**70).map(str), st.sampled_from(["1e300", "inf", "nan", "-0", "2147483648"])),
        st.sampled_from(["qsgd", "dropout", "langevin"]))
 def test_transform_parameters_are_checked_with_a_true_message(value, name):
-    from signsim.interface.transform_specs import MAX_LEVELS, parse
+    from signsim.interface.transform_specs import parse
+    from signsim.stages import registry
 
     counted("transform")
     try:
@@ -199,17 +200,19 @@ def test_transform_parameters_are_checked_with_a_true_message(value, name):
     except InputError as e:
         msg = str(e)
         assert msg.startswith(f"--transform {name}:{value}: ") and "\n" not in msg
-        if name == "qsgd":
-            assert f"between 1 and {MAX_LEVELS}" in msg
+        if name == "qsgd":  # the compressor's own check, as --compressor says it
+            with pytest.raises(InputError) as as_compressor:
+                registry.parse("compressor", f"{name}:{value}")
+            assert msg == str(as_compressor.value).replace("--compressor", "--transform", 1)
         return
     p = float(value)
-    assert {"qsgd": 1 <= p <= MAX_LEVELS and p == int(p), "dropout": 0 <= p < 1,
+    assert {"qsgd": 1 <= p <= 2**31 and p == int(p), "dropout": 0 <= p < 1,
             "langevin": 0 <= p < np.inf}[name], (name, value, t)
 
 
 def test_qsgd_1e300_is_not_called_an_integer_below_1(cli):
     line = one_line_error(cli("diversity", "--transform", "qsgd:1e300", "--quiet"), "qsgd:1e300")
-    assert "between 1 and 2147483647" in line and ">= 1" not in line
+    assert "s must be <= 2147483648" in line and ">= 1" not in line
 
 
 @cases()

@@ -21,9 +21,12 @@ class DiversityOptions:
     pairs: int = 2000
     small_batch: int | None = None  # default: the run's batch size
     big_batch: int | None = None  # default: max(2, M) times the small batch
-    #: transformations of the per-sample gradients (dropout:p, langevin:s, sign, sto-sign, qsgd:S, natural)
+    #: transformations of the per-sample gradients (dropout:p, langevin:s, or a compressor's spec)
     transform: list[str] | None = None
+    #: draws of the transformed set for a transformation without closed forms (Monte Carlo)
+    transform_draws: int = 200
     pairs_given: bool = False  # --pairs was given (it is used by the two-batch estimator only)
+    draws_given: bool = False  # --transform-draws was given (it is used by sampled transformations only)
 
     @classmethod
     def build(cls, **given: Any) -> DiversityOptions:
@@ -31,6 +34,9 @@ class DiversityOptions:
 
         o = cls(**{k: v for k, v in given.items() if v is not None})
         check_fields(o, "diversity")  # each against its row of signsim.interface.options (range and choices)
+        o.draws_given = given.get("transform_draws") is not None
+        if o.draws_given and not o.transform:
+            raise InputError(f"--transform-draws {o.transform_draws}: has no effect without --transform")
         if o.transform:
             from signsim.diagnostics.transforms import parse
 
@@ -69,6 +75,7 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
         note(check_work(float(o.pairs) * (small + big) * problem.dim,
                         f"--pairs {o.pairs} (minibatches of {small} and {big} over dimension {problem.dim})",
                         "lower --pairs (or --small-batch, --big-batch)"))
+    chosen = _transforms(o, cfg, problem, unused) if o.transform else None
     x, where = resolve_point(o.at, problem, cfg)
     with np.errstate(over="ignore", invalid="ignore"):  # gradients past the floats: the error below says so
         d, info = measure(problem, model, params, x, cfg, method, o.pairs, o.small_batch, o.big_batch)
@@ -80,7 +87,8 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
                          "diversity to report")
     doc: dict[str, Any] = {
         "signsim_version": __version__, "command": "diversity", "config": cfg.to_dict(),
-        "options": {k: v for k, v in asdict(o).items() if k != "pairs_given"}, "problem": problem.facts(),
+        "options": {k: v for k, v in asdict(o).items() if k not in ("pairs_given", "draws_given")},
+        "problem": problem.facts(),
         "point": where, "method_of_estimate": method,
         **summary(d, o.delta),
     }
@@ -107,9 +115,31 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
         doc["workers"] = workers
         doc["between_workers"] = {"groups": len(means), "delta": between.delta_S, "B": between.B_S,
                                   "inv_B": between.inv_B_S}
-    if o.transform:
-        if fs is None:
-            raise InputError(f"--transform: needs per-sample gradients, which {problem.name} does not have "
-                             "(a data problem, or --grads)")
-        doc["transforms"] = transformed(lambda: gradient_blocks(problem, x), o.transform, cfg.sign_zero, o.delta)
+    if chosen is not None:
+        doc["transforms"] = transformed(lambda: gradient_blocks(problem, x), o.transform, chosen, o.delta, cfg.seed,
+                                        o.transform_draws)
     return doc
+
+
+def _transforms(o: DiversityOptions, cfg: RunConfig, problem, unused: list[str]) -> list:
+    """The transformations of ``--transform`` at the problem's dimension, checked before any work (top-k:K needs
+    K <= d), with the work of the sampled ones estimated (a note, or InputError past a year); a --transform-draws
+    that none of them uses is added to ``unused``."""
+    from signsim.diagnostics.diversity_report import transforms_at
+    from signsim.diagnostics.transforms import has_closed_form
+    from signsim.resources import check_work, note
+
+    fs = problem.finite_sum
+    if fs is None:
+        raise InputError(f"--transform: needs per-sample gradients, which {problem.name} does not have "
+                         "(a data problem, or --grads)")
+    chosen = transforms_at(o.transform, cfg.sign_zero, problem.dim)
+    sampled = [spec for spec, t in zip(o.transform, chosen, strict=True) if not has_closed_form(t)]
+    if sampled:
+        note(check_work(float(o.transform_draws) * len(sampled) * fs.n * problem.dim,
+                        f"--transform-draws {o.transform_draws} ({', '.join(sampled)}: {len(sampled)} x "
+                        f"{o.transform_draws} draws of {fs.n} gradients of dimension {problem.dim})",
+                        "lower --transform-draws"))
+    elif o.draws_given:
+        unused.append(f"--transform-draws {o.transform_draws} is not used: every --transform has closed forms")
+    return chosen

@@ -11,7 +11,9 @@ from signsim.errors import InputError
 
 #: run options that still mean something for given gradients (the rest describe a simulated problem)
 SPB_RUN_OPTIONS = {"workers", "batch_size", "sign_zero", "tie", "seed"}
-DIVERSITY_RUN_OPTIONS: set[str] = {"sign_zero"}  # sign_zero: the sign transformation's sign(0)
+#: sign_zero: sign(0) of the transformations that take a sign; seed: the streams of a sampled transformation; plugin:
+#: compressors of your own as transformations
+DIVERSITY_RUN_OPTIONS: set[str] = {"sign_zero", "seed", "plugin"}
 
 
 def load(path: Path):
@@ -64,15 +66,27 @@ def diversity(path: Path, values: dict[str, Any], options: dict[str, Any]) -> di
 
     delta = options.pop("delta", None)
     specs = options.pop("transform", None)
+    draws = options.pop("transform_draws", None)
     _reject(values, DIVERSITY_RUN_OPTIONS, options)
+    if draws is not None and not specs:
+        raise InputError(f"--transform-draws {draws}: has no effect without --transform")
+    if values.get("plugin"):
+        from signsim.stages import plugins
+
+        plugins.load(values["plugin"])
     G = load(path)
+    chosen = None
+    if specs:
+        from signsim.diagnostics.diversity_report import transforms_at
+
+        chosen = transforms_at(specs, values.get("sign_zero", "random"), G.shape[1])  # before any work
     doc = diversity_document(G, 1.0 if delta is None else delta, where=f"--grads {path}")
     doc["grads"] = str(path)
     if specs:
         from signsim.diagnostics.diversity_report import transformed
 
-        doc["transforms"] = transformed(lambda: blocks(G), specs, values.get("sign_zero", "random"),
-                                        1.0 if delta is None else delta)
+        doc["transforms"] = transformed(lambda: blocks(G), specs, chosen, 1.0 if delta is None else delta,
+                                        values.get("seed", 0), draws)
     return doc
 
 

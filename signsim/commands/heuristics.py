@@ -1,8 +1,8 @@
 """Diversity-raising heuristics (Yin et al., arXiv 1706.05699, section on dropout, Langevin dynamics and
-quantization; docs/theory.md §6): B_S of the raw per-sample gradients at a point against B_S of the same
-gradients after each transformation (closed forms, ``signsim.diagnostics.transforms``), the predicted speedups
-with and without it, and, for Langevin noise, the measured iterations-to-target of mini-batch SGD over B with
-and without the transformation.
+quantization; docs/theory.md §6, §10.4): B_S of the raw per-sample gradients at a point against B_S of the same
+gradients after each transformation (closed forms where it has them, else sampled:
+``signsim.diagnostics.transforms``), the predicted speedups with and without it, and, for Langevin noise, the
+measured iterations-to-target of mini-batch SGD over B with and without the transformation.
 
 Langevin dynamics adds N(0, s^2 I) to every per-sample gradient; the mean over a minibatch of B samples then
 carries N(0, s^2 I / B), exactly what ``--noise gaussian:s`` adds to a minibatch gradient, so the measured runs
@@ -29,7 +29,7 @@ def heuristics(base: dict[str, Any], e: HeuristicsExperiment,
     from signsim import problems
     from signsim.diagnostics import transforms as tr
     from signsim.diagnostics.diversity import batch_grid, predicted_speedup
-    from signsim.diagnostics.diversity_report import gradient_blocks
+    from signsim.diagnostics.diversity_report import gradient_blocks, transforms_at
     from signsim.diagnostics.point import resolve_point
     from signsim.interface.config import resolve
     from signsim.interface.interrupts import acknowledge
@@ -43,14 +43,15 @@ def heuristics(base: dict[str, Any], e: HeuristicsExperiment,
     rows = doc["rows"]
     if e.measure is not None:
         doc["measured"] = []
+    chosen = transforms_at(e.transforms, cfg.sign_zero, problem.dim)  # a plugin's compressor is known by now
     try:
         x, doc["point"] = resolve_point(e.at, problem, cfg)
         grid = batch_grid(problem.finite_sum.n)
         raw = tr.closed_form(tr.parse("langevin:0"), gradient_blocks(problem, x))  # s = 0: the raw gradients
         doc["n"] = raw.n
         rows.append({"transform": "none", **_summary(raw, grid, predicted_speedup)})
-        for spec in e.transforms:
-            t = tr.closed_form(tr.parse(spec, cfg.sign_zero), gradient_blocks(problem, x))
+        for spec, t in zip(e.transforms, chosen, strict=True):
+            t = tr.estimate(t, gradient_blocks(problem, x), tr.DRAWS, cfg.seed)
             rows.append({"transform": spec, **_summary(t, grid, predicted_speedup)})
         if e.measure is not None:
             _measure(base, e, progress, doc["measured"])
@@ -89,6 +90,7 @@ def _mean(hits: list[int | None]) -> float | None:
 
 
 def _summary(t, grid, predicted_speedup) -> dict[str, Any]:
-    return {"B_S": t.B_S, "delta_S": t.delta_S, "B_simple": t.B_simple, "method_of_estimate": t.method,
+    interval = {"B_S_interval": list(t.interval), "draws": t.draws} if t.interval is not None else {}
+    return {"B_S": t.B_S, "delta_S": t.delta_S, "B_simple": t.B_simple, "method_of_estimate": t.method, **interval,
             "speedup": [{"B": b, "predicted": float(v)}
                         for b, v in zip(grid, predicted_speedup(grid, t.B_simple + 1.0), strict=True)]}

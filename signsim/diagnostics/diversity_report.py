@@ -99,16 +99,27 @@ def gradient_blocks(problem, x: np.ndarray) -> Iterator[np.ndarray]:
         yield fs.per_sample_grads(x, np.arange(start, min(start + BLOCK, fs.n)))
 
 
-def transformed(blocks, specs: list[str], sign_zero: str, delta: float) -> list[dict[str, Any]]:
-    """For each transformation of the per-sample gradients (``blocks()`` yields them in row blocks): Delta_S,
-    B_S and B_simple from the expectations of A and C over it (B_S^T = n E[A] / E[C], closed forms,
-    docs/theory.md §10.4) and the predicted speedups, beside the raw gradients' (the row "none")."""
+def transforms_at(specs: list[str], sign_zero: str, d: int) -> list:
+    """The transformations ``specs`` for gradients of dimension d (``transform_specs.parse``, then
+    ``Transform.at_dim``): InputError naming the first bad one, before any work."""
+    from signsim.diagnostics import transforms as tr
+
+    return [tr.parse(spec, sign_zero).at_dim(d, spec) for spec in specs]
+
+
+def transformed(blocks, specs: list[str], chosen: list, delta: float, seed: int = 0,
+                draws: int | None = None) -> list[dict[str, Any]]:
+    """For each transformation of the per-sample gradients (``blocks()`` yields them in row blocks; ``chosen`` the
+    transformations of ``specs``, from ``transforms_at``): Delta_S, B_S and B_simple from the expectations of A and
+    C over it (B_S^T = n E[A] / E[C], docs/theory.md §10.4), in closed form where the transformation has one, else
+    from ``draws`` draws of the transformed set (the diagnostic's streams of ``seed``), and the predicted speedups,
+    beside the raw gradients' (the row "none")."""
     from signsim.diagnostics import transforms as tr
     from signsim.diagnostics.diversity import batch_grid, largest_batch, predicted_speedup
 
     rows = []
-    for spec in ["none", *specs]:
-        t = tr.closed_form(tr.parse("langevin:0" if spec == "none" else spec, sign_zero), blocks())
+    for spec, t in [("none", tr.parse("langevin:0")), *zip(specs, chosen, strict=True)]:
+        t = tr.estimate(t, blocks(), tr.DRAWS if draws is None else draws, seed)
         grid = batch_grid(t.n)
         rows.append({**t.to_dict(), "transform": spec,
                      "largest_batch": largest_batch(t.B_simple + 1.0, delta, t.n),

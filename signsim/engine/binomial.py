@@ -14,31 +14,36 @@ draws: Gaussian (sigma / sqrt(tau)) and Cauchy (the same scale) at any tau, the 
 closed form at tau = 1 only. A continuous noise distribution has p0 = 0; without noise (or sigma = 0) the
 sign is deterministic and p0 = 1 where g_i = 0. ``--sign-zero`` then maps the zero outcome to a fair +-1
 (random), to +1 (plus) or keeps it (zero: a ternary message).
+
+The stages are the registry's modules, chosen by what they declare (``signsim.stages.base``), never by a list of
+names here: the compressor one whose ``COORDINATE_SIGN`` is True (``sign``), the aggregation one whose ``SUMMED`` is
+True (its ``finish`` turns the sums into the broadcast: ``mean``, ``majority``), the attack one that declares
+``sign_law`` (``invert``, ``random``: P(sent | own sign), data the loop reads, ``attacked_counts``). Every built-in
+aggregation's ``finish`` is called through the generated dispatcher (``signsim/engine/universal.py``, by the
+stage's code), so one copy of the loop per family of problems runs every composition of built-in stages; a plugin
+aggregation gets a copy bound to its ``finish`` (``chunk_for``), as ``signsim.engine.compose`` composes a loop.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 from numba import njit
 
-from signsim.codes import SignZero, Status, Tie
-from signsim.engine import loop, specialize
+from signsim.codes import SignZero, Status
+from signsim.engine import compose, loop, specialize
 from signsim.engine.dispatch import problem_loss, problem_loss_grad
 from signsim.engine.loop import record
 from signsim.engine.state import ChunkedState
+from signsim.errors import InputError
 from signsim.noise import bimodal, cauchy, gaussian, laplace, skewed, uniform
 from signsim.noise.base import N_NOISE_PARAMS
+from signsim.stages.plugins import is_plugin
 
 #: noise models with an in-kernel CDF of the mean of tau draws: name -> the batch sizes it holds for
 #: ("any" or 1); every other registered model is refused by ``refusal``
-#: the blind attacks and the server rules this engine draws, by the codes its kernels take (``icfg``'s ``attack``
-#: and ``aggregate``)
-ATTACKS = {"invert": 0, "random": 1}
-RULES = {"mean": 0, "majority": 1}
-ATTACK_INVERT, ATTACK_RANDOM = ATTACKS["invert"], ATTACKS["random"]
-RULE_MEAN, RULE_MAJORITY = RULES["mean"], RULES["majority"]
 CLOSED_FORM_TAU = {"none": "any", "gaussian": "any", "cauchy": "any", "laplace": 1, "uniform": 1, "bimodal": 1,
                    "skewed": 1}
 
@@ -92,12 +97,86 @@ def _counts(gen, n, plus, zero):
     return a, b
 
 
+#: P(sent | own sign) without Byzantine workers (and the identity for any --attack then: nothing is drawn)
+IDENTITY_LAW = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+
+
+def sign_law(s) -> np.ndarray:
+    """The 3 x 3 law the run's Byzantine workers send by (rows own +1, 0, -1; columns sent +1, 0, -1): the attack
+    module's ``sign_law`` of its parameters, the identity without Byzantine workers."""
+    law = s.attack.module.sign_law(s.attack.params) if s.byzantine else IDENTITY_LAW
+    return np.ascontiguousarray(np.asarray(law, dtype=np.float64).reshape(3, 3))
+
+
+@njit(cache=True, inline="always")
+def _multinomial(gen, n, plus, q):
+    """Counts of +1, 0, -1 among n draws of one law with P(+1) = plus and P(0 | not +1) = q: a binomial of +1, then a
+    binomial of 0 among the rest, with no draw where the outcome is sure (a probability 0 or 1, or nobody left)."""
+    if plus >= 1.0:
+        up = n
+    elif plus <= 0.0 or n == 0:
+        up = 0
+    else:
+        up = gen.binomial(n, plus)
+    rest = n - up
+    if q >= 1.0:
+        z = rest
+    elif q <= 0.0 or rest == 0:
+        z = 0
+    else:
+        z = gen.binomial(rest, q)
+    return up, z, rest - z
+
+
 @njit(cache=True)
-def vote_sum(g, code, p, tau, deterministic, M, byzantine, attack, sign_zero, gen, out):
+def pools(law):
+    """The law in the form ``_attacked`` reads: per own sign +1, 0, -1, P(send +1) and P(send 0 | not +1), and which
+    own signs' rows are equal (0 and 1, 0 and 2, 1 and 2: their workers are pooled)."""
+    pq = np.zeros((3, 2))
+    for a in range(3):
+        pq[a, 0] = law[a, 0]
+        pq[a, 1] = law[a, 1] / (1.0 - law[a, 0]) if law[a, 0] < 1.0 else 0.0
+    same = np.zeros(3, dtype=np.bool_)
+    for k, (a, c) in enumerate(((0, 1), (0, 2), (1, 2))):
+        same[k] = law[a, 0] == law[c, 0] and law[a, 1] == law[c, 1] and law[a, 2] == law[c, 2]
+    return pq, same[0], same[1], same[2]
+
+
+@njit(cache=True, inline="always")
+def _attacked(gen, plus, zero, minus, pq, r01, r02, r12):
+    up, z, down = _multinomial(gen, plus + (zero if r01 else 0) + (minus if r02 else 0), pq[0, 0], pq[0, 1])
+    if not r01:
+        a, b, c = _multinomial(gen, zero + (minus if r12 else 0), pq[1, 0], pq[1, 1])
+        up, z, down = up + a, z + b, down + c
+    if not (r02 or r12):
+        a, b, c = _multinomial(gen, minus, pq[2, 0], pq[2, 1])
+        up, z, down = up + a, z + b, down + c
+    return up, z, down
+
+
+@njit(cache=True)
+def attacked_counts(gen, plus, zero, minus, law):
+    """The counts (+1, 0, -1) that blind Byzantine workers send, given the counts ``plus``, ``zero``, ``minus`` of
+    their own signs and the law ``law`` (rows own +1, 0, -1 of P(sent +1, 0, -1)): own signs whose rows are equal
+    are pooled (``pools``: their messages follow one law), then each pool, in the order of its first own sign, sends
+    a multinomial (``_multinomial``: a binomial of +1, then of 0 among the rest; no draw for a sure outcome)."""
+    pq, r01, r02, r12 = pools(law)
+    return _attacked(gen, plus, zero, minus, pq, r01, r02, r12)
+
+
+@njit(cache=True)
+def vote_sum(g, code, p, tau, deterministic, M, byzantine, law, sign_zero, gen, out):
     """out_i = sum over the M workers of their messages on coordinate i (one draw per count, coordinate by
-    coordinate in order, from ``gen``)."""
+    coordinate in order, from ``gen``): the counts of +1 and 0 among the honest workers, then among the Byzantine
+    ones, then what they send by the attack's law (``attacked_counts``; a law of zeros and ones, such as invert's,
+    moves the counts without a draw)."""
     honest = M - byzantine
     scaled = p.shape[0] > N_NOISE_PARAMS
+    pq, r01, r02, r12 = pools(law)
+    sure = np.all((law == 0.0) | (law == 1.0))
+    moves = np.zeros(3, dtype=np.int64)  # with a sure law: what one worker of each own sign adds to the sum
+    for a in range(3):
+        moves[a] = int(law[a, 0]) - int(law[a, 2])
     for i in range(g.shape[0]):
         s = p[N_NOISE_PARAMS + i] if scaled else 1.0  # per-coordinate noise scale, docs/theory.md §10.2
         gi = g[i] / s if s > 0 else g[i]
@@ -109,78 +188,29 @@ def vote_sum(g, code, p, tau, deterministic, M, byzantine, attack, sign_zero, ge
             plus += zero
             zero = 0.0
         hp, h0 = _counts(gen, honest, plus, zero)
-        bp, b0 = _counts(gen, byzantine, plus, zero)
-        bm = byzantine - bp - b0
-        if attack == ATTACK_INVERT:
-            bp, bm = bm, bp
-        elif attack == ATTACK_RANDOM:
-            nonzero = bp + bm
-            bp = gen.binomial(nonzero, 0.5) if nonzero > 0 else 0
-            bm = nonzero - bp
-        else:
-            raise ValueError("binomial votes: only the invert and random attacks")
-        out[i] = float(hp - (honest - hp - h0) + bp - bm)
-
-
-@njit(cache=True)
-def broadcast(agg, M, aggregate, tie, gen):
-    """Turn the sums into the broadcast in place: the majority vote (ties by ``tie``) or the mean."""
-    for i in range(agg.shape[0]):
-        s = agg[i]
-        if aggregate == RULE_MAJORITY:
-            if s > 0:
-                agg[i] = 1.0
-            elif s < 0:
-                agg[i] = -1.0
-            elif tie == Tie.RANDOM:
-                agg[i] = 1.0 if gen.random() < 0.5 else -1.0
+        total = hp - (honest - hp - h0)
+        if byzantine > 0:
+            bp, b0 = _counts(gen, byzantine, plus, zero)
+            bm = byzantine - bp - b0
+            if sure:  # every own sign sends one sign for sure (invert): the counts move, nothing is drawn
+                total += bp * moves[0] + b0 * moves[1] + bm * moves[2]
             else:
-                agg[i] = 0.0
-        elif aggregate == RULE_MEAN:
-            agg[i] = s / M
-        else:
-            raise ValueError("binomial votes: only majority and mean aggregation")
+                sp, _, sm = _attacked(gen, bp, b0, bm, pq, r01, r02, r12)
+                total += sp - sm
+        out[i] = float(total)
 
 
-def refusal(s, problem, model, params, method: str) -> str | None:
-    """Why ``--votes binomial`` would not be exact for the settings ``s`` (a ``driver.Settings``) on this
-    problem and noise model (None when it is); docs/theory.md §11."""
-    if s.compressor.name != "sign" or s.error_feedback.name != "none":
-        return (f"--votes binomial needs workers that send sign(g_hat) without error feedback (signsgd); "
-                f"--method {method} composes another compressor or error feedback")
-    if s.momentum_kind.name != "none":
-        return f"--votes binomial needs memoryless workers; --method {method} keeps a momentum (set --momentum 0)"
-    if s.aggregate.name not in RULES:
-        return f"--votes binomial needs --aggregate majority or mean, not {s.aggregate.name}"
-    if s.byzantine and s.attack.name not in ATTACKS:
-        return (f"--votes binomial supports the blind attacks invert and random, not --attack "
-                f"{s.attack.name} (it reads the honest messages)")
-    if not problem.exact_oracle or problem.heterogeneous or problem.finite_sum is not None:
-        return (f"--votes binomial needs one exact-gradient oracle shared by all workers, with synthetic noise; "
-                f"--problem {problem.name} here samples data or differs between workers")
-    taus = CLOSED_FORM_TAU.get(model.name)
-    if taus is None:
-        return f"--votes binomial needs a noise CDF in closed form in the kernel; --noise {model.name} has none"
-    if taus != "any" and s.batch_size != 1 and not is_deterministic(model, params):
-        return (f"--votes binomial with --noise {model.name} needs --batch-size 1 (the mean of {s.batch_size} "
-                "draws has no closed-form CDF)")
-    return None
+#: the aggregation's ``finish`` by code: bound in each copy of ``run_chunk`` (``chunk_for``; never compiled here)
+finish_aggregate = None
 
 
-def is_deterministic(model, params: np.ndarray) -> bool:
-    """No noise, or noise of zero scale: every worker sends the same sign."""
-    from signsim.noise.base import degenerate
-
-    return degenerate(model, params)
-
-
-
-@njit(cache=True, nogil=True)  # nogil: the driver handles signals while a chunk runs in its helper thread
 def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams, deterministic, M, icfg, fcfg,
-              x_star, hist, counters, up_bits):
+              x_star, hist, counters, up_bits, law, aggregation, fp):
     """Iterations k0 <= k < k1 of a K-iteration signSGD run with drawn vote counts: the exact gradient g at x,
-    the vote sums from ``vote_sum``, the broadcast, then x <- x - gamma_k (broadcast + lambda x). History rows
-    as the per-worker loop records them (``loop.record``); bits counted as if every worker had sent."""
+    the vote sums from ``vote_sum`` (the Byzantine workers' ``law``), the broadcast by the aggregation's ``finish``
+    (its code ``aggregation`` and parameters ``fp``), then x <- x - gamma_k (broadcast + lambda x). History rows as
+    the per-worker loop records them (``loop.record``); bits counted as if every worker had sent. Compiled once per
+    family of problems (``chunk_for``)."""
     err = np.zeros((1, 1))
     every = icfg[loop.I_EVAL_EVERY]
     wd = fcfg[loop.F_WEIGHT_DECAY]
@@ -192,9 +222,9 @@ def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams,
                 return status
         lr = loop.step_size(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)
         problem_loss_grad(code, x, pf, pi, A, b, gbuf)
-        vote_sum(gbuf, icfg[loop.I_NOISE], nparams, icfg[loop.I_TAU], deterministic, M, icfg[loop.I_BYZANTINE],
-                 icfg[loop.I_ATTACK], icfg[loop.I_SIGN_ZERO], gen, agg)
-        broadcast(agg, M, icfg[loop.I_AGGREGATE], icfg[loop.I_TIE], gen)
+        vote_sum(gbuf, icfg[loop.I_NOISE], nparams, icfg[loop.I_TAU], deterministic, M, icfg[loop.I_BYZANTINE], law,
+                 icfg[loop.I_SIGN_ZERO], gen, agg)
+        finish_aggregate(aggregation, agg, M, fp, icfg[loop.I_TIE], gen)
         tally[loop.T_UP] += up_bits
         tally[loop.T_UP_MAX] = up_bits
         tally[loop.T_DOWN] += M * fcfg[loop.F_DOWN_BITS]
@@ -217,6 +247,98 @@ def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams,
     return Status.OK
 
 
+@functools.cache
+def chunk_for(family: str, aggregation):
+    """``run_chunk`` for the problems of ``family`` (its dispatchers and ``record``, ``specialize.dispatchers``): with
+    ``aggregation`` None, the one copy that calls every built-in aggregation's ``finish`` by its code (the generated
+    ``universal.finish_aggregate``); else a copy bound to that module's ``finish`` (a plugin's, named by a hash of
+    its source). Compiled and cached on disk."""
+    from signsim.engine import universal
+
+    ns = {**globals(), **specialize.dispatchers(family)}
+    if aggregation is None:
+        ns["finish_aggregate"] = universal.finish_aggregate
+        return specialize._copy(run_chunk, f"run_chunk__{family}__{compose.BUILTIN_KEY}", ns, nogil=True)
+    h = compose.source_hash(aggregation)
+    name = compose._safe(aggregation.NAME) + (f"__{h}" if h else "")
+    fn = compose.stage_function(aggregation, "finish", False)
+    ns["finish_aggregate"] = specialize._copy(universal.finish_aggregate__one, f"finish_aggregate__{name}",
+                                              {"_stage": fn}, inline="always")
+    return specialize._copy(run_chunk, f"run_chunk__{family}__{name}", ns, nogil=True)
+
+
+def _declaring(kind: str, attr: str) -> str:
+    """The stages of ``kind`` this process knows (built-in and plugins) whose module declares ``attr`` (a True flag
+    or a function), for the messages."""
+    from signsim.stages import registry
+
+    return ", ".join(n for n, m in registry.stages(kind).items() if getattr(m, attr, False))
+
+
+def refusal(s, problem, model, params, method: str) -> str | None:
+    """Why ``--votes binomial`` would not be exact for the settings ``s`` (a ``driver.Settings``) on this
+    problem and noise model (None when it is); docs/theory.md §11. The stages it takes are those whose modules
+    declare what it needs (the module docstring), so the messages list them from the registry."""
+    if not getattr(s.compressor.module, "COORDINATE_SIGN", False):
+        return (f"--votes binomial needs workers that send sign(g_hat) coordinate by coordinate (a compressor whose "
+                f"module declares COORDINATE_SIGN: {_declaring('compressor', 'COORDINATE_SIGN')}); --method {method} "
+                f"sends {s.compressor.spec}")
+    if s.error_feedback.name != "none":
+        return (f"--votes binomial needs workers without error feedback; --method {method} composes "
+                f"{s.error_feedback.name}")
+    if s.momentum_kind.name != "none":
+        return f"--votes binomial needs memoryless workers; --method {method} keeps a momentum (set --momentum 0)"
+    if not s.aggregate.module.SUMMED:
+        summed = _declaring("aggregation", "SUMMED")
+        return f"--votes binomial needs an aggregation of the sum of the messages ({summed}), not --aggregate " \
+               f"{s.aggregate.spec}"
+    if s.byzantine and not callable(getattr(s.attack.module, "sign_law", None)):
+        why = " (it reads the honest messages)" if getattr(s.attack.module, "OMNISCIENT", False) else ""
+        return (f"--votes binomial supports the blind attacks that declare their law on a sign message "
+                f"({_declaring('attack', 'sign_law')}), not --attack {s.attack.spec}{why}")
+    if not problem.exact_oracle or problem.heterogeneous or problem.finite_sum is not None:
+        return (f"--votes binomial needs one exact-gradient oracle shared by all workers, with synthetic noise; "
+                f"--problem {problem.name} here samples data or differs between workers")
+    taus = CLOSED_FORM_TAU.get(model.name)
+    if taus is None:
+        return f"--votes binomial needs a noise CDF in closed form in the kernel; --noise {model.name} has none"
+    if taus != "any" and s.batch_size != 1 and not is_deterministic(model, params):
+        return (f"--votes binomial with --noise {model.name} needs --batch-size 1 (the mean of {s.batch_size} "
+                "draws has no closed-form CDF)")
+    return None
+
+
+def check_coordinate_sign(stage) -> None:
+    """A plugin compressor that declares COORDINATE_SIGN must send sign(v_i) with sign(0) by the policy (the engine
+    draws the counts of those values instead of calling its kernel): InputError naming the plugin when its kernel
+    does not, on a vector with a zero, under the plus and zero policies. Built-in ones are tested instead."""
+    from signsim.stages.plugins import _fail
+
+    if not is_plugin(stage.module):
+        return
+    v = np.array([-2.0, -0.25, 0.0, 0.5, 3.0])
+    for policy, zero in ((SignZero.PLUS, 1.0), (SignZero.ZERO, 0.0)):
+        out, _ = compose.compress_once(stage, v, int(policy))
+        want = np.where(v > 0, 1.0, np.where(v < 0, -1.0, zero))
+        if not np.array_equal(out, want):
+            raise _fail(stage.module.__file__, f"declares COORDINATE_SIGN, but its kernel sends {out.tolist()} for "
+                                               f"v = {v.tolist()} (sign(v) with sign(0) = {zero:g}: {want.tolist()})")
+
+
+def check_law(law: np.ndarray, s) -> None:
+    """An attack's ``sign_law`` must be 3 x 3 rows of probabilities summing to 1 (InputError naming it)."""
+    if not (np.all(np.isfinite(law)) and np.all(law >= 0) and np.allclose(law.sum(axis=1), 1.0, atol=1e-12)):
+        raise InputError(f"--attack {s.attack.spec}: its sign_law must give, for each own sign +1, 0, -1, the "
+                         f"probabilities of sending +1, 0, -1 (each row summing to 1); got {law.tolist()}")
+
+
+def is_deterministic(model, params: np.ndarray) -> bool:
+    """No noise, or noise of zero scale: every worker sends the same sign."""
+    from signsim.noise.base import degenerate
+
+    return degenerate(model, params)
+
+
 class BinomialEngine(ChunkedState):
     """The state of a ``--votes binomial`` run between chunks, with the interface of ``driver.Engine``: O(d)
     memory and work per iteration whatever the number of workers."""
@@ -227,6 +349,7 @@ class BinomialEngine(ChunkedState):
         from signsim.seeding import run_streams
 
         d, M = problem.dim, workers
+        check_coordinate_sign(s.compressor)
         self.K, self.k = iters, 0
         self.x = problem.x0.astype(np.float64).copy()
         self.agg, self.gbuf, self.trial = np.zeros(d), np.zeros(d), np.zeros(d)
@@ -236,8 +359,13 @@ class BinomialEngine(ChunkedState):
         self.up_bits = float(M * accounting.uplink_bits(s.compressor, d, s.sign_zero))
         down = accounting.downlink_bits(s.compressor, s.aggregate, M, d, s.sign_zero, s.tie)
         self.icfg, self.fcfg = Engine.settings_arrays(problem, noise, s, eval_every, False, False, down, M, M)
-        self.icfg[loop.I_AGGREGATE] = RULES[s.aggregate.name]
-        self.icfg[loop.I_ATTACK] = ATTACKS.get(s.attack.name, -1)
+        self.law = sign_law(s)
+        check_law(self.law, s)
+        # a built-in aggregation by its code in the generated dispatcher (one loop for all); a plugin's bound into a
+        # copy of its own
+        self.plugin_aggregation = s.aggregate.module if is_plugin(s.aggregate.module) else None
+        self.aggregation = compose.codes({"aggregation": s.aggregate.module})["aggregation"]
+        self.fp = s.aggregate.param_array()
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.deterministic = is_deterministic(noise, self.nparams)
         self.M = M
@@ -246,10 +374,11 @@ class BinomialEngine(ChunkedState):
     def advance(self, n: int) -> Status:
         p = self.problem
         k1 = min(self.K, self.k + n)
-        chunk = specialize.kernel(run_chunk, specialize.family_of(p.code))  # compiles this family's kernels only
+        # this family's kernels only (and a plugin aggregation's)
+        chunk = chunk_for(specialize.family_of(p.code), self.plugin_aggregation)
         self.status = Status(chunk(
             self.k, k1, self.K, self.x, self.agg, self.gbuf, self.trial, self.tally, self.gen, p.pf, p.pi, p.A, p.b,
             self.nparams, self.deterministic, self.M, self.icfg, self.fcfg, self.x_star, self.hist, self.counters,
-            self.up_bits))
+            self.up_bits, self.law, self.aggregation, self.fp))
         self.k = int(self.counters[loop.C_DONE])
         return self.status

@@ -177,6 +177,7 @@ def parse_dimension(raw: dict[str, Any], where: str) -> DimensionExperiment:
 
 
 def parse_heuristics(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
+    from signsim.interface.transform_specs import check as check_transform
     from signsim.interface.transform_specs import parse as parse_transform
 
     e = HeuristicsExperiment()
@@ -188,7 +189,7 @@ def parse_heuristics(raw: dict[str, Any], where: str) -> HeuristicsExperiment:
             if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
                 raise InputError(f"{where}: 'transforms' must be a non-empty list of strings")
             for v in value:
-                parse_transform(v)
+                check_transform(v)  # (a plugin's compressor: checked when the experiment starts)
         elif name == "measure":
             if value == "none":
                 value = None

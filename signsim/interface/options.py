@@ -282,7 +282,11 @@ TABLE: tuple[Option, ...] = (
     Option("grads", "path", "your own per-sample gradients: FILE.npy, an n x d array (memory-mapped)",
            ("diversity",), P_DIV),
     Option("transform", "strs", "also the diversity of transformed per-sample gradients: dropout:P | langevin:S | "
-           "sign | sto-sign | qsgd:S | natural (repeatable)", ("diversity",), P_DIV),
+           "a compressor, as --compressor takes it (sign, sto-sign, qsgd:S, top-k:K, your plugin's, ...; "
+           "repeatable)", ("diversity",), P_DIV),
+    Option("transform_draws", "int", "draws of the transformed gradients for a --transform without closed forms "
+           "(a Monte Carlo estimate with a 95% interval; default: 200)", ("diversity",), P_DIV, default=200, lo=2,
+           hi=10**9),
     # bound
     Option("overlay", "path", "a run's results JSON: its observations beside the bounds", ("bound",), P_BOUND),
     Option("constant", "strs", "override a constant: NAME=VALUE (repeatable; F, f0, f_star, L1, L2, sigma1, "

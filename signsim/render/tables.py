@@ -449,13 +449,24 @@ def diversity_report(doc: dict[str, Any]) -> list[Any]:
     if doc.get("transforms"):
         tt = new_table("transformed per-sample gradients (B_S^T = n E[A] / E[C]: a ratio of expectations over "
                        "the transformation)")
-        for col in ("transform", "Delta_S", "B_S", "B_simple", "speedup at B = 64"):
+        sampled = any(r.get("B_S_interval") is not None for r in doc["transforms"])
+        for col in ("transform", "Delta_S", "B_S", *(("B_S 95% (sampled)",) if sampled else ()), "B_simple",
+                    "speedup at B = 64"):
             tt.add_column(col, justify="left" if col == "transform" else "right")
         for r in doc["transforms"]:
             at64 = next((s["predicted"] for s in r["speedup"] if s["B"] == 64), None)
-            tt.add_row(r["transform"], fmt(r["delta_S"]), fmt(r["B_S"]), fmt(r["B_simple"]), fmt(at64))
+            tt.add_row(r["transform"], fmt(r["delta_S"]), fmt(r["B_S"]), *((interval(r),) if sampled else ()),
+                       fmt(r["B_simple"]), fmt(at64))
         out.append(tt)
     return out
+
+
+def interval(row: dict[str, Any]) -> str:
+    """A transformation's B_S: "exact" (closed form), or the 95% interval of its Monte Carlo estimate and the draws."""
+    if row.get("B_S_interval") is None:
+        return "exact"
+    lo, hi = row["B_S_interval"]
+    return f"[{fmt(lo)}, {fmt(hi)}] of {row['draws']}"
 
 
 def replication_table(doc: dict[str, Any]) -> Table:
@@ -482,11 +493,14 @@ def dimension_table(doc: dict[str, Any]) -> Table:
 
 def heuristics_table(doc: dict[str, Any]) -> list[Any]:
     t = new_table(f"diversity of transformed per-sample gradients {where(doc['point'])} (n = {doc['n']})")
-    for col in ("transform", "B_S", "Delta_S", "B_simple", "speedup at B = 64"):
+    sampled = any(r.get("B_S_interval") is not None for r in doc["rows"])
+    for col in ("transform", "B_S", *(("B_S 95% (sampled)",) if sampled else ()), "Delta_S", "B_simple",
+                "speedup at B = 64"):
         t.add_column(col, justify="right" if col != "transform" else "left")
     for r in doc["rows"]:
         at64 = next((s["predicted"] for s in r["speedup"] if s["B"] == 64), None)
-        t.add_row(r["transform"], fmt(r["B_S"]), fmt(r["delta_S"]), fmt(r["B_simple"]), fmt(at64))
+        t.add_row(r["transform"], fmt(r["B_S"]), *((interval(r),) if sampled else ()), fmt(r["delta_S"]),
+                  fmt(r["B_simple"]), fmt(at64))
     out: list[Any] = [t]
     if doc.get("measured"):
         m = new_table("mini-batch SGD: iterations to the target loss, with and without the transformation")

@@ -11,7 +11,15 @@ A stage is one module in one of the folders ``momentum``, ``compressors``, ``err
   (out <- C(v), returns the bits of the message as encoded), ``bits`` (the same count as a formula, for the
   accounting) and ``reference`` (NumPy, same draws in the same order, for the replay); optionally
   ``message_bits(v, out, p, sign_zero)`` (NumPy: the exact bits of one message when its size depends on more than
-  its count of non-zero entries, e.g. QSGD's Elias code; ``bits`` is then an upper bound);
+  its count of non-zero entries, e.g. QSGD's Elias code; ``bits`` is then an upper bound); optionally
+  ``moments(G, p, sign_zero)`` (NumPy: E||C(g_j)||^2 and E C(g_j) for each row g_j of G, in closed form;
+  ``diversity --transform`` then reports exact expectations, else it samples ``kernel``, docs/theory.md §10.4),
+  ``DEGREE`` (k with C(2^j v) = 2^(jk) C(v) for every integer j, draw for draw: the diversity's sums are then kept
+  in a power-of-two unit, finite for gradients of any magnitude) and ``COORDINATE_SIGN`` (True when C(v)_i =
+  sign(v_i) with sign(0) by the policy, a function of v_i alone: ``--votes binomial`` draws its vote counts, §11);
+- attacks may declare ``sign_law(p)``: a blind attack's effect on a sign message, P(sent | own sign) as 3 x 3 rows
+  (own +1, 0, -1) of columns (sent +1, 0, -1) (``--votes binomial`` takes the attacks that do, §11);
+  aggregations whose ``SUMMED`` is True read only the sum of the messages (``--votes binomial`` takes them too);
 - the other kinds the functions their folder's ``__init__`` names.
 
 Kernels are plain Python functions that use ``math`` only: the engine compiles them with Numba when a run
@@ -83,16 +91,22 @@ class Param:
         if self.kind == "int" and value != int(value):
             raise InputError(f"{option} {spec}: {self.name} must be an integer")
         if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
-            raise InputError(f"{option} {spec}: {self.name} must be {'>' if self.low_open else '>='} {self.low:g}")
+            raise InputError(f"{option} {spec}: {self.name} must be {'>' if self.low_open else '>='} "
+                             f"{_bound(self.low)}")
         if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
             raise InputError(f"{option} {spec}: {self.name} must be {'<' if self.high_open else '<='} "
-                             f"{self.high:g}")
+                             f"{_bound(self.high)}")
         return value
 
     def shown(self, value: float) -> str:
         if self.kind == "choice":
             return self.choices[int(value)]
         return str(int(value)) if self.kind == "int" else f"{value:g}"
+
+
+def _bound(x: float) -> str:
+    """A bound as the user would write it: an integer in full (2147483648, not 2.14748e+09)."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
 
 
 # ----- helpers the kernels share (plain Python, compiled into each kernel that calls them) -----

@@ -23,6 +23,11 @@ from signsim.stages.base import KINDS, Param
 
 #: what each kind of stage must declare: attribute -> "function" or a type (the table of kinds)
 REQUIRED: dict[str, dict[str, object]] = {k.name: k.required for k in kinds.PRIMARY}
+#: what a module of a kind may declare besides (``signsim.stages.base``): checked when present
+OPTIONAL: dict[str, dict[str, object]] = {
+    "compressor": {"message_bits": "function", "moments": "function", "DEGREE": int, "COORDINATE_SIGN": bool},
+    "attack": {"sign_law": "function"},
+}
 COMPRESSOR_KINDS = ("unbiased", "contractive", "biased")
 BROADCASTS = ("floats", "sparse", "sign-sum")
 
@@ -49,6 +54,15 @@ def check_contract(mod: ModuleType, where: str) -> str:
                 raise _fail(where, f"{attr} must be a plain Python function (the engine compiles it)")
         elif not isinstance(value, want):
             raise _fail(where, f"{attr} must be a {want.__name__}")
+    for attr, want in OPTIONAL.get(kind, {}).items():
+        if not hasattr(mod, attr):
+            continue
+        value = getattr(mod, attr)
+        if want == "function":
+            if not callable(value) or not hasattr(value, "__code__"):
+                raise _fail(where, f"{attr}, when declared, must be a plain Python function")
+        elif not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            raise _fail(where, f"{attr}, when declared, must be a {want.__name__}")
     if not mod.NAME or ":" in mod.NAME or mod.NAME != mod.NAME.strip():
         raise _fail(where, f"NAME {mod.NAME!r} must be a non-empty word without ':'")
     if not all(isinstance(p, Param) for p in mod.PARAMS):

@@ -22,3 +22,9 @@ def reference(msg, p, gen):
 
 def reference_rows(msgs, B, p):
     return msgs
+
+
+def sign_law(p):
+    """P(sent | own sign) for a blind Byzantine worker's sign message, rows own +1, 0, -1 and columns sent +1, 0, -1:
+    -msg swaps +1 and -1 (``--votes binomial`` draws its counts from it, docs/theory.md §11)."""
+    return ((0.0, 0.0, 1.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0))

@@ -25,3 +25,10 @@ def reference(msg, p, gen):
 
 def reference_rows(msgs, B, p):
     return msgs
+
+
+def sign_law(p):
+    """P(sent | own sign) for a blind Byzantine worker's sign message, rows own +1, 0, -1 and columns sent +1, 0, -1:
+    |msg_i| with a fair sign makes a nonzero sign a fair +-1 and leaves a 0 (``--votes binomial`` draws its counts
+    from it, docs/theory.md §11)."""
+    return ((0.5, 0.0, 0.5), (0.0, 1.0, 0.0), (0.5, 0.0, 0.5))

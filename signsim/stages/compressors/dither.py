@@ -16,6 +16,8 @@ KIND = "unbiased"
 THEORY = "§8.1"
 SCRATCH = False
 BROADCAST = "floats"
+#: C(2^j v) = 2^j C(v) in law: the diversity's estimates may compute in a power-of-two unit (docs/theory.md §10.4)
+DEGREE = 1
 
 
 def constant(d, s):

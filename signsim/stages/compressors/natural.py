@@ -11,6 +11,8 @@ KIND = "unbiased"
 THEORY = "§8.1"
 SCRATCH = False
 BROADCAST = "floats"
+#: C(2^j v) = 2^j C(v) in law: the diversity's estimates may compute in a power-of-two unit (docs/theory.md §10.4)
+DEGREE = 1
 
 
 def constant(d):
@@ -52,3 +54,14 @@ def reference(v, p, sign_zero, gen):
     lo = np.where((a > 0) & (2 * lo <= a), 2 * lo, lo)
     mag = np.where(u < (a - lo) / np.where(lo > 0, lo, 1.0), 2 * lo, lo)
     return np.where(a > 0, np.sign(v) * mag, v)
+
+
+def moments(G, p, sign_zero):
+    """(E||C(g_j)||^2, E C(g_j)) for the rows g_j of G (docs/theory.md §10.4): unbiased, E C(g) = g, and a value
+    t in [2^a, 2^(a+1)) adds the variance (2^(a+1) - t)(t - 2^a)."""
+    import numpy as np
+
+    a = np.abs(G)
+    _, exp = np.frexp(a)  # a = mant 2^exp with mant in [1/2, 1): 2^a = 2^(exp - 1), exactly
+    low = np.where(a > 0, np.ldexp(1.0, exp - 1), 0.0)
+    return np.einsum("ij,ij->i", G, G) + np.sum((2.0 * low - a) * (a - low), axis=1), G

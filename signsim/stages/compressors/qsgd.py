@@ -26,6 +26,8 @@ THEORY = "§8.1"
 SCRATCH = False
 BROADCAST = "floats"
 ELIAS = 1  # the code of "elias" among PARAMS[1].choices
+#: C(2^j v) = 2^j C(v) in law: the diversity's estimates may compute in a power-of-two unit (docs/theory.md §10.4)
+DEGREE = 1
 
 
 def constant(d, s, coding=0):
@@ -112,3 +114,16 @@ def reference(v, p, sign_zero, gen):
     r = s * np.abs(v) / nrm
     level = np.floor(r) + (u < r - np.floor(r))
     return np.where(level > 0, nrm * level / s * np.where(v > 0, 1.0, -1.0), 0.0)
+
+
+def moments(G, p, sign_zero):
+    """(E||C(g_j)||^2, E C(g_j)) for the rows g_j of G (docs/theory.md §10.4): unbiased, E C(g) = g, and coordinate
+    i adds the variance (||g||_2 / s)^2 q_i (1 - q_i), q_i the fractional part of s |g_i| / ||g||_2."""
+    import numpy as np
+
+    s = float(p[0])
+    sq = np.einsum("ij,ij->i", G, G)
+    norm = np.sqrt(sq)
+    r = np.divide(s * np.abs(G), norm[:, None], out=np.zeros_like(G), where=norm[:, None] > 0)
+    q = r - np.floor(r)
+    return sq + sq / s**2 * np.sum(q * (1.0 - q), axis=1), G

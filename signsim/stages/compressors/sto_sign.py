@@ -10,6 +10,8 @@ KIND = "biased"
 THEORY = "§8.1"
 SCRATCH = False
 BROADCAST = "sign-sum"
+#: C(2^j v) = C(v): the diversity's estimates may compute in any power-of-two unit (docs/theory.md §10.4)
+DEGREE = 0
 
 
 def constant(d):
@@ -52,3 +54,13 @@ def sum_values(M, sign_zero):
     """How many values the sum of M messages takes per coordinate: M + 1 (values +-1; the zero vector, which has
     probability 0 under noise, is not counted separately)."""
     return M + 1
+
+
+def moments(G, p, sign_zero):
+    """(E||C(g_j)||^2, E C(g_j)) for the rows g_j of G (docs/theory.md §10.4): d and g_j / ||g_j||_2; 0 and 0 for
+    g_j = 0 (sent as zeros)."""
+    import numpy as np
+
+    norm = np.sqrt(np.einsum("ij,ij->i", G, G))
+    mean = np.divide(G, norm[:, None], out=np.zeros_like(G), where=norm[:, None] > 0)
+    return np.where(norm > 0, float(G.shape[1]), 0.0), mean

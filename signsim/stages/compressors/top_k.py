@@ -15,6 +15,8 @@ KIND = "contractive"
 THEORY = "§8.1"
 SCRATCH = True  # int64 index scratch of length d per worker
 BROADCAST = "sparse"  # the mean is sent as the cheaper of dense floats and (index, float) pairs
+#: C(2^j v) = 2^j C(v) in law: the diversity's estimates may compute in a power-of-two unit (docs/theory.md §10.4)
+DEGREE = 1
 
 
 def constant(d, k):
