@@ -65,6 +65,8 @@ class Option:
     what: str = ""  # what the value means, for errors ("the step size")
     vector: bool = False  # a list of such numbers is accepted too (one per coordinate; config files, Python)
     choices: tuple[str, ...] = ()
+    #: words a number option takes besides its numbers (``--batch-size full``), kept as the word
+    words: tuple[str, ...] = ()
     decls: tuple[str, ...] = ()  # the flags when not --name (--standardize/--no-standardize, --quiet/-q)
     record: bool = False  # a field of RunConfig: resolved, recorded in the results' "config"
     problem: bool = False  # read only by the problems that name it (the others refuse it)
@@ -173,8 +175,9 @@ TABLE: tuple[Option, ...] = (
     _run("pre_aggregate", "str", "pre-aggregations applied in order before --aggregate, a comma list of up to 3: "
          "none | nnm:F | bucketing[:S] | clip[:TAU] | arc:F (default: none)", P_RUN, default="none",
          commands=("run",)),
-    _run("batch_size", "int", "minibatch size tau per worker (default: {default})", P_RUN, default=1, lo=1,
-         hi=MAX_SIZE, command_defaults=(("check-spb", 1),),
+    _run("batch_size", "int", "minibatch size tau per worker, or full: each worker's exact local gradient, every "
+         "sample of its share once (data problems; default: {default})", P_RUN, default=1, lo=1,
+         hi=MAX_SIZE, words=("full",), command_defaults=(("check-spb", 1),),
          shown_defaults=(("run", "1; mlp 32"), ("diversity", "1; mlp 32"), ("bound", "1; mlp 32")),
          also=("spb_from_samples",)),
     _run("iters", "int", "iterations K (default: 2000)", P_RUN, default=2000, lo=0, hi=10**15),
@@ -414,7 +417,7 @@ def range_text(o: Option) -> str:
     lo = None if o.lo is None else f"{'>' if o.lo_open else '>='} {o.lo:g}"
     hi = None if o.hi is None else f"{'<' if o.hi_open else '<='} {o.hi:g}"
     if o.kind == "int" and o.lo is not None and o.hi is not None:
-        return f"an integer from {o.lo:g} to {o.hi}"
+        return f"an integer from {o.lo:g} to {o.hi}" + "".join(f" or {w}" for w in o.words)
     if lo and hi:
         return f"a finite number {lo} and {hi}"
     return f"a{'n integer' if o.kind == 'int' else ' finite number'}" + (f" {lo or hi}" if lo or hi else "")
@@ -429,7 +432,7 @@ def check(o: Option, value: Any, where: str) -> Any:
     the option's type, range and choices; ``where`` names it as the user wrote it (``--batch-size 0`` or
     ``sweep file s.toml: [grid]: 'lr' -1``). Returns the value (floats as float)."""
     value = check_type(o, value, where)
-    if o.kind == "bool":
+    if o.kind == "bool" or _word(o, value):
         return value
     if o.kind in ("str", "path", "file"):
         if not value.strip():
@@ -448,8 +451,16 @@ def check(o: Option, value: Any, where: str) -> Any:
     return _number(o, value, where)
 
 
+def _word(o: Option, value: Any) -> bool:
+    """Is ``value`` one of the words the number option ``o`` takes (``full`` for --batch-size)?"""
+    return bool(o.words) and isinstance(value, str) and value in o.words
+
+
 def check_type(o: Option, value: Any, where: str) -> Any:
-    """The type alone, as a TOML file gives values (an integer is a number too; floats become float)."""
+    """The type alone, as a TOML file gives values (an integer is a number too; floats become float; a number
+    option's words are text)."""
+    if _word(o, value):
+        return value
     if o.kind == "bool":
         if not isinstance(value, bool):
             raise InputError(f"{where} must be true or false, got {value!r}")
@@ -463,7 +474,7 @@ def check_type(o: Option, value: Any, where: str) -> Any:
         return [check_type(replace(o, vector=False), v, where) for v in value]  # numbers, not nested lists
     elif isinstance(value, bool) or not isinstance(value, int | float) or (o.kind == "int"
                                                                             and not isinstance(value, int)):
-        kind = "an integer" if o.kind == "int" else "a number"
+        kind = ("an integer" if o.kind == "int" else "a number") + "".join(f" or '{w}'" for w in o.words)
         raise InputError(f"{where} must be {kind}, got {value!r}")
     elif o.kind == "float":
         return float(value)
@@ -522,14 +533,17 @@ def coerce(o: Option, value: Any) -> Any:
                 f = math.nan
             if math.isfinite(f) and f.is_integer():
                 return int(f)
+        words = "".join(f" (or {w})" for w in o.words)
         if isinstance(value, str):
             text = value.strip()
+            if text in o.words:
+                return text
             try:
                 return to_int(text)
             except ValueError:
                 pass
-            raise InputError(f"{name} {value!r}: not a valid integer{_several(text)}")
-        raise InputError(f"{name} {value!r}: not a valid integer")
+            raise InputError(f"{name} {value!r}: not a valid integer{words}{_several(text)}")
+        raise InputError(f"{name} {value!r}: not a valid integer{words}")
     if o.kind == "float":
         if isinstance(value, bool) or type(value).__name__ == "bool_" or isinstance(value, complex):
             raise InputError(f"{name} {value!r}: not a valid number")
