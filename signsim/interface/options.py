@@ -175,8 +175,8 @@ TABLE: tuple[Option, ...] = (
     _run("pre_aggregate", "str", "pre-aggregations applied in order before --aggregate, a comma list of up to 3: "
          "none | nnm:F | bucketing[:S] | clip[:TAU] | arc:F (default: none)", P_RUN, default="none",
          commands=("run",)),
-    _run("batch_size", "int", "minibatch size tau per worker, or full: each worker's exact local gradient, every "
-         "sample of its share once (data problems; default: {default})", P_RUN, default=1, lo=1,
+    _run("batch_size", "int", "minibatch size tau per worker (default: {default}); full: each worker's exact local "
+         "gradient, every sample of its share once (data problems)", P_RUN, default=1, lo=1,
          hi=MAX_SIZE, words=("full",), command_defaults=(("check-spb", 1),),
          shown_defaults=(("run", "1; mlp 32"), ("diversity", "1; mlp 32"), ("bound", "1; mlp 32")),
          also=("spb_from_samples",)),
@@ -224,8 +224,9 @@ TABLE: tuple[Option, ...] = (
     _run("byzantine", "int", "number of Byzantine workers (the first ones; see --attack; default: 0)", P_RUN,
          default=0, lo=0, hi=MAX_SIZE),
     _run("attack", "str", "invert | random | alie:Z | ipm:EPS | gaussian[:SIGMA:MU] | inf | mimic[:E] | alie-opt | "
-         "ipm-opt (alie, ipm, mimic and the -opt ones omniscient; the -opt ones search their factor each round; "
-         "default: invert)", P_RUN, default="invert"),
+         "ipm-opt | label-flip (alie, ipm, mimic and the -opt ones omniscient; the -opt ones search their factor each "
+         "round; label-flip: honest gradients on flipped labels, logistic and mlp; default: invert)", P_RUN,
+         default="invert"),
     _run("sign_zero", "str", "sign(0) in messages: random | plus | zero (default: random; sign-trap zero)", P_RUN,
          default="random", choices=("random", "plus", "zero"), also=("spb_from_samples",)),
     _run("tie", "str", "tied majority vote: random | zero (default: random; sign-trap zero)", P_RUN,
