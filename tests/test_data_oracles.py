@@ -392,3 +392,18 @@ def test_label_flip_without_byzantine_workers_exits_2_in_one_line(cli):
     """As every attack: with f = 0 it has no effect (a sweep may still pair it with byzantine = 0 as its baseline)."""
     one_line_error(cli("run", "--problem", "logistic", "--attack", "label-flip", "--iters", "2", "--quiet"),
                    "--attack label-flip", "--byzantine is 0")
+
+
+def test_label_flip_is_read_from_the_attack_kinds_setup_flag_not_its_name():
+    """The data setup asks ``kinds.setup_flag("LABELS", module)``: the flag is in the table of kinds, the built-in
+    label-flip declares it, no other built-in attack does, and any module that declares it (a plugin) is read alike."""
+    import types
+
+    from signsim.stages import kinds, registry
+
+    assert kinds.BY_NAME["attack"].setup_flags == {"LABELS": "LABELS"}
+    assert kinds.SETUP_FLAGS["LABELS"][0].name == "attack"
+    flags = {name: kinds.setup_flag("LABELS", mod) for name, mod in registry.builtin("attack").items()}
+    assert flags == {name: name == "label-flip" for name in flags}
+    assert kinds.setup_flag("LABELS", types.SimpleNamespace(NAME="anything", LABELS=True))
+    assert "LABELS" not in kinds.FLAGS  # the loop never reads it

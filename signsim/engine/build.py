@@ -57,7 +57,8 @@ def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
         check_run(cfg, cfg.dim or 1)  # before anything is allocated ...
         problem = problems.build(cfg, simulated=True)
     check_run(cfg, problem.dim)  # ... and with the dimension the data gave
-    check_work(run_work(cfg, problem.dim, oracle_rows(problem, cfg.batch_size)), run_asked(cfg), RUN_REDUCE)
+    work = run_work(cfg, problem.dim, problem.finite_sum is not None, oracle_rows(problem, cfg.batch_size))
+    check_work(work, run_asked(cfg), RUN_REDUCE)
     model, params = noise.for_config(cfg, problem.dim)
     settings = Settings.from_config(cfg, method, problem.dim)
     check_settings(settings, problem.dim)
