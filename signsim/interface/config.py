@@ -296,16 +296,19 @@ def _check_data_oracle(cfg: RunConfig) -> None:
             raise InputError("--batch-size full: not with --model yet (its minibatches are drawn in PyTorch); give a "
                              "batch size")
         if "data" not in spec.options:
-            raise InputError(f"--batch-size full: applies to the data problems (logistic, least-squares, mlp), whose "
-                             f"workers hold samples; {spec.name} has none")
+            data = ", ".join(n for n, p in problems.registry().items() if "data" in p.options)
+            raise InputError(f"--batch-size full: applies to the data problems ({data}), whose workers hold samples; "
+                             f"{spec.name} has none")
         if cfg.split == "split-batch":
             raise InputError("--batch-size full: not with --split split-batch (each minibatch comes from a label group "
                              "drawn at random: a worker has no local objective); choose another --split")
     attack = stages.parse_attack(cfg.attack)
     if kinds.setup_flag("LABELS", attack.module) and not spec.label_flip:
+        if "model" in spec.options:
+            raise InputError(f"--attack {cfg.attack}: not with --model yet (its gradients are computed in PyTorch, "
+                             "which does not flip labels); choose another attack")
         labelled = ", ".join(n for n, p in problems.registry().items() if p.label_flip)
-        what = ("fits real-valued targets, not classes" if "data" in spec.options and "model" not in spec.options
-                else "has no labels")
+        what = "fits real-valued targets, not classes" if "data" in spec.options else "has no labels"
         raise InputError(f"--attack {cfg.attack}: its Byzantine workers flip their labels, and {spec.name} {what} "
                          f"(it applies to {labelled})")
 
