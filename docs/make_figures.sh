@@ -54,4 +54,6 @@ done
 signsim plot "$out/diana-exact.json" --x bits --y distance --out "$fig/diana-exact.png"
 signsim plot "$out/diana-heterogeneous.json" --x bits --y grad-norm --out "$fig/diana-heterogeneous.png"
 signsim plot "$out/compressed-equal-bits.json" --x bits --y grad-norm --out "$fig/compressed-equal-bits.png"
+signsim sweep configs/paper/scaffold-drift.toml --out "$out/scaffold-drift" --quiet
+signsim plot "$out/scaffold-drift" --x local-steps --y grad-norm --group-by method --out "$fig/scaffold-drift.png"
 echo "figures in $fig (intermediate results in $out)"

@@ -209,6 +209,9 @@ def run(**opts: Any) -> None:
         emit(console, comparison_table(doc) if "comparison" in doc else run_summary(doc))
         if "comparison" not in doc and (line := split_line(doc)):
             emit(console, line)
+        for d in runs:  # --lr theory: the theorem, its step and constants, one line a run
+            if "lr_theory" in d:
+                emit(console, (f"{d['label']}: " if d.get("label") else "") + d["lr_theory"]["line"])
     elif "comparison" not in doc:
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
@@ -435,14 +438,19 @@ class _compile_notice:
     def __enter__(self):
         if not self.quiet:
             from signsim.commands.compile import watch
+            from signsim.engine import warm
 
             self.watch = watch(self._first, self._busy)
             self.watch.__enter__()
+            warm.NOTIFY = lambda message: print(message, file=sys.stderr, flush=True)  # a wait for it, said
         return self
 
     def __exit__(self, *exc):
         if self.watch is not None:
+            from signsim.engine import warm
+
             self.watch.__exit__(*exc)
+            warm.NOTIFY = lambda message: None
         return False
 
     def started(self, cfg) -> None:

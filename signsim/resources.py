@@ -123,9 +123,10 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     method = methods.get(cfg.method)
     # the state each stage declares (its module): a momentum buffer, an error memory, integer scratch
     momentum = stages.momentum_stage(method, cfg).module.STATE
-    ef = stages.parse_error_feedback(cfg.error_feedback or method.error_feedback).module.STATE
+    ef_module = stages.parse_error_feedback(cfg.error_feedback or method.error_feedback).module
+    ef = int(ef_module.STATE) * getattr(ef_module, "STATE_WIDTH", 1)  # vectors per worker (CLAG's g_m and y_m: 2)
     # an estimator's shift h_m (DIANA) is one more vector per worker; it never runs with error feedback
-    ef = ef or stages.parse_estimator(getattr(cfg, "grad_estimator", None) or "none").module.STATE
+    ef = ef or int(stages.parse_estimator(getattr(cfg, "grad_estimator", None) or "none").module.STATE)
     sparsifier = stages.parse_compressor(cfg.compressor or method.compressor).module.SCRATCH
     rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
     workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers

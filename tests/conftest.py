@@ -31,6 +31,8 @@ from hypothesis import HealthCheck, settings
 # compiles that loop once per family, dtype and threading instead of a loop per composition; tests that compare it
 # with a composition's own loop set the variable themselves
 os.environ.setdefault("SIGNSIM_LOOP", "analytic")
+# no family's one loop compiles in the background after a run (signsim.engine.warm): tests/test_warm.py turns it on
+os.environ.setdefault("SIGNSIM_WARM", "0")
 
 from signsim.cli import main
 from signsim.engine.build import build

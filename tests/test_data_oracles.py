@@ -274,7 +274,7 @@ def test_check_spb_at_full_batch_by_monte_carlo_agrees_with_the_closed_form(data
 @pytest.mark.parametrize(("args", "words"), [
     (("--problem", "rosenbrock", "--batch-size", "full"), ("--batch-size full", "data problems")),
     (("--problem", "logistic", "--split", "split-batch", "--batch-size", "full"), ("--batch-size full", "split-batch")),
-    (("--problem", "logistic", "--batch-size", "fill"), ("--batch-size 'fill'", "(or full)")),
+    (("--problem", "logistic", "--batch-size", "fill"), ("--batch-size 'fill'", "or 'full'", "did you mean 'full'")),
 ])
 def test_full_batch_where_it_means_nothing_exits_2_in_one_line(cli, args, words):
     one_line_error(cli("run", *args, "--iters", "2", "--quiet"), *words)

@@ -204,8 +204,9 @@ def test_slow_paper_sweeps_resolve(cli, name, tmp_path):
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     assert doc["dry_run"] and doc["runs"] and not any(run["error"] for run in doc["runs"])
-    if name in ("fedavg-digits", "participation-vote"):
-        assert len(doc["runs"]) == {"fedavg-digits": 36, "participation-vote": 24}[name]
+    counts = {"fedavg-digits": 36, "participation-vote": 24, "scaffold-drift": 36}
+    if name in counts:
+        assert len(doc["runs"]) == counts[name]
 
 
 def test_plot_error_messages_are_not_nested(cli, tmp_path):

@@ -37,10 +37,16 @@ def mean_rows(rows):
     return [sum(col) / len(rows) for col in zip(*rows, strict=True)]
 
 
-def oracle_multikrum(X, f, k):
+def oracle_multikrum(X, f, k, byzfl=False):
+    """Blanchard et al.'s scores over the M - f - 2 nearest others; ByzFL's: the mean of row m's sorted squared
+    distances to all M messages, itself (0) dropped, up to its n - f nearest (``dist[:, 1:n - f]``)."""
     M = len(X)
     scores = []
     for m in range(M):
+        if byzfl:
+            row = sorted(dist2(X[m], X[j]) for j in range(M))[1:M - f]
+            scores.append(sum(row) / len(row))
+            continue
         others = sorted(dist2(X[m], X[j]) for j in range(M) if j != m)
         scores.append(sum(others[:M - f - 2]))
     order = sorted(range(M), key=lambda m: (scores[m], m))
@@ -140,8 +146,23 @@ def test_each_kernel_against_its_oracle_with_ties_and_duplicates(seed, M, d):
         np.testing.assert_allclose(kernel(f"meamed:{f}", X), oracle_meamed(rows, f), rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(kernel(f"monna:{f}", X), oracle_monna(rows, f), rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(kernel(f"mda:{f}", X), oracle_mda(rows, f), rtol=1e-12, atol=1e-15)
+        # ByzFL's convention (M - f - 1 nearest), Krum and Multi-Krum
+        for k in (1, M - f):
+            np.testing.assert_allclose(kernel(f"multikrum:{f}:{k}:byzfl", X), oracle_multikrum(rows, f, k, True),
+                                       rtol=1e-12)
+        np.testing.assert_array_equal(kernel(f"krum:{f}:byzfl", X), oracle_multikrum(rows, f, 1, True))
+        np.testing.assert_array_equal(kernel(f"krum:{f}", X), oracle_multikrum(rows, f, 1))
     # Multi-Krum of one message is Krum
     np.testing.assert_array_equal(kernel("multikrum:1:1", X), kernel("krum:1", X))
+    np.testing.assert_array_equal(kernel("multikrum:2:1:byzfl", X), kernel("krum:2:byzfl", X))
+
+
+def test_krum_conventions_differ_where_the_extra_neighbour_decides():
+    """Five points on a line, f = 1: Blanchard et al.'s 2 nearest others pick -2 (1 + 4 = 5: -3 and 0; 0 scores 4 + 4
+    = 8), ByzFL's 3 nearest pick 0 (4 + 4 + 9 = 17 against -2's 1 + 4 + 16 = 21)."""
+    X = np.array([[4.0], [2.0], [0.0], [-3.0], [-2.0]])
+    assert kernel("krum:1", X)[0] == -2.0 and kernel("krum:1:byzfl", X)[0] == 0.0
+    assert registry.parse("aggregation", "krum:1:blanchard").spec == "krum:1"  # the default is not written out
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -228,6 +249,8 @@ def test_a_run_with_caf_or_smea_under_alie_matches_the_numpy_replay(aggregate):
 @pytest.mark.parametrize(("args", "says"), [
     (["--aggregate", "multikrum:2", "--workers", "6"], "Multi-Krum needs M > 2 f + 2"),
     (["--aggregate", "multikrum:1:9", "--workers", "6"], "averages k <= M messages"),
+    (["--aggregate", "krum:3:byzfl", "--workers", "6"], "ByzFL's Krum needs M > 2 f"),
+    (["--aggregate", "krum:1:blanchrd"], "krum:1:blanchrd"),
     (["--aggregate", "meamed:3", "--workers", "6"], "needs M > 2 f"),
     (["--aggregate", "mda:12", "--workers", "40"], "more than 200,000"),
     (["--aggregate", "geomed:0"], "nu must be > 0"),

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+import signsim
 from signsim import methods, stages
 from signsim.codes import SignZero
 from signsim.engine import accounting, compose, loop
@@ -213,6 +214,27 @@ def test_two_lion_steps_equal_the_formula():
         x = x - lr * (np.sign(c) + lam * x)
     simulate(engine)
     np.testing.assert_allclose(engine.x, x, rtol=1e-14)
+
+
+@pytest.mark.parametrize("aggregate", ["majority", "mean"])
+def test_distributed_lion_on_heterogeneous_workers_equals_the_algorithm_written_out(aggregate):
+    """Distributed Lion (Liu et al. 2024, arXiv:2404.00438): each worker keeps its own Lion state and sends
+    delta_m = sign(b1 m_m + (1-b1) g_m), then m_m <- b2 m_m + (1-b2) g_m; the server returns the majority vote
+    sign(sum delta_m) (MaVo) or the mean (1/M) sum delta_m (Avg), and x <- x - gamma (Delta + lambda x). The vote
+    trap's six workers compute exact gradients of two different local objectives (x - 1 on four, 6 (x + 1) on two),
+    so the workers' signs disagree and each worker's momentum is its own; 4 against 2 never ties."""
+    b1, b2, lr, lam, iters, M = 0.8, 0.95, 0.05, 0.1, 40, 6
+    r = signsim.run(problem="vote-trap", workers=M, x0=0.3, lr=lr, lr_schedule="constant", method="lion",
+                    aggregate=aggregate, momentum=b1, momentum2=b2, weight_decay=lam, iters=iters, eval_every=1)
+    x, m = 0.3, np.zeros(M)
+    for _ in range(iters):
+        g = np.array([6.0 * (x + 1.0) if w % 3 == 2 else x - 1.0 for w in range(M)])
+        delta = np.sign(b1 * m + (1 - b1) * g)
+        m = b2 * m + (1 - b2) * g
+        x = x - lr * ((np.sign(delta.sum()) if aggregate == "majority" else delta.mean()) + lam * x)
+    doc = r.to_dict()
+    assert doc["x_final"][0] == pytest.approx(x, rel=1e-13, abs=1e-15)
+    assert doc["final"]["bits_up"] == iters * M  # one bit per worker and coordinate
 
 
 @pytest.mark.parametrize("method", ["ef21", "topk-ef"])

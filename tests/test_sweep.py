@@ -129,3 +129,13 @@ def test_dry_run_lists_runs(cli):
     r = cli("sweep", SMOKE, "--dry-run", "--json")
     doc = r.json()
     assert r.code == 0 and len(doc["runs"]) == 12 and doc["runs"][0]["params"]["method"] == "signsgd"
+
+
+def test_a_grid_over_seeds_names_each_column_once(cli, tmp_path):
+    p = write(tmp_path, 'problem = "quadratic"\niters = 2\n[grid]\nseed = [1, 2]\n')
+    assert cli("sweep", p, "--out", tmp_path / "o", "--jobs", "1").code == 0
+    lines = (tmp_path / "o" / "results.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    assert len(header) == len(set(header)) and header.count("seed") == 1
+    seeds = {row.split(",")[header.index("seed")] for row in lines[1:]}
+    assert seeds == {"1", "2"}

@@ -55,6 +55,11 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
             warnings.append(warning)
     elif method.needs_homogeneous and problem.heterogeneous:
         warnings.append(SSDM_HETEROGENEOUS.format(problem=problem.name))
+    from signsim.interface.config import lr_theory
+
+    theory = lr_theory(cfg)  # --lr theory: the step's theorem and constants (docs/theory.md §3.6)
+    if theory is not None:
+        warnings += theory["warnings"]
     if settings.byzantine and 2 * settings.byzantine >= cfg.workers:
         warnings.append(f"{cfg.byzantine} of {cfg.workers} workers are Byzantine: the majority-vote guarantee "
                         "needs fewer than half")
@@ -74,16 +79,19 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     warnings += [w for q in quantities for w in q.warnings()]
 
     S = settings.participants(cfg.workers)
+    two_point = getattr(settings.estimator.module, "TWO_POINT", False)  # MARINA: rounds of every exact gradient
     bits = accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, problem.dim,
                                          settings.sign_zero, settings.tie, settings.down_compressor,
-                                         settings.estimator.module.extra_bits(problem.dim))
+                                         settings.estimator.module.extra_bits(problem.dim),
+                                         cfg.workers if two_point else 0)
     columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier,
                                                                       problem.finite_sum is not None)]
     rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
     last = rows[-1] if rows else {}
     final = {**last, "iters_done": out.iters_done, "bits_up": int(out.tally[loop.T_UP]),
              "bits_down": int(out.tally[loop.T_DOWN]), "rounds": out.iters_done,
-             "grad_calls": out.iters_done * S * settings.local_steps, "wall_time": out.wall_time,
+             "grad_calls": int(out.tally[loop.T_CALLS]) if two_point else out.iters_done * S * settings.local_steps,
+             "wall_time": out.wall_time,
              "reached_stop_loss": out.reached_target}
     doc: dict[str, Any] = {
         "signsim_version": __version__,
@@ -102,6 +110,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "platform": {"python": platform.python_version(), "numpy": np.__version__},
     }
     doc["note"] = budget_note(doc)
+    if theory is not None:
+        doc["lr_theory"] = theory["record"]
     if heterogeneity is not None:
         doc["heterogeneity"] = heterogeneity  # at x_0
     if problem.dim <= MAX_STORED_DIM:

@@ -131,7 +131,10 @@ def derive(problem, model, params, cfg, x0: np.ndarray, box: float, sigma_sample
     else:
         out["sigma_total"] = Constant("sigma_total", float(np.sqrt(np.sum(s**2) / tau)),
                                       f"||sigma||_2 / sqrt(tau), tau = {'1 (full batch)' if full else tau}; {src}")
-    out["gamma"] = Constant("gamma", cfg.lr, "--lr")
+    from signsim.interface.config import lr_theory
+
+    theory = lr_theory(cfg)  # --lr theory: the theorem's step (docs/theory.md §3.6)
+    out["gamma"] = Constant("gamma", cfg.lr, "--lr" if theory is None else theory["record"]["line"])
     out["M"] = Constant("M", cfg.workers, "--workers")
     out["alpha"] = Constant("alpha", cfg.byzantine / cfg.workers, "--byzantine / --workers")
     out["d"] = Constant("d", problem.dim, "dimension")

@@ -70,16 +70,20 @@ class BitsPerIteration:
 
 
 def bits_per_iteration(compressor, aggregate, M: int, d: int, sign_zero, tie, down=None,
-                       extra=(0.0, 0.0)) -> BitsPerIteration:
+                       extra=(0.0, 0.0), exact_rounds: int = 0) -> BitsPerIteration:
     """Bits of one iteration (upper bounds for the messages whose size varies: QSGD, sparse broadcasts); with a
     compressed downlink (``down``, its compressor: docs/theory.md §8.8) the broadcast is that compressor's message;
     ``extra``: what each participant sends and receives besides (the estimator's ``extra_bits``: SCAFFOLD's control
-    variates, §12.6)."""
-    return BitsPerIteration(
-        up=M * uplink_bits(compressor, d, sign_zero) + int(M * extra[0]),
-        down=M * (downlink_bits(compressor, aggregate, M, d, sign_zero, tie) if down is None
-                  else uplink_bits(down, d, sign_zero)) + int(M * extra[1]),
-    )
+    variates, §12.6); ``exact_rounds``: the workers of a round in which each sends its exact gradient in floats
+    (MARINA's, §8.10), when the run has such rounds (the bound is then the larger of the two rounds)."""
+    up = M * uplink_bits(compressor, d, sign_zero) + int(M * extra[0])
+    down_ = M * (downlink_bits(compressor, aggregate, M, d, sign_zero, tie) if down is None
+                 else uplink_bits(down, d, sign_zero)) + int(M * extra[1])
+    if exact_rounds:
+        n = exact_rounds
+        up = max(up, n * FLOAT_BITS * d)
+        down_ = max(down_, n * downlink_bits(compressor, aggregate, n, d, sign_zero, tie))
+    return BitsPerIteration(up=up, down=down_)
 
 
 def budget_bits(cfg) -> float:

@@ -182,6 +182,9 @@ def _loops(family: str, key: str, stages: tuple | None):
     lns["server_aggregate"] = specialize._copy(loop.server_aggregate, f"server_aggregate__{family}__{key}", lns,
                                                inline="always")
     lns["attack_factor"] = specialize._copy(loop.attack_factor, f"attack_factor__{family}__{key}", lns)
+    # a round of exact gradients from every worker (a two-point estimator's, MARINA's c_k = 1): inlined, its workers
+    # stay a parallel loop in the threaded copy
+    lns["full_round"] = specialize._copy(loop.full_round, f"full_round__{family}__{key}", lns, inline="always")
     # nogil: the driver keeps handling signals while a chunk runs in its helper thread
     threaded = specialize._copy(loop.run_chunk_source, f"run_chunk__{family}__{key}", lns, parallel=True,
                                 nogil=True)
@@ -235,27 +238,39 @@ def mode(family: str | None = None) -> str:
     return "auto"
 
 
-def choose(family: str, stages: dict, threaded: bool, signature: tuple):
-    """The loop a run takes. A composition with a plugin: its own. Otherwise, by ``SIGNSIM_LOOP``; under "auto",
-    the family's one loop when it is in the kernel cache for this signature (nothing compiles), else the
-    composition's own when that is cached, else its own when the cache holds no loop of the family yet (a first
-    run compiles the smaller loop: about half the CPU time), else the one loop (a second composition: from then on
-    every composition of built-in stages runs without compiling)."""
+def loops_of_every_composition(family: str):
+    """(threaded loop, serial loop) of ``family`` that run every composition of built-in stages."""
+    return _loops(family, BUILTIN_KEY, None)
+
+
+def choose(family: str, stages: dict, threaded: bool, signature: tuple) -> tuple:
+    """(the loop a run takes, whether to compile the family's one loop in the background once it has run). A
+    composition with a plugin: its own. Otherwise, by ``SIGNSIM_LOOP``; under "auto", the family's one loop when it
+    is in the kernel cache for this signature (nothing compiles), else the composition's own when that is cached,
+    else its own when the cache holds no loop of the family yet (a first run compiles the smaller loop: about half
+    the CPU time; then the one loop compiles in the background, ``signsim.engine.warm``), else the one loop (a
+    second composition: from then on every composition of built-in stages runs without compiling), waiting for a
+    background compile of it that is at work rather than compiling it a second time."""
+    from signsim.engine import warm
     from signsim.engine.split_compile import cached
 
     which = 0 if threaded else 1
     if not builtin_only(stages):
-        return loops(family, stages, builtin=False)[which]
+        return loops(family, stages, builtin=False)[which], False
     chosen = mode(family)
     if chosen != "auto":
-        return loops(family, stages, builtin=chosen == "builtin")[which]
+        return loops(family, stages, builtin=chosen == "builtin")[which], False
     one = loops(family, stages)[which]
     if cached(one, signature):
-        return one
+        return one, False
     own = loops(family, stages, builtin=False)[which]
     if cached(own, signature):
-        return own
-    return one if _family_has_loops(own, family, threaded) else own
+        return own, False
+    if warm.wait(family, threaded) and cached(one, signature):
+        return one, False
+    if _family_has_loops(own, family, threaded):
+        return one, False
+    return own, True
 
 
 def _family_has_loops(kernel, family: str, threaded: bool) -> bool:

@@ -138,6 +138,7 @@ class Settings:
         sp = np.zeros((loop.N_SP, MAX_PARAMS))
         sp[loop.SP_MOMENTUM, :2] = self.momentum, self.momentum2
         for row, stage in ((loop.SP_COMPRESSOR, self.compressor), (loop.SP_AGGREGATION, self.aggregate),
+                           (loop.SP_ERROR_FEEDBACK, self.error_feedback),
                            (loop.SP_ATTACK, self.attack), (loop.SP_SERVER_OPTIMIZER, self.server_optimizer),
                            (loop.SP_ESTIMATOR, self.estimator), (loop.SP_DOWN_COMPRESSOR, self._down()),
                            *zip((loop.SP_PRE_AGGREGATION, loop.SP_PRE_AGGREGATION_2, loop.SP_PRE_AGGREGATION_3),
@@ -187,6 +188,44 @@ def check_settings(s: Settings, d: int) -> None:
             c.module.check_params(c.params, d, option, c.spec)
 
 
+def check_two_point(s: Settings, problem: ProblemInstance, noise: NoiseModel) -> None:
+    """What a two-point estimator (MARINA, docs/theory.md §8.10) needs: each worker's exact local gradient (its
+    difference at two iterates must come from the same sample; a stochastic oracle would need VR-MARINA, not built),
+    one local step, and none of the stages its rounds of exact gradients bypass."""
+    spec = f"--grad-estimator {s.estimator.spec}"
+    if problem.external is not None or not (problem.exact_oracle or problem.local_exact) or noise.name != "none":
+        why = "a PyTorch model" if problem.external is not None else (
+            f"--noise {noise.name}" if noise.name != "none" else f"{problem.name}'s sampled oracle")
+        raise InputError(f"{spec}: needs each worker's exact local gradient (the difference at two iterates from the "
+                         f"same sample), not {why}; use an exact oracle without --noise")
+    clashes = [(s.local_steps > 1, f"--local-steps {s.local_steps}"), (s.byzantine > 0, f"--byzantine {s.byzantine}"),
+               (s.momentum_kind.name != "none", f"momentum ({s.momentum_kind.name})"), (s.monotone, "--monotone"),
+               (s.downlink, "--down-compressor"), (s.server_optimizer.name != "sgd", f"--server-opt "
+                                                                                   f"{s.server_optimizer.spec}"),
+               (any(link.name != "none" for link in s.pre_aggregation), "--pre-aggregate")]
+    for clash, option in clashes:
+        if clash:
+            raise InputError(f"{spec} with {option}: its rounds of exact gradients go around it; drop one of the two")
+
+
+def owned_state(stages: dict, M: int, S: int, d: int, dt) -> dict[str, np.ndarray]:
+    """slot -> the zero array the run's stage of each kind owns there, of the shape its kind's table declares
+    (``signsim.stages.kinds.State``; in M workers, S participants a round, d coordinates) when the module sets the
+    state's flag (else its ``STATE``), else a 1 x 1 placeholder. The downlink's slots are allocated with the
+    downlink."""
+    sizes = {"M": M, "S": S, "d": d}
+    out = {}
+    for kind in kinds.PRIMARY:
+        module = stages[kind.name]
+        for st in kind.states:
+            on = getattr(module, st.flag, getattr(module, "STATE", False))
+            shape = tuple(sizes[n] if n in sizes else int(n) for n in st.shape) if on else (1, 1)
+            if on and st.width:
+                shape = (*shape[:-1], shape[-1] * int(getattr(module, st.width, 1)))
+            out[st.slot] = np.zeros(shape, dtype=dt if st.dtype == "state" else np.int64)
+    return out
+
+
 @dataclass
 class EngineOutput:
     history: np.ndarray  # rows of loop.HIST
@@ -223,16 +262,12 @@ class Engine(ChunkedState):
         if not s.compressor.resolved:
             raise ValueError("the compressor's parameters must be resolved with the dimension")
         self.settings = s
-        self.mom = np.zeros((M, d) if s.momentum_kind.module.STATE else (1, 1), dtype=dt)
-        self.err = np.zeros((M, d) if s.error_feedback.module.STATE else (1, 1), dtype=dt)
-        # per slot of a round's S participants: the sparsifiers' index scratch, gradient, message, bits, and with
-        # local steps (H > 1) the local iterate y and the pseudo-gradient u (docs/theory.md §12)
-        self.iwork = np.zeros((S, d) if s.compressor.module.SCRATCH else (1, 1), dtype=np.int64)
+        # the arrays the stages own, as their kinds declare them (signsim.stages.kinds.State): the momentum's m_m
+        # (mom), the error memory e_m or EF21's g_m (err), the sparsifiers' index scratch per slot (iwork), the
+        # server optimizer's moments (opt), the estimator's shift h_m per worker (shift) and its server's rows (hbar)
+        for slot, array in owned_state(s.stages(), M, S, d, dt).items():
+            setattr(self, slot, array)
         self.srv = np.zeros(d, dtype=dt)
-        self.opt = np.zeros((3, d) if s.server_optimizer.module.STATE else (1, 1), dtype=dt)
-        # the estimator's shift h_m per worker and the server's mean of them with its output (DIANA)
-        self.shift = np.zeros((M, d) if s.estimator.module.STATE else (1, 1), dtype=dt)
-        self.hbar = np.zeros((2, d) if s.estimator.module.STATE else (1, 1), dtype=dt)
         # a compressed downlink's update, scratch, broadcast and memories (loop.D_*), and its index scratch
         self.down = np.zeros((5, d) if s.downlink else (1, 1), dtype=dt)
         self.diwork = np.zeros((1, d) if s.downlink and s.down_compressor.module.SCRATCH else (1, 1), dtype=np.int64)
@@ -250,7 +285,10 @@ class Engine(ChunkedState):
         if self.external is not None and s.prox_mu and s.local_steps > 1:
             raise InputError(f"--prox-mu {s.prox_mu:g}: not with --model yet (its local steps are taken in PyTorch, "
                              "without the proximal term); drop one of the two")
-        self.Y = np.zeros((S, d) if loop_steps > 1 else (1, 1), dtype=dt)
+        two_point = getattr(s.estimator.module, "TWO_POINT", False)  # Y[j]: its gradient at the previous iterate
+        if two_point:
+            check_two_point(s, problem, noise)
+        self.Y = np.zeros((S, d) if loop_steps > 1 or two_point else (1, 1), dtype=dt)
         self.U = np.zeros((S, d) if loop_steps > 1 else (1, 1), dtype=dt)
         self.agg = np.zeros(d, dtype=dt)
         self.gbuf = np.zeros(d)  # the full gradient behind the history's norms: float64 like the history
@@ -285,6 +323,7 @@ class Engine(ChunkedState):
             compose.smoke_test(st, d)  # a plugin's kernels compile and behave, or one error line naming it
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.kernel = None  # the compiled loop, chosen at the first chunk
+        self.warm = None  # (family, threaded, signature): the family's one loop to compile in the background
         self.init_history(problem, iters, eval_every)
 
     @staticmethod
@@ -414,12 +453,20 @@ class Engine(ChunkedState):
                 from numba import typeof
 
                 signature = tuple(typeof(a) for a in (np.int64(0), np.int64(0), np.int64(0), *self.bundles()))
-                kernel = self.kernel = compose.choose(specialize.family_of(p.code), self.settings.stages(),
-                                                      bool(self.icfg[loop.I_PARALLEL]), signature)
+                family, threaded = specialize.family_of(p.code), bool(self.icfg[loop.I_PARALLEL])
+                kernel, warm_after = compose.choose(family, self.settings.stages(), threaded, signature)
+                self.kernel = kernel
+                if warm_after:  # once this loop has run: the family's one loop, in the background
+                    self.warm = (family, threaded, signature)
             compose.check_codes(kernel, self.icfg)
             try:
                 split_compile.compile_loop(self, kernel)  # a loop not in the cache compiles on two cores
                 status = kernel(k0, k1, K, *self.bundles())
+                if self.warm is not None:
+                    from signsim.engine import warm
+
+                    warm.start(*self.warm)
+                    self.warm = None
             except Exception as e:
                 from numba.core.errors import NumbaError
 

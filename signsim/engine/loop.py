@@ -59,6 +59,7 @@ from signsim.engine.dispatch import (
     problem_test_loss,
 )
 from signsim.stages import kinds
+from signsim.stages.base import FLOAT_BITS
 
 #: the loop's arguments, in four named bundles (``run_chunk``): what the problem and the noise model read, each
 #: worker's state and the per-slot buffers of a round, the server's state, and the run's settings and records;
@@ -89,17 +90,17 @@ FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "
                                                 "server_optimizer", "estimator", "down_compressor",
                                                 "down_error_feedback", "pre_aggregation", "pre_aggregation_2",
                                                 "pre_aggregation_3"))
-I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS, I_SEARCH = (
+I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS, I_SEARCH, I_TWO_POINT, I_LAZY = (
     ICFG.index(kinds.flag_setting(f)) for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT", "INCREMENTS", "CORRECTS",
-                                                "SEARCH"))
+                                                "SEARCH", "TWO_POINT", "LAZY"))
 N_ICFG = len(ICFG)
 F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU, F_EXTRA_UP, F_EXTRA_DOWN = range(
     len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
 (SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER, SP_ESTIMATOR, SP_DOWN_COMPRESSOR,
- SP_PRE_AGGREGATION, SP_PRE_AGGREGATION_2, SP_PRE_AGGREGATION_3) = range(10)
-N_SP = 10
+ SP_PRE_AGGREGATION, SP_PRE_AGGREGATION_2, SP_PRE_AGGREGATION_3, SP_ERROR_FEEDBACK) = range(11)
+N_SP = 11
 #: rows of the server's ``down`` state with a compressed downlink (docs/theory.md §8.8): the update u before
 #: compression, the error feedback's scratch (its ``g``), the broadcast C(.), its memory e (or EF21's w), its
 #: server-side running sum (EF21)
@@ -107,9 +108,10 @@ D_UPDATE, D_SCRATCH, D_OUT, D_MEMORY, D_SERVER = range(5)
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
 # ``tally``: bits sent so far, up (all messages) and down (every broadcast times the round's S participants); the
-# most bits sent up in one iteration
-T_UP, T_DOWN, T_UP_MAX = 0, 1, 2
-N_TALLY = 3
+# most bits sent up in one iteration; the oracle calls of a two-point estimator's run (MARINA: M in a round of
+# exact gradients, 2 S in another; otherwise the history counts S H a round)
+T_UP, T_DOWN, T_UP_MAX, T_CALLS = 0, 1, 2, 3
+N_TALLY = 4
 #: history columns, in order (declared in ``signsim/history.py``)
 HIST = history.KEYS
 H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, H_BITS_UP, H_BITS_DOWN = map(
@@ -126,6 +128,10 @@ N_HIST = history.N_COLUMNS
 # these stand-ins are never compiled. The stages' flags (error feedback's STEP_SCALED, the aggregation's SUMMED, the
 # attack's OMNISCIENT) are read from ``icfg``.
 def momentum_step(code, k, g, m, p):  # -> v
+    raise NotImplementedError
+
+
+def ef_sends(code, k, v, e, p):  # -> False when the worker sends nothing this round (a LAZY one's trigger)
     raise NotImplementedError
 
 
@@ -174,6 +180,10 @@ def robust_aggregate(code, msg, agg, p):
 
 
 def server_update(code, direction, opt, p, k):  # -> the update x moves by (times eta_s gamma_k)
+    raise NotImplementedError
+
+
+def est_fresh(code, k, hbar, p, gen):  # -> True for a round in which every worker sends its exact gradient
     raise NotImplementedError
 
 
@@ -289,6 +299,11 @@ def worker_step(m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
     h = shift[0] if shift.shape[0] == 1 else shift[m]  # 1 x 1 without an estimator's shift
     local_gradient(m, j, lr, mu, x, G, workers.Y, workers.U, gen, data, icfg, h, hbar[0])
     g = G[j] if icfg[I_LOCAL_STEPS] == 1 else workers.U[j]
+    if icfg[I_TWO_POINT]:  # MARINA's difference: minus the oracle at the previous iterate hbar[2] (H = 1, exact)
+        gp = workers.Y[j]
+        worker_gradient(m, hbar[2], gp, gen, data, icfg)
+        for i in range(g.shape[0]):
+            g[i] -= gp[i]
     mm = mom[0] if mom.shape[0] == 1 else mom[m]  # mom is a 1 x 1 placeholder without momentum
     si = 0 if seen.shape[0] == 1 else m  # seen has one entry without a momentum state
     v = momentum_step(icfg[I_CODE_MOMENTUM], seen[si], g, mm, sp[SP_MOMENTUM])
@@ -296,10 +311,15 @@ def worker_step(m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
     out = msg[j]
     e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
     v = est_before(icfg[I_CODE_ESTIMATOR], v, g, h, sp[SP_ESTIMATOR])
-    u = ef_before(icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
-    iw = iwork[0] if iwork.shape[0] == 1 else iwork[j]  # 1 x 1 without a sparsifier
-    wbits[j] = compress(icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
-    ef_after(icfg[I_CODE_ERROR_FEEDBACK], e, out)
+    if icfg[I_LAZY] and not ef_sends(icfg[I_CODE_ERROR_FEEDBACK], k, v, e, sp[SP_ERROR_FEEDBACK]):
+        for i in range(out.shape[0]):  # nothing sent (CLAG's trigger not met, §8.2): the server adds nothing
+            out[i] = 0.0
+        wbits[j] = 0.0
+    else:
+        u = ef_before(icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
+        iw = iwork[0] if iwork.shape[0] == 1 else iwork[j]  # 1 x 1 without a sparsifier
+        wbits[j] = compress(icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
+        ef_after(icfg[I_CODE_ERROR_FEEDBACK], e, out)
     est_after(icfg[I_CODE_ESTIMATOR], h, hbar, out, sp[SP_ESTIMATOR], icfg[I_LOCAL_STEPS])
     if m < icfg[I_BYZANTINE]:
         attack_row(icfg[I_CODE_ATTACK], out, sp[SP_ATTACK], gen)
@@ -410,7 +430,8 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     hist[r, H_TRAIN_ACC] = train_acc
     hist[r, H_TEST_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, True)
     hist[r, H_TEST_LOSS] = problem_test_loss(icfg[I_PROBLEM], x, pf, pi, A, b)
-    hist[r, H_GRAD_CALLS] = k * icfg[I_CLIENTS] * icfg[I_LOCAL_STEPS]  # S H oracle calls per round, §12
+    # S H oracle calls per round (§12), or as a two-point estimator's rounds made them
+    hist[r, H_GRAD_CALLS] = tally[T_CALLS] if icfg[I_TWO_POINT] else k * icfg[I_CLIENTS] * icfg[I_LOCAL_STEPS]
     hist[r, H_BITS_UP] = tally[T_UP]
     hist[r, H_BITS_DOWN] = tally[T_DOWN]
     counters[C_ROWS] = r + 1
@@ -419,6 +440,26 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     if loss <= fcfg[F_STOP_LOSS]:
         return Status.TARGET
     return Status.OK
+
+
+def full_round(x, agg, G, gens, data, icfg, M):
+    """agg <- the mean over all M workers of their exact gradients at x (a round of MARINA's c_k = 1, §8.10),
+    computed S at a time in the slots of ``G`` and summed in worker order (so the thread count changes nothing).
+    The oracle draws nothing (the run checked it is exact), so each slot is handed the first generator."""
+    d = x.shape[0]
+    S = G.shape[0]
+    gen = worker_gen(gens, 0)
+    for i in range(d):
+        agg[i] = 0.0
+    for m0 in range(0, M, S):
+        n = min(S, M - m0)
+        for j in prange(n):
+            worker_gradient(m0 + j, x, G[j], gen, data, icfg)
+        for j in range(n):
+            for i in range(d):
+                agg[i] += G[j, i]
+    for i in range(d):
+        agg[i] /= M
 
 
 @njit(cache=True)
@@ -462,45 +503,55 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         row = k - k0 if sampled else 0
-        for j in prange(S):
-            m = part[row, j]
-            slot = row * S + j if sampled else m
-            # j as int64: the parallel loop's index is unsigned, and its body is typed as a plain loop first, so
-            # the worker step would compile twice (once per index type)
-            worker_step(m, np.int64(j), k, lr, fcfg[F_PROX_MU], x, server.hbar, workers, worker_gen(gens, slot), data,
-                        icfg, sp)
-        rows = msg[:S]
-        if icfg[I_OMNISCIENT] and B > 0:
-            nb = 0  # the round's Byzantine participants: the first rows, as part[row] ascends
-            while nb < S and part[row, nb] < B:
-                nb += 1
-            if 0 < nb < S:  # (no honest message to read when every participant is Byzantine, §12)
-                if icfg[I_SEARCH]:  # the factor that hurts this round's aggregate most (alie-opt, ipm-opt)
-                    q = np.zeros(sp.shape[1])
-                    q[0] = attack_factor(rows, nb, agg, icfg, sp, server_gen)
-                    attack_rows(icfg[I_CODE_ATTACK], rows, nb, q)
-                else:
-                    attack_rows(icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
-        # the chain of pre-aggregations (§8.9): each transforms the first n rows in place, and may leave fewer; then
-        # the aggregation
-        server_aggregate(rows, S, agg, icfg, sp, server_gen)
-        up = S * fcfg[F_EXTRA_UP]  # what a participant sends besides its message (SCAFFOLD's control variate)
-        for j in range(S):
-            up += wbits[j]
-        tally[T_UP] += up
-        tally[T_UP_MAX] = max(tally[T_UP_MAX], up)
+        fresh = est_fresh(icfg[I_CODE_ESTIMATOR], k, server.hbar, sp[SP_ESTIMATOR], server_gen)
+        n = M if fresh else S  # the workers the round's broadcast goes to
+        if fresh:
+            # every worker sends its exact gradient at x, uncompressed (MARINA's c_k = 1, §8.10)
+            full_round(x, agg, G, gens, data, icfg, M)
+            tally[T_UP] += M * FLOAT_BITS * d
+            tally[T_UP_MAX] = max(tally[T_UP_MAX], M * FLOAT_BITS * d)
+            tally[T_CALLS] += M
+        else:
+            for j in prange(S):
+                m = part[row, j]
+                slot = row * S + j if sampled else m
+                # j as int64: the parallel loop's index is unsigned, and its body is typed as a plain loop first, so
+                # the worker step would compile twice (once per index type)
+                worker_step(m, np.int64(j), k, lr, fcfg[F_PROX_MU], x, server.hbar, workers, worker_gen(gens, slot),
+                            data, icfg, sp)
+            rows = msg[:S]
+            if icfg[I_OMNISCIENT] and B > 0:
+                nb = 0  # the round's Byzantine participants: the first rows, as part[row] ascends
+                while nb < S and part[row, nb] < B:
+                    nb += 1
+                if 0 < nb < S:  # (no honest message to read when every participant is Byzantine, §12)
+                    if icfg[I_SEARCH]:  # the factor that hurts this round's aggregate most (alie-opt, ipm-opt)
+                        q = np.zeros(sp.shape[1])
+                        q[0] = attack_factor(rows, nb, agg, icfg, sp, server_gen)
+                        attack_rows(icfg[I_CODE_ATTACK], rows, nb, q)
+                    else:
+                        attack_rows(icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
+            # the chain of pre-aggregations (§8.9): each transforms the first n rows in place, and may leave fewer;
+            # then the aggregation
+            server_aggregate(rows, S, agg, icfg, sp, server_gen)
+            tally[T_CALLS] += 2 * S  # (read only for a two-point estimator's run: its oracle at x and at x^{k-1})
+            up = S * fcfg[F_EXTRA_UP]  # what a participant sends besides its message (SCAFFOLD's control variate)
+            for j in range(S):
+                up += wbits[j]
+            tally[T_UP] += up
+            tally[T_UP_MAX] = max(tally[T_UP_MAX], up)
         if icfg[I_DOWNLINK]:
             pass  # the broadcast is the compressed update, counted below
         elif icfg[I_SPARSE_DOWN]:
-            tally[T_DOWN] += S * sparse_broadcast_bits(agg)
+            tally[T_DOWN] += n * sparse_broadcast_bits(agg)
         else:
-            tally[T_DOWN] += S * fcfg[F_DOWN_BITS]
+            tally[T_DOWN] += n * fcfg[F_DOWN_BITS]
         if sampled and icfg[I_INCREMENTS]:  # EF21-PP: the server's g moves by (1/M) sum of the S increments, §8.2
             for i in range(d):
                 agg[i] *= S / M
         tally[T_DOWN] += S * fcfg[F_EXTRA_DOWN]  # what the server sends besides the broadcast (SCAFFOLD's c)
         direction = est_direction(icfg[I_CODE_ESTIMATOR], ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv),
-                                  server.hbar, sp[SP_ESTIMATOR], S, M, icfg[I_LOCAL_STEPS])
+                                  server.hbar, sp[SP_ESTIMATOR], n, M, icfg[I_LOCAL_STEPS])
         direction = server_update(icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt, sp[SP_SERVER_OPTIMIZER], k)
         scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
         if icfg[I_DOWNLINK]:  # the server broadcasts C(u) of the update u, with its own error feedback (§8.8)
@@ -515,6 +566,9 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             down_ef_after(icfg[I_CODE_DOWN_ERROR_FEEDBACK], down[D_MEMORY], out)
             direction = down_ef_direction(icfg[I_CODE_DOWN_ERROR_FEEDBACK], out, down[D_SERVER])
             scale = 1.0
+        if icfg[I_TWO_POINT]:  # the iterate the next round's differences start from (MARINA's x^k, §8.10)
+            for i in range(d):
+                server.hbar[2, i] = x[i]
         if icfg[I_MONOTONE]:
             # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration
             trial = G[0]

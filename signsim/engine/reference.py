@@ -38,11 +38,12 @@ class ReferenceRun:
         self.participated = np.zeros(workers, dtype=int)  # how often each worker took part (for tests)
         self.x = problem.x0.astype(float).copy()
         self.mom = np.zeros((workers, problem.dim))
-        self.err = np.zeros((workers, problem.dim))  # EF: e_m; EF21: g_m
+        # EF: e_m; EF21: g_m; CLAG: g_m and its last vector y_m (its STATE_WIDTH)
+        self.err = np.zeros((workers, problem.dim * getattr(s.error_feedback.module, "STATE_WIDTH", 1)))
         self.g_server = np.zeros(problem.dim)  # EF21: the server's g = mean of the g_m
         self.opt = np.zeros((3, problem.dim))  # the server optimizer's state (moments, update)
         self.shift = np.zeros((workers, problem.dim))  # an estimator's h_m (DIANA)
-        self.hbar = np.zeros((2, problem.dim))  # its server's mean of the h_m
+        self.hbar = np.zeros((3, problem.dim))  # its server's rows (DIANA: the mean of the h_m; MARINA: g, x^{k-1})
         self.broadcast = np.zeros(problem.dim)  # the last aggregate (centered clipping starts from it)
         self.down_e = np.zeros(problem.dim)  # a compressed downlink's error memory (EF) or w (EF21), §8.8
         self.down_w = np.zeros(problem.dim)  # its EF21 server-side running sum
@@ -128,25 +129,49 @@ class ReferenceRun:
             delta *= ratio
         return best_x
 
+    def exact_round(self) -> np.ndarray:
+        """A round in which every worker sends its exact gradient uncompressed (MARINA's c_k = 1, §8.10): their
+        mean, with its bits."""
+        d = self.p.dim
+        broadcast = np.mean([self.stochastic_gradient(m) for m in range(self.M)], axis=0)
+        self.bits_up += self.M * accounting.FLOAT_BITS * d
+        s = self.s
+        if accounting.broadcast_is_sparse(s.compressor, s.aggregate):
+            self.bits_down += self.M * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
+        else:
+            self.bits_down += self.M * accounting.downlink_bits(s.compressor, s.aggregate, self.M, d, s.sign_zero,
+                                                                s.tie)
+        return broadcast
+
     def step(self) -> np.ndarray:
         s, k = self.s, self.k
         lr = s.lr / np.sqrt(k + 1) if s.schedule == Schedule.SQRT else s.lr
         ef, comp, att, agg = s.error_feedback.module, s.compressor, s.attack.module, s.aggregate
+        est, ep = s.estimator.module, np.asarray(s.estimator.param_array())
         msgs = []
+        fresh = est.fresh(k, self.hbar, ep, self.server)
         part = self.participants()
+        two_point = getattr(est, "TWO_POINT", False)
+        if fresh:
+            return self.finish(self.exact_round(), lr, self.M)
         S = len(part)
         nb = sum(1 for m in part if m < s.byzantine)  # the round's Byzantine participants
         for m in part:
             gen = self.gens[m]
             self.participated[m] += 1
-            v = self.momentum(m, self.pseudo_gradient(m, lr))
+            g = self.pseudo_gradient(m, lr)
+            if two_point:  # MARINA's difference, the oracle at x^k minus at x^{k-1} (§8.10)
+                g = g - self.stochastic_gradient(m, self.hbar[2])
+            v = self.momentum(m, g)
             self.seen[m] += 1
-            est, ep = s.estimator.module, np.asarray(s.estimator.param_array())
             v = est.reference_before(v, self.shift[m], ep)
-            u = ef.reference_before(lr, v, self.err[m])
-            msg = np.asarray(comp.module.reference(u, comp.params, int(s.sign_zero), gen), dtype=float)
-            self.bits_up += accounting.message_bits(comp, u, msg, s.sign_zero)
-            ef.reference_after(self.err[m], u, msg)
+            if getattr(ef, "LAZY", False) and not ef.reference_sends(k, v, self.err[m], s.error_feedback.params):
+                msg = np.zeros(self.p.dim)  # nothing sent (CLAG's trigger, §8.2): 0 bits, the server adds 0
+            else:
+                u = ef.reference_before(lr, v, self.err[m])
+                msg = np.asarray(comp.module.reference(u, comp.params, int(s.sign_zero), gen), dtype=float)
+                self.bits_up += accounting.message_bits(comp, u, msg, s.sign_zero)
+                ef.reference_after(self.err[m], u, msg)
             est.reference_after(self.shift[m], self.hbar, msg, ep, s.local_steps)
             if m < s.byzantine:
                 msg = att.reference(msg, s.attack.params, gen)
@@ -167,12 +192,18 @@ class ReferenceRun:
         if S < self.M and getattr(ef, "INCREMENTS", False):  # EF21-PP: g <- g + (1/M) sum_{m in round} c_m
             broadcast = np.sum(msgs, axis=0) / self.M
         broadcast = ef.reference_direction(broadcast, self.g_server)
+        up, down = est.extra_bits(d)  # what is sent besides the messages (SCAFFOLD's control variates)
+        self.bits_up += S * up
+        self.bits_down += S * down
+        return self.finish(broadcast, lr, S)
+
+    def finish(self, broadcast: np.ndarray, lr: float, S: int) -> np.ndarray:
+        """The server's step from the round's aggregate ``broadcast`` (sent to S workers): the estimator's
+        direction, the server optimizer, a compressed downlink, weight decay and the monotone test."""
+        s, k, ef = self.s, self.k, self.s.error_feedback.module
         est = s.estimator
         broadcast = est.module.reference_direction(broadcast, self.hbar, np.asarray(est.param_array()), S, self.M,
                                                    s.local_steps)
-        up, down = est.module.extra_bits(d)  # what is sent besides the messages (SCAFFOLD's control variates)
-        self.bits_up += S * up
-        self.bits_down += S * down
         opt = s.server_optimizer
         broadcast = np.asarray(opt.module.reference(broadcast, self.opt, np.asarray(opt.param_array()), k), dtype=float)
         step = s.server_lr * (lr * broadcast if ef.STEP_SCALED else broadcast)
@@ -185,6 +216,8 @@ class ReferenceRun:
             step = np.asarray(def_.reference_direction(c, self.down_w), dtype=float)
         if s.weight_decay:
             step = step + lr * s.weight_decay * self.x
+        if getattr(est.module, "TWO_POINT", False):
+            self.hbar[2] = self.x
         trial = self.x - step
         if not s.monotone or self.p.loss_ref(trial) <= self.p.loss_ref(self.x):
             self.x = trial

@@ -42,10 +42,12 @@ from signsim.stages.compressors import sign as _compressor__sign
 from signsim.stages.compressors import sto_sign as _compressor__sto_sign
 from signsim.stages.compressors import terngrad as _compressor__terngrad
 from signsim.stages.compressors import top_k as _compressor__top_k
+from signsim.stages.error_feedback import clag as _error_feedback__clag
 from signsim.stages.error_feedback import ef as _error_feedback__ef
 from signsim.stages.error_feedback import ef21 as _error_feedback__ef21
 from signsim.stages.error_feedback import none as _error_feedback__none
 from signsim.stages.estimators import diana as _estimator__diana
+from signsim.stages.estimators import marina as _estimator__marina
 from signsim.stages.estimators import none as _estimator__none
 from signsim.stages.estimators import scaffold as _estimator__scaffold
 from signsim.stages.momentum import ema as _momentum__ema
@@ -70,16 +72,16 @@ INLINE = False  # each stage kernel compiled and cached on its own, shared by ev
 COUNTS = {
     "momentum": 4,
     "compressor": 12,
-    "error_feedback": 3,
+    "error_feedback": 4,
     "aggregation": 13,
     "attack": 10,
     "server_optimizer": 5,
-    "estimator": 3,
+    "estimator": 4,
     "pre_aggregation": 5,
     "pre_aggregation_2": 5,
     "pre_aggregation_3": 5,
     "down_compressor": 12,
-    "down_error_feedback": 3,
+    "down_error_feedback": 4,
 }
 
 _momentum__none__kernel = stage_function(_momentum__none, "kernel", True, inline=INLINE)
@@ -98,15 +100,22 @@ _compressor__natural__kernel = stage_function(_compressor__natural, "kernel", Tr
 _compressor__onebit__kernel = stage_function(_compressor__onebit, "kernel", True, inline=INLINE)
 _compressor__noisy_sign__kernel = stage_function(_compressor__noisy_sign, "kernel", True, inline=INLINE)
 _compressor__dither__kernel = stage_function(_compressor__dither, "kernel", True, inline=INLINE)
+_error_feedback__none__sends = stage_function(_error_feedback__none, "sends", True, inline=INLINE)
+_error_feedback__ef__sends = stage_function(_error_feedback__ef, "sends", True, inline=INLINE)
+_error_feedback__ef21__sends = stage_function(_error_feedback__ef21, "sends", True, inline=INLINE)
+_error_feedback__clag__sends = stage_function(_error_feedback__clag, "sends", True, inline=INLINE)
 _error_feedback__none__before = stage_function(_error_feedback__none, "before", True, inline=INLINE)
 _error_feedback__ef__before = stage_function(_error_feedback__ef, "before", True, inline=INLINE)
 _error_feedback__ef21__before = stage_function(_error_feedback__ef21, "before", True, inline=INLINE)
+_error_feedback__clag__before = stage_function(_error_feedback__clag, "before", True, inline=INLINE)
 _error_feedback__none__after = stage_function(_error_feedback__none, "after", True, inline=INLINE)
 _error_feedback__ef__after = stage_function(_error_feedback__ef, "after", True, inline=INLINE)
 _error_feedback__ef21__after = stage_function(_error_feedback__ef21, "after", True, inline=INLINE)
+_error_feedback__clag__after = stage_function(_error_feedback__clag, "after", True, inline=INLINE)
 _error_feedback__none__direction = stage_function(_error_feedback__none, "direction", False, inline=INLINE)
 _error_feedback__ef__direction = stage_function(_error_feedback__ef, "direction", False, inline=INLINE)
 _error_feedback__ef21__direction = stage_function(_error_feedback__ef21, "direction", False, inline=INLINE)
+_error_feedback__clag__direction = stage_function(_error_feedback__clag, "direction", False, inline=INLINE)
 _aggregation__mean__finish = stage_function(_aggregation__mean, "finish", False, inline=INLINE)
 _aggregation__majority__finish = stage_function(_aggregation__majority, "finish", False, inline=INLINE)
 _aggregation__median__finish = stage_function(_aggregation__median, "finish", False, inline=INLINE)
@@ -158,15 +167,22 @@ _server_optimizer__fedavgm__update = stage_function(_server_optimizer__fedavgm, 
 _server_optimizer__fedadam__update = stage_function(_server_optimizer__fedadam, "update", False, inline=INLINE)
 _server_optimizer__fedyogi__update = stage_function(_server_optimizer__fedyogi, "update", False, inline=INLINE)
 _server_optimizer__fedadagrad__update = stage_function(_server_optimizer__fedadagrad, "update", False, inline=INLINE)
+_estimator__none__fresh = stage_function(_estimator__none, "fresh", False, inline=INLINE)
+_estimator__diana__fresh = stage_function(_estimator__diana, "fresh", False, inline=INLINE)
+_estimator__scaffold__fresh = stage_function(_estimator__scaffold, "fresh", False, inline=INLINE)
+_estimator__marina__fresh = stage_function(_estimator__marina, "fresh", False, inline=INLINE)
 _estimator__none__before = stage_function(_estimator__none, "before", True, inline=INLINE)
 _estimator__diana__before = stage_function(_estimator__diana, "before", True, inline=INLINE)
 _estimator__scaffold__before = stage_function(_estimator__scaffold, "before", True, inline=INLINE)
+_estimator__marina__before = stage_function(_estimator__marina, "before", True, inline=INLINE)
 _estimator__none__after = stage_function(_estimator__none, "after", True, inline=INLINE)
 _estimator__diana__after = stage_function(_estimator__diana, "after", True, inline=INLINE)
 _estimator__scaffold__after = stage_function(_estimator__scaffold, "after", True, inline=INLINE)
+_estimator__marina__after = stage_function(_estimator__marina, "after", True, inline=INLINE)
 _estimator__none__direction = stage_function(_estimator__none, "direction", False, inline=INLINE)
 _estimator__diana__direction = stage_function(_estimator__diana, "direction", False, inline=INLINE)
 _estimator__scaffold__direction = stage_function(_estimator__scaffold, "direction", False, inline=INLINE)
+_estimator__marina__direction = stage_function(_estimator__marina, "direction", False, inline=INLINE)
 _pre_aggregation__none__pre = stage_function(_pre_aggregation__none, "pre", False, inline=INLINE)
 _pre_aggregation__nnm__pre = stage_function(_pre_aggregation__nnm, "pre", False, inline=INLINE)
 _pre_aggregation__bucketing__pre = stage_function(_pre_aggregation__bucketing, "pre", False, inline=INLINE)
@@ -197,12 +213,15 @@ _down_compressor__dither__kernel = stage_function(_compressor__dither, "kernel",
 _down_error_feedback__none__before = stage_function(_error_feedback__none, "before", False, inline=INLINE)
 _down_error_feedback__ef__before = stage_function(_error_feedback__ef, "before", False, inline=INLINE)
 _down_error_feedback__ef21__before = stage_function(_error_feedback__ef21, "before", False, inline=INLINE)
+_down_error_feedback__clag__before = stage_function(_error_feedback__clag, "before", False, inline=INLINE)
 _down_error_feedback__none__after = stage_function(_error_feedback__none, "after", False, inline=INLINE)
 _down_error_feedback__ef__after = stage_function(_error_feedback__ef, "after", False, inline=INLINE)
 _down_error_feedback__ef21__after = stage_function(_error_feedback__ef21, "after", False, inline=INLINE)
+_down_error_feedback__clag__after = stage_function(_error_feedback__clag, "after", False, inline=INLINE)
 _down_error_feedback__none__direction = stage_function(_error_feedback__none, "direction", False, inline=INLINE)
 _down_error_feedback__ef__direction = stage_function(_error_feedback__ef, "direction", False, inline=INLINE)
 _down_error_feedback__ef21__direction = stage_function(_error_feedback__ef21, "direction", False, inline=INLINE)
+_down_error_feedback__clag__direction = stage_function(_error_feedback__clag, "direction", False, inline=INLINE)
 
 
 @njit(inline="always", _nrt=False)
@@ -256,13 +275,32 @@ def compress__one(code, v, out, p, sign_zero, gen, iwork):
 
 
 @njit(inline="always", _nrt=False)
+def ef_sends(code, k, v, e, p):
+    """The error_feedback stage of code ``code``: its ``sends``."""
+    if code == 0:
+        return _error_feedback__none__sends(k, v, e, p)
+    if code == 1:
+        return _error_feedback__ef__sends(k, v, e, p)
+    if code == 2:
+        return _error_feedback__ef21__sends(k, v, e, p)
+    return _error_feedback__clag__sends(k, v, e, p)
+
+
+def ef_sends__one(code, k, v, e, p):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(k, v, e, p)
+
+
+@njit(inline="always", _nrt=False)
 def ef_before(code, lr, v, g, e):
     """The error_feedback stage of code ``code``: its ``before``."""
     if code == 0:
         return _error_feedback__none__before(lr, v, g, e)
     if code == 1:
         return _error_feedback__ef__before(lr, v, g, e)
-    return _error_feedback__ef21__before(lr, v, g, e)
+    if code == 2:
+        return _error_feedback__ef21__before(lr, v, g, e)
+    return _error_feedback__clag__before(lr, v, g, e)
 
 
 def ef_before__one(code, lr, v, g, e):
@@ -279,6 +317,8 @@ def ef_after(code, e, out):
         _error_feedback__ef__after(e, out)
     elif code == 2:
         _error_feedback__ef21__after(e, out)
+    elif code == 3:
+        _error_feedback__clag__after(e, out)
 
 
 def ef_after__one(code, e, out):
@@ -293,7 +333,9 @@ def ef_direction(code, agg, srv):
         return _error_feedback__none__direction(agg, srv)
     if code == 1:
         return _error_feedback__ef__direction(agg, srv)
-    return _error_feedback__ef21__direction(agg, srv)
+    if code == 2:
+        return _error_feedback__ef21__direction(agg, srv)
+    return _error_feedback__clag__direction(agg, srv)
 
 
 def ef_direction__one(code, agg, srv):
@@ -452,6 +494,23 @@ def server_update__one(code, direction, opt, p, k):
     return _stage(direction, opt, p, k)
 
 
+@njit(cache=True)
+def est_fresh(code, k, hbar, p, gen):
+    """The estimator stage of code ``code``: its ``fresh``."""
+    if code == 0:
+        return _estimator__none__fresh(k, hbar, p, gen)
+    if code == 1:
+        return _estimator__diana__fresh(k, hbar, p, gen)
+    if code == 2:
+        return _estimator__scaffold__fresh(k, hbar, p, gen)
+    return _estimator__marina__fresh(k, hbar, p, gen)
+
+
+def est_fresh__one(code, k, hbar, p, gen):
+    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
+    return _stage(k, hbar, p, gen)
+
+
 @njit(inline="always", _nrt=False)
 def est_before(code, v, g, h, p):
     """The estimator stage of code ``code``: its ``before``."""
@@ -459,7 +518,9 @@ def est_before(code, v, g, h, p):
         return _estimator__none__before(v, g, h, p)
     if code == 1:
         return _estimator__diana__before(v, g, h, p)
-    return _estimator__scaffold__before(v, g, h, p)
+    if code == 2:
+        return _estimator__scaffold__before(v, g, h, p)
+    return _estimator__marina__before(v, g, h, p)
 
 
 def est_before__one(code, v, g, h, p):
@@ -476,6 +537,8 @@ def est_after(code, h, hbar, out, p, H):
         _estimator__diana__after(h, hbar, out, p, H)
     elif code == 2:
         _estimator__scaffold__after(h, hbar, out, p, H)
+    elif code == 3:
+        _estimator__marina__after(h, hbar, out, p, H)
 
 
 def est_after__one(code, h, hbar, out, p, H):
@@ -490,7 +553,9 @@ def est_direction(code, agg, hbar, p, S, M, H):
         return _estimator__none__direction(agg, hbar, p, S, M, H)
     if code == 1:
         return _estimator__diana__direction(agg, hbar, p, S, M, H)
-    return _estimator__scaffold__direction(agg, hbar, p, S, M, H)
+    if code == 2:
+        return _estimator__scaffold__direction(agg, hbar, p, S, M, H)
+    return _estimator__marina__direction(agg, hbar, p, S, M, H)
 
 
 def est_direction__one(code, agg, hbar, p, S, M, H):
@@ -595,7 +660,9 @@ def down_ef_before(code, lr, v, g, e):
         return _down_error_feedback__none__before(lr, v, g, e)
     if code == 1:
         return _down_error_feedback__ef__before(lr, v, g, e)
-    return _down_error_feedback__ef21__before(lr, v, g, e)
+    if code == 2:
+        return _down_error_feedback__ef21__before(lr, v, g, e)
+    return _down_error_feedback__clag__before(lr, v, g, e)
 
 
 def down_ef_before__one(code, lr, v, g, e):
@@ -612,6 +679,8 @@ def down_ef_after(code, e, out):
         _down_error_feedback__ef__after(e, out)
     elif code == 2:
         _down_error_feedback__ef21__after(e, out)
+    elif code == 3:
+        _down_error_feedback__clag__after(e, out)
 
 
 def down_ef_after__one(code, e, out):
@@ -626,7 +695,9 @@ def down_ef_direction(code, agg, srv):
         return _down_error_feedback__none__direction(agg, srv)
     if code == 1:
         return _down_error_feedback__ef__direction(agg, srv)
-    return _down_error_feedback__ef21__direction(agg, srv)
+    if code == 2:
+        return _down_error_feedback__ef21__direction(agg, srv)
+    return _down_error_feedback__clag__direction(agg, srv)
 
 
 def down_ef_direction__one(code, agg, srv):

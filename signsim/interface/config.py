@@ -21,13 +21,15 @@ from signsim.numbers import to_int
 
 #: the values of --dtype: the floating-point type of a run's state and data (docs/reference.md)
 DTYPES = RECORD["dtype"].choices
+#: the word ``--lr`` takes for the step size of the method's theorem (``signsim.diagnostics.step_sizes``)
+THEORY = RECORD["lr"].words[0]
 
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 
 
 def _annotation(o: _options.Option) -> Any:
     t = _TYPES[o.kind]
-    if o.words:  # a number or one of its words (--batch-size full)
+    if o.words:  # a number or one of its words (--batch-size full; --lr theory becomes a number in resolve)
         t = t | str
     if o.vector:
         t = t | list[t]
@@ -151,6 +153,9 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         raise InputError(f"{option_name(not_applicable[0])} does not apply to problem '{spec.name}'")
     method = methods.get(explicit.get("method", RunConfig.method))
     values = {**spec.defaults, **explicit}
+    theory = explicit.get("lr") == THEORY
+    if theory and "lr_schedule" not in explicit:  # a problem's preferred schedule (vote-trap's sqrt) goes with its lr
+        values["lr_schedule"] = "constant"
     values.setdefault("aggregate", method.default_aggregate)
     values.setdefault("momentum", method.default_momentum)
     values.setdefault("compressor", method.compressor)
@@ -159,8 +164,9 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         values.setdefault("momentum2", method.default_momentum2)
     if method.default_lr is not None:
         values.setdefault("lr", method.default_lr)
-    for name, value in method.presets:  # the method's estimator, server optimizer, downlink (DIANA, EF21-BC, ...)
-        values.setdefault(name, value)
+    for name, value in method.presets:  # the method's estimator, server optimizer, downlink (DIANA, EF21-BC, ...):
+        if name not in explicit:  # over the problem's defaults (MARINA's exact gradients: no noise)
+            values[name] = value
     cfg = RunConfig(**values)
     if explicit.get("prox_mu") and cfg.local_steps == 1:
         raise InputError(f"--prox-mu {_shown(cfg.prox_mu)}: no effect with --local-steps 1 (the proximal term "
@@ -189,7 +195,25 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         cfg.eval_every = default_eval_every(cfg.iters)
         mark_eval_every_derived(cfg)
     validate(cfg)
+    if theory:  # --lr theory: the step of the method's theorem, from the problem's constants (docs/theory.md §3.6)
+        from signsim.diagnostics.step_sizes import theory_step
+
+        step = theory_step(cfg)
+        cfg.lr = step.gamma
+        mark_lr_theory(cfg, {"record": step.record(), "warnings": step.warnings})
     return cfg
+
+
+def mark_lr_theory(cfg: RunConfig, theory: dict[str, Any]) -> None:
+    """Mark ``cfg.lr`` as computed by ``--lr theory``: ``theory`` is {"record": the results' ``lr_theory``,
+    "warnings": [...]}. An attribute of this config object, as ``mark_eval_every_derived``: the config records the
+    number, the results record where it came from."""
+    cfg._lr_theory = theory
+
+
+def lr_theory(cfg: RunConfig) -> dict[str, Any] | None:
+    """What ``mark_lr_theory`` recorded, or None when ``cfg.lr`` is the user's (or a default)."""
+    return getattr(cfg, "_lr_theory", None)
 
 
 def mark_eval_every_derived(cfg: RunConfig) -> None:

@@ -64,9 +64,10 @@ class Option:
     hi_open: bool = False  # hi itself excluded
     what: str = ""  # what the value means, for errors ("the step size")
     vector: bool = False  # a list of such numbers is accepted too (one per coordinate; config files, Python)
-    choices: tuple[str, ...] = ()
-    #: words a number option takes besides its numbers (``--batch-size full``), kept as the word
+    #: words a number option also takes, kept as text (``--lr theory``, resolved by ``config.resolve``; ``--batch-size
+    #: full``, kept: the exact local gradient)
     words: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
     decls: tuple[str, ...] = ()  # the flags when not --name (--standardize/--no-standardize, --quiet/-q)
     record: bool = False  # a field of RunConfig: resolved, recorded in the results' "config"
     problem: bool = False  # read only by the problems that name it (the others refuse it)
@@ -158,15 +159,16 @@ TABLE: tuple[Option, ...] = (
          "(docs/api.md; needs signsim[torch]; sets --problem model)", P_PROBLEM, problem=True,
          commands=("run", "check-spb", "diversity")),
     _run("method", "str", "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | topk-ef "
-         "| randk | ef21 | ef21-bc | ef21-hb | diana | fedprox | scaffold | natural | onebit-sgd (signsim list; "
-         "default: ssdm)",
+         "| randk | ef21 | ef21-bc | ef21-hb | clag | diana | marina | fedprox | scaffold | natural | onebit-sgd "
+         "(signsim list; default: ssdm)",
          P_RUN, default="ssdm"),
     _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S[:elias] | terngrad | top-k:K | "
          "rand-k:K | natural | onebit | noisy-sign:[uniform:]SIGMA | dither:S (signsim list; default: the method's)",
          P_RUN),
-    _run("error_feedback", "str", "none | ef | ef21 (default: the method's)", P_RUN),
-    _run("grad_estimator", "str", "none | diana:ALPHA | scaffold (DIANA's shifts; SCAFFOLD's control variates; "
-         "default: none)", P_RUN, default="none", commands=("run",)),
+    _run("error_feedback", "str", "none | ef | ef21 | clag[:ZETA] (default: the method's)", P_RUN),
+    _run("grad_estimator", "str", "none | diana:ALPHA | scaffold | marina[:P] (DIANA's shifts; SCAFFOLD's control "
+         "variates; MARINA's compressed differences of exact gradients; default: none)", P_RUN, default="none",
+         commands=("run",)),
     _run("workers", "int", "number of workers M (default: 8; vote-trap 3)", P_RUN, default=8, lo=1, hi=MAX_SIZE,
          also=("spb_from_samples",)),
     _run("aggregate", "str", "server rule: majority | mean | median | trimmed:BETA | krum:F | cclip:TAU[:L] | "
@@ -181,8 +183,9 @@ TABLE: tuple[Option, ...] = (
          shown_defaults=(("run", "1; mlp 32"), ("diversity", "1; mlp 32"), ("bound", "1; mlp 32")),
          also=("spb_from_samples",)),
     _run("iters", "int", "iterations K (default: 2000)", P_RUN, default=2000, lo=0, hi=10**15),
-    _run("lr", "float", "step size gamma_0 (default: 0.01, or the method's or problem's own)", P_RUN, default=1e-2,
-         lo=0, lo_open=True, what="the step size"),
+    _run("lr", "float", "step size gamma_0, or theory: the step of the method's convergence theorem from the "
+         "problem's constants (docs/theory.md §3.6) (default: 0.01, or the method's or problem's own)", P_RUN,
+         default=1e-2, lo=0, lo_open=True, what="the step size", words=("theory",)),
     _run("lr_schedule", "str", "constant | sqrt (gamma_0 / sqrt(k+1)) (default: constant; vote-trap sqrt)", P_RUN,
          default="constant", choices=("constant", "sqrt")),
     _run("momentum", "float", "momentum beta in [0, 1) (Lion's beta1; default: the method's)", P_RUN, lo=0, hi=1,
@@ -432,8 +435,10 @@ def check(o: Option, value: Any, where: str) -> Any:
     """``value`` (already of the option's Python type, as a config file or ``coerce`` gives it) checked against
     the option's type, range and choices; ``where`` names it as the user wrote it (``--batch-size 0`` or
     ``sweep file s.toml: [grid]: 'lr' -1``). Returns the value (floats as float)."""
+    if o.words and isinstance(value, str) and value in o.words:
+        return value
     value = check_type(o, value, where)
-    if o.kind == "bool" or _word(o, value):
+    if o.kind == "bool":
         return value
     if o.kind in ("str", "path", "file"):
         if not value.strip():
@@ -452,15 +457,9 @@ def check(o: Option, value: Any, where: str) -> Any:
     return _number(o, value, where)
 
 
-def _word(o: Option, value: Any) -> bool:
-    """Is ``value`` one of the words the number option ``o`` takes (``full`` for --batch-size)?"""
-    return bool(o.words) and isinstance(value, str) and value in o.words
-
-
 def check_type(o: Option, value: Any, where: str) -> Any:
-    """The type alone, as a TOML file gives values (an integer is a number too; floats become float; a number
-    option's words are text)."""
-    if _word(o, value):
+    """The type alone, as a TOML file gives values (an integer is a number too; floats become float)."""
+    if o.words and isinstance(value, str) and value in o.words:
         return value
     if o.kind == "bool":
         if not isinstance(value, bool):
@@ -475,8 +474,9 @@ def check_type(o: Option, value: Any, where: str) -> Any:
         return [check_type(replace(o, vector=False), v, where) for v in value]  # numbers, not nested lists
     elif isinstance(value, bool) or not isinstance(value, int | float) or (o.kind == "int"
                                                                             and not isinstance(value, int)):
-        kind = ("an integer" if o.kind == "int" else "a number") + "".join(f" or '{w}'" for w in o.words)
-        raise InputError(f"{where} must be {kind}, got {value!r}")
+        kind = "an integer" if o.kind == "int" else "a number"
+        words = "".join(f" or '{w}'" for w in o.words)
+        raise InputError(f"{where} must be {kind}{words}, got {value!r}")
     elif o.kind == "float":
         return float(value)
     return value
@@ -534,7 +534,7 @@ def coerce(o: Option, value: Any) -> Any:
                 f = math.nan
             if math.isfinite(f) and f.is_integer():
                 return int(f)
-        words = "".join(f" (or {w})" for w in o.words)
+        words = "".join(f" or '{w}'" for w in o.words)
         if isinstance(value, str):
             text = value.strip()
             if text in o.words:
@@ -543,7 +543,7 @@ def coerce(o: Option, value: Any) -> Any:
                 return to_int(text)
             except ValueError:
                 pass
-            raise InputError(f"{name} {value!r}: not a valid integer{words}{_several(text)}")
+            raise InputError(f"{name} {value!r}: not a valid integer{words}{_several(text)}{suggest(text, o.words)}")
         raise InputError(f"{name} {value!r}: not a valid integer{words}")
     if o.kind == "float":
         if isinstance(value, bool) or type(value).__name__ == "bool_" or isinstance(value, complex):
@@ -555,11 +555,14 @@ def coerce(o: Option, value: Any) -> Any:
                 pass
         if isinstance(value, str):
             text = value.strip()
+            if text in o.words:
+                return text
             try:
                 return to_float(text)
             except ValueError:
                 pass
-            raise InputError(f"{name} {value!r}: not a valid number{_several(text)}")
+            words = "".join(f" or '{w}'" for w in o.words)
+            raise InputError(f"{name} {value!r}: not a valid number{words}{_several(text)}{suggest(text, o.words)}")
         raise InputError(f"{name} {value!r}: not a valid number")
     if isinstance(value, os.PathLike) and o.kind in ("path", "file", "str"):  # a file name (--data, --at too)
         value = os.fspath(value)

@@ -46,6 +46,12 @@ ALIASES = (
     MethodSpec("diana", "DIANA: workers send C(g_hat - h_m) (natural compression, omega 1/8), h_m <- h_m + alpha "
                "C(...) (alpha 0.5); the server steps along the mean of the h_m plus the mean message", "natural",
                MEAN, default_lr=1e-3, presets=(("grad_estimator", "diana:0.5"),)),
+    MethodSpec("clag", "CLAG: EF21 (top-k) whose worker sends C(g_hat - g_m) only when ||g_hat - g_m||^2 > zeta "
+               "||g_hat - y_m||^2 (zeta 1; y_m its last g_hat), else nothing", "top-k", MEAN, error_feedback="clag:1",
+               default_lr=1e-3),
+    MethodSpec("marina", "MARINA: with probability p (0.1) every worker sends its exact gradient, else C(grad f_m(x^k) "
+               "- grad f_m(x^{k-1})) (rand-k); the server's g moves by the mean; exact local gradients (no noise)",
+               "rand-k", MEAN, default_lr=1e-3, presets=(("grad_estimator", "marina:0.1"), ("noise", "none"))),
     MethodSpec("fedprox", "FedProx: FedAvg whose H local steps (5) minimize f_m(y) + mu/2 ||y - x||^2 (mu 0.01), "
                "the server averages the models", "identity", MEAN, default_lr=1e-3,
                presets=(("prox_mu", 0.01), ("local_steps", 5))),

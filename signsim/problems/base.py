@@ -52,6 +52,9 @@ class ProblemInstance:
     heterogeneous: bool = False
     #: the oracle is the exact gradient (stochasticity only from the additive noise): closed forms apply
     exact_oracle: bool = False
+    #: each worker's oracle is the exact gradient of its own local objective and draws nothing (set where the
+    #: workers' objectives differ; implied by ``exact_oracle``): a two-point estimator (MARINA) can run
+    local_exact: bool = False
     #: history records train and test accuracy
     classifier: bool = False
     #: per-sample access for finite-sum (data) problems

@@ -55,7 +55,7 @@ def build(cfg) -> ProblemInstance:
         name="vote-trap", code=CODE, dim=1, x0=np.array([cfg.x0 if cfg.x0 is not None else x_star]),
         loss_ref=f, grad_ref=lambda x: np.array([(2.0 * (x[0] - 1.0) + lam * (x[0] + 1.0)) / 3.0]),
         oracle_ref=oracle_ref, pf=np.array([lam]), x_star=np.array([x_star]), f_star=f(np.array([x_star])),
-        L=np.array([(2.0 + lam) / 3.0]), heterogeneous=True,
+        L=np.array([(2.0 + lam) / 3.0]), heterogeneous=True, local_exact=True,
     )
 
 

@@ -167,9 +167,18 @@ def check_composition(cfg, method_name: str) -> None:
     if ef != "none" and agg == "majority":
         raise InputError(f"--aggregate {cfg.aggregate} does not apply to method '{method_name}' with "
                          f"--error-feedback {ef} (the server must average the corrected messages)")
-    if ef == "ef21" and agg != "mean":
-        raise InputError(f"--aggregate {cfg.aggregate} with --error-feedback ef21: EF21's server sums the "
-                         "increments, which only the mean allows")
+    ef_module = registry.parse("error_feedback", ef).module
+    if getattr(ef_module, "INCREMENTS", False) or getattr(ef_module, "LAZY", False):
+        if agg != "mean":
+            raise InputError(f"--aggregate {cfg.aggregate} with --error-feedback {ef}: its server sums the "
+                             "increments, which only the mean allows")
+    if getattr(ef_module, "LAZY", False):  # CLAG: y_m is the worker's vector of the round before
+        from signsim.engine import rounds
+
+        S = rounds.of_config(cfg)
+        if S < cfg.workers:
+            raise InputError(f"--error-feedback {ef} with {S} of {cfg.workers} workers a round: its trigger compares "
+                             "with the worker's vector of the round before; let every worker take part")
     est = str(getattr(cfg, "grad_estimator", None) or "none")
     if est != "none" and ef != "none":
         raise InputError(f"--grad-estimator {est} with --error-feedback {ef}: choose one (each keeps its own memory of "
@@ -178,6 +187,9 @@ def check_composition(cfg, method_name: str) -> None:
         raise InputError(f"--grad-estimator {est} with --aggregate {cfg.aggregate}: its server adds the mean of the "
                          "messages to the mean of the shifts, which only the mean allows")
     down, down_ef = str(getattr(cfg, "down_compressor", "none")), str(getattr(cfg, "down_feedback", "none"))
+    if down_ef != "none" and getattr(registry.parse("error_feedback", down_ef).module, "LAZY", False):
+        raise InputError(f"--down-feedback {down_ef}: a lazy error feedback is for the workers' messages (the "
+                         "server always broadcasts); use ef or ef21")
     if down_ef != "none" and down == "none":
         raise InputError(f"--down-feedback {down_ef} needs a --down-compressor (the broadcast it corrects)")
     if down_ef != "none" and not accepts_error_feedback(parse_down_compressor(down).module):

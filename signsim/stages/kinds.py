@@ -8,9 +8,12 @@ Everything that names the kinds reads this table: the registry (folders, options
 (``signsim/engine/universal.py``, made by ``python -m signsim.engine.generate``), the driver's state arrays, the
 docs' stage tables (``signsim.render.stage_tables``). Pure Python: importing it costs nothing.
 
-A worker's step, in order: the local steps (with an estimator's CORRECTS, each gradient + hbar[0] - h_m: SCAFFOLD's
-c - c_m) ->
-momentum -> estimator (before: the shift) -> error feedback (before) -> compressor ->
+A round starts with the estimator's ``fresh``: True for a round in which every worker sends its exact gradient
+uncompressed (MARINA's c_k = 1). A worker's step, in order: the local steps (with an estimator's CORRECTS, each
+gradient + hbar[0] - h_m: SCAFFOLD's c - c_m; with its TWO_POINT, the gradient minus the worker's gradient at the
+previous iterate hbar[2], from the same sample: MARINA's difference) ->
+momentum -> estimator (before: the shift) -> error feedback (sends: with its LAZY flag, whether the worker sends
+at all this round, else nothing and 0 bits: CLAG's trigger) -> error feedback (before) -> compressor ->
 error feedback (after) -> estimator (after) -> attack (row); the server's: attack (rows, omniscient) -> the chain of
 pre-aggregations (each may return fewer rows: bucketing) -> aggregation
 (finish of the sum, or robust) -> error feedback (direction) -> estimator (direction) -> server optimizer (the
@@ -41,12 +44,16 @@ class Call:
 class State:
     """An array a stage of this kind may own: allocated by the engine when the module sets ``flag`` to True (else a
     placeholder of shape (1, 1)), in the loop's bundle under ``slot``, of shape ``shape`` (in M workers, S
-    participants per round, d coordinates), of the state's dtype ("state") or int64, filled with zeros."""
+    participants per round, d coordinates), of the state's dtype ("state") or int64, filled with zeros. A flag a
+    module does not set defaults to its ``STATE`` (an estimator with shifts also keeps the server's rows)."""
 
     flag: str
     slot: str
     shape: tuple[str, ...]
     dtype: str = "state"
+    #: the module's attribute that multiplies the last dimension (CLAG keeps g_m and its last gradient: 2); 1 when
+    #: absent
+    width: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,11 +99,12 @@ TABLE: tuple[Kind, ...] = (
          declares={"KIND": str, "SCRATCH": bool, "BROADCAST": str, "constant": "function", "may_be_zero": "function",
                    "bits": "function", "reference": "function"}),
     Kind("error_feedback", "error_feedback", "--error-feedback", "Error feedback (`--error-feedback`)", "worker",
-         (Call("ef_before", "before", ("lr", "v", "g", "e"), True, True),
+         (Call("ef_sends", "sends", ("k", "v", "e", "p"), True, True),
+          Call("ef_before", "before", ("lr", "v", "g", "e"), True, True),
           Call("ef_after", "after", ("e", "out"), False, True),
           Call("ef_direction", "direction", ("agg", "srv"), True, False)),
-         flags={"STEP_SCALED": "STEP_SCALED", "INCREMENTS": "INCREMENTS"},
-         states=(State("STATE", "err", ("M", "d")),),
+         flags={"STEP_SCALED": "STEP_SCALED", "INCREMENTS": "INCREMENTS", "LAZY": "LAZY"},
+         states=(State("STATE", "err", ("M", "d"), width="STATE_WIDTH"),),
          declares={"STATE": bool, "STEP_SCALED": bool, "TRACK_ERROR": bool, "reference_before": "function",
                    "reference_after": "function", "reference_direction": "function"}),
     Kind("aggregation", "aggregation", "--aggregate", "Aggregation (`--aggregate`)", "server",
@@ -117,11 +125,12 @@ TABLE: tuple[Kind, ...] = (
          states=(State("STATE", "opt", ("3", "d")),),
          declares={"STATE": bool, "reference": "function"}),
     Kind("estimator", "estimators", "--grad-estimator", "Gradient estimators (`--grad-estimator`)", "worker",
-         (Call("est_before", "before", ("v", "g", "h", "p"), True, True),
+         (Call("est_fresh", "fresh", ("k", "hbar", "p", "gen"), True, False),
+          Call("est_before", "before", ("v", "g", "h", "p"), True, True),
           Call("est_after", "after", ("h", "hbar", "out", "p", "H"), False, True),
           Call("est_direction", "direction", ("agg", "hbar", "p", "S", "M", "H"), True, False)),
-         flags={"CORRECTS": "CORRECTS"},
-         states=(State("STATE", "shift", ("M", "d")), State("STATE", "hbar", ("2", "d"))),
+         flags={"CORRECTS": "CORRECTS", "TWO_POINT": "TWO_POINT"},
+         states=(State("STATE", "shift", ("M", "d")), State("SERVER_STATE", "hbar", ("3", "d"))),
          declares={"STATE": bool, "extra_bits": "function", "reference_correct": "function",
                    "reference_before": "function", "reference_after": "function",
                    "reference_direction": "function"}),

@@ -19,12 +19,12 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "momentum": ("none", "ema", "ema_first", "lion"),
     "compressor": ("identity", "sign", "sto_sign", "scaled_sign", "qsgd", "terngrad", "top_k", "rand_k",
                    "natural", "onebit", "noisy_sign", "dither"),
-    "error_feedback": ("none", "ef", "ef21"),
+    "error_feedback": ("none", "ef", "ef21", "clag"),
     "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip", "geomed", "multikrum", "meamed",
                     "monna", "mda", "caf", "smea"),
     "attack": ("invert", "random", "alie", "ipm", "gaussian", "inf", "mimic", "alie_opt", "ipm_opt", "label_flip"),
     "server_optimizer": ("sgd", "fedavgm", "fedadam", "fedyogi", "fedadagrad"),
-    "estimator": ("none", "diana", "scaffold"),
+    "estimator": ("none", "diana", "scaffold", "marina"),
     "pre_aggregation": ("none", "nnm", "bucketing", "clip", "arc"),
 }
 FOLDER = {k.name: k.folder for k in kinds.PRIMARY}

@@ -1,7 +1,20 @@
 """Helpers the robust aggregations share (plain Python, compiled into each kernel that calls them): distances
-between messages, the mean of chosen ones, and their Gram matrix about a centre."""
+between messages, Krum's scores, the mean of chosen ones, and their Gram matrix about a centre."""
 
 import math
+
+import numpy as np
+
+from signsim.stages.sorting import sort_in_place
+
+#: how many nearest others a Krum score sums, by the code of the ``scores`` choice (``krum``, ``multikrum``):
+#: Blanchard et al.'s M - f - 2, or ByzFL's M - f - 1 (docs/theory.md §8.4)
+KRUM_SCORES = ("blanchard", "byzfl")
+
+
+def krum_neighbours(M, f, convention):
+    """The nearest other messages a Krum score sums: M - f - 2 (Blanchard et al., code 0) or M - f - 1 (ByzFL)."""
+    return M - f - 2 + convention
 
 
 def squared_distance(msg, a, b):
@@ -11,6 +24,23 @@ def squared_distance(msg, a, b):
         t = msg[a, i] - msg[b, i]
         s += t * t
     return s
+
+
+def krum_scores(msg, n, score):
+    """score[m] <- Krum's score of message m: the sum of its n smallest squared distances to the other messages."""
+    M = msg.shape[0]
+    row = np.empty(M - 1)
+    for m in range(M):
+        c = 0
+        for j in range(M):
+            if j != m:
+                row[c] = squared_distance(msg, m, j)
+                c += 1
+        sort_in_place(row)
+        total = 0.0
+        for c in range(n):
+            total += row[c]
+        score[m] = total
 
 
 def mean_of_rows(msg, order, k, agg):

@@ -159,7 +159,7 @@ def repeat_seeds(seed: int, repeats: int) -> list[int]:
 
 def expand(spec: SweepSpec) -> list[RunTask]:
     """Every run of the sweep, in a fixed order (grid product, then zip groups, then repeats)."""
-    from signsim.interface.config import resolve
+    from signsim.interface.config import THEORY, lr_theory, resolve
 
     grid_items = [[(k, v) for v in vals] for k, vals in spec.grid.items()]
     zip_items = [[tuple(zip(z.keys(), combo, strict=True)) for combo in zip(*z.values(), strict=True)]
@@ -180,9 +180,13 @@ def expand(spec: SweepSpec) -> list[RunTask]:
                 run_params["seed"] = seeds[r]
             run_params["repeat"] = r
             options = {**spec.base, **{k: v for k, v in run_params.items() if k != "repeat"}}
+            theory = None
             try:
-                if resolved is None or "seed" in params:
-                    config = resolved = resolve(options).to_dict()
+                if resolved is None or "seed" in params or options.get("lr") == THEORY:
+                    # (--lr theory again for every seed: a random split, and so the L_m, may change with it)
+                    cfg = resolve(options)
+                    config = resolved = cfg.to_dict()
+                    theory = lr_theory(cfg)
                 else:  # (a repeat's seed, drawn by repeat_seeds, is a valid --seed: nothing else changes)
                     config = {**resolved, "seed": run_params["seed"]}
             except InputError as e:
@@ -192,5 +196,7 @@ def expand(spec: SweepSpec) -> list[RunTask]:
                     from None
             # the history's --eval-every, when not given, is derived again by the run (by its budget, if any)
             extra = {} if "eval_every" in options else {"eval_every_derived": True}
+            if theory is not None:  # the run records where its lr came from (``config.mark_lr_theory``)
+                extra["lr_theory"] = theory
             tasks.append(RunTask(len(tasks), run_id(config), run_params, config, extra=extra))
     return tasks

@@ -107,6 +107,7 @@ class Store:
         config, then the history columns, then every tracked value (``spb.rho_min``, ``diversity.B_S``, ...)
         on the rows of the iterations where it was recorded."""
         docs = [self.load(t["run_id"]) for t in tasks]
+        parameters = [p for p in parameters if p != "seed"]  # (a grid over seeds: the seed column says it once)
         present = [c for c in CSV_FIELDS if any(c in row for d in docs if d for row in d.get("history", []))]
         options = sorted({k for t in tasks for k in t["config"]} - set(parameters) - {"seed"})
         tracked: list[str] = []

@@ -44,11 +44,13 @@ def execute(task: dict[str, Any], runner: Callable[[Any], dict[str, Any]]) -> di
             return failed(task, task["error"])
         if os.environ.get("SIGNSIM_CRASH_RUN") == str(task["index"]):  # a testing aid: this worker dies
             os.kill(os.getpid(), signal.SIGKILL)
-        from signsim.interface.config import mark_eval_every_derived, resolve
+        from signsim.interface.config import mark_eval_every_derived, mark_lr_theory, resolve
 
         cfg = resolve(task["config"])
         if (task.get("extra") or {}).get("eval_every_derived"):
             mark_eval_every_derived(cfg)
+        if (task.get("extra") or {}).get("lr_theory"):
+            mark_lr_theory(cfg, task["extra"]["lr_theory"])
         return runner(cfg)
     except InputError as e:
         return failed(task, str(e))

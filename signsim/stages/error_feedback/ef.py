@@ -11,6 +11,10 @@ STEP_SCALED = False
 TRACK_ERROR = True  # the history's ``extra`` column: mean over workers of ||e_m||_2
 
 
+def sends(k, v, e, p):  # every round
+    return True
+
+
 def before(lr, v, g, e):
     for i in range(e.shape[0]):
         e[i] += lr * v[i]
