@@ -407,3 +407,42 @@ def test_label_flip_is_read_from_the_attack_kinds_setup_flag_not_its_name():
     assert flags == {name: name == "label-flip" for name in flags}
     assert kinds.setup_flag("LABELS", types.SimpleNamespace(NAME="anything", LABELS=True))
     assert "LABELS" not in kinds.FLAGS  # the loop never reads it
+
+
+# --- MARINA on data, as its paper states it (exact local gradients) ----------------------------------------------
+
+
+@pytest.mark.slow  # MARINA composed into the GLMs' loop (8 CPU-s to compile)
+def test_marina_at_full_batch_is_algorithm_1_with_the_shards_gradients(data):
+    """MARINA (theory.md §8.10) on logistic regression with --batch-size full: the engine against Gorbunov et al.'s
+    Algorithm 1 written out (tests/test_marina.py) with each worker's gradient the formula of its shard."""
+    from .test_marina import marina_written_out
+
+    K, M, p, gamma = 12, 3, 0.3, 0.2
+    engine, problem, *_ = make_engine(data=data, iters=K, eval_every=K, workers=M, split="iid", batch_size="full",
+                                      method="marina", compressor="top-k:2", grad_estimator=f"marina:{p}", lr=gamma,
+                                      seed=7, **PROBLEMS["logistic"])
+    simulate(engine)
+    grads = [lambda x, m=m: glm_shard_grad(problem, x, rows_of(problem, m)) for m in range(M)]
+    x, bits = marina_written_out(grads, problem.x0.astype(float), gamma, p, K, 2, 7, problem.dim)
+    np.testing.assert_allclose(engine.x, x, rtol=1e-12, atol=1e-14)
+    assert engine.tally[loop.T_UP] == bits
+
+
+def test_marina_takes_a_data_problem_at_full_batch_and_refuses_its_minibatches(data):
+    """The check before a run (nothing compiled): a minibatch is not an exact local gradient, the full batch is."""
+    from signsim.engine.build import plan
+    from signsim.errors import InputError
+
+    opts = dict(data=data, workers=3, split="iid", method="marina", noise="none", **PROBLEMS["logistic"])
+    with pytest.raises(InputError, match=r"exact local gradient.*--batch-size full"):
+        plan_and_check(plan, config.resolve({**opts, "batch_size": 4}))
+    plan_and_check(plan, config.resolve({**opts, "batch_size": "full"}))
+
+
+def plan_and_check(plan, cfg):
+    """What the engine checks of a two-point estimator, after ``build.plan``'s checks (no loop compiled)."""
+    from signsim.engine.driver import check_two_point
+
+    _, problem, model, _, settings = plan(cfg)
+    check_two_point(settings, problem, model)

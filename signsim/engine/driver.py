@@ -21,7 +21,7 @@ from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
 from signsim.problems.finite_sum import oracle_rows
-from signsim.problems.sampling import tau_code
+from signsim.problems.sampling import is_full, tau_code
 from signsim.seeding import participation_stream, run_streams
 from signsim.stages import PRE_KINDS, kinds
 from signsim.stages.registry import Stage
@@ -193,11 +193,15 @@ def check_two_point(s: Settings, problem: ProblemInstance, noise: NoiseModel) ->
     difference at two iterates must come from the same sample; a stochastic oracle would need VR-MARINA, not built),
     one local step, and none of the stages its rounds of exact gradients bypass."""
     spec = f"--grad-estimator {s.estimator.spec}"
-    if problem.external is not None or not (problem.exact_oracle or problem.local_exact) or noise.name != "none":
+    # a data problem's --batch-size full is each worker's exact local gradient too (docs/theory.md §5)
+    full = is_full(s.batch_size) and problem.finite_sum is not None
+    if problem.external is not None or not (problem.exact_oracle or problem.local_exact or full) \
+            or noise.name != "none":
         why = "a PyTorch model" if problem.external is not None else (
             f"--noise {noise.name}" if noise.name != "none" else f"{problem.name}'s sampled oracle")
+        hint = " (on a data problem, --batch-size full)" if problem.finite_sum is not None and not full else ""
         raise InputError(f"{spec}: needs each worker's exact local gradient (the difference at two iterates from the "
-                         f"same sample), not {why}; use an exact oracle without --noise")
+                         f"same sample), not {why}; use an exact oracle{hint} without --noise")
     clashes = [(s.local_steps > 1, f"--local-steps {s.local_steps}"), (s.byzantine > 0, f"--byzantine {s.byzantine}"),
                (s.momentum_kind.name != "none", f"momentum ({s.momentum_kind.name})"), (s.monotone, "--monotone"),
                (s.downlink, "--down-compressor"), (s.server_optimizer.name != "sgd", f"--server-opt "
