@@ -184,10 +184,11 @@ def duration(seconds: float) -> str:
     return f"{seconds:.2g} seconds"
 
 
-def run_work(cfg, dim: int, finite_sum: bool) -> float:
+def run_work(cfg, dim: int, finite_sum: bool, rows: float | None = None) -> float:
     """The elementary operations of the run ``cfg``: per iteration, each of its S participants' H local steps
     draw a gradient over dimension d (B rows of the data each for a finite sum, whose minibatch costs B times a
-    row; a synthetic problem's minibatch noise is drawn at once); ``--votes binomial`` draws one vote of d
+    row; a synthetic problem's minibatch noise is drawn at once; ``rows``, when given, the rows one call reads:
+    ``finite_sum.oracle_rows``, n_m for ``--batch-size full``); ``--votes binomial`` draws one vote of d
     coordinates. A run with a budget or --stop-loss may stop earlier: its --iters is an upper bound and it is not
     estimated (0)."""
     from signsim.engine import rounds
@@ -197,7 +198,9 @@ def run_work(cfg, dim: int, finite_sum: bool) -> float:
     if getattr(cfg, "votes", "per-worker") == "binomial":
         return float(cfg.iters) * dim
     S = min(rounds.of_config(cfg), cfg.workers)
-    per_call = float(dim) * (cfg.batch_size if finite_sum else 1)
+    if rows is None:
+        rows = cfg.batch_size if finite_sum else 1
+    per_call = float(dim) * rows
     return float(cfg.iters) * S * max(1, getattr(cfg, "local_steps", 1)) * per_call
 
 

@@ -73,7 +73,7 @@ def test_chunked_kernels_on_a_large_held_out_set():
     rng = np.random.default_rng(2)
     n, m, d = 7, 33_000, 40
     A = rng.normal(size=(n + m, d))
-    pi = np.array([0, n, m, d, glm.LOGISTIC])
+    pi = np.array([0, n, m, d, 0, glm.LOGISTIC])  # sampling.P_*: mode, n, n_test, features, no flipped labels
     assert glm._chunks(m, d) > 1
     b = np.where(rng.random(n + m) < 0.5, -1.0, 1.0)
     x = rng.normal(size=d) * 0.3
@@ -83,7 +83,7 @@ def test_chunked_kernels_on_a_large_held_out_set():
     H, C = 4, 3
     dim = H * d + H + C * H + C
     assert glm._chunks(m, dim) > 1
-    pi = np.array([0, n, m, d, H, C, mlp.TANH])
+    pi = np.array([0, n, m, d, 0, H, C, mlp.TANH])
     x = rng.normal(size=dim) * 0.3
     labels = rng.integers(0, C, n + m).astype(float)
     want = numpy_test_loss({"problem": "mlp", "hidden": H, "activation": "tanh", "l2": 0.2}, A, labels, n, x)
@@ -92,7 +92,7 @@ def test_chunked_kernels_on_a_large_held_out_set():
 
 def test_no_held_out_rows_is_nan():
     A = np.ones((4, 2))
-    assert np.isnan(glm.test_loss(np.zeros(2), np.zeros(1), np.array([0, 4, 0, 2, glm.LOGISTIC]), A, np.ones(4)))
+    assert np.isnan(glm.test_loss(np.zeros(2), np.zeros(1), np.array([0, 4, 0, 2, 0, glm.LOGISTIC]), A, np.ones(4)))
 
 
 @pytest.mark.parametrize("options", PROBLEMS[:4:3] + PROBLEMS[1:2])

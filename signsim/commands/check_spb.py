@@ -81,9 +81,10 @@ def _check_spb(cfg: RunConfig, o: SpbOptions) -> tuple[dict[str, Any], bool]:
         unused.append(f"--samples {o.samples} is not used: --estimator auto chose the {method} estimator, which "
                       "draws no samples")
     if method == "monte-carlo":  # its samples x H local steps x d coordinates (x B rows of a finite sum)
+        from signsim.problems.finite_sum import oracle_rows
         from signsim.resources import check_work, note
 
-        per = float(problem.dim) * (cfg.batch_size if problem.finite_sum is not None else 1)
+        per = float(problem.dim) * oracle_rows(problem, cfg.batch_size)
         note(check_work(float(o.samples) * max(1, rnd.local_steps) * per,
                         f"--samples {o.samples} (Monte Carlo over dimension {problem.dim})", "lower --samples"))
     x, where = resolve_point(o.at, problem, cfg)
@@ -98,7 +99,7 @@ def _check_spb(cfg: RunConfig, o: SpbOptions) -> tuple[dict[str, Any], bool]:
     else:
         est, ver = at_point(problem, model, params, x, cfg, method, o.samples, o.confidence, o.interval,
                             o.correction)
-        not_bound, no_var = l12_assumptions(problem, model, params), no_variance(model, params)
+        not_bound, no_var = l12_assumptions(problem, model, params, cfg.batch_size), no_variance(model, params)
     g = est.grad
     import numpy as np
 

@@ -98,7 +98,7 @@ def diversity(cfg: RunConfig, o: DiversityOptions, split_given: bool = False) ->
     from signsim.diagnostics.estimators import sampling
     from signsim.diagnostics.heterogeneity import measure as heterogeneity
 
-    samp = sampling(problem, cfg.workers)
+    samp = sampling(problem, cfg.workers, cfg.batch_size)
     doc["sampling"] = {"scheme": samp.scheme, "description": samp.description}
     doc["heterogeneity"] = heterogeneity(problem, x, cfg.workers)
     fs = problem.finite_sum

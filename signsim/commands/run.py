@@ -65,9 +65,11 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
                         "needs fewer than half")
     engine = built.engine
     from signsim.engine.build import RUN_REDUCE, run_asked
+    from signsim.problems.finite_sum import oracle_rows
     from signsim.resources import check_work, note, run_work
 
-    note(check_work(run_work(cfg, problem.dim, problem.finite_sum is not None), run_asked(cfg), RUN_REDUCE))
+    work = run_work(cfg, problem.dim, problem.finite_sum is not None, oracle_rows(problem, cfg.batch_size))
+    note(check_work(work, run_asked(cfg), RUN_REDUCE))
     quantities = tracking.requested(cfg, problem, model, params)
     tracks: dict[str, list[dict[str, Any]]] = {q.name: [] for q in quantities}
     hooks = [(q.every, recorder(q, tracks[q.name])) for q in quantities]

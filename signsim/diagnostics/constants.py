@@ -98,12 +98,16 @@ def derive(problem, model, params, cfg, x0: np.ndarray, box: float, sigma_sample
     if L is not None:
         out["L1"] = Constant("L1", float(np.sum(L)), src)
         out["L2"] = Constant("L2", float(np.max(L)), "max_i L_i (l2-smoothness, since diag(L) >= Hessian)")
-    tau = cfg.batch_size
-    if problem.exact_oracle and not problem.heterogeneous:
+    from signsim.problems.sampling import is_full, noise_draws
+
+    full = is_full(cfg.batch_size)  # each worker's exact local gradient plus one noise draw (docs/theory.md §5)
+    tau = noise_draws(cfg.batch_size)
+    if (problem.exact_oracle and not problem.heterogeneous) or full:
         from signsim.noise.base import sigma_vector
 
         s = sigma_vector(model, params, problem.dim)
-        src = f"noise model {model.name}" + (" with per-coordinate scales" if len(params) > 3 else "")
+        src = f"noise model {model.name}" + (" with per-coordinate scales" if len(params) > 3 else "") + (
+            " (--batch-size full: the exact local gradient plus one draw of the noise)" if full else "")
     else:
         method = choose(problem, model, 1, "auto")
         est = estimate(problem, model, params, x0, 1, method, sigma_samples, 0.95, "wilson", cfg.sign_zero,
@@ -126,7 +130,7 @@ def derive(problem, model, params, cfg, x0: np.ndarray, box: float, sigma_sample
                                       f"||std of the split-batch minibatch gradient||_2, tau = {tau}, exact at x_0")
     else:
         out["sigma_total"] = Constant("sigma_total", float(np.sqrt(np.sum(s**2) / tau)),
-                                      f"||sigma||_2 / sqrt(tau), tau = {tau}; {src}")
+                                      f"||sigma||_2 / sqrt(tau), tau = {'1 (full batch)' if full else tau}; {src}")
     from signsim.interface.config import lr_theory
 
     theory = lr_theory(cfg)  # --lr theory: the theorem's step (docs/theory.md §3.6)

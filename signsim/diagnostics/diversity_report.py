@@ -40,9 +40,12 @@ def choose(problem, noise_name: str, requested: str) -> str:
 
 
 def batches(cfg, small_batch: int | None = None, big_batch: int | None = None) -> tuple[int, int]:
-    """The two-batch estimator's batch sizes: ``small_batch`` (default the run's batch size) and ``big_batch``
-    (default max(2, M) times the small one)."""
-    small = small_batch or cfg.batch_size
+    """The two-batch estimator's batch sizes: ``small_batch`` (default the run's batch size; 1 with ``--batch-size
+    full``, whose oracle draws no minibatch: the estimator's pairs are a device for per-sample quantities, whatever
+    their size, docs/theory.md §6) and ``big_batch`` (default max(2, M) times the small one)."""
+    from signsim.problems.sampling import is_full
+
+    small = small_batch or (1 if is_full(cfg.batch_size) else cfg.batch_size)
     big = big_batch or max(2, cfg.workers) * small
     if big <= small:
         raise InputError(f"--big-batch {big}: must exceed the small batch ({small})")

@@ -55,8 +55,11 @@ class Sampling:
         return np.bincount(self.worker_class, minlength=self.distinct) / self.worker_class.size
 
 
-def sampling(problem: ProblemInstance, workers: int) -> Sampling:
+def sampling(problem: ProblemInstance, workers: int, batch_size=1) -> Sampling:
+    """How the workers draw their gradients; ``batch_size`` ``full`` (docs/theory.md §5): each computes the exact
+    gradient of its local objective (scheme ``full``: one law under ``shared``, one per worker on shards)."""
     from signsim.data.splits import SHARD, SHARED, SPLIT_BATCH
+    from signsim.problems.sampling import is_full
     from signsim.resources import check_workers
 
     check_workers(workers)
@@ -66,6 +69,13 @@ def sampling(problem: ProblemInstance, workers: int) -> Sampling:
     if fs is not None:
         split = fs.split
         sizes = np.diff(split.ptr)
+        if is_full(batch_size) and split.mode == SHARED:
+            return Sampling("full", f"every worker computes the exact gradient of all {fs.n} rows (--batch-size "
+                            "full)", same)
+        if is_full(batch_size) and split.mode == SHARD:
+            return Sampling("full", f"{split.name}: worker m computes the exact gradient of its own shard "
+                            f"({sizes.min()} to {sizes.max()} rows; --batch-size full)",
+                            each[: split.groups] if split.groups == workers else each % split.groups)
         if split.mode == SHARED:
             return Sampling("shared", f"every worker samples all {fs.n} rows uniformly", same)
         if split.mode == SPLIT_BATCH:
@@ -83,7 +93,13 @@ def sampling(problem: ProblemInstance, workers: int) -> Sampling:
     return Sampling("identical", "every worker draws from the same oracle", same)
 
 
-def applicable(problem: ProblemInstance, noise: NoiseModel, tau: int) -> list[str]:
+def applicable(problem: ProblemInstance, noise: NoiseModel, tau) -> list[str]:
+    """The estimators that apply, the automatic choice first; ``tau`` the batch size (an integer, or ``full``: each
+    worker's exact local gradient plus one noise draw, whose law is closed-form, docs/theory.md §5)."""
+    from signsim.problems.sampling import is_full
+
+    if is_full(tau):
+        return ["closed-form", "monte-carlo"]
     out = []
     if problem.finite_sum is not None and tau == 1 and noise.name == "none":
         out.append("exact")
@@ -199,11 +215,27 @@ def _closed_form(noise: NoiseModel, nparams: np.ndarray, h: np.ndarray, tau: int
     return Law(up, zero, np.where(fixed, det.minus, 1.0 - up))
 
 
-def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, x: np.ndarray, tau: int,
+def local_gradients(problem: ProblemInstance, x: np.ndarray, samp: Sampling) -> np.ndarray:
+    """The exact local gradient of each distinct worker law of ``samp`` (``--batch-size full``; rows: the laws, each
+    from its first worker), by the problem's compiled oracle."""
+    from signsim.diagnostics.kernels import full_local_gradients
+
+    rows = [int(np.flatnonzero(samp.worker_class == w)[0]) for w in range(samp.distinct)]
+    return full_local_gradients(problem.code, x, problem.pf, problem.pi, problem.A, problem.b, problem.ptr,
+                                problem.idx, rows)
+
+
+def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, x: np.ndarray, tau,
                 method: str, samples: int, seed: int, workers: int, salt: int = 0) -> WorkerLaws:
+    """Each distinct worker oracle's sign law and moments at x. ``tau``: the batch size, or ``full`` (each worker's
+    exact local gradient plus one draw of the noise: ``WorkerLaws.tau`` is then 1, the draws its noise averages)."""
+    from signsim.problems.sampling import is_full, noise_draws, tau_code
+
     x = np.ascontiguousarray(x, dtype=np.float64)
     g = true_gradient(problem, x)
-    samp = sampling(problem, workers)
+    samp = sampling(problem, workers, tau)
+    full, draws = is_full(tau), noise_draws(tau)
+    tau = draws if full else tau
     nvar = noise_variance(noise, nparams, problem.dim)
     exact_moments = None
     if method == "exact" or (problem.finite_sum is not None and samp.scheme == "split-batch"):
@@ -214,7 +246,9 @@ def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray
         law, mean, sigma, mini = exact_moments
         return WorkerLaws("exact", samp, g, law, mean, sigma, mini, tau)
     if method == "closed-form":
-        if samp.scheme == "local":
+        if full:
+            h = local_gradients(problem, x, samp)
+        elif samp.scheme == "local":
             h = np.array([problem.oracle_ref(x, m, None, tau) for m in range(workers)])
         else:
             h = g[None, :]
@@ -235,7 +269,7 @@ def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray
         gens = List(diagnostic_streams(seed, MC_CHUNKS, salt))
         pos, zero, s1, s2 = monte_carlo_worker_counts(
             problem.code, x, problem.pf, problem.pi, problem.A, problem.b, problem.ptr, problem.idx, noise.code,
-            np.asarray(nparams, dtype=np.float64), tau, W, gens, samples)
+            np.asarray(nparams, dtype=np.float64), tau_code("full") if full else tau, W, gens, samples)
     law = Law(pos / samples, zero / samples, (samples - pos - zero) / samples)
     if exact_moments is not None:
         _, mean, sigma, mini = exact_moments

@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from signsim.engine.dispatch import add_noise, check_noise, check_problem, problem_oracle, problem_sample_grad
+from signsim.problems.sampling import FULL_BATCH
 
 
 def _for(compiled, code):
@@ -143,6 +144,29 @@ def _group_range(code, x, pf, pi, A, b, rows, lo, hi, acc):
                 a[1, i] += 1.0 if v == 0.0 else 0.0
                 a[2, i] += v
                 a[3, i] += v * v
+
+
+def full_local_gradients(code, x, pf, pi, A, b, ptr, idx, workers):
+    """The exact local gradient grad f_m(x) = (1/n_m) sum_{j in group m} grad f_j(x) of each worker m of ``workers``
+    (``--batch-size full``, docs/theory.md §5), one row each in their order: by the run's own worker gradient (the
+    family's ``worker_gradient``, which a run of the family has compiled) at tau = FULL_BATCH without noise, which
+    draws nothing (the generator it is handed is never used). NumPy reference: the problem's
+    ``oracle_ref(x, m, None, "full")``."""
+    from signsim.codes import Noise
+    from signsim.engine import loop, specialize
+    from signsim.noise.base import N_NOISE_PARAMS
+
+    check_problem(code)
+    gradient = specialize.dispatchers(specialize.family_of(code))["worker_gradient"]
+    icfg = np.zeros(loop.N_ICFG, dtype=np.int64)
+    icfg[loop.I_PROBLEM], icfg[loop.I_TAU], icfg[loop.I_NOISE] = code, FULL_BATCH, int(Noise.NONE)
+    data = loop.ProblemData(pf, pi, A, b, ptr, idx, np.zeros(N_NOISE_PARAMS))
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    gen = np.random.default_rng(0)
+    out = np.zeros((len(workers), x.shape[0]))
+    for r, m in enumerate(workers):
+        gradient(np.int64(m), x, out[r], gen, data, icfg)
+    return out
 
 
 def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, gens, S):

@@ -134,10 +134,13 @@ def round_laws(problem, noise, nparams, x: np.ndarray, tau: int, H: int, gamma: 
         raise InputError(f"--local-steps {H}: the success probabilities of a round of local steps are not estimated "
                          "for --model yet (its rounds' local iterates run in torch); estimate at H = 1")
     from signsim.diagnostics.estimators import WorkerLaws, sampling, true_gradient
+    from signsim.problems.sampling import is_full, noise_draws, tau_code
 
     x = np.ascontiguousarray(x, dtype=np.float64)
     g = true_gradient(problem, x)
-    samp = sampling(problem, workers)
+    samp = sampling(problem, workers, tau)
+    # --batch-size full (docs/theory.md §5): every local step takes the exact local gradient plus one noise draw
+    code, tau = tau_code(tau), (noise_draws(tau) if is_full(tau) else tau)
     rows = [int(np.flatnonzero(samp.worker_class == w)[0]) for w in range(samp.distinct)]
     if method == "closed-form":
         law, mean, std = closed_form_round(problem, noise, nparams, x, tau, H, gamma, workers, rows)
@@ -152,7 +155,7 @@ def round_laws(problem, noise, nparams, x: np.ndarray, tau: int, H: int, gamma: 
     gens = List(diagnostic_streams(seed, MC_CHUNKS, salt))
     pos, zero, s1, s2 = local_round_counts(
         problem.code, x, problem.pf, problem.pi, problem.A, problem.b, problem.ptr, problem.idx, noise.code,
-        np.asarray(nparams, dtype=np.float64), tau, W, gens, samples, H, float(gamma))
+        np.asarray(nparams, dtype=np.float64), code, W, gens, samples, H, float(gamma))
     law = Law(pos / samples, zero / samples, (samples - pos - zero) / samples)
     mean = s1 / samples
     var = np.maximum(s2 / samples - mean**2, 0.0) * samples / max(samples - 1, 1)

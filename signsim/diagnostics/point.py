@@ -34,10 +34,11 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
 
         run_cfg = replace(cfg, iters=K, eval_every=max(K, 1))
         check_run(run_cfg, problem.dim)
+        from signsim.problems.finite_sum import oracle_rows
         from signsim.resources import check_work, note, run_work
 
-        note(check_work(run_work(run_cfg, problem.dim, problem.finite_sum is not None), f"--at {at}",
-                        "choose a smaller K"))
+        work = run_work(run_cfg, problem.dim, problem.finite_sum is not None, oracle_rows(problem, run_cfg.batch_size))
+        note(check_work(work, f"--at {at}", "choose a smaller K"))
         out = simulate(build(run_cfg, problem).engine)
         if out.status == "interrupted":
             raise KeyboardInterrupt  # Ctrl-C or SIGTERM during the run: exit 130 / 143, not bad input

@@ -230,6 +230,9 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
     for name, o in of_function("spb_from_samples").items():  # ranges and choices: signsim.interface.options
         if given[name] is not None:
             check_option(o, given[name], f"{o.flag} {shown(given[name])}")
+    if batch_size == "full":  # (the word the option takes for the data problems, docs/theory.md §5)
+        raise InputError("--batch-size full: with given gradients every worker would send the mean of all the rows, "
+                         "the same sign for everyone (each success probability 0 or 1); give a batch size")
     if batch_size > 1 and not hasattr(G, "shape"):
         raise InputError(f"--batch-size {batch_size}: minibatches are drawn at random from G, which needs G as "
                          "an array (or a memory map), not an iterable of blocks")

@@ -25,15 +25,19 @@ def at_point(problem, model, params, x, cfg, method: str, samples: int, confiden
     return est, ver
 
 
-def l12_assumptions(problem, model, params=None) -> str | None:
+def l12_assumptions(problem, model, params=None, batch_size=1) -> str | None:
     """Why the l^{1,2} quantity is not a lower bound on ||g||_rho here, or None when its assumptions hold
     (an unbiased oracle whose noise is unimodal and symmetric with a finite variance: an exact gradient plus such
-    noise)."""
+    noise; with ``batch_size`` full under ``--split shared`` a data problem's oracle is one, docs/theory.md §5)."""
+    from signsim.data.splits import SHARED
     from signsim.noise.base import no_variance
+    from signsim.problems.sampling import is_full
 
     if params is not None and (why := no_variance(model, params)):
         return why
-    if not problem.exact_oracle or problem.heterogeneous:
+    exact = problem.exact_oracle or (is_full(batch_size) and problem.finite_sum is not None
+                                     and problem.finite_sum.split.mode == SHARED)
+    if not exact or problem.heterogeneous:
         return UNKNOWN_NOISE
     if not model.unimodal_symmetric:
         return f"{model.name} noise is not unimodal and symmetric"

@@ -36,8 +36,11 @@ RUN_REDUCE = "lower --iters (or --batch-size, --workers, --dim), or give a --bud
 
 def run_asked(cfg) -> str:
     """The run as the user asked for it, for a work estimate's message."""
+    from signsim.problems.sampling import is_full
+
     return (f"--iters {cfg.iters} with {cfg.workers} workers" + (f", --batch-size {cfg.batch_size}"
-                                                                   if cfg.batch_size > 1 else ""))
+                                                                   if is_full(cfg.batch_size) or cfg.batch_size > 1
+                                                                   else ""))
 
 
 def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
@@ -46,6 +49,7 @@ def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
     from a config that differs only in options the problem does not read)."""
     from signsim import methods, noise, problems
     from signsim.engine.driver import Settings, check_settings, check_two_point
+    from signsim.problems.finite_sum import oracle_rows
     from signsim.resources import check_run, check_work, run_work
 
     method = methods.get(cfg.method)
@@ -53,7 +57,8 @@ def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
         check_run(cfg, cfg.dim or 1)  # before anything is allocated ...
         problem = problems.build(cfg, simulated=True)
     check_run(cfg, problem.dim)  # ... and with the dimension the data gave
-    check_work(run_work(cfg, problem.dim, problem.finite_sum is not None), run_asked(cfg), RUN_REDUCE)
+    work = run_work(cfg, problem.dim, problem.finite_sum is not None, oracle_rows(problem, cfg.batch_size))
+    check_work(work, run_asked(cfg), RUN_REDUCE)
     model, params = noise.for_config(cfg, problem.dim)
     settings = Settings.from_config(cfg, method, problem.dim)
     check_settings(settings, problem.dim)

@@ -207,10 +207,13 @@ def add_noise(code, p, gen, tau, out):
     ``p`` holds the model's three parameters, then optionally one scale s_i per coordinate
     (``--noise-scales``, docs/theory.md §10.2; s_i = 1 when absent). Every coordinate draws its variates
     whatever its scale, so the stream does not depend on the scales. Gaussian noise uses its exact shortcut:
-    the mean of tau draws is sigma / sqrt(tau) N(0, 1), one draw.
+    the mean of tau draws is sigma / sqrt(tau) N(0, 1), one draw. tau = FULL_BATCH (``--batch-size full``, an exact
+    local gradient): one draw (``sampling.noise_draws``, docs/theory.md §5).
     """
     if code == none.CODE:
         return
+    if tau < 1:
+        tau = 1
     d = out.shape[0]
     scaled = p.shape[0] > N_NOISE_PARAMS
     if code == gaussian.CODE:

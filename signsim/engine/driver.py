@@ -20,6 +20,8 @@ from signsim.interface.interrupts import acknowledge, interruptible, ready
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
+from signsim.problems.finite_sum import oracle_rows
+from signsim.problems.sampling import is_full, tau_code
 from signsim.seeding import participation_stream, run_streams
 from signsim.stages import PRE_KINDS, kinds
 from signsim.stages.registry import Stage
@@ -49,7 +51,8 @@ class Settings:
     stop_loss: float
     momentum_from_first: bool
     byzantine: int
-    batch_size: int
+    #: tau, or ``full`` (the exact local gradient, docs/theory.md §5); the loop takes ``sampling.tau_code`` of it
+    batch_size: int | str
     monotone: bool = False
     momentum_kind: Stage | None = None
     momentum2: float = 0.0
@@ -188,12 +191,14 @@ def check_settings(s: Settings, d: int) -> None:
 def check_two_point(s: Settings, problem: ProblemInstance) -> None:
     """What a two-point estimator (MARINA, docs/theory.md §8.10) needs of the problem: each worker's exact local
     gradient (its difference at two iterates must come from the same sample; a stochastic oracle would need
-    VR-MARINA, not built). What it needs of the other options is checked with the config
-    (``signsim.stages.check_composition``)."""
-    if problem.external is not None or not (problem.exact_oracle or problem.local_exact):
+    VR-MARINA, not built): an exact oracle, or a data problem's --batch-size full (§5). What it needs of the other
+    options is checked with the config (``signsim.stages.check_composition``)."""
+    full = is_full(s.batch_size) and problem.finite_sum is not None
+    if problem.external is not None or not (problem.exact_oracle or problem.local_exact or full):
         why = "a PyTorch model" if problem.external is not None else f"{problem.name}'s sampled oracle"
+        hint = " (on a data problem, --batch-size full)" if problem.finite_sum is not None and not full else ""
         raise InputError(f"--grad-estimator {s.estimator.spec}: needs each worker's exact local gradient (the "
-                         f"difference at two iterates from the same sample), not {why}; use an exact oracle")
+                         f"difference at two iterates from the same sample), not {why}; use an exact oracle{hint}")
 
 
 def owned_state(stages: dict, M: int, S: int, d: int, dt) -> dict[str, np.ndarray]:
@@ -233,6 +238,10 @@ class Engine(ChunkedState):
                  dtype: str | np.dtype = np.float64):
         from signsim.engine import accounting
 
+        if s.byzantine and kinds.setup_flag("LABELS", s.attack.module):  # label-flip (docs/theory.md §8.5)
+            from signsim.problems.finite_sum import with_flipped_labels
+
+            problem = with_flipped_labels(problem, s.byzantine)
         d, M = problem.dim, workers
         S = s.participants(M)
         self.K, self.k = iters, 0
@@ -283,7 +292,7 @@ class Engine(ChunkedState):
         self.part_gen = participation_stream(seed)  # the server's sampling stream, apart from its tie-breaks
         self.M, self.S = M, S
         if parallel is None:  # (gradients from outside the loop: torch's threads compute them, the stages run serially)
-            parallel = (S * d * max(1, s.batch_size if problem.A.size else 1) * s.local_steps >= PARALLEL_WORK
+            parallel = (S * d * max(1.0, oracle_rows(problem, s.batch_size)) * s.local_steps >= PARALLEL_WORK
                         and problem.external is None)
         self.parallel = bool(parallel)
         if S < M:  # each chunk's participants and their generators are drawn before it (``_sample``)
@@ -314,10 +323,10 @@ class Engine(ChunkedState):
         """The loop's ``icfg`` and ``fcfg`` arrays, filled by the names in ``loop.ICFG`` and ``loop.FCFG``
         (``clients``: S, the participants per round; ``workers``: M)."""
         ints = dict(aggregate=0, sign_zero=s.sign_zero, tie=s.tie, schedule=s.schedule, byzantine=s.byzantine,
-                    attack=0, eval_every=eval_every, parallel=parallel, tau=s.batch_size, problem=problem.code,
-                    noise=noise.code, monotone=s.monotone, track_error=s.error_feedback.module.TRACK_ERROR,
-                    sparse_down=sparse_down, local_steps=s.local_steps, clients=clients, workers=workers,
-                    downlink=s.downlink)
+                    attack=0, eval_every=eval_every, parallel=parallel, tau=tau_code(s.batch_size),
+                    problem=problem.code, noise=noise.code, monotone=s.monotone,
+                    track_error=s.error_feedback.module.TRACK_ERROR, sparse_down=sparse_down,
+                    local_steps=s.local_steps, clients=clients, workers=workers, downlink=s.downlink)
         stages = s.stages()
         for kind, code in compose.codes(stages).items():  # the stages' codes and flags (signsim.stages.kinds)
             ints[kinds.code_setting(kind)] = code

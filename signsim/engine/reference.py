@@ -17,13 +17,18 @@ from signsim.engine.driver import Settings
 from signsim.noise.base import NoiseModel
 from signsim.noise.base import scales as noise_scales
 from signsim.problems.base import ProblemInstance
+from signsim.problems.sampling import noise_draws
 from signsim.seeding import participation_stream, run_streams
-from signsim.stages import defaults
+from signsim.stages import defaults, kinds
 
 
 class ReferenceRun:
     def __init__(self, problem: ProblemInstance, noise: NoiseModel, noise_params: np.ndarray, s: Settings,
                  workers: int, seed: int):
+        if s.byzantine and kinds.setup_flag("LABELS", s.attack.module):  # label-flip (docs/theory.md §8.5)
+            from signsim.problems.finite_sum import with_flipped_labels
+
+            problem = with_flipped_labels(problem, s.byzantine)
         self.p, self.noise, self.nparams, self.s, self.M = problem, noise, noise_params, s, workers
         streams, self.server = run_streams(seed, workers)
         self.gens = [streams[m] for m in range(workers)]
@@ -47,8 +52,9 @@ class ReferenceRun:
         self.bits_down = 0
 
     def stochastic_gradient(self, m: int, x: np.ndarray | None = None) -> np.ndarray:
-        gen, tau, d = self.gens[m], self.s.batch_size, self.p.dim
-        g = self.p.oracle_ref(self.x if x is None else x, m, gen, tau)
+        gen, d = self.gens[m], self.p.dim
+        g = self.p.oracle_ref(self.x if x is None else x, m, gen, self.s.batch_size)
+        tau = noise_draws(self.s.batch_size)  # one draw for the full local batch (docs/theory.md §5)
         sc = noise_scales(self.nparams, d)  # per-coordinate noise scales (docs/theory.md §10.2)
         if self.noise.name == "gaussian":
             g = g + sc * (self.nparams[0] / np.sqrt(tau) * gen.standard_normal(d))

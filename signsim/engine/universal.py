@@ -27,6 +27,7 @@ from signsim.stages.attacks import inf as _attack__inf
 from signsim.stages.attacks import invert as _attack__invert
 from signsim.stages.attacks import ipm as _attack__ipm
 from signsim.stages.attacks import ipm_opt as _attack__ipm_opt
+from signsim.stages.attacks import label_flip as _attack__label_flip
 from signsim.stages.attacks import mimic as _attack__mimic
 from signsim.stages.attacks import random as _attack__random
 from signsim.stages.compressors import dither as _compressor__dither
@@ -73,7 +74,7 @@ COUNTS = {
     "compressor": 12,
     "error_feedback": 4,
     "aggregation": 13,
-    "attack": 9,
+    "attack": 10,
     "server_optimizer": 5,
     "estimator": 4,
     "pre_aggregation": 5,
@@ -150,6 +151,7 @@ _attack__inf__row = stage_function(_attack__inf, "row", True, inline=INLINE)
 _attack__mimic__row = stage_function(_attack__mimic, "row", True, inline=INLINE)
 _attack__alie_opt__row = stage_function(_attack__alie_opt, "row", True, inline=INLINE)
 _attack__ipm_opt__row = stage_function(_attack__ipm_opt, "row", True, inline=INLINE)
+_attack__label_flip__row = stage_function(_attack__label_flip, "row", True, inline=INLINE)
 _attack__invert__rows = stage_function(_attack__invert, "rows", False, inline=INLINE)
 _attack__random__rows = stage_function(_attack__random, "rows", False, inline=INLINE)
 _attack__alie__rows = stage_function(_attack__alie, "rows", False, inline=INLINE)
@@ -159,6 +161,7 @@ _attack__inf__rows = stage_function(_attack__inf, "rows", False, inline=INLINE)
 _attack__mimic__rows = stage_function(_attack__mimic, "rows", False, inline=INLINE)
 _attack__alie_opt__rows = stage_function(_attack__alie_opt, "rows", False, inline=INLINE)
 _attack__ipm_opt__rows = stage_function(_attack__ipm_opt, "rows", False, inline=INLINE)
+_attack__label_flip__rows = stage_function(_attack__label_flip, "rows", False, inline=INLINE)
 _server_optimizer__sgd__update = stage_function(_server_optimizer__sgd, "update", False, inline=INLINE)
 _server_optimizer__fedavgm__update = stage_function(_server_optimizer__fedavgm, "update", False, inline=INLINE)
 _server_optimizer__fedadam__update = stage_function(_server_optimizer__fedadam, "update", False, inline=INLINE)
@@ -433,6 +436,8 @@ def attack_row(code, out, p, gen):
         _attack__alie_opt__row(out, p, gen)
     elif code == 8:
         _attack__ipm_opt__row(out, p, gen)
+    elif code == 9:
+        _attack__label_flip__row(out, p, gen)
 
 
 def attack_row__one(code, out, p, gen):
@@ -461,6 +466,8 @@ def attack_rows(code, msg, B, p):
         _attack__alie_opt__rows(msg, B, p)
     elif code == 8:
         _attack__ipm_opt__rows(msg, B, p)
+    elif code == 9:
+        _attack__label_flip__rows(msg, B, p)
 
 
 def attack_rows__one(code, msg, B, p):

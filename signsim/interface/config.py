@@ -29,6 +29,8 @@ _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 
 def _annotation(o: _options.Option) -> Any:
     t = _TYPES[o.kind]
+    if o.words:  # a number or one of its words (--batch-size full; --lr theory becomes a number in resolve)
+        t = t | str
     if o.vector:
         t = t | list[t]
     return t if o.default is not None else t | None
@@ -304,6 +306,37 @@ def _check_pre_aggregate(cfg: RunConfig) -> None:
                          f"{cfg.aggregate}, but {need}")
 
 
+def _check_data_oracle(cfg: RunConfig) -> None:
+    """What needs the samples of a data problem: ``--batch-size full``, the exact gradient of each worker's local
+    objective (docs/theory.md §5), and an attack whose Byzantine workers flip their labels (its LABELS flag:
+    label-flip, §8.5), which needs class labels."""
+    from signsim import problems, stages
+    from signsim.problems.sampling import is_full
+    from signsim.stages import kinds
+
+    spec = problems.get(cfg.problem)
+    if is_full(cfg.batch_size):
+        if "model" in spec.options:
+            raise InputError("--batch-size full: not with --model yet (its minibatches are drawn in PyTorch); give a "
+                             "batch size")
+        if "data" not in spec.options:
+            data = ", ".join(n for n, p in problems.registry().items() if "data" in p.options)
+            raise InputError(f"--batch-size full: applies to the data problems ({data}), whose workers hold samples; "
+                             f"{spec.name} has none")
+        if cfg.split == "split-batch":
+            raise InputError("--batch-size full: not with --split split-batch (each minibatch comes from a label group "
+                             "drawn at random: a worker has no local objective); choose another --split")
+    attack = stages.parse_attack(cfg.attack)
+    if kinds.setup_flag("LABELS", attack.module) and not spec.label_flip:
+        if "model" in spec.options:
+            raise InputError(f"--attack {cfg.attack}: not with --model yet (its gradients are computed in PyTorch, "
+                             "which does not flip labels); choose another attack")
+        labelled = ", ".join(n for n, p in problems.registry().items() if p.label_flip)
+        what = "fits real-valued targets, not classes" if "data" in spec.options else "has no labels"
+        raise InputError(f"--attack {cfg.attack}: its Byzantine workers flip their labels, and {spec.name} {what} "
+                         f"(it applies to {labelled})")
+
+
 def validate(cfg: RunConfig) -> None:
     """The checks that involve several options or a registry; each value's own type, range and choices come
     from ``signsim.interface.options`` (checked for every resolved value, defaults included)."""
@@ -344,6 +377,7 @@ def validate(cfg: RunConfig) -> None:
     stages.parse_server_optimizer(cfg.server_opt)
     stages.parse_estimator(cfg.grad_estimator)
     stages.parse_down_error_feedback(cfg.down_feedback)
+    _check_data_oracle(cfg)
     _check_pre_aggregate(cfg)
     if cfg.momentum2 is not None:
         _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")

@@ -64,7 +64,8 @@ class Option:
     hi_open: bool = False  # hi itself excluded
     what: str = ""  # what the value means, for errors ("the step size")
     vector: bool = False  # a list of such numbers is accepted too (one per coordinate; config files, Python)
-    #: words a number option also takes (``--lr theory``), kept as text and resolved by ``config.resolve``
+    #: words a number option also takes, kept as text (``--lr theory``, resolved by ``config.resolve``; ``--batch-size
+    #: full``, kept: the exact local gradient)
     words: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
     decls: tuple[str, ...] = ()  # the flags when not --name (--standardize/--no-standardize, --quiet/-q)
@@ -177,8 +178,9 @@ TABLE: tuple[Option, ...] = (
     _run("pre_aggregate", "str", "pre-aggregations applied in order before --aggregate, a comma list of up to 3: "
          "none | nnm:F | bucketing[:S] | clip[:TAU] | arc:F (default: none)", P_RUN, default="none",
          commands=("run",)),
-    _run("batch_size", "int", "minibatch size tau per worker (default: {default})", P_RUN, default=1, lo=1,
-         hi=MAX_SIZE, command_defaults=(("check-spb", 1),),
+    _run("batch_size", "int", "minibatch size tau per worker (default: {default}); full: each worker's exact local "
+         "gradient, every sample of its share once (data problems)", P_RUN, default=1, lo=1,
+         hi=MAX_SIZE, words=("full",), command_defaults=(("check-spb", 1),),
          shown_defaults=(("run", "1; mlp 32"), ("diversity", "1; mlp 32"), ("bound", "1; mlp 32")),
          also=("spb_from_samples",)),
     _run("iters", "int", "iterations K (default: 2000)", P_RUN, default=2000, lo=0, hi=10**15),
@@ -226,8 +228,9 @@ TABLE: tuple[Option, ...] = (
     _run("byzantine", "int", "number of Byzantine workers (the first ones; see --attack; default: 0)", P_RUN,
          default=0, lo=0, hi=MAX_SIZE),
     _run("attack", "str", "invert | random | alie:Z | ipm:EPS | gaussian[:SIGMA:MU] | inf | mimic[:E] | alie-opt | "
-         "ipm-opt (alie, ipm, mimic and the -opt ones omniscient; the -opt ones search their factor each round; "
-         "default: invert)", P_RUN, default="invert"),
+         "ipm-opt | label-flip (alie, ipm, mimic and the -opt ones omniscient; the -opt ones search their factor each "
+         "round; label-flip: honest gradients on flipped labels, logistic and mlp; default: invert)", P_RUN,
+         default="invert"),
     _run("sign_zero", "str", "sign(0) in messages: random | plus | zero (default: random; sign-trap zero)", P_RUN,
          default="random", choices=("random", "plus", "zero"), also=("spb_from_samples",)),
     _run("tie", "str", "tied majority vote: random | zero (default: random; sign-trap zero)", P_RUN,
@@ -423,7 +426,7 @@ def range_text(o: Option) -> str:
     lo = None if o.lo is None else f"{'>' if o.lo_open else '>='} {o.lo:g}"
     hi = None if o.hi is None else f"{'<' if o.hi_open else '<='} {o.hi:g}"
     if o.kind == "int" and o.lo is not None and o.hi is not None:
-        return f"an integer from {o.lo:g} to {o.hi}"
+        return f"an integer from {o.lo:g} to {o.hi}" + "".join(f" or {w}" for w in o.words)
     if lo and hi:
         return f"a finite number {lo} and {hi}"
     return f"a{'n integer' if o.kind == 'int' else ' finite number'}" + (f" {lo or hi}" if lo or hi else "")
@@ -536,14 +539,17 @@ def coerce(o: Option, value: Any) -> Any:
                 f = math.nan
             if math.isfinite(f) and f.is_integer():
                 return int(f)
+        words = "".join(f" or '{w}'" for w in o.words)
         if isinstance(value, str):
             text = value.strip()
+            if text in o.words:
+                return text
             try:
                 return to_int(text)
             except ValueError:
                 pass
-            raise InputError(f"{name} {value!r}: not a valid integer{_several(text)}")
-        raise InputError(f"{name} {value!r}: not a valid integer")
+            raise InputError(f"{name} {value!r}: not a valid integer{words}{_several(text)}{suggest(text, o.words)}")
+        raise InputError(f"{name} {value!r}: not a valid integer{words}")
     if o.kind == "float":
         if isinstance(value, bool) or type(value).__name__ == "bool_" or isinstance(value, complex):
             raise InputError(f"{name} {value!r}: not a valid number")

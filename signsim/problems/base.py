@@ -67,6 +67,9 @@ class ProblemInstance:
     external: Any = None
     #: more facts for the results' ``problem`` field (a model file's path and hash)
     extra_facts: dict[str, Any] = field(default_factory=dict)
+    #: labels -> flipped labels, for the problems with class labels (``--attack label-flip``, docs/theory.md §8.5):
+    #: y -> -y for logistic's +-1, y -> C - 1 - y for the MLP's class indices; None without class labels
+    flip_labels: Callable[[np.ndarray], np.ndarray] | None = None
 
     def facts(self) -> dict[str, Any]:
         """What the results documents report about the problem (their ``problem`` field): name, dimension,
@@ -94,3 +97,6 @@ class ProblemSpec:
     #: values this problem prefers for options the user left unset (e.g. vote-trap's workers = 3)
     defaults: dict[str, Any]
     build: Callable[[Any], ProblemInstance]
+    #: what its Byzantine workers' labels become under ``--attack label-flip`` (docs/theory.md §8.5), in words; ""
+    #: for a problem without class labels (the attack is refused)
+    label_flip: str = ""

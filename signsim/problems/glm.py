@@ -12,10 +12,21 @@ import numpy as np
 from numba import njit, prange
 
 from signsim.problems.prefetch import prefetch_row
-from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
+from signsim.problems.sampling import (
+    FULL_BATCH,
+    P_FEATURES,
+    P_MODE,
+    P_NTEST,
+    P_NTRAIN,
+    P_OWN,
+    draw_index,
+    full_group,
+    label_offset,
+    minibatch_group,
+)
 
 LOGISTIC, LEAST_SQUARES = 0, 1
-P_KIND = 4
+P_KIND = P_OWN
 
 
 @njit(cache=True, fastmath={"reassoc", "nsz", "contract"})
@@ -207,14 +218,43 @@ def grad(x, pf, pi, A, b, out):
 
 
 @njit(cache=True)
+def _full_rows(x, kind, A, b, lo, hi, idx, off, out):
+    """out += (1/n_m) sum_{lo <= t < hi} phi'(a_j^T w, y_j) a_j over the rows j = idx[t] of one group (n_m = hi - lo),
+    in index order, with the labels read at b[j + off]; each row read once, the next rows prefetched."""
+    d = x.shape[0]
+    n = hi - lo
+    for t in range(lo, hi):
+        j = idx[t]
+        if t + 2 < hi:
+            prefetch_row(A, idx[t + 2])
+        c = _dphi(kind, _margin(x, A, j), b[j + off]) / n
+        for i in range(d):
+            out[i] += c * A[j, i]
+
+
+@njit(cache=True)
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     """Mean of tau per-sample gradients, rows drawn with replacement from the worker's group (docs/theory.md
     §5). Fused per row: rows are drawn two steps ahead (the same draws in the same order, as nothing else draws
     in between) and prefetched, so the wait for a row overlaps the work on the two before it; the margin
-    a_j^T w reads row j from memory once, the axpy right after it from L1."""
+    a_j^T w reads row j from memory once, the axpy right after it from L1.
+
+    tau = FULL_BATCH (``--batch-size full``): the exact gradient of the worker's local objective,
+    grad f_m(w) = (1/n_m) sum_{j in group m} phi'(a_j^T w, y_j) a_j + lam w, every row of its group once, no draw
+    (docs/theory.md §5); O(n_m d), nothing allocated. The first pi[P_FLIPPED] workers read flipped labels
+    (``--attack label-flip``, §8.5; ``sampling.label_offset``)."""
     kind, d = pi[P_KIND], x.shape[0]
     for i in range(d):
         out[i] = pf[0] * x[i]
+    off = label_offset(pi, A, worker)
+    if tau == FULL_BATCH:
+        g = full_group(pi[P_MODE], worker)
+        if g < 0:  # no local objective (split-batch): no raise inside a parallel loop, poison the gradient
+            for i in range(d):
+                out[i] = np.nan
+            return
+        _full_rows(x, kind, A, b, ptr[g], ptr[g + 1], idx, off, out)
+        return
     g = minibatch_group(pi[P_MODE], worker, gen)
     if tau <= 0:
         return
@@ -229,7 +269,7 @@ def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
         if t + 2 < tau:
             j2 = draw_index(gen, ptr, idx, g)
             prefetch_row(A, j2)
-        c = _dphi(kind, _margin(x, A, j), b[j]) / tau
+        c = _dphi(kind, _margin(x, A, j), b[j + off]) / tau
         for i in range(d):
             out[i] += c * A[j, i]
         j, j1 = j1, j2
@@ -292,11 +332,12 @@ def per_sample_sq_norms(x, pf, pi, A, b):
     return out
 
 
-def per_sample_grads_ref(x, pf, pi, A, b, rows) -> np.ndarray:
-    """NumPy: the per-sample gradients of the given training rows, materialized (len(rows) x d)."""
+def per_sample_grads_ref(x, pf, pi, A, b, rows, labels=None) -> np.ndarray:
+    """NumPy: the per-sample gradients of the given training rows, materialized (len(rows) x d); ``labels``: the
+    rows' labels when not b[rows] (a Byzantine worker's flipped ones, ``--attack label-flip``)."""
     rows = np.asarray(rows)
     m = A[rows] @ x
-    y = b[rows]
+    y = b[rows] if labels is None else np.asarray(labels, dtype=np.float64)
     if pi[P_KIND] == LOGISTIC:
         c = -y / (1.0 + np.exp(y * m))
     else:

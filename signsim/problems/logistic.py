@@ -57,8 +57,8 @@ def glm_instance(name, code, cfg, arrays, split) -> ProblemInstance:
     pf, pi, A, b = arrays["pf"], arrays["pi"], arrays["A"], arrays["b"]
     d = glm.n_features(pi)
 
-    def per_sample_grads(x, rows):
-        return glm.per_sample_grads_ref(x, pf, pi, A, b, rows)
+    def per_sample_grads(x, rows, labels=None):
+        return glm.per_sample_grads_ref(x, pf, pi, A, b, rows, labels)
 
     n = int(pi[1])
     return ProblemInstance(
@@ -67,7 +67,7 @@ def glm_instance(name, code, cfg, arrays, split) -> ProblemInstance:
         grad_ref=lambda x: per_sample_grads(x, np.arange(n)).mean(axis=0),
         oracle_ref=oracle_ref_from(per_sample_grads, split, d), heterogeneous=split.heterogeneous,
         finite_sum=FiniteSum(n, split, per_sample_grads, lambda x: glm.per_sample_sq_norms(x, pf, pi, A, b)),
-        classifier=name == "logistic", **arrays,
+        classifier=name == "logistic", flip_labels=(lambda y: -y) if name == "logistic" else None, **arrays,
     )
 
 
@@ -76,5 +76,5 @@ SPEC = ProblemSpec(
     summary="logistic regression on --data (labels -> +-1, --positive-class for multi-class), --l2",
     options=DATA_OPTIONS | {"positive_class", "intercept", "x0"},
     defaults={**DATA_DEFAULTS, "data": "builtin:breast-cancer", "intercept": True, "x0": X0},
-    build=build,
+    build=build, label_flip="y -> -y (the +-1 labels)",
 )

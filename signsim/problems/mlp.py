@@ -21,10 +21,21 @@ from signsim.problems.base import ProblemInstance, ProblemSpec
 from signsim.problems.finite_sum import DATA_DEFAULTS, DATA_OPTIONS, FiniteSum, load_prepared, oracle_ref_from, pack
 from signsim.problems.glm import _chunks, add_chunks, sq_norm
 from signsim.problems.prefetch import prefetch_row
-from signsim.problems.sampling import P_FEATURES, P_MODE, P_NTEST, P_NTRAIN, draw_index, minibatch_group
+from signsim.problems.sampling import (
+    FULL_BATCH,
+    P_FEATURES,
+    P_MODE,
+    P_NTEST,
+    P_NTRAIN,
+    P_OWN,
+    draw_index,
+    full_group,
+    label_offset,
+    minibatch_group,
+)
 
 CODE = int(Problem.MLP)  # assigned in signsim.codes
-P_HIDDEN, P_CLASSES, P_ACT = 4, 5, 6
+P_HIDDEN, P_CLASSES, P_ACT = P_OWN, P_OWN + 1, P_OWN + 2
 RELU, TANH = 0, 1
 ACTIVATIONS = {"relu": RELU, "tanh": TANH}
 
@@ -246,10 +257,30 @@ def evaluate(x, pf, pi, A, b, out):
 
 @njit(cache=True, _nrt=True)  # allocates its scratch: keeps Numba's runtime when called from the worker step
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
+    """Mean of tau per-sample gradients (backpropagation), rows drawn with replacement from the worker's group;
+    tau = FULL_BATCH (``--batch-size full``): the exact gradient of the worker's local objective, the mean over
+    every row of its group once, in index order, no draw (docs/theory.md §5). The first pi[P_FLIPPED] workers read
+    flipped labels (``--attack label-flip``, §8.5). Its scratch (five vectors of H or C) is allocated once a call,
+    whatever tau."""
     p, H, C, act = pi[P_FEATURES], pi[P_HIDDEN], pi[P_CLASSES], pi[P_ACT]
     z, h, logits, d1, d2 = np.empty(H), np.empty(H), np.empty(C), np.empty(H), np.empty(C)
     for i in range(x.shape[0]):
         out[i] = pf[0] * x[i]
+    off = label_offset(pi, A, worker)
+    if tau == FULL_BATCH:
+        g = full_group(pi[P_MODE], worker)
+        if g < 0:  # no local objective (split-batch): no raise inside a parallel loop, poison the gradient
+            for i in range(x.shape[0]):
+                out[i] = np.nan
+            return
+        lo, hi = ptr[g], ptr[g + 1]
+        for t in range(lo, hi):
+            j = idx[t]
+            if t + 1 < hi:
+                prefetch_row(A, idx[t + 1])
+            _deltas(x, A, j, int(b[j + off]), p, H, C, act, z, h, logits, d1, d2)
+            _accumulate(A, j, p, H, C, h, d1, d2, 1.0 / (hi - lo), out)
+        return
     g = minibatch_group(pi[P_MODE], worker, gen)
     if tau <= 0:
         return
@@ -259,7 +290,7 @@ def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     for t in range(tau):
         jn = draw_index(gen, ptr, idx, g) if t + 1 < tau else j
         prefetch_row(A, jn)
-        _deltas(x, A, j, int(b[j]), p, H, C, act, z, h, logits, d1, d2)
+        _deltas(x, A, j, int(b[j + off]), p, H, C, act, z, h, logits, d1, d2)
         _accumulate(A, j, p, H, C, h, d1, d2, 1.0 / tau, out)
         j = jn
 
@@ -315,12 +346,13 @@ def unpack(x, p, H, C):
     return W1, b1, W2, b2
 
 
-def per_sample_grads_ref(x, pf, pi, A, b, rows) -> np.ndarray:
-    """NumPy backpropagation for the given rows, one gradient per row (materialized)."""
+def per_sample_grads_ref(x, pf, pi, A, b, rows, labels=None) -> np.ndarray:
+    """NumPy backpropagation for the given rows, one gradient per row (materialized); ``labels``: the rows' class
+    indices when not b[rows] (a Byzantine worker's flipped ones, ``--attack label-flip``)."""
     p, H, C, act = (int(pi[k]) for k in (P_FEATURES, P_HIDDEN, P_CLASSES, P_ACT))
     W1, b1, W2, b2 = unpack(x, p, H, C)
     a = A[np.asarray(rows)]
-    y = b[np.asarray(rows)].astype(int)
+    y = (b[np.asarray(rows)] if labels is None else np.asarray(labels)).astype(int)
     z = a @ W1.T + b1
     h = np.maximum(z, 0) if act == RELU else np.tanh(z)
     logits = h @ W2.T + b2
@@ -372,8 +404,8 @@ def build(cfg) -> ProblemInstance:
     pf, pi, A, b = arrays["pf"], arrays["pi"], arrays["A"], arrays["b"]
     n = prep.n_train
 
-    def per_sample_grads(x, rows):
-        return per_sample_grads_ref(x, pf, pi, A, b, rows)
+    def per_sample_grads(x, rows, labels=None):
+        return per_sample_grads_ref(x, pf, pi, A, b, rows, labels)
 
     split = loaded.split
     return ProblemInstance(
@@ -382,7 +414,7 @@ def build(cfg) -> ProblemInstance:
         grad_ref=lambda x: per_sample_grads(x, np.arange(n)).mean(axis=0),
         oracle_ref=oracle_ref_from(per_sample_grads, split, x0.size), heterogeneous=split.heterogeneous,
         finite_sum=FiniteSum(n, split, per_sample_grads, lambda x: per_sample_sq_norms(x, pf, pi, A, b), classes),
-        classifier=True, **arrays,
+        classifier=True, flip_labels=lambda y, C=C: C - 1 - y, **arrays,
     )
 
 
@@ -391,5 +423,5 @@ SPEC = ProblemSpec(
     summary="one-hidden-layer network (--hidden, --activation relu|tanh), softmax cross-entropy on --data",
     options=DATA_OPTIONS | {"hidden", "activation"},
     defaults={**DATA_DEFAULTS, "data": "builtin:digits", "hidden": 32, "activation": "relu", "batch_size": 32},
-    build=build,
+    build=build, label_flip="y -> C - 1 - y (the class indices 0..C-1, ByzFL's convention)",
 )

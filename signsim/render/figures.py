@@ -834,7 +834,8 @@ FINAL_AXES = ("workers", "byzantine", "batch-size")
 @styled
 def final_against(docs: list[dict[str, Any]], option: str, y: str):
     """One point per run against a run option: the number of workers M (log axis when it spans more than two
-    decades), the fraction of Byzantine workers b / M, or the batch size tau (log axis). The value is the run's
+    decades), the fraction of Byzantine workers b / M, or the batch size tau (log axis; a full local batch at
+    tau = the mean of the workers' shard sizes, n_m). The value is the run's
     final one for history quantities and the average over the run for tracked ones (SPB fraction, rho-norm,
     B_S), whose single values are noisy. Runs whose noise models differ get one line each."""
     fig, ax = subplots(figsize=(6.4, 4.2))
@@ -851,6 +852,9 @@ def final_against(docs: list[dict[str, Any]], option: str, y: str):
         c = d["config"]
         if option == "byzantine":
             return c["byzantine"] / c["workers"]
+        if option == "batch-size" and c["batch_size"] == "full":  # the rows a full local batch averages, tau = n_m
+            sizes = (d.get("problem") or {}).get("shard_sizes") or []
+            return float(np.mean(sizes)) if sizes else float("nan")
         return c["batch_size" if option == "batch-size" else option]
 
     noises = list(dict.fromkeys(d["config"].get("noise") or "none" for d in docs))

@@ -69,6 +69,9 @@ class Kind:
     #: loop flag -> the module's bool attribute it comes from (read at run time from ``icfg``); an attribute not in
     #: ``declares`` is optional for a module, False when absent
     flags: dict[str, str] = field(default_factory=dict)
+    #: setup flag -> the module's bool attribute it comes from, read when the run's data is set up (never by the
+    #: loop); optional for a module, False when absent (``setup_flag``)
+    setup_flags: dict[str, str] = field(default_factory=dict)
     states: tuple[State, ...] = ()
     #: what a module of this kind declares besides NAME, PARAMS, SUMMARY and the calls' functions: attribute ->
     #: "function" or a type
@@ -116,6 +119,9 @@ TABLE: tuple[Kind, ...] = (
          (Call("attack_row", "row", ("out", "p", "gen"), False, True),
           Call("attack_rows", "rows", ("msg", "B", "p"), False, False)),
          flags={"OMNISCIENT": "OMNISCIENT", "SEARCH": "SEARCH"},
+         # LABELS: the Byzantine workers compute honest gradients on flipped labels (label-flip, docs/theory.md §8.5);
+         # the run's data setup gives them the flipped copy (``finite_sum.with_flipped_labels``)
+         setup_flags={"LABELS": "LABELS"},
          declares={"OMNISCIENT": bool, "reference": "function", "reference_rows": "function"}),
     Kind("server_optimizer", "server_optimizers", "--server-opt", "Server optimizers (`--server-opt`)", "server",
          (Call("server_update", "update", ("direction", "opt", "p", "k"), True, False),),
@@ -168,6 +174,13 @@ def base(kind: str) -> str:
 CALLS: dict[str, tuple[Kind, Call]] = {c.loop_name: (k, c) for k in TABLE for c in k.calls}
 #: every flag the loop reads, by the loop's name
 FLAGS: dict[str, tuple[Kind, str]] = {flag: (k, attr) for k in TABLE for flag, attr in k.flags.items()}
+#: every flag read when a run's data is set up, by its name
+SETUP_FLAGS: dict[str, tuple[Kind, str]] = {flag: (k, attr) for k in TABLE for flag, attr in k.setup_flags.items()}
+
+
+def setup_flag(flag: str, module) -> bool:
+    """The setup flag ``flag`` of a stage's module (``Kind.setup_flags``): its attribute, False when absent."""
+    return bool(getattr(module, SETUP_FLAGS[flag][1], False))
 
 
 def code_setting(kind: str) -> str:

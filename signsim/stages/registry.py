@@ -22,7 +22,7 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "error_feedback": ("none", "ef", "ef21", "clag"),
     "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip", "geomed", "multikrum", "meamed",
                     "monna", "mda", "caf", "smea"),
-    "attack": ("invert", "random", "alie", "ipm", "gaussian", "inf", "mimic", "alie_opt", "ipm_opt"),
+    "attack": ("invert", "random", "alie", "ipm", "gaussian", "inf", "mimic", "alie_opt", "ipm_opt", "label_flip"),
     "server_optimizer": ("sgd", "fedavgm", "fedadam", "fedyogi", "fedadagrad"),
     "estimator": ("none", "diana", "scaffold", "marina"),
     "pre_aggregation": ("none", "nnm", "bucketing", "clip", "arc"),
