@@ -6,7 +6,10 @@ One iteration k, for each worker m (in parallel over workers when ``parallel`` i
     v   = momentum stage: g; EMA m_m <- beta m_m + (1 - beta) g (m_0 = g for SSDM); or Lion
           v = beta1 m_m + (1 - beta1) g, then m_m <- beta2 m_m + (1 - beta2) g
     msg = estimator, compressor and error-feedback stages: C(v); EF p = gamma_k v + e_m, msg = C(p), e_m <- p - msg;
-          EF21 msg = C(v - g_m), g_m <- g_m + msg; DIANA msg = C(v - h_m), h_m <- h_m + alpha msg
+          EF21 msg = C(v - g_m), g_m <- g_m + msg; DIANA msg = C(v - h_m), h_m <- h_m + alpha msg; CLAG (a lazy
+          error feedback) sends nothing, 0 bits, unless ||v - g_m||^2 > zeta ||v - y_m||^2; MARINA (a two-point
+          estimator) compresses g(x_k) - g(x_{k-1}), and in a round its coin makes "fresh" every worker sends its
+          exact gradient instead (``full_round``, §8.10)
     msg = attack(msg)                                    (the first ``n_byzantine`` workers only)
 
 then the omniscient attacks (ALIE, IPM; the searching ones, alie-opt and ipm-opt, first find their factor by a line
@@ -107,7 +110,8 @@ N_SP = 11
 D_UPDATE, D_SCRATCH, D_OUT, D_MEMORY, D_SERVER = range(5)
 # ``counters``: history rows written, iterations completed
 C_ROWS, C_DONE = 0, 1
-# ``tally``: bits sent so far, up (all messages) and down (every broadcast times the round's S participants); the
+# ``tally``: bits sent so far, up (all messages) and down (every broadcast times its recipients: the round's S
+# participants, every worker for a two-point estimator); the
 # most bits sent up in one iteration; the oracle calls of a two-point estimator's run (MARINA: M in a round of
 # exact gradients, 2 S in another; otherwise the history counts S H a round)
 T_UP, T_DOWN, T_UP_MAX, T_CALLS = 0, 1, 2, 3
