@@ -44,6 +44,7 @@ GROUPS = {
     "signsim.sweep": "sweep",
     "signsim.engine": "engine",  # the loop, its driver and engine.build, which assembles a run
     "signsim.interface.config": "config", "signsim.interface.experiment_config": "config",
+    "signsim.interface.step_sizes": "config",  # --lr theory: resolved with the config, from the problem's constants
     "signsim.problems": "domain", "signsim.methods": "domain", "signsim.noise": "domain", "signsim.data": "domain",
     "signsim.resources": "domain",
     "signsim.torch": "domain",  # your own PyTorch model: the model problem's oracle, its file's contract, the DDP hook

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from signsim import problems
-from signsim.diagnostics import step_sizes as S
 from signsim.errors import InputError
 from signsim.interface import config
+from signsim.interface import step_sizes as S
 from signsim.interface.options import RECORD, value
 
 from .conftest import run_subprocess

@@ -21,7 +21,7 @@ from signsim.numbers import to_int
 
 #: the values of --dtype: the floating-point type of a run's state and data (docs/reference.md)
 DTYPES = RECORD["dtype"].choices
-#: the word ``--lr`` takes for the step size of the method's theorem (``signsim.diagnostics.step_sizes``)
+#: the word ``--lr`` takes for the step size of the method's theorem (``signsim.interface.step_sizes``)
 THEORY = RECORD["lr"].words[0]
 
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
@@ -196,7 +196,7 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         mark_eval_every_derived(cfg)
     validate(cfg)
     if theory:  # --lr theory: the step of the method's theorem, from the problem's constants (docs/theory.md §3.6)
-        from signsim.diagnostics.step_sizes import theory_step
+        from signsim.interface.step_sizes import theory_step
 
         step = theory_step(cfg)
         cfg.lr = step.gamma
@@ -381,7 +381,7 @@ def validate(cfg: RunConfig) -> None:
     _check_pre_aggregate(cfg)
     if cfg.momentum2 is not None:
         _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
-    stages.check_composition(cfg, cfg.method)
+    stages.check_composition(cfg, method)
     from signsim.engine import rounds
 
     _check_round_aggregate(cfg)

@@ -154,8 +154,9 @@ def compressor_constant_of(stage: Stage, dim: int) -> dict[str, float | str | No
     return out
 
 
-def check_composition(cfg, method_name: str) -> None:
-    """Combinations that make no sense exit 2 naming both options."""
+def check_composition(cfg, method) -> None:
+    """Combinations that make no sense exit 2 naming both options (``method``: the run's MethodSpec)."""
+    method_name = method.name
     comp = parse_compressor(cfg.compressor).module
     ef = cfg.error_feedback
     agg = parse_aggregate(cfg.aggregate).name  # beta < 1/2 keeps at least one value of every column
@@ -189,7 +190,7 @@ def check_composition(cfg, method_name: str) -> None:
         raise InputError(f"--grad-estimator {est} with --aggregate {cfg.aggregate}: its server adds the mean of the "
                          "messages to a state of its own, which only the mean allows")
     if getattr(registry.parse("estimator", est).module, "TWO_POINT", False):
-        _check_two_point(cfg, est)
+        _check_two_point(cfg, est, momentum_stage(method, cfg).name)
     down, down_ef = str(getattr(cfg, "down_compressor", "none")), str(getattr(cfg, "down_feedback", "none"))
     if down_ef != "none" and getattr(registry.parse("error_feedback", down_ef).module, "LAZY", False):
         raise InputError(f"--down-feedback {down_ef}: a lazy error feedback is for the workers' messages (the "
@@ -207,14 +208,11 @@ def check_composition(cfg, method_name: str) -> None:
         registry.stages("aggregation")[agg].check_workers(cfg.workers, cfg.byzantine, cfg.aggregate)
 
 
-def _check_two_point(cfg, est: str) -> None:
+def _check_two_point(cfg, est: str, momentum: str) -> None:
     """The options a two-point estimator (MARINA, docs/theory.md §8.10) cannot run with: its rounds of exact
     gradients go around each (what it needs of the problem, an exact local oracle, is checked when the problem is
     built: ``signsim.engine.driver.check_two_point``)."""
-    from signsim import methods
-
     noise = str(getattr(cfg, "noise", None) or "none")
-    momentum = momentum_stage(methods.get(cfg.method), cfg).name
     down, pre = str(getattr(cfg, "down_compressor", "none")), str(getattr(cfg, "pre_aggregate", None) or "none")
     server_opt = str(getattr(cfg, "server_opt", None) or "sgd")
     if noise != "none":
