@@ -424,9 +424,9 @@ def test_marina_at_full_batch_is_algorithm_1_with_the_shards_gradients(data):
                                       seed=7, **PROBLEMS["logistic"])
     simulate(engine)
     grads = [lambda x, m=m: glm_shard_grad(problem, x, rows_of(problem, m)) for m in range(M)]
-    x, bits = marina_written_out(grads, problem.x0.astype(float), gamma, p, K, 2, 7, problem.dim)
+    x, up, down = marina_written_out(grads, problem.x0.astype(float), gamma, p, K, 2, 7, problem.dim)
     np.testing.assert_allclose(engine.x, x, rtol=1e-12, atol=1e-14)
-    assert engine.tally[loop.T_UP] == bits
+    assert (engine.tally[loop.T_UP], engine.tally[loop.T_DOWN]) == (up, down)
 
 
 def test_marina_takes_a_data_problem_at_full_batch_and_refuses_its_minibatches(data):

@@ -152,7 +152,9 @@ class LocalExecutor:
                         yield i, failed(self.tasks[i], f"the run did not finish: {cause}")
         finally:
             if self.pool is not None and not pending:
-                self.close()
+                # every run has reported: the workers hold nothing, and one still starting up (importing, slow on
+                # a loaded machine) need not be waited for, so they are stopped rather than joined
+                self.close(kill=True)
             if not pending:
                 shutil.rmtree(self.marker_dir, ignore_errors=True)
 
