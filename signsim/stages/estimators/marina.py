@@ -7,6 +7,16 @@ server steps x <- x - gamma g. Needs exact local gradients and the mean."""
 
 from signsim.stages.base import Param
 
+# what MARINA does as no estimator does (its work is the loop's TWO_POINT difference and its server state)
+from signsim.stages.estimators.none import (  # noqa: F401
+    after,
+    before,
+    extra_bits,
+    reference_after,
+    reference_before,
+    reference_correct,
+)
+
 NAME = "marina"
 PARAMS = (Param("p", default=0.1, low=0.0, high=1.0, low_open=True),)
 SUMMARY = ("with probability p (and in round 0) every worker sends its exact gradient and g <- their mean; else "
@@ -17,9 +27,6 @@ SERVER_STATE = True  # g (hbar[0]), the coin of the round (hbar[1][0]), the prev
 TWO_POINT = True  # the loop sends the difference of the oracle at the iterate and at hbar[2]
 
 
-def extra_bits(d):
-    return 0.0, 0.0
-
 
 def fresh(k, hbar, p, gen):
     full = k == 0 or gen.random() < p[0]
@@ -27,12 +34,6 @@ def fresh(k, hbar, p, gen):
     return full
 
 
-def before(v, g, h, p):
-    return v
-
-
-def after(h, hbar, out, p, H):
-    return
 
 
 def direction(agg, hbar, p, S, M, H):
@@ -46,16 +47,7 @@ def direction(agg, hbar, p, S, M, H):
     return g
 
 
-def reference_correct(g, h, hbar, p):
-    return g
 
-
-def reference_before(v, h, p):
-    return v
-
-
-def reference_after(h, hbar, msg, p, H):
-    return
 
 
 def reference_direction(broadcast, hbar, p, S, M, H):
