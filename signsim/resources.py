@@ -119,17 +119,18 @@ def run_bytes(workers: int, dim: int, momentum: bool, error_feedback: bool, hist
 def check_run(cfg, dim: int, data_values: int = 0) -> None:
     """InputError when the run described by ``cfg`` (with dimension ``dim``) cannot fit in memory. With
     ``--votes binomial`` no worker holds any state (docs/theory.md §11)."""
-    from signsim import methods, stages
+    from signsim import methods
+    from signsim.stages import plan
 
-    method = methods.get(cfg.method)
+    chosen = plan.of_config(cfg, methods.get(cfg.method))
     # the state each stage declares (its module): a momentum buffer, an error memory, integer scratch
-    momentum = stages.momentum_stage(method, cfg).module.STATE
-    ef_module = stages.parse_error_feedback(cfg.error_feedback or method.error_feedback).module
+    momentum = chosen.momentum.module.STATE
+    ef_module = chosen.error_feedback.module
     ef = int(ef_module.STATE) * getattr(ef_module, "STATE_WIDTH", 1)  # vectors per worker (CLAG's g_m and y_m: 2)
     # an estimator's shift h_m (DIANA) is one more vector per worker; it never runs with error feedback
-    estimator = stages.parse_estimator(getattr(cfg, "grad_estimator", None) or "none").module
+    estimator = chosen.estimator.module
     ef = ef or int(estimator.STATE)
-    sparsifier = stages.parse_compressor(cfg.compressor or method.compressor).module.SCRATCH
+    sparsifier = chosen.compressor.module.SCRATCH
     rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
     workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers
     from signsim.engine import rounds

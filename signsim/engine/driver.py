@@ -79,20 +79,15 @@ class Settings:
     pre_aggregation: tuple[Stage, ...] = ()
 
     def __post_init__(self):
-        from signsim.stages import registry
+        from signsim.stages.plan import default
 
-        if self.momentum_kind is None:
-            self.momentum_kind = registry.parse("momentum", "none")
-        if self.error_feedback is None:
-            self.error_feedback = registry.parse("error_feedback", "none")
-        if self.server_optimizer is None:
-            self.server_optimizer = registry.parse("server_optimizer", "sgd")
-        if self.estimator is None:
-            self.estimator = registry.parse("estimator", "none")
-        if self.down_error_feedback is None:
-            self.down_error_feedback = registry.parse("down_error_feedback", "none")
+        for field, kind in (("momentum_kind", "momentum"), ("error_feedback", "error_feedback"),
+                            ("server_optimizer", "server_optimizer"), ("estimator", "estimator"),
+                            ("down_error_feedback", "down_error_feedback")):
+            if getattr(self, field) is None:
+                setattr(self, field, default(kind))
         links = tuple(self.pre_aggregation)
-        self.pre_aggregation = links + tuple(registry.parse(kind, "none") for kind in PRE_KINDS[len(links):])
+        self.pre_aggregation = links + tuple(default(kind) for kind in PRE_KINDS[len(links):])
 
     @property
     def downlink(self) -> bool:
@@ -101,10 +96,9 @@ class Settings:
 
     def _down(self) -> Stage:
         """The downlink's compressor, the identity as the loop's placeholder when there is none (never called)."""
-        from signsim.stages import registry
+        from signsim.stages.plan import default
 
-        return self.down_compressor if self.down_compressor is not None else registry.parse("down_compressor",
-                                                                                            "identity")
+        return self.down_compressor if self.down_compressor is not None else default("down_compressor")
 
     @property
     def compressor_param(self) -> float:
@@ -148,32 +142,31 @@ class Settings:
 
     @classmethod
     def from_config(cls, cfg, method: MethodSpec, dim: int | None = None) -> Settings:
-        """The stages of ``cfg``; ``dim`` resolves a default that depends on the dimension (a sparsifier's k)."""
-        from signsim import stages
+        """The stages of ``cfg`` (``signsim.stages.plan``: each spec parsed once); ``dim`` resolves a default that
+        depends on the dimension (a sparsifier's k)."""
         from signsim.engine import accounting, rounds
-        from signsim.stages import registry
+        from signsim.stages import plan
 
+        chosen = plan.of_config(cfg, method)
+        if dim is not None:
+            chosen = chosen.at_dim(dim)
         return cls(
-            compressor=stages.parse_compressor(cfg.compressor or method.compressor, dim),
-            aggregate=stages.parse_aggregate(cfg.aggregate), sign_zero=choice(SignZero, cfg.sign_zero),
+            compressor=chosen.compressor,
+            aggregate=chosen.aggregate, sign_zero=choice(SignZero, cfg.sign_zero),
             tie=choice(Tie, cfg.tie), schedule=choice(Schedule, cfg.lr_schedule),
-            attack=stages.parse_attack(cfg.attack), lr=cfg.local_lr if cfg.local_lr is not None else cfg.lr,
+            attack=chosen.attack, lr=cfg.local_lr if cfg.local_lr is not None else cfg.lr,
             stop_loss=cfg.stop_loss if cfg.stop_loss is not None else -np.inf,
             momentum=cfg.momentum, momentum_from_first=method.momentum_from_first, byzantine=cfg.byzantine,
-            batch_size=cfg.batch_size, monotone=bool(cfg.monotone), momentum_kind=stages.momentum_stage(method, cfg),
+            batch_size=cfg.batch_size, monotone=bool(cfg.monotone), momentum_kind=chosen.momentum,
             momentum2=cfg.momentum2 if cfg.momentum2 is not None else 0.0,
             weight_decay=getattr(cfg, "weight_decay", 0.0) or 0.0,
-            error_feedback=stages.parse_error_feedback(cfg.error_feedback or method.error_feedback),
+            error_feedback=chosen.error_feedback,
             budget=accounting.budget_bits(cfg),
             local_steps=int(cfg.local_steps), clients=rounds.of_config(cfg), server_lr=float(cfg.server_lr),
             prox_mu=float(getattr(cfg, "prox_mu", 0.0) or 0.0),
-            server_optimizer=stages.parse_server_optimizer(getattr(cfg, "server_opt", None) or "sgd"),
-            estimator=stages.parse_estimator(getattr(cfg, "grad_estimator", None) or "none"),
-            down_compressor=(None if (getattr(cfg, "down_compressor", None) or "none") == "none"
-                             else registry.parse("down_compressor", cfg.down_compressor, dim)),
-            down_error_feedback=registry.parse("down_error_feedback", getattr(cfg, "down_feedback", None)
-                                               or "none"),
-            pre_aggregation=stages.parse_pre_aggregate(getattr(cfg, "pre_aggregate", None) or "none"),
+            server_optimizer=chosen.server_optimizer, estimator=chosen.estimator,
+            down_compressor=chosen.down_compressor, down_error_feedback=chosen.down_error_feedback,
+            pre_aggregation=chosen.pre_aggregation,
         )
 
     def participants(self, workers: int) -> int:

@@ -286,13 +286,13 @@ def _check_round_aggregate(cfg: RunConfig) -> None:
                          "messages aggregated in a round, one per client)")
 
 
-def _check_pre_aggregate(cfg: RunConfig) -> None:
+def _check_pre_aggregate(cfg: RunConfig, chosen) -> None:
     """The chain of pre-aggregations gets S messages a round and needs enough of them; the aggregation then gets the
     rows the chain leaves (bucketing leaves ceil(S/s)), which a rule such as Krum needs enough of."""
     from signsim import stages
     from signsim.engine import rounds
 
-    links = stages.parse_pre_aggregate(cfg.pre_aggregate)
+    links = chosen.pre_aggregation
     if not links:
         return
     s = rounds.checked_clients(cfg.workers, cfg.participation, cfg.clients_per_round)
@@ -306,11 +306,11 @@ def _check_pre_aggregate(cfg: RunConfig) -> None:
                          f"{cfg.aggregate}, but {need}")
 
 
-def _check_data_oracle(cfg: RunConfig) -> None:
+def _check_data_oracle(cfg: RunConfig, chosen) -> None:
     """What needs the samples of a data problem: ``--batch-size full``, the exact gradient of each worker's local
     objective (docs/theory.md §5), and an attack whose Byzantine workers flip their labels (its LABELS flag:
     label-flip, §8.5), which needs class labels."""
-    from signsim import problems, stages
+    from signsim import problems
     from signsim.problems.sampling import is_full
     from signsim.stages import kinds
 
@@ -326,7 +326,7 @@ def _check_data_oracle(cfg: RunConfig) -> None:
         if cfg.split == "split-batch":
             raise InputError("--batch-size full: not with --split split-batch (each minibatch comes from a label group "
                              "drawn at random: a worker has no local objective); choose another --split")
-    attack = stages.parse_attack(cfg.attack)
+    attack = chosen.attack
     if kinds.setup_flag("LABELS", attack.module) and not spec.label_flip:
         if "model" in spec.options:
             raise InputError(f"--attack {cfg.attack}: not with --model yet (its gradients are computed in PyTorch, "
@@ -341,6 +341,7 @@ def validate(cfg: RunConfig) -> None:
     """The checks that involve several options or a registry; each value's own type, range and choices come
     from ``signsim.interface.options`` (checked for every resolved value, defaults included)."""
     from signsim import methods, stages
+    from signsim.stages import plan
 
     for name in RECORD:
         value = getattr(cfg, name, None)
@@ -369,19 +370,12 @@ def validate(cfg: RunConfig) -> None:
         stage_spec(kind, spec)  # an unknown name, with the closest one ("did you mean 'top-k'?")
     if cfg.down_compressor != "none":
         stage_spec("down_compressor", cfg.down_compressor)
-        stages.parse_down_compressor(cfg.down_compressor)
-    stages.parse_aggregate(cfg.aggregate)
-    stages.parse_attack(cfg.attack)
-    stages.parse_compressor(cfg.compressor)
-    stages.parse_error_feedback(cfg.error_feedback)
-    stages.parse_server_optimizer(cfg.server_opt)
-    stages.parse_estimator(cfg.grad_estimator)
-    stages.parse_down_error_feedback(cfg.down_feedback)
-    _check_data_oracle(cfg)
-    _check_pre_aggregate(cfg)
+    chosen = plan.of_config(cfg, method)  # every stage spec parsed, once (the layers below read these)
+    _check_data_oracle(cfg, chosen)
+    _check_pre_aggregate(cfg, chosen)
     if cfg.momentum2 is not None:
         _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
-    stages.check_composition(cfg, method)
+    stages.check_composition(cfg, method, chosen)
     from signsim.engine import rounds
 
     _check_round_aggregate(cfg)

@@ -278,9 +278,10 @@ def _check_setting(cfg) -> None:
 def choose(cfg, dim: int) -> tuple[Rule, dict[str, Any]]:
     """The rule of the run ``cfg`` and the compressor's constants; InputError (one line) when no checked rule
     covers the run's stages."""
-    from signsim import stages
+    from signsim import methods, stages
+    from signsim.stages import plan
 
-    comp = stages.compressor_constant(cfg.compressor, dim)
+    comp = stages.compressor_constant_of(plan.of_config(cfg, methods.get(cfg.method)).compressor.at_dim(dim), dim)
     kind, omega = comp["kind"], comp.get("omega")
     ef = str(cfg.error_feedback).split(":")[0]
     est = str(cfg.grad_estimator).split(":")[0]
@@ -338,9 +339,10 @@ def theory_step(cfg) -> TheoryStep:
         gamma = cgd(s.L, omega)
         constants = [Constant("L", s.L, s.source), Constant("omega", omega, w_source)]
     else:  # diana
-        from signsim import stages
+        from signsim import methods
+        from signsim.stages import plan
 
-        alpha = float(stages.parse_estimator(cfg.grad_estimator).params[0])
+        alpha = float(plan.of_config(cfg, methods.get(cfg.method)).estimator.params[0])
         if alpha > 1.0 / (omega + 1.0):
             raise InputError(f"--grad-estimator {cfg.grad_estimator} with --lr theory: {rule.source} needs alpha <= "
                              f"1/(omega + 1) = {1.0 / (omega + 1.0):.4g} for --compressor {cfg.compressor} "

@@ -104,6 +104,8 @@ PRE_KINDS = tuple(k.name for k in kinds.TABLE if kinds.base(k.name) == "pre_aggr
 def parse_pre_aggregate(spec: str) -> tuple[Stage, ...]:
     """``--pre-aggregate``: ``none`` or a comma list of at most three pre-aggregations, applied in that order."""
     text = str(spec).strip()
+    if text == "none":
+        return ()
     parts = [p.strip() for p in text.split(",")]
     if any(p == "" for p in parts):
         raise InputError(f"--pre-aggregate {spec}: an empty link in the chain (write e.g. nnm:2,bucketing:2)")
@@ -154,13 +156,17 @@ def compressor_constant_of(stage: Stage, dim: int) -> dict[str, float | str | No
     return out
 
 
-def check_composition(cfg, method) -> None:
-    """Combinations that make no sense exit 2 naming both options (``method``: the run's MethodSpec)."""
+def check_composition(cfg, method, chosen=None) -> None:
+    """Combinations that make no sense exit 2 naming both options (``method``: the run's MethodSpec; ``chosen``: its
+    stages, ``signsim.stages.plan.of_config``)."""
+    from signsim.stages import plan
+
+    chosen = chosen if chosen is not None else plan.of_config(cfg, method)
     method_name = method.name
-    comp = parse_compressor(cfg.compressor).module
+    comp = chosen.compressor.module
     ef = cfg.error_feedback
-    agg = parse_aggregate(cfg.aggregate).name  # beta < 1/2 keeps at least one value of every column
-    attack = parse_attack(cfg.attack).module
+    agg = chosen.aggregate.name  # beta < 1/2 keeps at least one value of every column
+    attack = chosen.attack.module
     if ef != "none" and not accepts_error_feedback(comp):
         contractive = sorted(n for n, m in registry.stages("compressor").items() if accepts_error_feedback(m))
         raise InputError(f"--error-feedback {ef} with --compressor {cfg.compressor}: error feedback needs a "
@@ -168,7 +174,7 @@ def check_composition(cfg, method) -> None:
     if ef != "none" and agg == "majority":
         raise InputError(f"--aggregate {cfg.aggregate} does not apply to method '{method_name}' with "
                          f"--error-feedback {ef} (the server must average the corrected messages)")
-    ef_module = registry.parse("error_feedback", ef).module
+    ef_module = chosen.error_feedback.module
     if getattr(ef_module, "INCREMENTS", False) or getattr(ef_module, "LAZY", False):
         if agg != "mean":
             raise InputError(f"--aggregate {cfg.aggregate} with --error-feedback {ef}: its server sums the "
@@ -189,15 +195,15 @@ def check_composition(cfg, method) -> None:
     if est != "none" and agg != "mean":
         raise InputError(f"--grad-estimator {est} with --aggregate {cfg.aggregate}: its server adds the mean of the "
                          "messages to a state of its own, which only the mean allows")
-    if getattr(registry.parse("estimator", est).module, "TWO_POINT", False):
-        _check_two_point(cfg, est, momentum_stage(method, cfg).name)
+    if getattr(chosen.estimator.module, "TWO_POINT", False):
+        _check_two_point(cfg, est, chosen.momentum.name)
     down, down_ef = str(getattr(cfg, "down_compressor", "none")), str(getattr(cfg, "down_feedback", "none"))
-    if down_ef != "none" and getattr(registry.parse("error_feedback", down_ef).module, "LAZY", False):
+    if down_ef != "none" and getattr(chosen.down_error_feedback.module, "LAZY", False):
         raise InputError(f"--down-feedback {down_ef}: a lazy error feedback is for the workers' messages (the "
                          "server always broadcasts); use ef or ef21")
     if down_ef != "none" and down == "none":
         raise InputError(f"--down-feedback {down_ef} needs a --down-compressor (the broadcast it corrects)")
-    if down_ef != "none" and not accepts_error_feedback(parse_down_compressor(down).module):
+    if down_ef != "none" and not accepts_error_feedback(chosen.down_compressor.module):
         contractive = sorted(n for n, m in registry.stages("compressor").items() if accepts_error_feedback(m))
         raise InputError(f"--down-feedback {down_ef} with --down-compressor {down}: error feedback needs a "
                          f"contractive compressor ({', '.join(contractive)})")
@@ -235,7 +241,7 @@ def describe(settings, cfg, dim: int) -> dict:
     c = settings.compressor
     return {
         "momentum": settings.momentum_kind.name,
-        "compressor": {"spec": c.spec, **compressor_constant(c.spec, dim)},
+        "compressor": {"spec": c.spec, **compressor_constant_of(c, dim)},
         "error_feedback": settings.error_feedback.name,
         "aggregate": {"rule": settings.aggregate.name, "spec": settings.aggregate.spec,
                       "param": settings.aggregate_param},

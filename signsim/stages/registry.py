@@ -59,7 +59,26 @@ class Stage:
     kind: str
     module: ModuleType
     params: tuple[float, ...]
-    resolved: bool = True  # False while a default that needs the dimension is still open
+    #: the parameters whose default needs the dimension, still open (a sparsifier's k before d is known)
+    pending: tuple[int, ...] = ()
+
+    @property
+    def resolved(self) -> bool:
+        return not self.pending
+
+    def at_dim(self, dim: int, option: str | None = None, spec: str | None = None) -> Stage:
+        """This stage at dimension ``dim``: every default that needs the dimension filled in (no spec is parsed
+        again) and the module's limits in ``dim`` checked (``top-k:K`` needs K <= d), InputError naming ``option``
+        and ``spec`` (as the user wrote it) otherwise."""
+        stage = self
+        if self.pending:
+            params = list(self.params)
+            for i in self.pending:
+                params[i] = float(self.module.PARAMS[i].default_of_d(dim))
+            stage = Stage(self.kind, self.module, tuple(params))
+        if hasattr(self.module, "check_params"):
+            self.module.check_params(stage.params, dim, option or OPTION[self.kind], spec or stage.spec)
+        return stage
 
     @property
     def name(self) -> str:
@@ -113,7 +132,7 @@ def parse(kind: str, spec: str, dim: int | None = None, option: str | None = Non
         raise InputError(f"{option} {spec}: {name} takes at most {len(params)} parameter"
                          f"{'s' if len(params) != 1 else ''} ({':'.join(p.name for p in params)})")
     values: list[float] = []
-    resolved = True
+    pending: list[int] = []
     for i, p in enumerate(params):
         if i < len(raw) and raw[i] != "":
             values.append(p.parse(raw[i], option, spec))
@@ -122,13 +141,13 @@ def parse(kind: str, spec: str, dim: int | None = None, option: str | None = Non
         elif p.default_of_d is not None:
             if dim is None:
                 values.append(0.0)
-                resolved = False
+                pending.append(i)
             else:
                 values.append(float(p.default_of_d(dim)))
         else:
             raise InputError(f"{option} {spec}: {name} needs its parameter {p.name}")
-    stage = Stage(kind, mod, tuple(values), resolved)
-    if hasattr(mod, "check_params") and resolved:
+    stage = Stage(kind, mod, tuple(values), tuple(pending))
+    if hasattr(mod, "check_params") and stage.resolved:
         mod.check_params(stage.params, dim, option, spec)
     return stage
 
