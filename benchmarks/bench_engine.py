@@ -3,7 +3,8 @@
     python benchmarks/bench_engine.py            # all cases
     python benchmarks/bench_engine.py --quick    # smaller sizes, for a smoke check
 
-Prints each time and the ratio NumPy / engine; nothing is asserted. Compile time is excluded from the
+Prints each time and the ratio NumPy / engine, through the composition's own loop and through the family's one loop
+(SIGNSIM_LOOP); nothing is asserted. Compile time is excluded from the
 engine's time (one warm-up run first), and reported separately as the CLI's second-call wall time.
 """
 
@@ -56,15 +57,37 @@ def engine_time(**options) -> tuple[float, dict]:
     return time.perf_counter() - t, doc
 
 
-def case(label, options, grad, x0, sigma):
-    engine_time(**{**options, "iters": 2})  # compile or load from cache
-    te, doc = engine_time(**options)
-    t = time.perf_counter()
-    numpy_ssdm(grad, x0, options["workers"], options["iters"], options.get("lr", 0.01), 0.9, sigma, 0)
-    tn = time.perf_counter() - t
-    print(f"{label}: engine {te:.3f} s, numpy {tn:.3f} s, ratio {tn / te:.1f}x  "
+#: the loops a run of built-in stages can take (docs/reference.md, SIGNSIM_LOOP): the composition's own, and the
+#: family's one loop that runs every composition (its stages chosen by code at each call)
+LOOPS = {"own loop": "composed", "one loop": "builtin"}
+
+
+def case(label, options, grad, x0, sigma, repeat: int = 3):
+    """The median of ``repeat`` timed runs through each loop and through NumPy, and their ratios."""
+    saved = os.environ.get("SIGNSIM_LOOP")
+    times = {}
+    try:
+        for name, mode in LOOPS.items():
+            os.environ["SIGNSIM_LOOP"] = mode
+            engine_time(**{**options, "iters": 2})  # compile or load from cache
+            runs = [engine_time(**options) for _ in range(repeat)]
+            times[name] = float(np.median([t for t, _ in runs]))
+            doc = runs[0][1]
+    finally:
+        if saved is None:
+            os.environ.pop("SIGNSIM_LOOP", None)
+        else:
+            os.environ["SIGNSIM_LOOP"] = saved
+    numpy_times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        numpy_ssdm(grad, x0, options["workers"], options["iters"], options.get("lr", 0.01), 0.9, sigma, 0)
+        numpy_times.append(time.perf_counter() - t)
+    tn = float(np.median(numpy_times))
+    engines = ", ".join(f"{name} {t:.3f} s (ratio {tn / t:.1f}x)" for name, t in times.items())
+    print(f"{label}: numpy {tn:.3f} s; engine {engines}; medians of {repeat}  "
           f"(engine final loss {doc['final']['loss']:.4g})")
-    return tn / te
+    return {name: tn / t for name, t in times.items()}
 
 
 def cli_time(*args: str, repeat: int = 3) -> float:

@@ -57,3 +57,24 @@ def test_a_second_composition_finds_the_one_loop_the_first_run_left_compiling(tm
     # the first run compiled its own loop; the one loop and no other is what the second found
     loops = sorted(p.name.split("-")[0] for p in tmp_path.glob("*/loop.run_chunk_serial__analytic__*.nbi"))
     assert len(loops) == 2 and any("__builtin" in n for n in loops), loops
+
+
+@pytest.mark.parametrize("own_cached, one_cached, expect", [(True, True, "own"), (True, False, "own"),
+                                                            (False, True, "one")])
+def test_a_composition_whose_own_loop_is_cached_takes_it_before_the_one_loop(monkeypatch, own_cached, one_cached,
+                                                                             expect):
+    """Under SIGNSIM_LOOP=auto the composition's own loop, when cached, runs it (faster per worker step on small d
+    than the one loop's dispatch by stage code, benchmarks/bench_engine.py); the one loop when only it is cached;
+    nothing compiles in the background either way."""
+    from signsim.engine import compose, split_compile
+    from signsim.stages import registry
+
+    monkeypatch.setenv("SIGNSIM_LOOP", "auto")
+    stages = {k.name: registry.parse(k.name, {"server_optimizer": "sgd", "down_compressor": "identity",
+                                              "compressor": "sign", "aggregation": "majority",
+                                              "attack": "invert", "momentum": "none"}.get(k.name, "none")).module
+              for k in compose.kinds.TABLE}
+    own, one = compose.loops("analytic", stages, builtin=False)[1], compose.loops("analytic", stages)[1]
+    monkeypatch.setattr(split_compile, "cached", lambda kernel, sig: {own: own_cached, one: one_cached}[kernel])
+    kernel, warm_after = compose.choose("analytic", stages, False, ())
+    assert kernel is {"own": own, "one": one}[expect] and not warm_after
