@@ -14,6 +14,9 @@
     python -m signsim.engine.generate           # rewrite the three
     python -m signsim.engine.generate --check   # exit 1 when a committed one is not what this writes
 
+Two branches that each add a stage conflict in these files: take either side of each and run the generator again
+(the other branch's stage is then appended after it).
+
 For each call of each kind (``kinds.Call``) it writes a dispatcher that takes the stage's code (its index among the
 kind's built-in stages) first and calls that stage's compiled function, and a one-stage template of the same
 signature (``<name>__one``) that calls a single function ``_stage``: the loop of a composition with a plugin is
