@@ -17,10 +17,48 @@ from signsim.stages import kinds, plugins, registry
 from signsim.stages.base import KINDS, OPTION
 
 
-def test_the_generated_dispatch_module_is_fresh():
-    """signsim/engine/universal.py is what ``python -m signsim.engine.generate`` writes from the table of kinds and
-    the registry (a new built-in stage or kind: run the generator)."""
+def test_the_generated_catalog_dispatch_module_and_stage_tables_are_fresh():
+    """signsim/stages/catalog.py, signsim/engine/universal.py and docs/reference.md's stage tables are what
+    ``python -m signsim.engine.generate`` writes from the stage modules in their folders and the table of kinds (a
+    new built-in stage or kind: run the generator)."""
+    assert generate.REFERENCE.exists()  # a source checkout: the docs are checked too
+    assert set(generate.outputs()) == {generate.CATALOG, generate.TARGET, generate.REFERENCE}
     assert generate.main(["--check"]) == 0, "run: python -m signsim.engine.generate"
+
+
+def test_the_catalog_lists_every_stage_module_of_each_folder_and_keeps_the_codes():
+    """Each kind's built-in stages are the modules of its folder that declare NAME (a helper module is not one), in
+    the committed order: a new module goes to the end of its kind, a removed one leaves the others' codes alone."""
+    from signsim.stages import catalog
+
+    for kind in kinds.PRIMARY:
+        found = generate.discover(kind)
+        assert set(found) == set(registry.BUILTIN[kind.name]), kind.name
+        for module, name, form, flags in catalog.STAGES[kind.name]:
+            mod = found[module]
+            assert (mod.NAME, registry.form(mod), flags) == (name, form, generate.flags(kind, mod))
+    assert "adaptive" not in registry.BUILTIN["server_optimizer"]  # a helper of the adaptive optimizers
+    assert generate.ordered(["b", "a", "c"], {"a", "c", "b"}) == ["b", "a", "c"]
+    assert generate.ordered(["b", "a", "c"], {"a", "c", "b", "aa", "z"}) == ["b", "a", "c", "aa", "z"]
+    assert generate.ordered(["b", "a", "c"], {"c", "b"}) == ["b", "c"]
+    assert generate.ordered([], {"c", "b"}) == ["b", "c"]
+
+
+def test_the_generator_reads_the_committed_order_and_names_a_module_that_breaks_the_contract(tmp_path, monkeypatch):
+    import types
+
+    path = tmp_path / "catalog.py"
+    path.write_text('STAGES: dict = {\n    "momentum": (\n        ("lion", "lion", "lion", ()),\n'
+                    '        ("none", "none", "none", ("X",)),\n    ),\n}\n')
+    assert generate._committed_order(path) == {"momentum": ["lion", "none"]}
+    assert generate._committed_order(tmp_path / "absent.py") == {}
+    broken = types.ModuleType("signsim.stages.compressors.half")
+    broken.NAME, broken.__file__ = "half", "half.py"
+    real = generate.importlib.import_module  # the folder's sign.py read as a module that declares only NAME
+    monkeypatch.setattr(generate, "importlib", types.SimpleNamespace(
+        import_module=lambda name: broken if name.endswith(".sign") else real(name)))
+    with pytest.raises(generate.StageError, match="half.py: declares NAME, so it is a compressor stage, but not"):
+        generate.discover(kinds.BY_NAME["compressor"])
 
 
 def test_every_place_that_names_a_kind_reads_the_table():

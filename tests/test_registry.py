@@ -213,48 +213,104 @@ def test_each_data_family_compiles_with_its_worker_step_first(tmp_path):
     assert r.returncode == 0 and "compiled" in r.stdout, r.stderr[-2000:]
 
 
-def test_a_stage_module_in_its_folder_is_registered_and_the_readme_names_it():
-    """A new compressor, aggregation or attack is one file: a module of its folder that keeps the kind's contract
-    is in the registry (so in list, --help, the docs' stage tables, the generated dispatch), and the README's list
-    of stages names it (a test catches the list going stale)."""
+def test_a_stage_module_in_its_folder_is_registered():
+    """A new compressor, aggregation, attack, ... is one file: a module of its folder that declares NAME is in the
+    catalog the generator writes (so in list, --help, the docs' stage tables, the generated dispatch), after the
+    stages already there (their codes stay)."""
     import importlib
     from pathlib import Path
 
-    from signsim.stages import kinds
+    from signsim.stages import catalog, kinds
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     for kind in kinds.PRIMARY:
         folder = Path(registry.__file__).parent / kind.folder
         for path in sorted(folder.glob("*.py")):
-            if path.stem == "__init__":
+            if path.stem.startswith("_"):
                 continue
             mod = importlib.import_module(f"signsim.stages.{kind.folder}.{path.stem}")
-            if all(hasattr(mod, attr) for attr in kind.required):  # a stage, not a helper module (adaptive.py)
+            if hasattr(mod, "NAME"):  # a stage, not a helper module (adaptive.py)
                 assert path.stem in registry.BUILTIN[kind.name], (kind.name, path.stem)
-                if kind.name in ("compressor", "aggregation", "attack"):
-                    assert f"`{mod.NAME}" in readme, (kind.name, mod.NAME)
+        assert [entry[1] for entry in catalog.STAGES[kind.name]] == list(registry.builtin(kind.name))
+
+
+def _names(spec_list: str) -> list[str]:
+    """The stage names of "a | b:X | c[:Y|Z]" or "a|b:X" (each alternative's word before its parameters)."""
+    import re
+
+    parts = re.split(r"\\?\|(?![^\[]*\])", spec_list)  # not the | of a choice inside [...]
+    return [re.split(r"[:\[]", part.strip())[0] for part in parts if part.strip()]
+
+
+def test_the_readme_names_only_stages_that_exist():
+    """The README's paragraph of stages is prose (its own words for parameters, σ and ζ); every stage it names is
+    one (a renamed or removed stage is caught), and the complete lists are generated: --help, signsim list and
+    docs/reference.md's stage tables."""
+    import re
+    from pathlib import Path
+
+    from signsim.stages import catalog
+
+    known = {entry[1] for entries in catalog.STAGES.values() for entry in entries} | set(METHODS)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    paragraph = readme.split("A method is a composition of stages", 1)[1].split("\n\n", 1)[0]
+    checked = 0
+    for span in re.findall(r"`([^`]+)`", paragraph):
+        if span.startswith("--"):  # an option with a value: the value, when the option names a stage
+            flag, _, span = span.partition(" ")
+            if flag not in STAGE_FLAGS:
+                continue
+        if re.fullmatch(r"[a-z][a-z0-9-]*([:|].*)?", span):
+            for name in _names(span):
+                assert name in known, (span, name)
+                checked += 1
+    assert checked > 50
 
 
 #: each option that names a stage (or a method), and the kind whose built-in names its help must list
 HELP_LISTS = {"compressor": "compressor", "aggregate": "aggregation", "attack": "attack",
               "error_feedback": "error_feedback", "grad_estimator": "estimator", "server_opt": "server_optimizer",
               "down_feedback": "error_feedback", "pre_aggregate": "pre_aggregation"}
+STAGE_FLAGS = {"--" + o.replace("_", "-"): k for o, k in HELP_LISTS.items()} | {"--down-compressor": "compressor"}
 
 
 def _listed(help_text: str) -> set[str]:
-    """The names of a help line's "a | b:X | c[:Y]" list (the words before the first parenthesis)."""
-    import re
+    """The names of a help line's "a | b:X | c[:Y]" list (before the first parenthesis, after a "words: ")."""
+    return set(_names(help_text.split("(")[0].rsplit(": ", 1)[-1]))
 
-    items = help_text.split("(")[0].split(":", 1)[-1] if help_text.startswith("the ") else help_text.split("(")[0]
-    return {re.split(r"[:\[]", part.strip().split()[-1])[0] for part in items.split("|") if part.strip()}
+
+def _expected(option: str, kind: str) -> list:
+    mods = list(registry.builtin(kind).values())
+    if option == "down_feedback":  # a lazy error feedback (CLAG) is for the workers' messages only
+        mods = [m for m in mods if not getattr(m, "LAZY", False)]
+    return mods
 
 
 def test_each_stage_options_help_lists_exactly_the_builtin_stages():
+    """The lists are generated from the catalog: each stage's spec form (``NAME:...`` when too long for the help
+    column at 80 columns), in the catalog's order."""
+    from signsim.interface import options
     from signsim.interface.options import RECORD
 
     for option, kind in HELP_LISTS.items():
-        expected = set(registry.builtin(kind))
-        if option == "down_feedback":  # a lazy error feedback (CLAG) is for the workers' messages only
-            expected = {n for n in expected if not getattr(registry.stages(kind)[n], "LAZY", False)}
-        assert _listed(RECORD[option].help) == expected, option
+        mods = _expected(option, kind)
+        listed = " | ".join(options.help_form(m.NAME, registry.form(m)) for m in mods)
+        assert listed + " (" in RECORD[option].help, option
+        assert _listed(RECORD[option].help) == {m.NAME for m in mods}, option
     assert _listed(RECORD["method"].help) == set(methods.registry()), "method"
+
+
+def test_the_reference_rows_of_the_stage_options_point_to_the_stage_tables():
+    """docs/reference.md's row of each stage option names stages in its own words (a few, or all with their
+    parameters' meaning); the complete list is the generated Stages tables, which each row points to, and the
+    list in a row's flag column (``--error-feedback none|ef|ef21|clag[:ZETA]``) names only built-in stages."""
+    from pathlib import Path
+
+    from signsim.stages import catalog
+
+    reference = (Path(__file__).resolve().parents[1] / "docs" / "reference.md").read_text(encoding="utf-8")
+    for flag, kind in STAGE_FLAGS.items():
+        (row,) = [line for line in reference.splitlines() if line.startswith(f"| `{flag} ")]
+        assert "[Stages](#stages)" in row, flag
+        listed = row.split("`")[1].partition(" ")[2]
+        if listed.upper() != listed:  # a list of stages, not SPEC or RULE
+            assert set(_names(listed)) <= {entry[1] for entry in catalog.STAGES[kind]} | {"none"}, (flag, listed)

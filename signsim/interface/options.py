@@ -21,6 +21,7 @@ from typing import Any
 
 from signsim.errors import InputError
 from signsim.numbers import to_float, to_int
+from signsim.stages import catalog
 
 # help panels of the command line
 P_RUN = "Run"
@@ -119,6 +120,23 @@ def _run(name, kind, help, panel, *, problem=False, default=None, commands=_R, *
     return Option(name, kind, help, commands, panel, default=default, record=True, problem=problem, **kw)
 
 
+#: the longest spec form a stage option's help shows: the help column of ``--help`` at 80 columns (Rich breaks a line
+#: only at a space, and cuts off a longer word); a longer form is shown as ``NAME:...`` (``signsim list`` has it all)
+HELP_FORM_WIDTH = 28
+
+
+def help_form(name: str, form: str) -> str:
+    """A stage's spec form as a stage option's help shows it (``HELP_FORM_WIDTH``)."""
+    return form if len(form) <= HELP_FORM_WIDTH else f"{name}:..."
+
+
+def _stages(kind: str, without: str = "") -> str:
+    """The spec forms of the built-in stages of ``kind``, joined with " | ", for a stage option's help: from the
+    generated catalog (``signsim.stages.catalog``, plain data: no stage is imported), leaving out the stages that
+    set the flag ``without`` (a lazy error feedback is for the workers' messages only)."""
+    return " | ".join(help_form(name, form) for _, name, form, flags in catalog.STAGES[kind] if without not in flags)
+
+
 #: every option, in the order --help shows them; RunConfig's fields are the rows with record=True
 TABLE: tuple[Option, ...] = (
     Option("config", "path", "TOML file of options; flags override it", _R, P_OUT),
@@ -162,22 +180,15 @@ TABLE: tuple[Option, ...] = (
          "| randk | ef21 | ef21-bc | ef21-hb | clag | diana | marina | fedprox | scaffold | natural | onebit-sgd "
          "(signsim list; default: ssdm)",
          P_RUN, default="ssdm"),
-    _run("compressor", "str", "identity | sign | sto-sign | scaled-sign | qsgd:S[:elias] | terngrad | top-k:K | "
-         "rand-k:K | natural | onebit | noisy-sign:[uniform:]SIGMA | dither:S (signsim list; default: the method's)",
-         P_RUN),
-    _run("error_feedback", "str", "none | ef | ef21 | clag[:ZETA] (default: the method's)", P_RUN),
-    _run("grad_estimator", "str", "none | diana:ALPHA | scaffold | marina[:P] (DIANA's shifts; SCAFFOLD's control "
-         "variates; MARINA's compressed differences of exact gradients; default: none)", P_RUN, default="none",
-         commands=("run",)),
+    _run("compressor", "str", f"{_stages('compressor')} (signsim list; default: the method's)", P_RUN),
+    _run("error_feedback", "str", f"{_stages('error_feedback')} (default: the method's)", P_RUN),
+    _run("grad_estimator", "str", f"{_stages('estimator')} (DIANA's shifts; SCAFFOLD's control variates; MARINA's "
+         "compressed differences of exact gradients; default: none)", P_RUN, default="none", commands=("run",)),
     _run("workers", "int", "number of workers M (default: 8; vote-trap 3)", P_RUN, default=8, lo=1, hi=MAX_SIZE,
          also=("spb_from_samples",)),
-    _run("aggregate", "str", "server rule: majority | mean | median | trimmed:BETA | krum:F[:byzfl] | cclip:TAU[:L] | "
-         "geomed[:NU:T] | multikrum:F[:K[:byzfl]] | meamed:F | monna:F | mda:F | caf:F | smea:F (default: the "
-         "method's)",
-         P_RUN),
+    _run("aggregate", "str", f"server rule: {_stages('aggregation')} (default: the method's)", P_RUN),
     _run("pre_aggregate", "str", "pre-aggregations applied in order before --aggregate, a comma list of up to 3: "
-         "none | nnm:F | bucketing[:S] | clip[:TAU] | arc:F (default: none)", P_RUN, default="none",
-         commands=("run",)),
+         f"{_stages('pre_aggregation')} (default: none)", P_RUN, default="none", commands=("run",)),
     _run("batch_size", "int", "minibatch size tau per worker (default: {default}); full: each worker's exact local "
          "gradient, every sample of its share once (data problems)", P_RUN, default=1, lo=1,
          hi=MAX_SIZE, words=("full",), command_defaults=(("check-spb", 1),),
@@ -209,14 +220,13 @@ TABLE: tuple[Option, ...] = (
          what="the proximal weight", commands=("run",)),
     _run("server_lr", "float", "the server's step size: x <- x - server_lr gamma_k direction (default: 1)", P_RUN,
          default=1.0, lo=0, lo_open=True, what="the server step size", commands=("run", "check-spb", "bound")),
-    _run("server_opt", "str", "the server's optimizer: sgd | fedavgm[:BETA] | fedadam[:B1:B2:TAU] | "
-         "fedyogi[:B1:B2:TAU] | fedadagrad[:B1:B2:TAU] (Reddi et al. 2021; default: sgd)", P_RUN,
-         default="sgd", commands=("run",)),
+    _run("server_opt", "str", f"the server's optimizer: {_stages('server_optimizer')} (Reddi et al. 2021; default: "
+         "sgd)", P_RUN, default="sgd", commands=("run",)),
     _run("down_compressor", "str", "compress the server's broadcast: none | a compressor spec (as --compressor); "
          "the workers receive C(u) of the server's update u and x moves by it (default: none)", P_RUN,
          default="none", commands=("run",)),
-    _run("down_feedback", "str", "the downlink's error feedback: none | ef | ef21 (needs a contractive "
-         "--down-compressor; default: none)", P_RUN, default="none", commands=("run",)),
+    _run("down_feedback", "str", f"the downlink's error feedback: {_stages('error_feedback', without='LAZY')} "
+         "(needs a contractive --down-compressor; default: none)", P_RUN, default="none", commands=("run",)),
     _run("participation", "float", "fraction P in (0, 1] of the workers sampled each round (default: 1)", P_RUN,
          lo=0, hi=1, lo_open=True, what="the participation fraction", commands=("run", "check-spb", "bound")),
     _run("clients_per_round", "int", "S of the M workers sampled each round, uniformly without replacement "
@@ -227,10 +237,9 @@ TABLE: tuple[Option, ...] = (
          what="the communication budget", commands=("run",)),
     _run("byzantine", "int", "number of Byzantine workers (the first ones; see --attack; default: 0)", P_RUN,
          default=0, lo=0, hi=MAX_SIZE),
-    _run("attack", "str", "invert | random | alie:Z | ipm:EPS | gaussian[:SIGMA:MU] | inf | mimic[:E] | alie-opt | "
-         "ipm-opt | label-flip (alie, ipm, mimic and the -opt ones omniscient; the -opt ones search their factor each "
-         "round; label-flip: honest gradients on flipped labels, logistic and mlp; default: invert)", P_RUN,
-         default="invert"),
+    _run("attack", "str", f"{_stages('attack')} (alie, ipm, mimic and the -opt ones omniscient; the -opt ones search "
+         "their factor each round; label-flip: honest gradients on flipped labels, logistic and mlp; default: "
+         "invert)", P_RUN, default="invert"),
     _run("sign_zero", "str", "sign(0) in messages: random | plus | zero (default: random; sign-trap zero)", P_RUN,
          default="random", choices=("random", "plus", "zero"), also=("spb_from_samples",)),
     _run("tie", "str", "tied majority vote: random | zero (default: random; sign-trap zero)", P_RUN,

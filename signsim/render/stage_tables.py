@@ -30,20 +30,21 @@ def summary(mod, kind: str) -> str:
     return text
 
 
-def rows(kind: str, builtin_only: bool = True) -> list[tuple[str, str, str, str]]:
-    """(spec form, defaults, summary, theory section) of each stage of ``kind``."""
-    mods = registry.builtin(kind) if builtin_only else registry.stages(kind)
+def rows(kind: str, builtin_only: bool = True, modules: dict | None = None) -> list[tuple[str, str, str, str]]:
+    """(spec form, defaults, summary, theory section) of each stage of ``kind`` (or of ``modules``, by name)."""
+    mods = modules if modules is not None else registry.builtin(kind) if builtin_only else registry.stages(kind)
     return [(registry.form(m), registry.defaults(m) or "-", summary(m, kind), getattr(m, "THEORY", "-"))
             for m in mods.values()]  # a plugin need not cite a section
 
 
-def markdown() -> str:
-    """The tables of docs/reference.md's "Stages" section."""
+def markdown(modules: dict[str, dict] | None = None) -> str:
+    """The tables of docs/reference.md's "Stages" section (written there by ``python -m signsim.engine.generate``):
+    of the built-in stages, or of ``modules`` (kind -> its stage modules by name, in order: the generator's)."""
     parts = []
     for kind in KINDS:
         parts.append(f"#### {TITLES[kind]}\n")
         parts.append("| spec | defaults | what it does | theory |\n|---|---|---|---|")
-        for form, defaults, text, theory in rows(kind):
+        for form, defaults, text, theory in rows(kind, modules=None if modules is None else modules[kind]):
             bar = chr(92) + "|"  # a | inside a table cell, code spans included, must be escaped
             parts.append(f"| `{form.replace('|', bar)}` | {defaults} | {text.replace('|', bar)} | {theory} |")
         parts.append("")

@@ -1,5 +1,6 @@
-"""The stages signsim knows: the built-in modules of each kind (one folder each), the plugins loaded in this
-process (``signsim.stages.plugins``), and the parsing of a spec ``NAME[:p1[:p2...]]`` into a resolved ``Stage``.
+"""The stages signsim knows: the built-in modules of each kind (one folder each, listed by the generated
+``signsim.stages.catalog``), the plugins loaded in this process (``signsim.stages.plugins``), and the parsing of a
+spec ``NAME[:p1[:p2...]]`` into a resolved ``Stage``.
 
 Nothing about a stage is written here: its name, grammar, defaults, constants and kernels are read from its
 module (``signsim.stages.base`` lists what a module declares)."""
@@ -11,22 +12,13 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from signsim.errors import InputError
-from signsim.stages import kinds
+from signsim.stages import catalog, kinds
 from signsim.stages.base import KINDS, MAX_PARAMS, OPTION
 
-#: the built-in stage modules of each kind, by folder and module name, in the order signsim lists them
-BUILTIN: dict[str, tuple[str, ...]] = {
-    "momentum": ("none", "ema", "ema_first", "lion"),
-    "compressor": ("identity", "sign", "sto_sign", "scaled_sign", "qsgd", "terngrad", "top_k", "rand_k",
-                   "natural", "onebit", "noisy_sign", "dither"),
-    "error_feedback": ("none", "ef", "ef21", "clag"),
-    "aggregation": ("mean", "majority", "median", "trimmed", "krum", "cclip", "geomed", "multikrum", "meamed",
-                    "monna", "mda", "caf", "smea"),
-    "attack": ("invert", "random", "alie", "ipm", "gaussian", "inf", "mimic", "alie_opt", "ipm_opt", "label_flip"),
-    "server_optimizer": ("sgd", "fedavgm", "fedadam", "fedyogi", "fedadagrad"),
-    "estimator": ("none", "diana", "scaffold", "marina"),
-    "pre_aggregation": ("none", "nnm", "bucketing", "clip", "arc"),
-}
+#: the built-in stage modules of each kind, by folder and module name, in the order signsim lists them (a stage's code
+#: is its index): the catalog's, generated from the folders by ``python -m signsim.engine.generate``
+BUILTIN: dict[str, tuple[str, ...]] = {kind: tuple(entry[0] for entry in entries)
+                                       for kind, entries in catalog.STAGES.items()}
 FOLDER = {k.name: k.folder for k in kinds.PRIMARY}
 
 #: stages from plugins, by kind and name (``signsim.stages.plugins.load`` adds to it)
