@@ -122,7 +122,7 @@ def _run(name, kind, help, panel, *, problem=False, default=None, commands=_R, *
 
 #: the longest spec form a stage option's help shows: the help column of ``--help`` at 80 columns (Rich breaks a line
 #: only at a space, and cuts off a longer word); a longer form is shown as ``NAME:...`` (``signsim list`` has it all)
-HELP_FORM_WIDTH = 28
+HELP_FORM_WIDTH = 27
 
 
 def help_form(name: str, form: str) -> str:

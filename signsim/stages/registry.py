@@ -145,14 +145,21 @@ def parse(kind: str, spec: str, dim: int | None = None, option: str | None = Non
 
 
 def form(mod: ModuleType) -> str:
-    """The spec form of a stage, e.g. ``qsgd:S``, ``top-k:K`` (or the module's own ``FORM``)."""
+    """The spec form of a stage, e.g. ``qsgd[:S[:fixed|elias]]``, ``krum:F[:blanchard|byzfl]``, ``geomed[:NU:T]`` (a
+    bracket holds what may be left out), or the module's own ``FORM``."""
     if hasattr(mod, "FORM"):
         return mod.FORM
-    out = mod.NAME
-    for p in mod.PARAMS:
+    out, opened, flat = mod.NAME, 0, False
+    for p in mod.PARAMS:  # a parameter with a default may be left out, and so may every one after it
         shown = p.name.upper() if p.kind != "choice" else "|".join(p.choices)
-        out += f"[:{shown}]" if p.kind == "choice" and p.omit_default else f":{shown}"
-    return out
+        optional = p.default is not None or p.default_of_d is not None
+        if optional and (p.kind == "choice" or not flat):  # krum:F[:blanchard|byzfl], geomed[:NU:T]
+            out += f"[:{shown}"
+            opened += 1
+            flat = p.kind != "choice"
+        else:
+            out += f":{shown}"
+    return out + "]" * opened
 
 
 def defaults(mod: ModuleType) -> str:

@@ -15,7 +15,6 @@ from signsim.stages.base import Param, index_bits, index_bits_jit
 from signsim.stages.elias import omega_bits
 
 NAME = "qsgd"
-FORM = "qsgd:S[:fixed|elias]"
 #: ``coding`` came after results recorded ``qsgd:4``: at its default it stays out of the recorded spec
 PARAMS = (Param("s", "int", default=4, low=1, high=2 ** 31),
           Param("coding", "choice", default="fixed", choices=("fixed", "elias"), omit_default=True))
