@@ -84,7 +84,7 @@ def test_list_shows_the_dither_constant_and_each_class_once(cli):
     assert r.code == 0
     text = " ".join(r.out.split())
     assert "unbiased (unbiased)" not in text
-    line = text.split("dither:S", 1)[1].split("default s = 8", 1)[0]
+    line = text.split("dither[:S]", 1)[1].split("default s = 8", 1)[0]
     assert "omega = 1/8 + t min(1, t), t = sqrt(d) 2^(1-s)" in line
     from signsim.render import stage_tables
 
