@@ -84,3 +84,16 @@ def test_at_dim_equals_parsing_at_that_dimension(spec, d, expect):
 def test_at_dim_checks_the_limits_in_the_dimension_with_the_users_option():
     with pytest.raises(InputError, match="--compressor top-k:7"):
         registry.parse("compressor", "top-k:7").at_dim(5, "--compressor")
+
+
+def test_the_method_given_decides_the_stages_it_fills_in():
+    """The memo is keyed by the method too: the same config with another method's defaults is another set of stages
+    (its momentum, compressor and error feedback)."""
+    cfg = config.resolve({"problem": "quadratic", "dim": 12, "iters": 2, "method": "ssdm"})
+    assert plan.of_config(cfg, methods.get("ssdm")).momentum.name == "ema-first"
+    assert plan.of_config(cfg, methods.get("lion")).momentum.name == "lion"
+
+
+def test_a_dimension_check_names_the_spec_as_the_user_wrote_it():
+    with pytest.raises(InputError, match=r"^--compressor top-k:2e1: k exceeds the dimension 10$"):
+        build(config.resolve({"problem": "quadratic", "dim": 10, "iters": 2, "compressor": "top-k:2e1"}))

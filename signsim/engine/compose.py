@@ -135,7 +135,8 @@ def composition_key(stages: dict) -> str:
 
 
 def builtin_only(stages: dict) -> bool:
-    """Whether every stage of ``stages`` (kind -> module) is built in: then the run takes the family's one loop."""
+    """Whether every stage of ``stages`` (kind -> module) is built in: then the family's one loop can run it
+    (``choose``)."""
     from signsim.stages.plugins import is_plugin
 
     return not any(is_plugin(m) for m in stages.values())
@@ -250,8 +251,8 @@ def loops_of_every_composition(family: str):
 def choose(family: str, stages: dict, threaded: bool, signature: tuple) -> tuple:
     """(the loop a run takes, whether to compile the family's one loop in the background once it has run). A
     composition with a plugin: its own. Otherwise, by ``SIGNSIM_LOOP``; under "auto", the composition's own loop
-    when it is in the kernel cache for this signature (it runs faster than the one loop, whose dispatch on stage
-    codes costs about 0.1 us more per worker step: 1.6x the time at d = 10, 4% at d = 1,000), else the family's one
+    when it is in the kernel cache for this signature (it runs faster than the one loop, which chooses each
+    stage by its code at every call: 1.6x the time at d = 10, 4% more at d = 1,000), else the family's one
     loop when that is cached (nothing compiles), else its own when the cache holds no loop of the family yet (a
     first run compiles the smaller loop: about half the CPU time; then the one loop compiles in the background,
     ``signsim.engine.warm``), else the one loop (a second composition: from then on every composition of built-in

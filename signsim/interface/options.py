@@ -121,13 +121,16 @@ def _run(name, kind, help, panel, *, problem=False, default=None, commands=_R, *
 
 
 #: the longest spec form a stage option's help shows: the help column of ``--help`` at 80 columns (Rich breaks a line
-#: only at a space, and cuts off a longer word); a longer form is shown as ``NAME:...`` (``signsim list`` has it all)
+#: only at a space, and cuts off a longer word); a longer form is shown as ``NAME:...`` (``NAME[:...]`` when its
+#: parameters may be left out; ``signsim list`` has it all)
 HELP_FORM_WIDTH = 27
 
 
 def help_form(name: str, form: str) -> str:
     """A stage's spec form as a stage option's help shows it (``HELP_FORM_WIDTH``)."""
-    return form if len(form) <= HELP_FORM_WIDTH else f"{name}:..."
+    if len(form) <= HELP_FORM_WIDTH:
+        return form
+    return f"{name}[:...]" if form.startswith(f"{name}[") else f"{name}:..."
 
 
 def _stages(kind: str, without: str = "") -> str:

@@ -229,11 +229,16 @@ def split_line(doc: dict[str, Any]) -> str | None:
             + " (the counts per worker: heterogeneity.split in the results)")
 
 
+#: the widest the name column of ``signsim list`` grows (a longer spec form folds onto a second line)
+LISTING_NAME_WIDTH = 26
+
+
 def listing(sections: dict[str, list[tuple[str, str]]]) -> list[Table]:
     tables = []
     for title, rows in sections.items():
         t = new_table(title, header=False)
-        t.add_column("name", style="bold")
+        # a long spec form (alie-opt[:EVALS[:START[:DELTA[:RATIO]]]]) folds rather than narrow the descriptions
+        t.add_column("name", style="bold", max_width=LISTING_NAME_WIDTH, overflow="fold")
         t.add_column("description")
         for name, text in rows:
             t.add_row(name, text)

@@ -75,27 +75,6 @@ def parse_attack(spec: str) -> Stage:
     return parse("attack", spec)
 
 
-def parse_error_feedback(spec: str) -> Stage:
-    return parse("error_feedback", spec)
-
-
-def parse_server_optimizer(spec: str) -> Stage:
-    return parse("server_optimizer", spec)
-
-
-def parse_estimator(spec: str) -> Stage:
-    return parse("estimator", spec)
-
-
-def parse_down_compressor(spec: str, dim: int | None = None) -> Stage:
-    """The downlink's compressor (any compressor, by ``--down-compressor``)."""
-    return parse("down_compressor", spec, dim)
-
-
-def parse_down_error_feedback(spec: str) -> Stage:
-    return parse("down_error_feedback", spec)
-
-
 #: the kinds of the links of a ``--pre-aggregate`` chain, in order (docs/theory.md §8.9): the pre-aggregation and its
 #: slots in the table of kinds
 PRE_KINDS = tuple(k.name for k in kinds.TABLE if kinds.base(k.name) == "pre_aggregation")

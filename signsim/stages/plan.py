@@ -14,6 +14,7 @@ changed afterwards (a sweep's next point) is parsed anew.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 
 from signsim.stages import registry
@@ -44,27 +45,35 @@ class RunStages:
     down_error_feedback: Stage
     #: the links of ``--pre-aggregate`` in order, without ``none``
     pre_aggregation: tuple[Stage, ...]
+    #: the two compressors' specs as the user wrote them (``top-k:2e1``), for the messages of ``at_dim``
+    written: tuple[str, str] = ("", "")
 
     def at_dim(self, dim: int) -> RunStages:
         """These stages at dimension ``dim``: the compressors' defaults that need it filled in, their limits in it
-        checked (``top-k:K`` needs K <= d)."""
-        down = None if self.down_compressor is None else self.down_compressor.at_dim(dim, "--down-compressor")
-        return replace(self, compressor=self.compressor.at_dim(dim, "--compressor"), down_compressor=down)
+        checked (``top-k:K`` needs K <= d; the message names the spec as the user wrote it)."""
+        up, down = self.written
+        down = None if self.down_compressor is None else self.down_compressor.at_dim(dim, "--down-compressor", down)
+        return replace(self, compressor=self.compressor.at_dim(dim, "--compressor", up or None), down_compressor=down)
 
 
 _KEPT: dict[tuple, RunStages] = {}
+_LOCK = threading.Lock()  # a Dask worker may resolve configs in several threads
 
 
 def of_config(cfg, method) -> RunStages:
     """The stages of ``cfg`` (a RunConfig; ``method``: its MethodSpec, whose defaults fill the stage options left
     empty); InputError (one line, naming the option and what the user wrote) for a spec that does not parse."""
-    key = (tuple(str(getattr(cfg, f, None)) for f in FIELDS),
+    key = (tuple(str(getattr(cfg, f, None)) for f in FIELDS), repr(method),
            tuple((k, n, id(m)) for k, table in registry.PLUGINS.items() for n, m in table.items()))
-    if key not in _KEPT:
-        if len(_KEPT) >= KEEP:
-            _KEPT.pop(next(iter(_KEPT)))
-        _KEPT[key] = _parse(cfg, method)
-    return _KEPT[key]
+    with _LOCK:
+        chosen = _KEPT.get(key)
+    if chosen is None:
+        chosen = _parse(cfg, method)
+        with _LOCK:
+            while len(_KEPT) >= KEEP:
+                _KEPT.pop(next(iter(_KEPT)))
+            _KEPT[key] = chosen
+    return chosen
 
 
 def _parse(cfg, method) -> RunStages:
@@ -75,7 +84,8 @@ def _parse(cfg, method) -> RunStages:
     down_compressor = None if down == "none" else registry.parse("down_compressor", down)
     aggregate = registry.parse("aggregation", cfg.aggregate)
     attack = registry.parse("attack", cfg.attack)
-    compressor = registry.parse("compressor", cfg.compressor or method.compressor)
+    written = str(cfg.compressor or method.compressor)
+    compressor = registry.parse("compressor", written)
     error_feedback = registry.parse("error_feedback", cfg.error_feedback or method.error_feedback)
     server_optimizer = registry.parse("server_optimizer", getattr(cfg, "server_opt", None) or "sgd")
     estimator = registry.parse("estimator", getattr(cfg, "grad_estimator", None) or "none")
@@ -84,7 +94,8 @@ def _parse(cfg, method) -> RunStages:
                      error_feedback=error_feedback, aggregate=aggregate, attack=attack,
                      server_optimizer=server_optimizer, estimator=estimator, down_compressor=down_compressor,
                      down_error_feedback=down_error_feedback,
-                     pre_aggregation=stages.parse_pre_aggregate(getattr(cfg, "pre_aggregate", None) or "none"))
+                     pre_aggregation=stages.parse_pre_aggregate(getattr(cfg, "pre_aggregate", None) or "none"),
+                     written=(written, "" if down == "none" else str(down)))
 
 
 def default(kind: str) -> Stage:

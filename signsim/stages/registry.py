@@ -145,18 +145,16 @@ def parse(kind: str, spec: str, dim: int | None = None, option: str | None = Non
 
 
 def form(mod: ModuleType) -> str:
-    """The spec form of a stage, e.g. ``qsgd[:S[:fixed|elias]]``, ``krum:F[:blanchard|byzfl]``, ``geomed[:NU:T]`` (a
+    """The spec form of a stage, e.g. ``qsgd[:S[:fixed|elias]]``, ``krum:F[:blanchard|byzfl]``, ``geomed[:NU[:T]]`` (a
     bracket holds what may be left out), or the module's own ``FORM``."""
     if hasattr(mod, "FORM"):
         return mod.FORM
-    out, opened, flat = mod.NAME, 0, False
-    for p in mod.PARAMS:  # a parameter with a default may be left out, and so may every one after it
+    out, opened = mod.NAME, 0
+    for p in mod.PARAMS:  # a parameter with a default may be left out, and then every one after it
         shown = p.name.upper() if p.kind != "choice" else "|".join(p.choices)
-        optional = p.default is not None or p.default_of_d is not None
-        if optional and (p.kind == "choice" or not flat):  # krum:F[:blanchard|byzfl], geomed[:NU:T]
+        if p.default is not None or p.default_of_d is not None:  # krum:F[:blanchard|byzfl], geomed[:NU[:T]]
             out += f"[:{shown}"
             opened += 1
-            flat = p.kind != "choice"
         else:
             out += f":{shown}"
     return out + "]" * opened
