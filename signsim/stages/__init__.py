@@ -167,47 +167,51 @@ def check_composition(cfg, method, chosen=None) -> None:
                      else f"--participation {cfg.participation:g}")
             raise InputError(f"--error-feedback {ef} with {given} ({S} of {cfg.workers} workers a round): its trigger "
                              "compares with the worker's vector of the round before; let every worker take part")
-    est = str(getattr(cfg, "grad_estimator", None) or "none")
-    if est != "none" and ef != "none":
+    est = str(getattr(cfg, "grad_estimator", None) or "none")  # (the options as written, for the messages)
+    has_estimator = chosen.estimator.name != "none"
+    if has_estimator and ef != "none":
         raise InputError(f"--grad-estimator {est} with --error-feedback {ef}: choose one (each keeps its own memory of "
                          "what a worker sent)")
-    if est != "none" and agg != "mean":
+    if has_estimator and agg != "mean":
         raise InputError(f"--grad-estimator {est} with --aggregate {cfg.aggregate}: its server adds the mean of the "
                          "messages to a state of its own, which only the mean allows")
     if getattr(chosen.estimator.module, "TWO_POINT", False):
-        _check_two_point(cfg, est, chosen.momentum.name)
+        _check_two_point(cfg, est, chosen)
     down, down_ef = str(getattr(cfg, "down_compressor", "none")), str(getattr(cfg, "down_feedback", "none"))
-    if down_ef != "none" and getattr(chosen.down_error_feedback.module, "LAZY", False):
+    has_down_ef = chosen.down_error_feedback.name != "none"
+    if has_down_ef and getattr(chosen.down_error_feedback.module, "LAZY", False):
         raise InputError(f"--down-feedback {down_ef}: a lazy error feedback is for the workers' messages (the "
                          "server always broadcasts); use ef or ef21")
-    if down_ef != "none" and down == "none":
+    if has_down_ef and chosen.down_compressor is None:
         raise InputError(f"--down-feedback {down_ef} needs a --down-compressor (the broadcast it corrects)")
-    if down_ef != "none" and not accepts_error_feedback(chosen.down_compressor.module):
+    if has_down_ef and not accepts_error_feedback(chosen.down_compressor.module):
         contractive = sorted(n for n, m in registry.stages("compressor").items() if accepts_error_feedback(m))
         raise InputError(f"--down-feedback {down_ef} with --down-compressor {down}: error feedback needs a "
                          f"contractive compressor ({', '.join(contractive)})")
     if attack.OMNISCIENT and cfg.byzantine >= cfg.workers:
         raise InputError(f"--attack {cfg.attack} with --byzantine {cfg.byzantine}: the attack needs at least one "
                          "honest worker")
-    if hasattr(registry.stages("aggregation")[agg], "check_workers"):
-        registry.stages("aggregation")[agg].check_workers(cfg.workers, cfg.byzantine, cfg.aggregate)
+    if hasattr(chosen.aggregate.module, "check_workers"):
+        chosen.aggregate.module.check_workers(cfg.workers, cfg.byzantine, cfg.aggregate)
 
 
-def _check_two_point(cfg, est: str, momentum: str) -> None:
+def _check_two_point(cfg, est: str, chosen) -> None:
     """The options a two-point estimator (MARINA, docs/theory.md §8.10) cannot run with: its rounds of exact
     gradients go around each (what it needs of the problem, an exact local oracle, is checked when the problem is
-    built: ``signsim.engine.driver.check_two_point``)."""
+    built: ``signsim.engine.driver.check_two_point``). ``chosen``: the run's stages (``signsim.stages.plan``)."""
     noise = str(getattr(cfg, "noise", None) or "none")
     down, pre = str(getattr(cfg, "down_compressor", "none")), str(getattr(cfg, "pre_aggregate", None) or "none")
-    server_opt = str(getattr(cfg, "server_opt", None) or "sgd")
+    server_opt = str(getattr(cfg, "server_opt", None) or "sgd")  # (as written, for the messages)
     if noise != "none":
         raise InputError(f"--grad-estimator {est} with --noise {noise}: needs each worker's exact local gradient (the "
                          "difference at two iterates from the same sample); drop --noise")
     clashes = [(cfg.local_steps > 1, f"--local-steps {cfg.local_steps}"),
                (cfg.byzantine > 0, f"--byzantine {cfg.byzantine}"),
-               (momentum != "none", f"--method {cfg.method} (its momentum, beta = {cfg.momentum:g})"),
-               (bool(cfg.monotone), "--monotone"), (down != "none", f"--down-compressor {down}"),
-               (server_opt != "sgd", f"--server-opt {server_opt}"), (pre != "none", f"--pre-aggregate {pre}")]
+               (chosen.momentum.name != "none", f"--method {cfg.method} (its momentum, beta = {cfg.momentum:g})"),
+               (bool(cfg.monotone), "--monotone"),
+               (chosen.down_compressor is not None, f"--down-compressor {down}"),
+               (chosen.server_optimizer.name != "sgd", f"--server-opt {server_opt}"),
+               (bool(chosen.pre_aggregation), f"--pre-aggregate {pre}")]
     for clash, option in clashes:
         if clash:
             raise InputError(f"--grad-estimator {est} with {option}: its rounds of exact gradients go around it; "
