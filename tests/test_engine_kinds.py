@@ -115,7 +115,8 @@ def test_a_workers_stream_made_alone_is_the_spawned_child():
 
 RUN = dict(problem="quadratic", dim=12, workers=7, iters=60, eval_every=5, seed=4)
 COMPOSITIONS = [dict(method="topk-ef", aggregate="mean", byzantine=2, attack="invert"),
-                dict(method="signum", aggregate="krum:1", clients_per_round=5, byzantine=1, attack="alie:1.5")]
+                dict(method="signum", aggregate="krum:1", clients_per_round=5, byzantine=1, attack="alie:1.5",
+                     noise="student-t:3:0.5")]  # (a composition's own loop draws the run's noise model only)
 
 
 def _run_with_loop(mode: str, opts: dict) -> dict:
@@ -152,6 +153,31 @@ def test_loop_mode_is_read_from_the_environment(monkeypatch):
     assert serial.py_func.__name__ == f"run_chunk_serial__analytic__{compose.BUILTIN_KEY}"
     own = compose.loops("analytic", stages, builtin=False)[1]
     assert own.py_func.__name__ != serial.py_func.__name__
+
+
+def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_another():
+    """A composition's own loop is bound to one noise model (``specialize.dispatchers(family, noise)``): the other
+    models' draws are NaN stand-ins there, so a run with another model's code is refused before the loop, never run
+    on NaN; the family's one loop takes every model."""
+    from signsim.engine import loop, specialize
+
+    stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
+    own = compose.loops("analytic", stages, builtin=False, noise="laplace")[1]
+    assert own.py_func.__name__.endswith("__laplace")
+    assert own is not compose.loops("analytic", stages, builtin=False, noise="gaussian")[1]
+    icfg = np.zeros(len(loop.ICFG), dtype=np.int64)
+    for name in specialize.NOISE:
+        icfg[loop.I_NOISE] = getattr(specialize.dispatch, name).CODE
+        assert specialize.noise_name(int(icfg[loop.I_NOISE])) == name
+        compose.check_codes(compose.loops_of_every_composition("analytic")[1], icfg)
+        if name == "laplace":
+            compose.check_codes(own, icfg)
+        else:
+            with pytest.raises(ValueError, match="noise code"):
+                compose.check_codes(own, icfg)
+    draws = {specialize.dispatchers("analytic", "laplace")["add_noise"].py_func.__globals__[n].draw
+             for n in specialize.NOISE if n not in ("none", "laplace")}
+    assert draws == {specialize._absent_draw}
 
 
 def test_a_billion_clients_of_which_two_take_part_cost_nothing_per_client():

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import math
 import os
 import re
@@ -52,6 +53,11 @@ def _no_attack_rows(msg, B, p):
 #: the attack of a run without Byzantine workers: none (one composition, whatever --attack says)
 NO_ATTACK = types.ModuleType("signsim.engine.compose.no_attack")
 NO_ATTACK.NAME, NO_ATTACK.OMNISCIENT, NO_ATTACK.row, NO_ATTACK.rows = "none", False, _no_attack_row, _no_attack_rows
+
+
+def module_named(name: str):
+    """The stage module of this name (``NO_ATTACK``'s included), as a fresh process finds it."""
+    return NO_ATTACK if name == NO_ATTACK.__name__ else importlib.import_module(name)
 
 
 def _safe(text: str) -> str:
@@ -180,8 +186,9 @@ def namespace(stages: dict | None) -> dict:
 
 
 @functools.cache
-def _loops(family: str, key: str, stages: tuple | None):
-    lns = {**vars(loop), **specialize.dispatchers(family), **namespace(None if stages is None else dict(stages))}
+def _loops(family: str, key: str, stages: tuple | None, noise: str | None = None):
+    lns = {**vars(loop), **specialize.dispatchers(family, noise), **namespace(None if stages is None else dict(stages))}
+    lns[BOUND_NOISE] = None if noise is None else getattr(specialize.dispatch, noise).CODE
     lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{family}__{key}", lns, _nrt=False)
     # inlined: its sum over the messages stays a parallel loop in the threaded copy
     lns["server_aggregate"] = specialize._copy(loop.server_aggregate, f"server_aggregate__{family}__{key}", lns,
@@ -199,6 +206,8 @@ def _loops(family: str, key: str, stages: tuple | None):
 
 #: the key of the loop that runs every composition of built-in stages
 BUILTIN_KEY = "builtin"
+#: the name, in a loop's globals, of the noise code its worker steps draw from (None: every model's)
+BOUND_NOISE = "BOUND_NOISE_CODE"
 
 
 #: which loop a composition of built-in stages runs in: "auto" (``choose``), "builtin" (always the family's one
@@ -208,19 +217,25 @@ LOOP_ENV = "SIGNSIM_LOOP"
 LOOP_MODES = ("auto", "builtin", "composed")
 
 
-def loops(family: str, stages: dict, builtin: bool = True):
+def loops(family: str, stages: dict, builtin: bool = True, noise: str | None = None):
     """(threaded loop, serial loop) for the problems of ``family`` and the stages ``stages`` (kind -> module);
     compiled (or loaded from the cache) on first call. With ``builtin``, a composition of built-in stages gets the
-    family's one pair that runs every such composition (``BUILTIN_KEY``); otherwise, and for a composition with a
-    plugin, a pair of its own."""
+    family's one pair that runs every such composition (``BUILTIN_KEY``) and every noise model; otherwise, and for
+    a composition with a plugin, a pair of its own, whose workers draw from the noise model ``noise`` only (a name
+    of ``specialize.NOISE``; None: from every model)."""
     if builtin and builtin_only(stages):
         return _loops(family, BUILTIN_KEY, None)
-    return _loops(family, composition_key(stages), tuple(sorted(stages.items())))
+    key = composition_key(stages) + ("" if noise is None else f"__{noise}")
+    return _loops(family, key, tuple(sorted(stages.items())), noise)
 
 
 def check_codes(kernel, icfg) -> None:
     """ValueError for a stage code the family's one loop does not know (its dispatchers would fall through to the
-    last stage of the kind): checked before the loop, like the problem and noise codes."""
+    last stage of the kind), or for a noise code other than the one a composition's own loop draws from (it would
+    draw NaN): checked before the loop, like the problem and noise codes."""
+    bound = kernel.py_func.__globals__.get(BOUND_NOISE)
+    if bound is not None and int(icfg[loop.I_NOISE]) != bound:
+        raise ValueError(f"this loop draws noise code {bound}, not {int(icfg[loop.I_NOISE])}")
     if not kernel.py_func.__name__.endswith(f"__{BUILTIN_KEY}"):
         return
     from signsim.engine import universal
@@ -248,7 +263,7 @@ def loops_of_every_composition(family: str):
     return _loops(family, BUILTIN_KEY, None)
 
 
-def choose(family: str, stages: dict, threaded: bool, signature: tuple) -> tuple:
+def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None) -> tuple:
     """(the loop a run takes, whether to compile the family's one loop in the background once it has run). A
     composition with a plugin: its own. Otherwise, by ``SIGNSIM_LOOP``; under "auto", the composition's own loop
     when it is in the kernel cache for this signature (it runs faster than the one loop, which chooses each
@@ -257,17 +272,18 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple) -> tuple
     first run compiles the smaller loop: about half the CPU time; then the one loop compiles in the background,
     ``signsim.engine.warm``), else the one loop (a second composition: from then on every composition of built-in
     stages runs without compiling), waiting for a background compile of it that is at work rather than compiling it
-    a second time."""
+    a second time. A composition's own loop draws from the run's noise model ``noise`` only (``loops``), so a
+    composition run with another noise model is another composition here."""
     from signsim.engine import warm
     from signsim.engine.split_compile import cached
 
     which = 0 if threaded else 1
     if not builtin_only(stages):
-        return loops(family, stages, builtin=False)[which], False
+        return loops(family, stages, builtin=False, noise=noise)[which], False
     chosen = mode(family)
     if chosen != "auto":
-        return loops(family, stages, builtin=chosen == "builtin")[which], False
-    own = loops(family, stages, builtin=False)[which]
+        return loops(family, stages, builtin=chosen == "builtin", noise=noise)[which], False
+    own = loops(family, stages, builtin=False, noise=noise)[which]
     if cached(own, signature):  # a composition's own loop runs faster than the one loop's dispatch on small d
         return own, False
     one = loops(family, stages)[which]

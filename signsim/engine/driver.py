@@ -438,7 +438,8 @@ class Engine(ChunkedState):
 
                 signature = tuple(typeof(a) for a in (np.int64(0), np.int64(0), np.int64(0), *self.bundles()))
                 family, threaded = specialize.family_of(p.code), bool(self.icfg[loop.I_PARALLEL])
-                kernel, warm_after = compose.choose(family, self.settings.stages(), threaded, signature)
+                noise = specialize.noise_name(int(self.icfg[loop.I_NOISE]))
+                kernel, warm_after = compose.choose(family, self.settings.stages(), threaded, signature, noise)
                 self.kernel = kernel
                 if warm_after:  # once this loop has run: the family's one loop, in the background
                     self.warm = (family, threaded, signature)

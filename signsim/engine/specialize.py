@@ -5,6 +5,9 @@ problem's kernels: on the first run of the default Rosenbrock problem, more than
 the kernels of the MLP and the GLMs. Each family of problem kernel modules (``FAMILIES``) therefore gets its own
 copy of the loop's functions (``dispatch``'s problem dispatchers, ``loop.worker_gradient``, ``loop.local_gradient``,
 ``loop.record``, and through ``signsim.engine.compose`` the worker step and the loop itself, threaded and serial).
+A composition's own loop narrows its copy further to the run's noise model (``dispatchers(family, noise)``): the
+other models' draws are stand-ins there (about 2 of a first run's 17 CPU-s; the family's one loop keeps every
+model, so that it runs every run of the family).
 In a family's copy, the names of the kernel modules of the other families point to a stand-in without code: its
 kernels write NaN and its CODE matches no problem, so a problem of another family is an unknown code there, which
 the checks before the loop reject. The copies carry their own names (``record__analytic``,
@@ -24,6 +27,7 @@ import types
 import numpy as np
 from numba import njit
 
+from signsim import noise as noise_models
 from signsim.engine import dispatch, loop
 
 #: the problem kernel modules, by the names ``engine/dispatch.py`` gives them, in families
@@ -87,6 +91,11 @@ def _absent_accuracy(x, pf, pi, A, b, test):
     return np.nan
 
 
+@njit(cache=True)
+def _absent_draw(gen, p):
+    return np.nan
+
+
 def _stand_in(name: str) -> types.ModuleType:
     """A kernel module with no code, for a family that does not include ``name``."""
     mod = types.ModuleType(f"absent_{name}")
@@ -116,12 +125,38 @@ def family_of(code: int) -> str:
     raise ValueError(f"problem code {code} belongs to no family of engine/specialize.py")
 
 
+def noise_name(code: int) -> str:
+    """The name of the noise model module (``signsim.noise``) with this code."""
+    for name in NOISE:
+        if getattr(dispatch, name).CODE == code:
+            return name
+    raise ValueError(f"unknown noise code {code}")
+
+
+#: the noise model modules, by the names ``engine/dispatch.py`` gives them (``signsim.noise``'s list)
+NOISE = noise_models._MODULES
+
+
 @functools.cache
-def dispatchers(family: str) -> dict:
+def dispatchers(family: str, noise: str | None = None) -> dict:
     """The family's copies of ``dispatch``'s problem dispatchers (``DISPATCHERS``) and of ``loop.record``, by
-    name."""
+    name; with ``noise`` (a name in ``NOISE``), the worker's gradient and local steps (``worker_gradient``,
+    ``local_gradient``) draw from that noise model only (the other models' codes draw NaN there, and
+    ``compose.check_codes`` refuses them before the loop)."""
     if family not in FAMILIES:
         raise ValueError(f"unknown problem family {family!r}")
+    if noise is not None:
+        if noise not in NOISE:
+            raise ValueError(f"unknown noise model {noise!r}")
+        made = dict(dispatchers(family))
+        absent = types.ModuleType("absent_noise")
+        absent.CODE, absent.draw = NO_CODE, _absent_draw
+        nns = {**vars(dispatch), **{n: absent for n in NOISE if n not in (noise, "none")}}
+        nns["noise_draw"] = _copy(dispatch.noise_draw, f"noise_draw__{noise}", nns)
+        made["add_noise"] = _copy(dispatch.add_noise, f"add_noise__{noise}", nns)
+        for name in ("worker_gradient", "local_gradient"):  # (local_gradient calls the worker_gradient made here)
+            made[name] = _copy(getattr(loop, name), f"{name}__{family}__{noise}", {**vars(loop), **made}, _nrt=False)
+        return made
     absent = {n: _stand_in(n) for other, names in FAMILIES.items() if other != family for n in names}
     dns = {**vars(dispatch), **absent}
     made = {name: _copy(getattr(dispatch, name), f"{name}__{family}", dns) for name in DISPATCHERS}

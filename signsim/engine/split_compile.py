@@ -102,6 +102,12 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
                   sig(server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k)),
                  (("stage", "estimator", est.__name__, "direction"),
                   sig(server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S, k))]
+    if compose.builtin_only(stages):  # a searching attack's line search (1.4 of a first run's 17 CPU-s)
+        one = kernel.py_func.__name__.endswith(f"__{compose.BUILTIN_KEY}")
+        bound = kernel.py_func.__globals__.get(compose.BOUND_NOISE)
+        recipe = ("loop", family, None if one else tuple((k, m.__name__) for k, m in sorted(stages.items())),
+                  None if bound is None else specialize.noise_name(bound), "attack_factor")
+        jobs.append((recipe, sig(workers.msg[:S], k, server.agg, icfg, sp, server.gen)))
     step = kernel.py_func.__globals__["worker_step"]
     lr = fcfg[loop.F_LR]
     share = (step, [sig(k, k, k, lr, lr, server.x, server.hbar, workers, gens[0], data, icfg, sp)])
@@ -121,6 +127,15 @@ def find(recipe):
         from signsim.engine import compose
 
         return compose.stage_function(importlib.import_module(recipe[2]), recipe[3], False)
+    if kind == "loop":  # a function in the namespace of a family's one loop or of a composition's (``compose._loops``)
+        from signsim.engine import compose
+
+        _, family, stages, noise, name = recipe
+        if stages is None:
+            pair = compose.loops_of_every_composition(family)
+        else:
+            pair = compose.loops(family, {k: compose.module_named(m) for k, m in stages}, builtin=False, noise=noise)
+        return pair[1].py_func.__globals__[name]
     raise ValueError(f"unknown recipe {recipe!r}")
 
 
