@@ -2,10 +2,11 @@
 
 Keeping the fast suite fast (the README's test command: <= 6 min on 2 cores from an empty kernel cache). Most of
 its time is Numba compiling, not running. Every composition of built-in stages runs in its family's one loop
-(``SIGNSIM_LOOP=analytic``, set below: the analytic problems' loop, compiled once per dtype and threading), so a
-grid over stages on the quadratic or Rosenbrock costs run time only; on the GLMs and the MLP, whose one loop costs
-more to compile than the few compositions the suite runs there, each composition compiles its own loop (a few
-CPU-seconds), as does a plugin's. So, in a new test file:
+(``SIGNSIM_LOOP=analytic,glm,mlp``, set below: the analytic problems', the GLMs' and the MLP's loops, each compiled
+once per dtype and threading), so a grid over stages on them costs run time only; on your own PyTorch model, whose
+one loop costs more to compile than the few compositions the suite runs there (75 CPU-s against 18 for the first
+composition and about 14 for each further one, 4 December 2026), each composition compiles its own loop, as does a
+plugin's. So, in a new test file:
 - reuse the problems and dtypes other tests already use (a quadratic, float64) unless the test is about that
   problem or dtype;
 - end-to-end runs of more than a few seconds, fresh-cache compiles and long hypothesis searches are marked
@@ -28,9 +29,11 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 # every composition of built-in stages runs in its family's one loop (docs/reference.md, SIGNSIM_LOOP): the suite
-# compiles that loop once per family, dtype and threading instead of a loop per composition; tests that compare it
-# with a composition's own loop set the variable themselves
-os.environ.setdefault("SIGNSIM_LOOP", "analytic")
+# compiles that loop once per family, dtype and threading instead of a loop per composition (measured from an empty
+# cache, 4 December 2026: the README's test command took 5 min 31 s with the GLMs and the MLP in their one loops,
+# 6 min 16 s with the analytic problems' only, 5 min 37 s with every family's); tests that compare it with a
+# composition's own loop set the variable themselves
+os.environ.setdefault("SIGNSIM_LOOP", "analytic,glm,mlp")
 # no family's one loop compiles in the background after a run (signsim.engine.warm): tests/test_warm.py turns it on
 os.environ.setdefault("SIGNSIM_WARM", "0")
 

@@ -217,7 +217,7 @@ def test_the_small_benchmark_through_the_cli(tmp_path):
     from .conftest import run_subprocess
 
     out = tmp_path / "small"
-    # the GLMs' one loop too (SIGNSIM_LOOP: the suite sets analytic only), else each composition compiles its own
+    # the GLMs' one loop, as the suite sets it (SIGNSIM_LOOP), else each composition compiles its own
     env = {"SIGNSIM_LOOP": "analytic,glm"}
     r = run_subprocess("sweep", "configs/sweeps/robustness-small.toml", "--out", out, "--jobs", "2", env=env,
                        timeout=900)
