@@ -23,21 +23,27 @@ def _engine(monkeypatch, **options):
     return engine
 
 
-@pytest.mark.parametrize("options", [{}, {"method": "signsgd", "dim": 2000, "workers": 64}],
-                         ids=["serial", "threaded"])
+@pytest.mark.parametrize("options", [{}, {"method": "signsgd", "dim": 2000, "workers": 64},
+                                     {"method": "signum", "byzantine": 1, "attack": "alie-opt", "loop": "composed"}],
+                         ids=["serial", "threaded", "own-loop"])
 def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options):
     """Every job's signature is one Numba's cache lists for that kernel after a loop compiled it (the suite's
-    warm-up compiles the loops without the helper: a signature that differs from the loop's would be missing)."""
-    from signsim.engine import compose, loop, specialize
+    warm-up compiles the loops without the helper: a signature that differs from the loop's would be missing). The
+    jobs of the server's stages come from the table of kinds: one per call the server makes."""
+    from signsim.engine import compose, loop
+    from signsim.stages import kinds
 
+    options = dict(options)
+    monkeypatch.setenv(compose.LOOP_ENV, options.pop("loop", "builtin"))
     engine = _engine(monkeypatch, **options)
-    threaded, serial = compose.loops(specialize.family_of(engine.problem.code), engine.settings.stages())
-    kernel = threaded if engine.icfg[loop.I_PARALLEL] else serial
-    assert (kernel is threaded) == bool(options)
+    kernel = engine.kernel
+    one = kernel.py_func.__name__.endswith(f"__{compose.BUILTIN_KEY}")
+    assert ("run_chunk_serial" not in kernel.py_func.__name__) == bool(engine.icfg[loop.I_PARALLEL])
     jobs, (step, signatures) = split_compile.plan(engine, kernel)
     names = [recipe[-1] for recipe, _ in jobs]
-    # the family's one loop: the dispatchers of every built-in aggregation, attack and error feedback
-    assert {"record", "finish_aggregate", "robust_aggregate", "attack_rows", "ef_direction"} <= set(names)
+    server = [(c.loop_name if one else c.attr) for k in kinds.TABLE for c in k.calls if not c.worker]
+    assert sorted(n for n in names if n in server) == sorted(server)
+    assert "attack_factor" in names
     missing = [recipe for recipe, sig in jobs if not split_compile.cached(split_compile.find(recipe), sig)]
     assert missing == []
     # the worker step and record: the cache holds no other float64 signature (a wrong one compiled by the split

@@ -34,6 +34,9 @@ CHUNK_SECONDS = 0.1
 #: handed to the loop as a list made for the chunk
 CHUNK_SLOTS = 16_384
 
+#: the field of ``Settings`` that holds the stage of a kind whose name it does not take (``Settings.by_kind``)
+FIELDS = {"momentum": "momentum_kind", "aggregation": "aggregate"}
+
 
 @dataclass
 class Settings:
@@ -112,32 +115,38 @@ class Settings:
     def attack_param(self) -> float:
         return self.attack.params[0] if self.attack.params else 0.0
 
+    def by_kind(self) -> dict[str, Stage]:
+        """kind -> the run's stage of each kind of the table (``kinds.NAMES``, in its order): the field of that name
+        (``FIELDS``), a link of the pre-aggregation chain, the downlink's compressor or its placeholder."""
+        out = {}
+        for kind in kinds.NAMES:
+            if kind in PRE_KINDS:
+                out[kind] = self.pre_aggregation[PRE_KINDS.index(kind)]
+            elif kind == "down_compressor":
+                out[kind] = self._down()
+            else:
+                out[kind] = getattr(self, FIELDS.get(kind, kind))
+        return out
+
     def stages(self) -> dict:
         """kind -> the module of each stage the loop composes (no attack without Byzantine workers)."""
-        return {"momentum": self.momentum_kind.module, "compressor": self.compressor.module,
-                "error_feedback": self.error_feedback.module, "aggregation": self.aggregate.module,
-                "attack": self.attack.module if self.byzantine else compose.NO_ATTACK,
-                "server_optimizer": self.server_optimizer.module, "estimator": self.estimator.module,
-                "down_compressor": self._down().module, "down_error_feedback": self.down_error_feedback.module,
-                **{kind: link.module for kind, link in zip(PRE_KINDS, self.pre_aggregation, strict=True)}}
+        out = {kind: stage.module for kind, stage in self.by_kind().items()}
+        if not self.byzantine:
+            out["attack"] = compose.NO_ATTACK
+        return out
 
     def stage_list(self) -> list[Stage]:
-        return [self.momentum_kind, self.compressor, self.error_feedback, self.aggregate, self.attack,
-                self.server_optimizer, self.estimator, self._down(), self.down_error_feedback, *self.pre_aggregation]
+        return list(self.by_kind().values())
 
     def stage_params(self) -> np.ndarray:
-        """The loop's ``sp``: one row of parameters per stage (``loop.SP_*``); momentum's are (beta, beta2)."""
+        """The loop's ``sp``: one row of parameters per stage (``loop.SP_ROW``); momentum's are (beta, beta2)."""
         from signsim.stages.base import MAX_PARAMS
 
         sp = np.zeros((loop.N_SP, MAX_PARAMS))
+        for kind, stage in self.by_kind().items():
+            if kind != "momentum":
+                sp[loop.SP_ROW[kind], :len(stage.params)] = stage.params
         sp[loop.SP_MOMENTUM, :2] = self.momentum, self.momentum2
-        for row, stage in ((loop.SP_COMPRESSOR, self.compressor), (loop.SP_AGGREGATION, self.aggregate),
-                           (loop.SP_ERROR_FEEDBACK, self.error_feedback),
-                           (loop.SP_ATTACK, self.attack), (loop.SP_SERVER_OPTIMIZER, self.server_optimizer),
-                           (loop.SP_ESTIMATOR, self.estimator), (loop.SP_DOWN_COMPRESSOR, self._down()),
-                           *zip((loop.SP_PRE_AGGREGATION, loop.SP_PRE_AGGREGATION_2, loop.SP_PRE_AGGREGATION_3),
-                                self.pre_aggregation, strict=True)):
-            sp[row, :len(stage.params)] = stage.params
         return sp
 
     @classmethod

@@ -100,10 +100,15 @@ N_ICFG = len(ICFG)
 F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU, F_EXTRA_UP, F_EXTRA_DOWN = range(
     len(FCFG))
 N_FCFG = len(FCFG)
-#: rows of ``sp``, the stages' parameters (each row a stage kernel's ``p``, ``signsim.stages.base``)
+#: rows of ``sp``, the stages' parameters: one row for the stage of each kind (``kinds.NAMES``, in that order), its
+#: kernels' ``p`` (``signsim.stages.base``); momentum's holds (beta, beta2)
+SP_ROW = {kind: row for row, kind in enumerate(kinds.NAMES)}
 (SP_MOMENTUM, SP_COMPRESSOR, SP_AGGREGATION, SP_ATTACK, SP_SERVER_OPTIMIZER, SP_ESTIMATOR, SP_DOWN_COMPRESSOR,
- SP_PRE_AGGREGATION, SP_PRE_AGGREGATION_2, SP_PRE_AGGREGATION_3, SP_ERROR_FEEDBACK) = range(11)
-N_SP = 11
+ SP_PRE_AGGREGATION, SP_PRE_AGGREGATION_2, SP_PRE_AGGREGATION_3, SP_ERROR_FEEDBACK) = (
+    SP_ROW[k] for k in ("momentum", "compressor", "aggregation", "attack", "server_optimizer", "estimator",
+                        "down_compressor", "pre_aggregation", "pre_aggregation_2", "pre_aggregation_3",
+                        "error_feedback"))
+N_SP = len(SP_ROW)
 #: rows of the server's ``down`` state with a compressed downlink (docs/theory.md §8.8): the update u before
 #: compression, the error feedback's scratch (its ``g``), the broadcast C(.), its memory e (or EF21's w), its
 #: server-side running sum (EF21)

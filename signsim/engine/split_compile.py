@@ -45,6 +45,7 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
     from numba import typeof
 
     from signsim.engine import compose, loop, specialize
+    from signsim.stages import kinds
 
     data, workers, server, run, gens = bundles or engine.bundles()
     icfg, fcfg, sp = run.icfg, run.fcfg, run.sp
@@ -63,47 +64,30 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
             (("module", "signsim.engine.loop", "check_settings"), sig(icfg[loop.I_SIGN_ZERO], icfg[loop.I_TIE])),
             (("module", "signsim.engine.loop", "step_size"), sig(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)),
             (("module", "signsim.engine.compress", "sparse_broadcast_bits"), sig(server.agg))]
-    # the server's stages: in the loop of every built-in composition, the dispatchers of signsim/engine/universal.py
-    # (every aggregation, error feedback, attack and server optimizer, compiled here whatever the run uses); a
-    # plugin's composition calls copies that a fresh process cannot make, compiled in this process with the loop
-    if kernel.py_func.__name__.endswith(f"__{compose.BUILTIN_KEY}"):
-        code = icfg[loop.I_CODE_AGGREGATION]
-        jobs += [(("module", "signsim.engine.universal", "finish_aggregate"),
-                  sig(code, server.agg, S, sp[loop.SP_AGGREGATION], icfg[loop.I_TIE], server.gen)),
-                 (("module", "signsim.engine.universal", "robust_aggregate"),
-                  sig(code, workers.msg[:S], server.agg, sp[loop.SP_AGGREGATION])),
-                 (("module", "signsim.engine.universal", "attack_rows"),
-                  sig(code, workers.msg[:S], S, sp[loop.SP_ATTACK])),
-                 (("module", "signsim.engine.universal", "ef_direction"), sig(code, server.agg, server.srv)),
-                 (("module", "signsim.engine.universal", "server_update"),
-                  sig(code, server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k)),
-                 (("module", "signsim.engine.universal", "est_direction"),
-                  sig(code, server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S, k))]
-        jobs += [(("module", "signsim.engine.universal", name), sig(code, workers.msg[:S], S, sp[row], server.gen))
-                 for name, row in (("pre_aggregate", loop.SP_PRE_AGGREGATION),
-                                   ("pre_aggregate_2", loop.SP_PRE_AGGREGATION_2),
-                                   ("pre_aggregate_3", loop.SP_PRE_AGGREGATION_3))]
-        down = server.down[0]  # a compressed downlink's vectors (the loop's D_* rows), as the loop types them
-        jobs += [(("module", "signsim.engine.universal", "compress_down"),
-                  sig(code, down, down, sp[loop.SP_DOWN_COMPRESSOR], icfg[loop.I_SIGN_ZERO], server.gen,
-                      server.diwork[0])),
-                 (("module", "signsim.engine.universal", "down_ef_before"), sig(code, 1.0, down, down, down)),
-                 (("module", "signsim.engine.universal", "down_ef_after"), sig(code, down, down)),
-                 (("module", "signsim.engine.universal", "down_ef_direction"), sig(code, down, down))]
-    elif compose.builtin_only(stages):  # a composition's own loop: the functions of its server-side stages
-        aggregation, ef, opt = stages["aggregation"], stages["error_feedback"], stages["server_optimizer"]
-        est = stages["estimator"]
-        attr = "finish" if aggregation.SUMMED else "robust"
-        args = (server.agg, S, sp[loop.SP_AGGREGATION], icfg[loop.I_TIE], server.gen) if aggregation.SUMMED else \
-            (workers.msg[:S], server.agg, sp[loop.SP_AGGREGATION])
-        jobs += [(("stage", "aggregation", aggregation.__name__, attr), sig(*args)),
-                 (("stage", "error_feedback", ef.__name__, "direction"), sig(server.agg, server.srv)),
-                 (("stage", "server_optimizer", opt.__name__, "update"),
-                  sig(server.agg, server.opt, sp[loop.SP_SERVER_OPTIMIZER], k)),
-                 (("stage", "estimator", est.__name__, "direction"),
-                  sig(server.agg, server.hbar, sp[loop.SP_ESTIMATOR], S, S, k))]
+    # the server's calls on its stages (``kinds.Call`` with ``worker`` False), each with the arguments the loop passes
+    # under the names the table gives them: in the family's one loop, the dispatchers of signsim/engine/universal.py,
+    # which take the stage's code first (every built-in stage, compiled here whatever the run uses); in a
+    # composition's own loop, its stages' functions. A plugin's composition calls copies that a fresh process cannot
+    # make, compiled in this process with the loop
+    one = kernel.py_func.__name__.endswith(f"__{compose.BUILTIN_KEY}")
+    if one or compose.builtin_only(stages):
+        # a vector of length d is typed as the aggregate (the downlink's rows, ``loop.D_*``, are of the same dtype)
+        value = {"msg": workers.msg[:S], "srv": server.srv, "opt": server.opt, "hbar": server.hbar, "gen": server.gen,
+                 "tie": icfg[loop.I_TIE], "sign_zero": icfg[loop.I_SIGN_ZERO], "iwork": server.diwork[0],
+                 "lr": fcfg[loop.F_LR], **dict.fromkeys(("agg", "direction", "v", "out", "g", "e"), server.agg),
+                 **dict.fromkeys(("k", "M", "B", "S", "H", "n"), k)}
+        code = icfg[loop.I_CODE_AGGREGATION]  # (every stage code is an int64 of icfg)
+        for kind in kinds.TABLE:
+            p = sp[loop.SP_ROW[kind.name]]
+            for call in kind.calls:
+                if call.worker:
+                    continue
+                args = sig(*(p if a == "p" else value[a] for a in call.args))
+                if one:
+                    jobs.append((("module", "signsim.engine.universal", call.loop_name), (typeof(code), *args)))
+                else:
+                    jobs.append((("stage", kind.name, stages[kind.name].__name__, call.attr), args))
     if compose.builtin_only(stages):  # a searching attack's line search (1.4 of a first run's 17 CPU-s)
-        one = kernel.py_func.__name__.endswith(f"__{compose.BUILTIN_KEY}")
         bound = kernel.py_func.__globals__.get(compose.BOUND_NOISE)
         recipe = ("loop", family, None if one else tuple((k, m.__name__) for k, m in sorted(stages.items())),
                   None if bound is None else specialize.noise_name(bound), "attack_factor")
@@ -126,7 +110,7 @@ def find(recipe):
     if kind == "stage":
         from signsim.engine import compose
 
-        return compose.stage_function(importlib.import_module(recipe[2]), recipe[3], False)
+        return compose.stage_function(compose.module_named(recipe[2]), recipe[3], False)
     if kind == "loop":  # a function in the namespace of a family's one loop or of a composition's (``compose._loops``)
         from signsim.engine import compose
 
