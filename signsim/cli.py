@@ -379,6 +379,7 @@ def list_() -> None:
     from signsim.data.splits import SUMMARIES
     from signsim.render import stage_tables as tables
     from signsim.render.tables import emit, listing
+    from signsim.stages import kinds
 
     def stage_rows(kind: str) -> list[tuple[str, str]]:
         return [(f, s + ("" if dft == "-" else f"; default {dft}")) for f, dft, s, _ in tables.rows(kind, False)]
@@ -386,11 +387,8 @@ def list_() -> None:
     sections = {
         "problems": [(s.name, s.summary) for s in problems.registry().values()],
         "methods": [(s.name, f"{s.summary}; defaults: {s.defaults()}") for s in methods.registry().values()],
-        "compressors": stage_rows("compressor"),
-        "aggregations": stage_rows("aggregation"),
-        "attacks": stage_rows("attack"),
-        "server optimizers": stage_rows("server_optimizer"),
-        "gradient estimators": stage_rows("estimator"),
+        # every kind of stage with modules of its own, under its table's title (signsim.stages.kinds)
+        **{k.title[0].lower() + k.title[1:].replace("`", ""): stage_rows(k.name) for k in kinds.PRIMARY},
         "noise models": [(m.name, m.summary) for m in noise.registry().values()],
         "data sources": [(d.name, d.summary) for d in data.registry().values()],
         "data splits": list(SUMMARIES.items()),

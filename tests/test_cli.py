@@ -86,6 +86,16 @@ def test_list_names_everything(cli):
 
     for name in (*problems.registry(), *methods.registry(), *noise.registry(), *data.registry(), *SUMMARIES):
         assert name in r.out
+    # every kind of stage (the table of kinds), each under its option, with every built-in stage's name
+    from signsim.stages import kinds, registry
+
+    lines = r.out.splitlines()
+    for kind in kinds.PRIMARY:
+        title = kind.title[0].lower() + kind.title[1:].replace("`", "")
+        at = lines.index(title)
+        end = lines.index("", at)  # a blank line ends the section
+        names = {line.split()[0].split("[")[0].split(":")[0] for line in lines[at + 1:end] if line[:1].strip()}
+        assert set(registry.builtin(kind.name)) <= names, kind.name
 
 
 @pytest.mark.parametrize(("args", "words"), [
