@@ -27,6 +27,20 @@ def test_every_registered_model_is_tested():
     assert {spec.split(":")[0] for spec in SPECS + HEAVY} | {"none"} == set(noise.registry())
 
 
+def test_each_module_is_the_one_the_engine_dispatches_to_and_its_code_names_it():
+    """``noise.MODULES`` names the modules ``engine/dispatch.py`` imports, each model's code is its module's CODE
+    (the one ``noise_draw`` branches on), codes are distinct, and ``module_of`` finds the module by its code."""
+    models = noise.modules()
+    assert list(models) == list(noise.MODULES)
+    assert len({m.code for m in models.values()}) == len(models)
+    for module, model in models.items():
+        assert getattr(dispatch, module).CODE == model.code
+        assert noise.module_of(model.code) == module
+        assert noise.registry()[model.name] is model
+    with pytest.raises(ValueError, match="unknown noise code 99"):
+        noise.module_of(99)
+
+
 @pytest.mark.parametrize("spec", SPECS + HEAVY)
 def test_kernel_draws_equal_numpy_draws(spec):
     model, p = noise.parse(spec)

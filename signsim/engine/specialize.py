@@ -125,16 +125,10 @@ def family_of(code: int) -> str:
     raise ValueError(f"problem code {code} belongs to no family of engine/specialize.py")
 
 
-def noise_name(code: int) -> str:
-    """The name of the noise model module (``signsim.noise``) with this code."""
-    for name in NOISE:
-        if getattr(dispatch, name).CODE == code:
-            return name
-    raise ValueError(f"unknown noise code {code}")
-
-
 #: the noise model modules, by the names ``engine/dispatch.py`` gives them (``signsim.noise``'s list)
-NOISE = noise_models._MODULES
+NOISE = noise_models.MODULES
+#: the name of the noise model module with an integer code (``signsim.noise.module_of``)
+noise_name = noise_models.module_of
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""Registry of noise models (docs/theory.md §5). One module per model; add a module and list it in ``_MODULES``
+"""Registry of noise models (docs/theory.md §5). One module per model; add a module and list it in ``MODULES``
 and in ``signsim.engine.dispatch.noise_draw``."""
 
 from __future__ import annotations
@@ -11,13 +11,29 @@ import numpy as np
 from signsim.errors import InputError
 from signsim.noise.base import MAX_SIGMA, NoiseModel, sigma_param, with_scales  # noqa: F401 (re-exported)
 
-_MODULES = ("none", "gaussian", "laplace", "uniform", "student_t", "bimodal", "skewed", "cauchy", "stable")
+#: the noise model modules of this package, by module name (``student_t`` for the model ``student-t``): the names
+#: ``signsim.engine.dispatch`` imports them by
+MODULES = ("none", "gaussian", "laplace", "uniform", "student_t", "bimodal", "skewed", "cauchy", "stable")
+
+
+@cache
+def modules() -> dict[str, NoiseModel]:
+    """Module name -> its model, in ``MODULES``' order."""
+    return {m: importlib.import_module(f"signsim.noise.{m}").MODEL for m in MODULES}
 
 
 @cache
 def registry() -> dict[str, NoiseModel]:
-    models = [importlib.import_module(f"signsim.noise.{m}").MODEL for m in _MODULES]
-    return {m.name: m for m in models}
+    """Model name (as ``--noise`` spells it) -> model, in ``MODULES``' order."""
+    return {m.name: m for m in modules().values()}
+
+
+def module_of(code: int) -> str:
+    """The name of the module whose model has this integer code (the loop's ``I_NOISE``)."""
+    for module, model in modules().items():
+        if model.code == code:
+            return module
+    raise ValueError(f"unknown noise code {code}")
 
 
 def parse(spec: str) -> tuple[NoiseModel, np.ndarray]:
