@@ -78,6 +78,22 @@ def test_every_place_that_names_a_kind_reads_the_table():
         assert kinds.code_setting(k.name) in loop.ICFG
         for flag in k.flags:
             assert kinds.flag_setting(flag) in loop.ICFG
+    # the names the loop's source reads them by (its I_CODE_*, SP_* and flag constants) hold each kind's own index
+    for k in kinds.TABLE:
+        assert getattr(loop, f"I_CODE_{k.name.upper()}") == loop.ICFG.index(kinds.code_setting(k.name)), k.name
+    rows = {name: getattr(loop, name) for name in vars(loop) if name.startswith("SP_") and name != "SP_ROW"}
+    assert len(rows) >= len(kinds.TABLE) - 1  # (the downlink's error feedback takes no parameters)
+    for name, row in rows.items():
+        assert row == loop.SP_ROW[name[3:].lower()] == kinds.NAMES.index(name[3:].lower()), name
+    for flag in kinds.FLAGS:
+        assert getattr(loop, f"I_{flag}") == loop.ICFG.index(kinds.flag_setting(flag)), flag
+    # the arguments of the server's calls on its stages are those the split compile knows how to type
+    from signsim.engine import split_compile
+
+    for k in kinds.TABLE:
+        for c in k.calls:
+            if not c.worker:
+                assert set(c.args) - {"p"} <= split_compile.SERVER_ARGS, (k.name, c.attr, c.args)
 
 
 def test_every_built_in_stage_module_declares_its_kinds_contract():

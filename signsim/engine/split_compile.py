@@ -30,6 +30,10 @@ import numpy as np
 
 #: the environment variable that turns the helper off ("0")
 ENV = "SIGNSIM_SPLIT_COMPILE"
+#: the argument names (``kinds.Call.args``) a call the server makes on its stages may use, besides its parameter row
+#: "p": ``plan`` types each from the value the loop passes under that name (a test checks the table against it)
+SERVER_ARGS = frozenset({"msg", "srv", "opt", "hbar", "gen", "tie", "sign_zero", "iwork", "lr", "agg", "direction",
+                         "v", "out", "g", "e", "k", "M", "B", "S", "H", "n"})
 
 
 def enabled() -> bool:
@@ -76,6 +80,7 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
                  "tie": icfg[loop.I_TIE], "sign_zero": icfg[loop.I_SIGN_ZERO], "iwork": server.diwork[0],
                  "lr": fcfg[loop.F_LR], **dict.fromkeys(("agg", "direction", "v", "out", "g", "e"), server.agg),
                  **dict.fromkeys(("k", "M", "B", "S", "H", "n"), k)}
+        assert value.keys() == SERVER_ARGS
         code = icfg[loop.I_CODE_AGGREGATION]  # (every stage code is an int64 of icfg)
         for kind in kinds.TABLE:
             p = sp[loop.SP_ROW[kind.name]]
