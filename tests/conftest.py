@@ -174,9 +174,6 @@ while True:
         lock.close()
         done.write(f"{time.monotonic() - start:.1f}\\t{line}\\n")
 """
-#: the threaded loops the fast tests use are signSGD's (the majority-vote statistics, the extreme data settings);
-#: ``signsim compile`` warms the default method's
-THREADED_METHOD = "signsgd"
 #: warm-up commands whose kernels no fast test loads (seen from the cache files' access times after a suite):
 #: the two-batch estimator on the MLP and a round of local steps' Monte Carlo on the data problems, 27 CPU-s
 UNUSED = frozenset({"diversity --problem mlp --pairs 8 --estimator two-batch --quiet",
@@ -198,7 +195,8 @@ def redundant(args: list[str]) -> bool:
 def _warm_up_queue() -> list[str]:
     """``signsim compile``'s float64 warm-up commands (float32 loops are for test_dtype.py, in the slow step) as
     queue lines ``family<TAB>primer<TAB>command``: each family's primer first (the longest first), then the other
-    commands with the families interleaved, one of each in turn."""
+    commands with the families interleaved, one of each in turn. Without its threaded runs: the whole suite runs
+    with one Numba thread per process (``ONE_THREAD``), where every run takes the serial loop."""
     from itertools import zip_longest
 
     from signsim.commands.compile import group, threaded, warm_commands
@@ -208,14 +206,16 @@ def _warm_up_queue() -> list[str]:
         _, family, dtype = group(args)
         if redundant(args):
             continue
-        if dtype == "float64" and " ".join(args) not in UNUSED:
-            if threaded(args):
-                args = [*args, "--method", THREADED_METHOD]
+        if dtype == "float64" and " ".join(args) not in UNUSED and not threaded(args):
             families.setdefault(family, []).append(" ".join(args))
     primers = [f"{family}\t1\t{lines[0]}" for family, lines in reversed(families.items())]
     others = [[f"{family}\t0\t{line}" for line in lines[1:]] for family, lines in families.items()]
     rest = [line for turn in zip_longest(*others) for line in turn if line is not None]
     return primers + rest
+
+
+#: NUMBA_NUM_THREADS of the whole suite's test processes (``pytest_sessionstart``)
+ONE_THREAD = "1"
 
 
 def pytest_sessionstart(session):
@@ -229,6 +229,11 @@ def pytest_sessionstart(session):
         return
     import tempfile
 
+    # one Numba thread in each test process and each signsim it starts (the warm-up's included, so set before it):
+    # N test processes on N cores use them all without oversubscribing them, and every run takes the serial loop, so
+    # the suite compiles no family's threaded loop (results are the same whatever the thread count: the threaded
+    # loops are tested against the serial ones, with 2 threads, in the slow step, tests/test_reproducibility.py)
+    os.environ["NUMBA_NUM_THREADS"] = ONE_THREAD
     start = time.monotonic()
     commands = _warm_up_queue()
     report = config.pluginmanager.get_plugin("terminalreporter")

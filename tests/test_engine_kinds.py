@@ -196,6 +196,29 @@ def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_ano
     assert draws == {specialize._absent_draw}
 
 
+def test_with_one_numba_thread_a_large_step_takes_the_serial_loop_with_the_same_results():
+    """A step of at least ``PARALLEL_WORK`` numbers takes the threaded loop only when Numba has more than one thread;
+    with one, the serial loop, whose results are the threaded loop's (docs/reference.md, NUMBA_NUM_THREADS)."""
+    import numba
+
+    from signsim.engine import driver
+    from signsim.engine.build import build
+    from signsim.interface import config
+
+    opts = {"problem": "quadratic", "dim": 2000, "workers": 32, "iters": 3, "method": "signsgd", "eval_every": 1}
+    assert 32 * 2000 >= driver.PARALLEL_WORK
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        engine = build(config.resolve(opts)).engine
+        assert not engine.parallel and not engine.icfg[loop.I_PARALLEL]
+        one = signsim.run(**opts).to_dict()
+    finally:
+        numba.set_num_threads(before)
+    assert build(config.resolve(opts)).engine.parallel == (before > 1)
+    assert one["history"] == signsim.run(**opts).to_dict()["history"]
+
+
 def test_a_billion_clients_of_which_two_take_part_cost_nothing_per_client():
     """M = 10^9 workers, S = 2 per round, stateless stages: a worker array would need gigabytes (and its streams
     hours); the run sets up and finishes with the oracle calls of its participants only, reproducibly."""

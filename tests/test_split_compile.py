@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
 
@@ -23,9 +24,12 @@ def _engine(monkeypatch, **options):
     return engine
 
 
-@pytest.mark.parametrize("options", [{}, {"method": "signsgd", "dim": 2000, "workers": 64},
-                                     {"method": "signum", "byzantine": 1, "attack": "alie-opt", "loop": "composed"}],
-                         ids=["serial", "threaded", "own-loop"])
+@pytest.mark.parametrize("options", [
+    {},
+    # (the whole suite runs with one Numba thread, where every run is serial: this case runs in the slow step)
+    pytest.param({"method": "signsgd", "dim": 2000, "workers": 64}, marks=pytest.mark.slow),
+    {"method": "signum", "byzantine": 1, "attack": "alie-opt", "loop": "composed"}],
+    ids=["serial", "threaded", "own-loop"])
 def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options):
     """Every job's signature is one Numba's cache lists for that kernel after a loop compiled it (the suite's
     warm-up compiles the loops without the helper: a signature that differs from the loop's would be missing). The
@@ -39,6 +43,8 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     kernel = engine.kernel
     one = kernel.py_func.__name__.endswith(f"__{compose.BUILTIN_KEY}")
     assert ("run_chunk_serial" not in kernel.py_func.__name__) == bool(engine.icfg[loop.I_PARALLEL])
+    if "workers" in options:
+        assert engine.icfg[loop.I_PARALLEL] == (numba.get_num_threads() > 1)
     jobs, (step, signatures) = split_compile.plan(engine, kernel)
     names = [recipe[-1] for recipe, _ in jobs]
     server = [(c.loop_name if one else c.attr) for k in kinds.TABLE for c in k.calls if not c.worker]

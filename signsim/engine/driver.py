@@ -26,7 +26,9 @@ from signsim.seeding import participation_stream, run_streams
 from signsim.stages import PRE_KINDS, kinds
 from signsim.stages.registry import Stage
 
-#: a run uses the parallel loop over workers when a step touches at least this many numbers
+#: a run uses the parallel loop over workers when a step touches at least this many numbers and Numba has more than
+#: one thread (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``): with one, the serial loop does the same work without
+#: the parallel loop's scheduling, and gives the same results (the loops are bit-identical whatever the thread count)
 PARALLEL_WORK = 50_000
 #: the driver returns to Python about this often (seconds) for the progress bar and Ctrl-C
 CHUNK_SECONDS = 0.1
@@ -294,8 +296,10 @@ class Engine(ChunkedState):
         self.part_gen = participation_stream(seed)  # the server's sampling stream, apart from its tie-breaks
         self.M, self.S = M, S
         if parallel is None:  # (gradients from outside the loop: torch's threads compute them, the stages run serially)
+            from numba import get_num_threads
+
             parallel = (S * d * max(1.0, oracle_rows(problem, s.batch_size)) * s.local_steps >= PARALLEL_WORK
-                        and problem.external is None)
+                        and problem.external is None and get_num_threads() > 1)
         self.parallel = bool(parallel)
         if S < M:  # each chunk's participants and their generators are drawn before it (``_sample``)
             self.part = np.zeros((1, S), dtype=np.int64)
