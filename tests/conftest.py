@@ -9,6 +9,9 @@ composition and about 14 for each further one, 4 December 2026), each compositio
 plugin's. So, in a new test file:
 - reuse the problems and dtypes other tests already use (a quadratic, float64) unless the test is about that
   problem or dtype;
+- the whole suite runs with one Numba thread per test process (``ONE_THREAD``), so every run takes the serial loop
+  and no threaded loop compiles; a test about threads (their count, the threaded loop) is marked ``slow``, where
+  Numba has its default thread count;
 - end-to-end runs of more than a few seconds, fresh-cache compiles and long hypothesis searches are marked
   ``slow`` too. ``.ci/run`` runs them (``python -m pytest -m slow``), so nothing marked slow goes untested;
 - never a fixed sleep: wait for a readiness signal (``wait_until_ready``, a line on stderr).
