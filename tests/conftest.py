@@ -1,10 +1,10 @@
 """Shared fixtures, the hypothesis profiles, the suite's kernel warm-up and its count of compiled kernels.
 
 Keeping the fast suite fast (the README's test command: <= 6 min on 2 cores from an empty kernel cache). Most of
-its time is Numba compiling, not running. Every composition of built-in stages runs in its family's one loop
-(``SIGNSIM_LOOP=analytic,glm,mlp``, set below: the analytic problems', the GLMs' and the MLP's loops, each compiled
-once per dtype and threading), so a grid over stages on them costs run time only; on your own PyTorch model, whose
-one loop costs more to compile than the few compositions the suite runs there (75 CPU-s against 18 for the first
+its time is Numba compiling, not running. Every composition of built-in stages on the analytic problems and the GLMs
+runs in its family's one loop (``SIGNSIM_LOOP=analytic,glm``, set below: each compiled once per dtype and
+threading), so a grid over stages on them costs run time only; on the MLP and your own PyTorch model, whose one loops
+cost more to compile than the few compositions the suite runs there (your model's: 75 CPU-s against 18 for the first
 composition and about 14 for each further one, 4 December 2026), each composition compiles its own loop, as does a
 plugin's. So, in a new test file:
 - reuse the problems and dtypes other tests already use (a quadratic, float64) unless the test is about that
@@ -31,12 +31,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-# every composition of built-in stages runs in its family's one loop (docs/reference.md, SIGNSIM_LOOP): the suite
-# compiles that loop once per family, dtype and threading instead of a loop per composition (measured from an empty
-# cache, 4 December 2026: the README's test command took 5 min 31 s with the GLMs and the MLP in their one loops,
-# 6 min 16 s with the analytic problems' only, 5 min 37 s with every family's); tests that compare it with a
-# composition's own loop set the variable themselves
-os.environ.setdefault("SIGNSIM_LOOP", "analytic,glm,mlp")
+# the compositions of built-in stages on the analytic problems and the GLMs run in their families' one loops
+# (docs/reference.md, SIGNSIM_LOOP): the suite compiles each once per dtype instead of a loop per composition; the
+# MLP's few compositions compile their own loops (measured from an empty cache, 4 December 2026, 18:33-18:43, one
+# Numba thread per test process: the README's test command took 4 min 26 s so, 4 min 54 s with the MLP in its one
+# loop too (18:22), 5 min 30 s with the analytic problems' only); tests that compare the one loop with a
+# composition's own set the variable themselves
+os.environ.setdefault("SIGNSIM_LOOP", "analytic,glm")
 # no family's one loop compiles in the background after a run (signsim.engine.warm): tests/test_warm.py turns it on
 os.environ.setdefault("SIGNSIM_WARM", "0")
 
