@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from signsim.engine import loop, specialize
+from signsim.engine import inline, loop, specialize
 from signsim.stages import kinds
 
 #: what a stage of each kind gives the loop (``signsim.stages.kinds``): loop name -> module attribute, and flags
@@ -187,6 +187,7 @@ def namespace(stages: dict | None) -> dict:
 
 @functools.cache
 def _loops(family: str, key: str, stages: tuple | None, noise: str | None = None):
+    inline.install()  # the worker step inlined into the loops that call it, by LLVM (``signsim.engine.inline``)
     lns = {**vars(loop), **specialize.dispatchers(family, noise), **namespace(None if stages is None else dict(stages))}
     lns[BOUND_NOISE] = None if noise is None else getattr(specialize.dispatch, noise).CODE
     lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{family}__{key}", lns, _nrt=False)
