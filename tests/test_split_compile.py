@@ -113,3 +113,25 @@ def test_from_an_empty_cache_the_loop_loads_the_helpers_kernels_and_results_matc
     assert not helpers & set(compiled_here), compiled_here
     assert any(n.startswith("worker_step__analytic") for n in compiled_here)
     assert any(n.startswith("run_chunk_serial__analytic") for n in compiled_here)
+
+
+def test_later_chunks_call_the_loops_compiled_entry_with_the_same_results(monkeypatch):
+    """After the first chunk (through Numba's dispatcher) the driver calls the compiled loop's entry point for the
+    run's argument types; a run whose every chunk goes through the dispatcher gives the same history bit for bit.
+    A hook every 3 iterations cuts the run into chunks."""
+    monkeypatch.setenv(split_compile.ENV, "0")
+    outs = []
+    for through_dispatcher in (False, True):
+        engine = build(config.resolve({"method": "ssdm", "workers": 8, "iters": 20, "eval_every": 1})).engine
+        if through_dispatcher:
+            engine.entry = False  # (False: no entry to call, as for types the loop was not compiled for)
+        calls: list[int] = []
+        out = simulate(engine, hooks=[(3, lambda k, x, calls=calls: calls.append(k))])
+        assert calls == [0, 3, 6, 9, 12, 15, 18]  # (k = K is not a multiple of 3)
+        if through_dispatcher:
+            assert engine.entry is False
+        else:
+            assert engine.entry is engine.kernel.overloads[engine.signature].entry_point
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0].history, outs[1].history)
+    np.testing.assert_array_equal(outs[0].x, outs[1].x)
