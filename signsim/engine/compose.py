@@ -265,17 +265,18 @@ def loops_of_every_composition(family: str):
 
 
 def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None) -> tuple:
-    """(the loop a run takes, whether to compile the family's one loop in the background once it has run). A
-    composition with a plugin: its own. Otherwise, by ``SIGNSIM_LOOP``; under "auto", the composition's own loop
-    when it is in the kernel cache for this signature (the one loop chooses each stage by its code at every call;
-    with the worker step inlined, ``signsim.engine.inline``, the two ran SSDM in about the same time: 0.098 s against
-    0.105 s on Rosenbrock at d = 10, K = 20,000, and 0.88 s both on the d = 10^6 quadratic, medians of three runs of
-    ``benchmarks/bench_engine.py`` on 5 December 2026), else the family's one loop when that is cached (nothing compiles), else its own when the cache holds no loop of the family yet (a
-    first run compiles the smaller loop: about half the CPU time; then the one loop compiles in the background,
-    ``signsim.engine.warm``), else the one loop (a second composition: from then on every composition of built-in
-    stages runs without compiling), waiting for a background compile of it that is at work rather than compiling it
-    a second time. A composition's own loop draws from the run's noise model ``noise`` only (``loops``), so a
-    composition run with another noise model is another composition here."""
+    """(the loop a run takes, whether to compile the family's one loop in the background once it has run). A composition
+    with a plugin: its own. Otherwise, by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in
+    the kernel cache for this signature (the one loop chooses each stage by its code at every call; with the worker
+    step inlined, ``signsim.engine.inline``, the two ran SSDM in about the same time: 0.098 s against 0.105 s on
+    Rosenbrock at d = 10, K = 20,000, and 0.88 s both on the d = 10^6 quadratic, medians of three runs of
+    ``benchmarks/bench_engine.py`` on 5 December 2026), else the family's one loop when that is cached (nothing
+    compiles), else its own when the cache holds no loop of the family yet (a first run compiles the smaller loop:
+    about half the CPU time; then the one loop compiles in the background, ``signsim.engine.warm``), else the one
+    loop (a second composition: from then on every composition of built-in stages runs without compiling), waiting
+    for a background compile of it that is at work rather than compiling it a second time. A composition's own loop
+    draws from the run's noise model ``noise`` only (``loops``), so a composition run with another noise model is
+    another composition here."""
     from signsim.engine import warm
     from signsim.engine.split_compile import cached
 
