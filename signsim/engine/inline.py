@@ -1,4 +1,5 @@
-"""The worker step inlined into the loop that calls it, by LLVM rather than by Numba.
+"""The worker step inlined into the loop that calls it, and the worker's stage kernels into the step, by LLVM
+rather than by Numba.
 
 A loop calls its worker step once per participant and round. The step is compiled on its own (``compose._loops``:
 one compile shared by the threaded and the serial loop, and done in this process while the split compile's helper
@@ -6,7 +7,10 @@ compiles the rest, ``signsim.engine.split_compile``), and Numba links its code i
 it. It did not: the step holds the composition's stages and is larger than LLVM's inlining threshold, so each call
 passed its arguments one by one (the four bundles' arrays, about 180 machine words) and cost about 40 ns. On
 Rosenbrock (d = 10, M = 32) that was a quarter of an SSDM iteration (4 December 2026, 2-core machine: 0.08 us a
-worker and round without noise, against 0.05 inlined).
+worker and round without noise, against 0.05 inlined). The stage kernels on a worker's path (``compose.stage_function``
+names them ``...__worker``) are compiled on their own too, once for every composition that uses them; called rather
+than inlined into the step, they took another 1 us of SSDM's 5.5 (momentum and the stochastic sign), and half of the
+family's one loop's time, which calls them from its dispatch by code (9.3 us an iteration, 4.7 with both inlined).
 
 Numba's own ``inline="always"`` cannot do it: it inlines Numba's IR, which the loop (compiled with Numba's runtime)
 would then lower with reference counts, while the step's stage kernels (compiled without it) return views they did
@@ -20,7 +24,8 @@ whose internals differ, ``install`` does nothing and the loop calls the step as 
 
 from __future__ import annotations
 
-#: the kernels LLVM inlines into every caller: fragments of their (mangled) names, as ``compose._loops`` names them
+#: the kernels LLVM inlines into every caller: fragments of their (mangled) names, as ``compose._loops`` names the
+#: worker step and ``compose.stage_function`` the stage kernels on a worker's path
 NAMES = ("worker_step__", "__worker")
 
 _installed = False
