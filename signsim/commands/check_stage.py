@@ -8,7 +8,7 @@ from signsim.errors import InputError
 def check_stage(spec: str, plugin: str | None = None, samples: int = 2000, seed: int = 0) -> tuple[list[str], bool]:
     """(the table's lines, whether every declared property holds)."""
     from signsim.diagnostics import stage_check as check
-    from signsim.engine.compose import smoke_test
+    from signsim.engine.smoke import smoke_test
     from signsim.stages import plugins, registry
 
     if samples < 2 or samples > 10**7:

@@ -131,7 +131,7 @@ def _draws_for(module):
 
 
 _COPIES: dict = {}
-#: (stage, d) whose kernels passed ``compose.smoke_test`` in this process
+#: (stage, d) whose kernels passed ``smoke.smoke_test`` in this process
 _SMOKED: set = set()
 
 
@@ -141,14 +141,14 @@ def _kernel_draws(t: Transform, G: np.ndarray, gens: list, a: np.ndarray, sums: 
     draw r from gens[r], in calls of at most CALL_WORK coordinates (Ctrl-C acts between them)."""
     from numba.typed import List
 
-    from signsim.engine import compose
+    from signsim.engine import smoke
     from signsim.interface.interrupts import interruptible
 
     n, d = G.shape
     if n == 0:
         return
     if (t.stage, d) not in _SMOKED:  # a plugin's kernel, bounds-checked first: a broken one is one line
-        compose.smoke_test(t.stage, d)
+        smoke.smoke_test(t.stage, d)
         _SMOKED.add((t.stage, d))
     fn = _draws_for(t.module)
     p = t.stage.param_array()

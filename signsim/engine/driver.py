@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from signsim.codes import Schedule, SignZero, Status, Tie, choice
-from signsim.engine import compose, loop, specialize, split_compile
+from signsim.engine import compose, loop, smoke, specialize, split_compile
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.interface.interrupts import acknowledge, interruptible, ready
@@ -317,7 +317,7 @@ class Engine(ChunkedState):
 
         self.plugins = [st.module for st in s.stage_list() if plugins.is_plugin(st.module)]
         for st in s.stage_list():
-            compose.smoke_test(st, d)  # a plugin's kernels compile and behave, or one error line naming it
+            smoke.smoke_test(st, d)  # a plugin's kernels compile and behave, or one error line naming it
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.kernel = None  # the compiled loop, chosen at the first chunk
         self.signature = None  # its argument types

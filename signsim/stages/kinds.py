@@ -30,16 +30,28 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Call:
     """One function the loop calls on a stage: the loop's name for it, the module's function, its arguments (after
-    the stage's code, which the loop passes first), whether it returns a value, and whether it runs on a worker's
-    path (compiled without Numba's runtime: nothing there may allocate)."""
+    the stage's code, which the loop passes first), what it returns, and whether it runs on a worker's path
+    (compiled without Numba's runtime: nothing there may allocate)."""
 
     loop_name: str
     attr: str
     args: tuple[str, ...]
-    returns: bool
+    #: what it returns (``RESULTS``): "vector" (a vector of length d), "bits" (the message's bits, a finite number
+    #: > 0), "rows" (how many of its n rows it leaves, 1 to n), "flag" (a bool), or "" (nothing)
+    result: str
     worker: bool
     #: a module may leave it out: then ``signsim.stages.defaults`` gives the function (a plugin written before it)
     optional: bool = False
+    #: the module's flag under which the loop makes the call ("SUMMED"; "!SUMMED": when it is False); "" always
+    when: str = ""
+
+    @property
+    def returns(self) -> bool:
+        return bool(self.result)
+
+
+#: the values ``Call.result`` takes
+RESULTS = ("", "vector", "bits", "rows", "flag")
 
 
 @dataclass(frozen=True)
@@ -93,45 +105,45 @@ class Kind:
 
 TABLE: tuple[Kind, ...] = (
     Kind("momentum", "momentum", "--momentum-kind", "Momentum (`--momentum`, picked by the method)", "worker",
-         (Call("momentum_step", "kernel", ("k", "g", "m", "p"), True, True),),
+         (Call("momentum_step", "kernel", ("k", "g", "m", "p"), "vector", True),),
          states=(State("STATE", "mom", ("M", "d")),),
          declares={"STATE": bool, "reference": "function"}),
     Kind("compressor", "compressors", "--compressor", "Compressors (`--compressor`)", "worker",
-         (Call("compress", "kernel", ("v", "out", "p", "sign_zero", "gen", "iwork"), True, True),),
+         (Call("compress", "kernel", ("v", "out", "p", "sign_zero", "gen", "iwork"), "bits", True),),
          states=(State("SCRATCH", "iwork", ("S", "d"), "int64"),),
          declares={"KIND": str, "SCRATCH": bool, "BROADCAST": str, "constant": "function", "may_be_zero": "function",
                    "bits": "function", "reference": "function"}),
     Kind("error_feedback", "error_feedback", "--error-feedback", "Error feedback (`--error-feedback`)", "worker",
-         (Call("ef_sends", "sends", ("k", "v", "e", "p"), True, True, optional=True),
-          Call("ef_before", "before", ("lr", "v", "g", "e"), True, True),
-          Call("ef_after", "after", ("e", "out"), False, True),
-          Call("ef_direction", "direction", ("agg", "srv"), True, False)),
+         (Call("ef_sends", "sends", ("k", "v", "e", "p"), "flag", True, optional=True, when="LAZY"),
+          Call("ef_before", "before", ("lr", "v", "g", "e"), "vector", True),
+          Call("ef_after", "after", ("e", "out"), "", True),
+          Call("ef_direction", "direction", ("agg", "srv"), "vector", False)),
          flags={"STEP_SCALED": "STEP_SCALED", "INCREMENTS": "INCREMENTS", "LAZY": "LAZY"},
          states=(State("STATE", "err", ("M", "d"), width="STATE_WIDTH"),),
          declares={"STATE": bool, "STEP_SCALED": bool, "TRACK_ERROR": bool, "reference_before": "function",
                    "reference_after": "function", "reference_direction": "function"}),
     Kind("aggregation", "aggregation", "--aggregate", "Aggregation (`--aggregate`)", "server",
-         (Call("finish_aggregate", "finish", ("agg", "M", "p", "tie", "gen"), False, False),
-          Call("robust_aggregate", "robust", ("msg", "agg", "p"), False, False)),
+         (Call("finish_aggregate", "finish", ("agg", "M", "p", "tie", "gen"), "", False, when="SUMMED"),
+          Call("robust_aggregate", "robust", ("msg", "agg", "p"), "", False, when="!SUMMED")),
          flags={"SUMMED": "SUMMED"},
          declares={"SUMMED": bool, "sparse": "function", "down_bits": "function", "reference": "function"}),
     Kind("attack", "attacks", "--attack", "Attacks (`--attack`, with `--byzantine`)", "worker",
-         (Call("attack_row", "row", ("out", "p", "gen"), False, True),
-          Call("attack_rows", "rows", ("msg", "B", "p"), False, False)),
+         (Call("attack_row", "row", ("out", "p", "gen"), "", True),
+          Call("attack_rows", "rows", ("msg", "B", "p"), "", False, when="OMNISCIENT")),
          flags={"OMNISCIENT": "OMNISCIENT", "SEARCH": "SEARCH"},
          # LABELS: the Byzantine workers compute honest gradients on flipped labels (label-flip, docs/theory.md §8.5);
          # the run's data setup gives them the flipped copy (``finite_sum.with_flipped_labels``)
          setup_flags={"LABELS": "LABELS"},
          declares={"OMNISCIENT": bool, "reference": "function", "reference_rows": "function"}),
     Kind("server_optimizer", "server_optimizers", "--server-opt", "Server optimizers (`--server-opt`)", "server",
-         (Call("server_update", "update", ("direction", "opt", "p", "k"), True, False),),
+         (Call("server_update", "update", ("direction", "opt", "p", "k"), "vector", False),),
          states=(State("STATE", "opt", ("3", "d")),),
          declares={"STATE": bool, "reference": "function"}),
     Kind("estimator", "estimators", "--grad-estimator", "Gradient estimators (`--grad-estimator`)", "worker",
-         (Call("est_fresh", "fresh", ("k", "hbar", "p", "gen"), True, False, optional=True),
-          Call("est_before", "before", ("v", "g", "h", "p"), True, True),
-          Call("est_after", "after", ("h", "hbar", "out", "p", "H"), False, True),
-          Call("est_direction", "direction", ("agg", "hbar", "p", "S", "M", "H"), True, False)),
+         (Call("est_fresh", "fresh", ("k", "hbar", "p", "gen"), "flag", False, optional=True),
+          Call("est_before", "before", ("v", "g", "h", "p"), "vector", True),
+          Call("est_after", "after", ("h", "hbar", "out", "p", "H"), "", True),
+          Call("est_direction", "direction", ("agg", "hbar", "p", "S", "M", "H"), "vector", False)),
          flags={"CORRECTS": "CORRECTS", "TWO_POINT": "TWO_POINT"},
          states=(State("STATE", "shift", ("M", "d")), State("SERVER_STATE", "hbar", ("3", "d"))),
          declares={"STATE": bool, "extra_bits": "function", "reference_correct": "function",
@@ -140,22 +152,22 @@ TABLE: tuple[Kind, ...] = (
 
     Kind("pre_aggregation", "pre_aggregation", "--pre-aggregate",
          "Pre-aggregation (`--pre-aggregate`, chained before `--aggregate`)", "server",
-         (Call("pre_aggregate", "pre", ("msg", "n", "p", "gen"), True, False),),
+         (Call("pre_aggregate", "pre", ("msg", "n", "p", "gen"), "rows", False),),
          declares={"rows": "function", "reference": "function"}),
     # the second and third links of a --pre-aggregate chain: slots of the pre-aggregation's modules
     Kind("pre_aggregation_2", "pre_aggregation", "--pre-aggregate", "", "server",
-         (Call("pre_aggregate_2", "pre", ("msg", "n", "p", "gen"), True, False),), of="pre_aggregation"),
+         (Call("pre_aggregate_2", "pre", ("msg", "n", "p", "gen"), "rows", False),), of="pre_aggregation"),
     Kind("pre_aggregation_3", "pre_aggregation", "--pre-aggregate", "", "server",
-         (Call("pre_aggregate_3", "pre", ("msg", "n", "p", "gen"), True, False),), of="pre_aggregation"),
+         (Call("pre_aggregate_3", "pre", ("msg", "n", "p", "gen"), "rows", False),), of="pre_aggregation"),
 
     Kind("down_compressor", "compressors", "--down-compressor", "Downlink compressors (`--down-compressor`)", "server",
-         (Call("compress_down", "kernel", ("v", "out", "p", "sign_zero", "gen", "iwork"), True, False),),
+         (Call("compress_down", "kernel", ("v", "out", "p", "sign_zero", "gen", "iwork"), "bits", False),),
          states=(State("SCRATCH", "diwork", ("1", "d"), "int64"),), of="compressor"),
     Kind("down_error_feedback", "error_feedback", "--down-feedback",
          "Downlink error feedback (`--down-feedback`)", "server",
-         (Call("down_ef_before", "before", ("lr", "v", "g", "e"), True, False),
-          Call("down_ef_after", "after", ("e", "out"), False, False),
-          Call("down_ef_direction", "direction", ("agg", "srv"), True, False)),
+         (Call("down_ef_before", "before", ("lr", "v", "g", "e"), "vector", False),
+          Call("down_ef_after", "after", ("e", "out"), "", False),
+          Call("down_ef_direction", "direction", ("agg", "srv"), "vector", False)),
          states=(State("STATE", "down", ("5", "d")),), of="error_feedback"),
 )
 

@@ -6,7 +6,8 @@ installed package's entry point in the group ``signsim.stages`` (the entry point
 
 A plugin that breaks the contract gets one error line naming it (``InputError``): a missing or mistyped
 declaration, a name that clashes with a stage already known, a kernel that does not compile, or a kernel that
-writes the wrong values (``smoke_test``: non-finite output, a bit count that is not a positive finite number)."""
+writes or returns the wrong values (``signsim.engine.smoke``: out of bounds, non-finite output, a bit count that is not
+a positive finite number)."""
 
 from __future__ import annotations
 
