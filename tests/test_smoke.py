@@ -155,3 +155,11 @@ def test_an_error_feedback_plugin_with_a_two_wide_row_passes(tmp_path):
     with pytest.raises(InputError, match="outside an array") as e:
         smoke.smoke_test(one_wide, 16)
     assert str(path) in str(e.value)
+
+
+def test_every_call_of_the_table_declares_a_known_result_and_a_flag_of_its_kind():
+    for kind in kinds.TABLE:
+        for call in kind.calls:
+            assert call.result in kinds.RESULTS, (kind.name, call.attr)
+            if call.when:
+                assert call.when.lstrip("!") in kind.flags.values(), (kind.name, call.attr, call.when)
