@@ -31,7 +31,7 @@ def test_the_smoke_test_makes_the_calls_the_loop_makes_under_the_module_flags(mo
 
     def fake(module, attr, worker_path, inline=False, checked=False):
         assert checked and not worker_path
-        call = next(c for c in kinds.BY_NAME[kinds.base(module.STAGE_KIND)].calls if c.attr == attr)
+        call = next(c for c in kinds.BY_NAME[module.STAGE_KIND].calls if c.attr == attr)
         results = {"vector": lambda *a: np.zeros(D), "bits": lambda *a: 1.0, "rows": lambda *a: 1,
                    "flag": lambda *a: False, "": lambda *a: None}
         return lambda *args: made.append((module.NAME, attr)) or results[call.result](*args)
@@ -145,16 +145,57 @@ def test_a_pre_aggregation_plugin_breaking_its_row_is_one_line_naming_it(tmp_pat
     assert str(path) in text and message in text and "\n" not in text, text
 
 
-def test_an_error_feedback_plugin_with_a_two_wide_row_passes(tmp_path):
+def test_an_error_feedback_plugin_with_a_two_wide_row_passes_on_the_uplink_only(tmp_path):
     """STATE_WIDTH = 2: the engine allocates 2 d per worker, so writing e[d + i] is in bounds (it was refused when
-    the smoke test handed every error feedback a row of length d)."""
-    stage, _ = _plugin(tmp_path, "smoke_two_wide", EF.format(name="smoke-two-wide"))
+    the smoke test handed every error feedback a row of length d); the same plugin as the downlink's error feedback,
+    whose memory is one d-long row of the downlink's five, would write into the next row, and is refused; so is a
+    plugin that declares one vector and writes two."""
+    stage, path = _plugin(tmp_path, "smoke_two_wide", EF.format(name="smoke-two-wide"))
     smoke.smoke_test(stage, 16)
+    with pytest.raises(InputError, match="outside an array") as e:
+        smoke.smoke_test(registry.parse("down_error_feedback", "smoke-two-wide"), 16)
+    assert str(path) in str(e.value)
     one_wide, path = _plugin(tmp_path, "smoke_one_wide",
                              EF.format(name="smoke-one-wide").replace("STATE_WIDTH = 2", "STATE_WIDTH = 1"))
     with pytest.raises(InputError, match="outside an array") as e:
         smoke.smoke_test(one_wide, 16)
     assert str(path) in str(e.value)
+
+
+MOMENTUM = '''
+    STAGE = "momentum"
+    NAME = "{name}"
+    PARAMS = ()
+    SUMMARY = "a test momentum"
+    STATE = {state}
+
+
+    def kernel(k, g, m, p):
+        for i in range(g.shape[0]):
+            m[i] = 0.5 * m[i] + g[i]
+        return m
+
+
+    def reference(k, g, m, params):
+        return 0.5 * m + g
+'''
+
+
+def test_a_stage_that_writes_state_it_did_not_declare_is_refused(tmp_path):
+    """Without STATE the engine hands the momentum a 1-long placeholder (driver.owned_state); a kernel that writes a
+    d-long memory would write past it unchecked."""
+    ok, _ = _plugin(tmp_path, "smoke_mom_state", MOMENTUM.format(name="smoke-mom-state", state=True))
+    smoke.smoke_test(ok, 16)
+    bad, path = _plugin(tmp_path, "smoke_mom_nostate", MOMENTUM.format(name="smoke-mom-nostate", state=False))
+    with pytest.raises(InputError, match="outside an array") as e:
+        smoke.smoke_test(bad, 16)
+    assert str(path) in str(e.value)
+
+
+def test_an_attack_may_send_infinities():
+    """ByzFL's inf attack sends +inf: a kind whose stages may (``Kind.finite`` False) is not held to finite output."""
+    assert not kinds.BY_NAME["attack"].finite
+    smoke._smoke(registry.parse("attack", "inf"), 16)
 
 
 def test_every_call_of_the_table_declares_a_known_result_and_a_flag_of_its_kind():

@@ -215,11 +215,7 @@ def owned_state(stages: dict, M: int, S: int, d: int, dt) -> dict[str, np.ndarra
     for kind in kinds.PRIMARY:
         module = stages[kind.name]
         for st in kind.states:
-            on = getattr(module, st.flag, getattr(module, "STATE", False))
-            shape = tuple(sizes[n] if n in sizes else int(n) for n in st.shape) if on else (1, 1)
-            if on and st.width:
-                shape = (*shape[:-1], shape[-1] * int(getattr(module, st.width, 1)))
-            out[st.slot] = np.zeros(shape, dtype=dt if st.dtype == "state" else np.int64)
+            out[st.slot] = np.zeros(st.dims(module, sizes), dtype=dt if st.dtype == "state" else np.int64)
     return out
 
 

@@ -1,11 +1,15 @@
 """A plugin's kernels run once, bounds-checked, before the engine runs them unchecked: every call the loop makes on a
 stage of its kind, read from the table of kinds (``signsim.stages.kinds``), with arguments of the shapes the loop
-passes (``values``), over three rounds (k = 0, 1, 2) that keep the stage's state.
+passes (``values``; the stage's state as its kind's ``State`` rows size it for the module, placeholders included),
+over three rounds (k = 0, 1, 2) that keep that state. A slot's stage (the downlink's compressor or error feedback, a
+link of the pre-aggregation chain) runs with the slot's row: the downlink's error memory is d long whatever the
+module's STATE_WIDTH.
 
 What each call must do follows from its row of the table: a "vector" result is a finite vector of length d; "bits"
 a finite number > 0; "rows" how many of the n rows it leaves, 1 to n; "flag" a bool; and every array it is handed
-stays finite (of a "rows" call, the rows it leaves). A call the loop makes only under a module flag (``Call.when``:
-an aggregation's ``finish`` when it is SUMMED, its ``robust`` otherwise) runs only under it. A compressor's NumPy
+stays finite (of a "rows" call, the rows it leaves; not for a kind whose stages may send infinities,
+``Kind.finite``). A call the loop makes only under a module flag (``Call.when``: an aggregation's ``finish`` when it
+is SUMMED, its ``robust`` otherwise) runs only under it. A compressor's NumPy
 ``reference`` must return a vector of length d as well (the PyTorch path, ``signsim.torch.ddp``, sends what it
 returns).
 """
@@ -38,25 +42,28 @@ def smoke_test(stage, d: int) -> None:
         _smoke(stage, size)
 
 
-def values(d: int, module, p: np.ndarray) -> dict:
+def values(d: int, kind: kinds.Kind, module, p: np.ndarray) -> dict:
     """The loop's arguments by the table's names (``kinds.Call.args``) for one round at dimension d: finite
-    vectors and messages, the stage's state in the shapes its kind declares (error feedback's row is STATE_WIDTH d
-    long), ``ROWS`` messages."""
+    vectors and ``ROWS`` messages, and the state a stage of ``module`` owns as ``kind``'s ``State`` rows size it
+    (one worker's row, or the whole array; the (1, 1) placeholder when the module does not set the flag)."""
     v = np.linspace(-1.0, 1.5, d)
     msg = np.vstack([v, -v, 2.0 * v, v])[:ROWS]
-    return {
+    out = {
         "v": v.copy(), "g": v.copy(), "out": np.zeros(d), "direction": v.copy(),
         # what finish is handed: the sum of the messages (the loop's sum, then the rule's finish)
-        "agg": msg.sum(axis=0), "msg": msg,
-        "e": np.zeros(d * int(getattr(module, "STATE_WIDTH", 1))), "m": np.zeros(d), "h": np.zeros(d),
-        "srv": np.zeros(d), "opt": np.zeros((3, d)), "hbar": np.zeros((3, d)),
-        "p": p, "gen": np.random.default_rng(0), "sign_zero": 0, "tie": 0, "iwork": np.zeros(d, dtype=np.int64),
+        "agg": msg.sum(axis=0), "msg": msg, "srv": np.zeros(d),
+        "p": p, "gen": np.random.default_rng(0), "sign_zero": 0, "tie": 0,
         "lr": 0.1, "k": 0, "M": ROWS, "S": ROWS, "H": 2, "n": ROWS, "B": 1,
     }
+    for st in kind.states:
+        array = np.zeros(st.dims(module, {"M": 1, "S": 1, "d": d}), np.float64 if st.dtype == "state" else np.int64)
+        out[st.arg] = array[0] if st.row else array
+    return out
 
 
-#: the arguments that hold a stage's state: kept from one round to the next
-STATE = ("e", "m", "h", "srv", "opt", "hbar")
+def kept(kind: kinds.Kind) -> tuple[str, ...]:
+    """The arguments kept from one round to the next: the kind's state, and the server's error-feedback vector."""
+    return (*(st.arg for st in kind.states), "srv")
 
 
 def makes(call: kinds.Call, module) -> bool:
@@ -75,7 +82,7 @@ def _smoke(stage, d: int) -> None:
 
     mod = stage.module
     where = mod.__file__
-    kind = kinds.BY_NAME[kinds.base(stage.kind)]  # a slot's stage (the downlink's compressor, a link) as its kind's
+    kind = kinds.BY_NAME[stage.kind]  # a slot's stage (the downlink's compressor, a link) with the slot's calls
     p = stage.param_array()
     state: dict = {}
     try:
@@ -83,13 +90,13 @@ def _smoke(stage, d: int) -> None:
             for call in kind.calls:
                 if not makes(call, mod):
                     continue
-                given = {**values(d, mod, p), **state, "k": k}
+                given = {**values(d, kind, mod, p), **state, "k": k}
                 args = [given[a] for a in call.args]
-                fn = stage_function(mod, call.attr, False, checked=True)
+                fn = stage_function(mod, call.attr, False, checked=True)  # (one compile: the function is cached)
                 result = interruptible(lambda fn=fn, args=args: fn(*args))
-                _check(call, result, given, d, lambda what: _fail(where, what))
-                state.update({a: given[a] for a in call.args if a in STATE})
-        if kind.name == "compressor":
+                _check(call, result, given, d, kind.finite, lambda what: _fail(where, what))
+                state.update({a: given[a] for a in call.args if a in kept(kind)})
+        if kinds.base(stage.kind) == "compressor":
             ref = np.asarray(mod.reference(np.linspace(-1.0, 1.5, d), stage.params, 0, np.random.default_rng(0)))
             if ref.shape != (d,):
                 raise _fail(where, f"reference returned shape {ref.shape}, expected ({d},)")
@@ -104,7 +111,7 @@ def _smoke(stage, d: int) -> None:
         raise _fail(where, f"its {stage.kind} kernel does not compile or run: {type(e).__name__}: {first}") from None
 
 
-def _check(call: kinds.Call, result, given: dict, d: int, fail) -> int | None:
+def _check(call: kinds.Call, result, given: dict, d: int, finite: bool, fail) -> int | None:
     """Raise ``fail(what)`` when ``result`` or the arrays ``call`` was handed break its row of the table; the rows
     a "rows" call leaves."""
     name, kept = call.attr, None
@@ -121,7 +128,7 @@ def _check(call: kinds.Call, result, given: dict, d: int, fail) -> int | None:
         kept = result
     elif call.result == "flag" and not isinstance(result, (bool, np.bool_)):
         raise fail(f"{name} must return True or False (got {result!r})")
-    for arg in call.args:
+    for arg in call.args if finite else ():
         value = given[arg]
         if isinstance(value, np.ndarray) and value.dtype.kind == "f":
             rows = value[:kept] if arg == "msg" and kept is not None else value

@@ -68,6 +68,21 @@ class State:
     #: the module's attribute that multiplies the last dimension (CLAG keeps g_m and its last gradient: 2); 1 when
     #: absent
     width: str = ""
+    #: the argument (``Call.args``) the loop hands it under, and whether as one row (a worker's, a slot's) or whole
+    arg: str = ""
+    row: bool = True
+    #: allocated whatever the module's flag (the downlink's rows, allocated with the downlink)
+    always: bool = False
+
+    def dims(self, module, sizes: dict[str, int]) -> tuple[int, ...]:
+        """Its shape for a stage of ``module`` (``sizes``: M, S, d): the declared one, its last dimension times the
+        module's ``width`` attribute, when the module sets the flag (or ``always``), else the placeholder (1, 1)."""
+        if not (self.always or getattr(module, self.flag, getattr(module, "STATE", False))):
+            return (1, 1)
+        shape = tuple(sizes[n] if n in sizes else int(n) for n in self.shape)
+        if self.width:
+            shape = (*shape[:-1], shape[-1] * int(getattr(module, self.width, 1)))
+        return shape
 
 
 @dataclass(frozen=True)
@@ -91,6 +106,8 @@ class Kind:
     #: a second slot for the stages of another kind (the downlink's compressor and error feedback): the same modules
     #: (folder, registry, plugins, docs table), under the slot's own option, code, parameters, state and loop names
     of: str | None = None
+    #: whether its calls keep finite arrays finite (an attack may send infinities: ``inf``)
+    finite: bool = True
 
     @property
     def required(self) -> dict[str, object]:
@@ -106,11 +123,11 @@ class Kind:
 TABLE: tuple[Kind, ...] = (
     Kind("momentum", "momentum", "--momentum-kind", "Momentum (`--momentum`, picked by the method)", "worker",
          (Call("momentum_step", "kernel", ("k", "g", "m", "p"), "vector", True),),
-         states=(State("STATE", "mom", ("M", "d")),),
+         states=(State("STATE", "mom", ("M", "d"), arg="m"),),
          declares={"STATE": bool, "reference": "function"}),
     Kind("compressor", "compressors", "--compressor", "Compressors (`--compressor`)", "worker",
          (Call("compress", "kernel", ("v", "out", "p", "sign_zero", "gen", "iwork"), "bits", True),),
-         states=(State("SCRATCH", "iwork", ("S", "d"), "int64"),),
+         states=(State("SCRATCH", "iwork", ("S", "d"), "int64", arg="iwork"),),
          declares={"KIND": str, "SCRATCH": bool, "BROADCAST": str, "constant": "function", "may_be_zero": "function",
                    "bits": "function", "reference": "function"}),
     Kind("error_feedback", "error_feedback", "--error-feedback", "Error feedback (`--error-feedback`)", "worker",
@@ -119,7 +136,7 @@ TABLE: tuple[Kind, ...] = (
           Call("ef_after", "after", ("e", "out"), "", True),
           Call("ef_direction", "direction", ("agg", "srv"), "vector", False)),
          flags={"STEP_SCALED": "STEP_SCALED", "INCREMENTS": "INCREMENTS", "LAZY": "LAZY"},
-         states=(State("STATE", "err", ("M", "d"), width="STATE_WIDTH"),),
+         states=(State("STATE", "err", ("M", "d"), width="STATE_WIDTH", arg="e"),),
          declares={"STATE": bool, "STEP_SCALED": bool, "TRACK_ERROR": bool, "reference_before": "function",
                    "reference_after": "function", "reference_direction": "function"}),
     Kind("aggregation", "aggregation", "--aggregate", "Aggregation (`--aggregate`)", "server",
@@ -134,10 +151,10 @@ TABLE: tuple[Kind, ...] = (
          # LABELS: the Byzantine workers compute honest gradients on flipped labels (label-flip, docs/theory.md §8.5);
          # the run's data setup gives them the flipped copy (``finite_sum.with_flipped_labels``)
          setup_flags={"LABELS": "LABELS"},
-         declares={"OMNISCIENT": bool, "reference": "function", "reference_rows": "function"}),
+         declares={"OMNISCIENT": bool, "reference": "function", "reference_rows": "function"}, finite=False),
     Kind("server_optimizer", "server_optimizers", "--server-opt", "Server optimizers (`--server-opt`)", "server",
          (Call("server_update", "update", ("direction", "opt", "p", "k"), "vector", False),),
-         states=(State("STATE", "opt", ("3", "d")),),
+         states=(State("STATE", "opt", ("3", "d"), arg="opt", row=False),),
          declares={"STATE": bool, "reference": "function"}),
     Kind("estimator", "estimators", "--grad-estimator", "Gradient estimators (`--grad-estimator`)", "worker",
          (Call("est_fresh", "fresh", ("k", "hbar", "p", "gen"), "flag", False, optional=True),
@@ -145,7 +162,8 @@ TABLE: tuple[Kind, ...] = (
           Call("est_after", "after", ("h", "hbar", "out", "p", "H"), "", True),
           Call("est_direction", "direction", ("agg", "hbar", "p", "S", "M", "H"), "vector", False)),
          flags={"CORRECTS": "CORRECTS", "TWO_POINT": "TWO_POINT"},
-         states=(State("STATE", "shift", ("M", "d")), State("SERVER_STATE", "hbar", ("3", "d"))),
+         states=(State("STATE", "shift", ("M", "d"), arg="h"),
+                 State("SERVER_STATE", "hbar", ("3", "d"), arg="hbar", row=False)),
          declares={"STATE": bool, "extra_bits": "function", "reference_correct": "function",
                    "reference_before": "function", "reference_after": "function",
                    "reference_direction": "function"}),
@@ -162,13 +180,14 @@ TABLE: tuple[Kind, ...] = (
 
     Kind("down_compressor", "compressors", "--down-compressor", "Downlink compressors (`--down-compressor`)", "server",
          (Call("compress_down", "kernel", ("v", "out", "p", "sign_zero", "gen", "iwork"), "bits", False),),
-         states=(State("SCRATCH", "diwork", ("1", "d"), "int64"),), of="compressor"),
+         states=(State("SCRATCH", "diwork", ("1", "d"), "int64", arg="iwork"),), of="compressor"),
     Kind("down_error_feedback", "error_feedback", "--down-feedback",
          "Downlink error feedback (`--down-feedback`)", "server",
          (Call("down_ef_before", "before", ("lr", "v", "g", "e"), "vector", False),
           Call("down_ef_after", "after", ("e", "out"), "", False),
           Call("down_ef_direction", "direction", ("agg", "srv"), "vector", False)),
-         states=(State("STATE", "down", ("5", "d")),), of="error_feedback"),
+         # (its memory is the row D_MEMORY of the downlink's five, d long whatever the module's STATE_WIDTH)
+         states=(State("STATE", "down", ("5", "d"), arg="e", always=True),), of="error_feedback"),
 )
 
 BY_NAME: dict[str, Kind] = {k.name: k for k in TABLE}
