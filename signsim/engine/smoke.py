@@ -9,9 +9,8 @@ What each call must do follows from its row of the table: a "vector" result is a
 a finite number > 0; "rows" how many of the n rows it leaves, 1 to n; "flag" a bool; and every array it is handed
 stays finite (of a "rows" call, the rows it leaves; not for a kind whose stages may send infinities,
 ``Kind.finite``). A call the loop makes only under a module flag (``Call.when``: an aggregation's ``finish`` when it
-is SUMMED, its ``robust`` otherwise) runs only under it. A compressor's NumPy
-``reference`` must return a vector of length d as well (the PyTorch path, ``signsim.torch.ddp``, sends what it
-returns).
+is SUMMED, its ``robust`` otherwise) runs only under it. A compressor's NumPy ``reference`` must return a vector of
+length d as well (the PyTorch path, ``signsim.torch.ddp``, sends what it returns).
 """
 
 from __future__ import annotations
