@@ -6,7 +6,8 @@ flags the loop reads, the state it may own, and what a module of that kind must 
 Everything that names the kinds reads this table: the registry (folders, options), the plugin loader
 (``plugins.REQUIRED``), the loop's names (``signsim.engine.compose``), the generated dispatch of every built-in stage
 (``signsim/engine/universal.py``, made by ``python -m signsim.engine.generate``), the driver's state arrays, the
-docs' stage tables (``signsim.render.stage_tables``). Pure Python: importing it costs nothing.
+plugins' smoke test (``signsim.engine.smoke``: each call with its arguments and declared result), the docs' stage
+tables (``signsim.render.stage_tables``). Pure Python: importing it costs nothing.
 
 A round starts with the estimator's ``fresh``: True for a round in which every worker sends its exact gradient
 uncompressed (MARINA's c_k = 1). A worker's step, in order: the local steps (with an estimator's CORRECTS, each
