@@ -653,9 +653,11 @@ def _plain(obj: Any) -> Any:
 
 def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs: Any = None, scheduler: Any = None,
                    dask_timeout: Any = None, dry_run: Any = False, force: Any = False, progress: Any = None,
-                   log: Callable[[str], None] | None = None, plugin: Any = None) -> tuple[dict[str, Any], Any, Path]:
+                   log: Callable[[str], None] | None = None, plugin: Any = None,
+                   before: Callable[[], None] | None = None) -> tuple[dict[str, Any], Any, Path]:
     """The sweep's document (the summary, or the dry run's list of runs), its spec and its directory: the one
-    path of ``signsim sweep`` and ``signsim.sweep``."""
+    path of ``signsim sweep`` and ``signsim.sweep``. ``before()`` is called once every option is checked, before the
+    first run (the CLI's compile notices: a bad option is then one line, with no notice before it)."""
     from signsim.commands.sweep import plan
     from signsim.commands.sweep import sweep as sweep_command
     from signsim.interface.paths import output_dir
@@ -681,6 +683,8 @@ def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs:
         return {"command": "sweep", "dry_run": True, "runs": rows}, spec, target
     ex = make(o.get("executor", "local"), o.get("jobs"), o.get("scheduler"), o.get("force", False),
               o.get("dask_timeout"))
+    if before is not None:
+        before()
     return sweep_command(path, target, ex, o.get("progress"), log, o.get("plugin")), None, target
 
 

@@ -271,17 +271,20 @@ def sweep(**opts: Any) -> None:
     file, json_, quiet = opts.pop("file"), opts.pop("json"), opts.pop("quiet")
     show = not (quiet or json_)
     here = opts.get("executor") in (None, "local") or opts.get("scheduler") == "local"
-    if not quiet and not opts["dry_run"] and here:
-        from signsim.commands.compile import sweep_notices  # remote Dask workers keep their own caches
 
-        out = opts.get("out") or str(Path("results") / file.stem)
-        for line in sweep_notices(file, out) if file.is_file() else ():
-            print(line, file=sys.stderr, flush=True)
+    def notices() -> None:  # once the options are checked (``sweep_document``), before the first run
+        if not quiet and not opts["dry_run"] and here:
+            from signsim.commands.compile import sweep_notices  # remote Dask workers keep their own caches
+
+            out = opts.get("out") or str(Path("results") / file.stem)
+            for line in sweep_notices(file, out) if file.is_file() else ():
+                print(line, file=sys.stderr, flush=True)
+
     log_lines: list[str] = []
     with _progress_bar(show and not opts["dry_run"]) as new_task:
         try:
             doc, spec, _ = sweep_document(file, **opts, progress=new_task(f"sweep {file.name}"),
-                                          log=log_lines.append)
+                                          log=log_lines.append, before=notices)
         finally:
             for line in log_lines:
                 print(f"signsim: {line}", file=sys.stderr)

@@ -321,3 +321,27 @@ def test_names_with_line_breaks_stay_on_one_line(cli, tmp_path):
     path = tmp_path / "nl.npz"
     path.write_bytes(buf.getvalue())
     one_line(cli(*LS, "--data", str(path)), "\\n")
+
+
+def test_a_plugin_name_too_long_for_the_file_system_is_one_line_naming_the_option(cli, tmp_path):
+    name = "a" * 300  # longer than a file name may be (255 bytes)
+    for args in (("run", "--plugin", name, "--iters", "2"), ("run", "--plugin", str(tmp_path / f"{name}.py")),
+                 ("check-stage", "--plugin", name, "sign")):
+        r = cli(*args)
+        assert r.code == 2 and len(r.err.strip().splitlines()) == 1, (args[:2], r.err)
+        assert "--plugin '" in r.err and "File name too long" in r.err and "Traceback" not in r.err, r.err
+
+
+def test_a_bad_sweep_option_is_one_line_with_no_compile_notice_before_it(tmp_path):
+    """The compile notices of a sweep come once its options are checked: with an empty kernel cache, a bad
+    --dask-timeout is still the only line."""
+    import subprocess
+    import sys
+
+    spec = tmp_path / "tiny.toml"
+    spec.write_text('problem = "quadratic"\niters = 3\n[grid]\nlr = [0.1, 0.2]\n')
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "empty-cache")}
+    r = subprocess.run([sys.executable, "-m", "signsim.cli", "sweep", str(spec), "--dask-timeout", ""], env=env,
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == ["signsim: error: --dask-timeout '': not a valid "
+                                                                   "number"], r.stderr

@@ -93,7 +93,11 @@ def load_file(path: str | Path) -> ModuleType:
     """Import the plugin file ``path`` and register its stage."""
     p = Path(path).expanduser()
     where = str(path)
-    if not p.is_file() or p.suffix != ".py":
+    try:
+        readable = p.is_file()
+    except OSError as e:  # a name too long for the file system, a loop of links, ...
+        raise _fail(where, f"not a readable .py file ({e.strerror})") from None
+    if not readable or p.suffix != ".py":
         raise _fail(where, "not a readable .py file")
     # named by its source, as its compiled kernels are: a cached loop refers to the module by this name, so the
     # same source loaded from another path must find the same module, and an edited file is a new module (in one
@@ -159,7 +163,10 @@ def absolute(plugins) -> str:
     out = []
     for p in paths(plugins):
         q = Path(p).expanduser()
-        out.append(str(q.resolve()) if q.exists() else p)
+        try:
+            out.append(str(q.resolve()) if q.exists() else p)
+        except OSError as e:  # a name too long for the file system, a loop of links, ...
+            raise _fail(p, f"not a readable .py file ({e.strerror})") from None
     return ",".join(out)
 
 
