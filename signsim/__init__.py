@@ -34,8 +34,8 @@ def _kernel_cache_dir() -> str:
             h.update(str(f.relative_to(here)).encode())
             h.update(f.read_bytes())
     # the loop reads its codes and history columns from these; the problems' kernels draw through draws.py and
-    # sample by the split modes of data/splits.py
-    for name in ("codes.py", "history.py", "draws.py", "data/splits.py"):
+    # sample by the split modes of data/splits.py; stage kernels call numbers.floor_share
+    for name in ("codes.py", "history.py", "draws.py", "data/splits.py", "numbers.py"):
         h.update((here / name).read_bytes())
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "signsim" / "numba"
     return str(root / h.hexdigest()[:16])

@@ -12,8 +12,10 @@ result's table as NumPy columns and ``to_pandas()`` the same table as a DataFram
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -419,7 +421,8 @@ def execute(command: str, config: Any = None, options: Mapping[str, Any] | None 
     out = _out(given.pop("out", None))
     file_values = _file_values(config)
     log = _log(given.pop("log", None))
-    doc = RUNNERS[command](file_values, given, progress_for, on_start)
+    with _torch_threads_kept():
+        doc = RUNNERS[command](file_values, given, progress_for, on_start)
     doc.setdefault("warnings", [])  # every results document has the list (docs/api.md), empty when none
     _write(doc, out)
     if log:
@@ -429,6 +432,21 @@ def execute(command: str, config: Any = None, options: Mapping[str, Any] | None 
         with deferred():  # as the results file: a further Ctrl-C acts once the trackers have them
             send(doc, log)
     return doc
+
+
+@contextlib.contextmanager
+def _torch_threads_kept():
+    """The caller's PyTorch thread count, as it was when the call began, when it ends: Numba's threading layer
+    sets the OpenMP thread count it shares with torch's (libgomp) as its pool starts, which changed a caller's
+    ``torch.set_num_threads(1)`` to 2 (and made its own torch code far slower under load). A caller that had not
+    imported torch has no count of its own to keep."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    try:
+        yield
+    finally:
+        if before is not None and torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 def _log(values: Any) -> list:

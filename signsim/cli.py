@@ -8,6 +8,7 @@ by Ctrl-C, 143 by SIGTERM (partial results kept in both cases).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -172,9 +173,32 @@ def _execute(command: str, opts: dict[str, Any], progress_label: bool = True) ->
     quiet = opts["quiet"]
     bar = progress_label and not (quiet or opts["json"])
     with _compile_notice(quiet, command, spinner=not (bar or opts["json"])) as notice, \
-            _progress_bar(bar) as new_task:
+            _progress_bar(bar) as new_task, _stdout_to_stderr(opts["json"]):
         return execute(command, opts["config"], _api_options(opts, command),
                        progress_for=new_task if progress_label else None, on_start=notice.started)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool):
+    """While a --json document is computed, what user code prints (a model file's ``print``, a plugin's, a process
+    it starts) goes to stderr, at the file descriptor too: stdout holds the document only."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 (stdout closed): Python's own stream only
+        saved = None
+    try:
+        if saved is not None:
+            os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _show(opts: dict[str, Any], items) -> None:
@@ -281,7 +305,7 @@ def sweep(**opts: Any) -> None:
                 print(line, file=sys.stderr, flush=True)
 
     log_lines: list[str] = []
-    with _progress_bar(show and not opts["dry_run"]) as new_task:
+    with _progress_bar(show and not opts["dry_run"]) as new_task, _stdout_to_stderr(json_):
         try:
             doc, spec, _ = sweep_document(file, **opts, progress=new_task(f"sweep {file.name}"),
                                           log=log_lines.append, before=notices)
@@ -509,8 +533,10 @@ def check_stage(
                                         show_default=False)],
     plugin: Annotated[str | None, typer.Option(help=_text("FILE.py[,FILE.py]: load your own stages first"),
                                                show_default=False)] = None,
-    samples: Annotated[int, typer.Option(help=_text("draws per vector (default: 2000)"), show_default=False)] = 2000,
-    seed: Annotated[int, typer.Option(help=_text("random seed (default: 0)"), show_default=False)] = 0,
+    samples: Annotated[str, typer.Option(help=_text("draws per vector (default: 2000)"), show_default=False,
+                                         metavar="<int>")] = "2000",
+    seed: Annotated[str, typer.Option(help=_text("random seed (default: 0)"), show_default=False,
+                                      metavar="<int>")] = "0",
 ) -> None:
     from signsim.commands.check_stage import check_stage as run_check
 

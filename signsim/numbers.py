@@ -4,8 +4,11 @@ which no option documents; those are refused here so that one spelling means one
 
 from __future__ import annotations
 
+import math
 import re
 
+#: the spaces a number's text may carry around it: ASCII only (``str.strip()`` would also take a no-break space)
+SPACE = " \t\n\r\f\v"
 #: a decimal integer, optionally signed: 12, -3, +7
 INT = re.compile(r"[+-]?[0-9]+")
 #: a decimal number, optionally with an exponent, or inf / nan (whose ranges are checked by the caller)
@@ -15,7 +18,7 @@ FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[
 
 def to_int(text: str) -> int:
     """``int(text)`` for a plain ASCII integer (surrounding spaces allowed); ValueError otherwise."""
-    t = str(text).strip()
+    t = str(text).strip(SPACE)
     if not INT.fullmatch(t):
         raise ValueError(f"not a plain integer: {text!r}")
     return int(t)
@@ -24,7 +27,21 @@ def to_int(text: str) -> int:
 def to_float(text: str) -> float:
     """``float(text)`` for a plain ASCII number (surrounding spaces allowed); ValueError otherwise (OverflowError
     never: 1e400 is inf, for the caller's range check)."""
-    t = str(text).strip()
+    t = str(text).strip(SPACE)
     if not FLOAT.fullmatch(t):
         raise ValueError(f"not a plain number: {text!r}")
     return float(t)
+
+
+#: the relative error of a share's product with a count that ``floor_share`` forgives: 4 units in the last place
+#: (the share's own decimal-to-binary rounding and the product's, each at most half of one)
+SHARE_SLACK = 4 * 2.0 ** -52
+
+
+def floor_share(share, count):
+    """floor(share * count) for a share written in decimal, as the user means it (docs/theory.md §12): the share
+    0.29 of 100 is 29, although 0.29 * 100 is 28.999999999999996 in floating point. A product within
+    ``SHARE_SLACK`` (relative) below an integer counts as that integer. Plain arithmetic, so that the compiled
+    kernels (``trimmed``) call the same rule as ``--participation``."""
+    p = share * count
+    return int(math.floor(p + abs(p) * SHARE_SLACK))

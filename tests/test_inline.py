@@ -1,19 +1,20 @@
-"""The worker step and the worker's stage kernels are inlined into their callers by LLVM (signsim.engine.inline).
+"""The worker step and the worker's stage kernels are inlined into their callers by LLVM (``forceinline=True``,
+``signsim.engine.compose``).
 
-The oracle is the caller's optimized LLVM IR: a kernel too large for LLVM's inlining threshold stays a call there,
-unless its name carries one of ``inline.NAMES``. Two copies of the same large kernel, one named like a worker step and
-one not, must end with no call in the first caller and a call in the second (so the check can fail). That results do
-not change is the replay and engine-against-reference tests' job (every run goes through these loops).
+The oracle is the caller's optimized LLVM IR: a kernel too large for LLVM's inlining threshold stays a call there
+unless it is compiled with ``forceinline``. The same large kernel compiled with and without it must end with no call
+in the first caller and a call in the second (so the check can fail); the engine's own worker-path kernels must carry
+the option. That results do not change is the replay and engine-against-reference tests' job (every run goes through
+these loops).
 """
 
 from __future__ import annotations
 
-import types
-
 import numpy as np
 from numba import njit
 
-from signsim.engine import inline
+from signsim.engine import compose
+from signsim.stages import registry
 
 #: a kernel large enough that LLVM does not inline it by itself (12 unrolled passes of transcendental functions)
 BODY = """
@@ -31,17 +32,10 @@ def body(x, out):
 """ for j in range(12))
 
 
-def _kernel(name: str):
+def _calls_left(force: bool) -> int:
     ns = {"np": np}
     exec(BODY, ns)  # noqa: S102 - the fixed source above
-    fn = ns["body"]
-    copy = types.FunctionType(fn.__code__.replace(co_name=name, co_qualname=name), ns, name)
-    copy.__qualname__ = name
-    return njit(_nrt=False)(copy)  # like the worker step: without Numba's runtime, called from a loop with it
-
-
-def _calls_left(name: str) -> int:
-    callee = _kernel(name)
+    callee = njit(_nrt=False, forceinline=force)(ns["body"])  # like the worker step: no runtime, called from a loop
 
     @njit
     def caller(x, out):
@@ -51,17 +45,22 @@ def _calls_left(name: str) -> int:
     x, out = np.linspace(0.0, 1.0, 5), np.zeros(5)
     caller(x, out)
     expected = np.zeros(5)
-    callee.py_func(x, expected)  # (the plain Python function, three times as the caller does)
-    callee.py_func(x, expected)
-    callee.py_func(x, expected)
+    for _ in range(3):  # the plain Python function, three times as the caller does
+        callee.py_func(x, expected)
     np.testing.assert_allclose(out, expected, rtol=1e-12)
     (ir,) = caller.inspect_llvm().values()
-    return sum(1 for line in ir.splitlines() if line.lstrip().startswith(("call", "%")) and "call" in line
-               and name in line)
+    return sum(1 for line in ir.splitlines() if "call" in line and "body" in line and not line.lstrip().startswith(
+        ("declare", ";")))
 
 
-def test_a_kernel_named_as_a_worker_step_is_inlined_and_another_stays_a_call():
-    assert inline.install() and inline.install()  # idempotent
-    assert _calls_left("worker_step__probe") == 0
-    assert _calls_left("kernel__probe__worker") == 0
-    assert _calls_left("plain_step__probe") > 0
+def test_forceinline_leaves_no_call_and_without_it_the_call_stays():
+    assert _calls_left(True) == 0
+    assert _calls_left(False) > 0
+
+
+def test_the_engine_compiles_worker_path_kernels_with_forceinline_and_server_kernels_without():
+    sign = registry.builtin("compressor")["sign"]
+    worker = compose.stage_function(sign, "kernel", True)
+    server = compose.stage_function(sign, "kernel", False)
+    assert worker.targetoptions.get("forceinline") is True
+    assert not server.targetoptions.get("forceinline")

@@ -432,3 +432,31 @@ def test_bad_model_objects_are_one_line(cli):
     r = cli("run", "--model", "python:mine:1", "--iters", "2")
     assert r.code == 2 and "--model python:mine:1: no model of that name was given in this Python process" in r.err
     assert len(r.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [("run", "--iters", "3"), ("check-spb", "--samples", "20"),
+                                     ("diversity",)])
+def test_a_models_print_goes_to_stderr_and_json_stays_a_document(tmp_path, cli, command):
+    import json
+
+    path = write(tmp_path, SMALL_FILE.replace("def loss(output, target):",
+                                              "def loss(output, target):\n    print('from the model')"))
+    r = cli(command[0], "--model", path, "--workers", "2", *command[1:], "--json")
+    assert r.code in (0, 1), r
+    doc = json.loads(r.out)
+    assert isinstance(doc, dict) and "from the model" in r.err
+
+
+def test_a_call_leaves_the_callers_torch_thread_count_as_it_found_it(tmp_path):
+    """Whatever changes the count during a call (Numba's threading layer shares OpenMP's with torch; here the model
+    file itself), the call ends with the caller's."""
+    import signsim
+
+    path = write(tmp_path, SMALL_FILE.replace("def model():", "def model():\n    torch.set_num_threads(2)"))
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        signsim.run(model=path, workers=2, iters=2)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

@@ -5,12 +5,27 @@ from __future__ import annotations
 from signsim.errors import InputError
 
 
-def check_stage(spec: str, plugin: str | None = None, samples: int = 2000, seed: int = 0) -> tuple[list[str], bool]:
+def _integer(option: str, value: int | str) -> int:
+    """An integer option's value: an int, or its plain ASCII text (``signsim.numbers.to_int``: not ``1_0``, not
+    a no-break space)."""
+    from signsim.numbers import to_int
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    try:
+        return to_int(value) if isinstance(value, str) else int(value.__index__())
+    except (ValueError, AttributeError, TypeError):
+        raise InputError(f"{option} {value!r}: not a valid integer") from None
+
+
+def check_stage(spec: str, plugin: str | None = None, samples: int | str = 2000,
+                seed: int | str = 0) -> tuple[list[str], bool]:
     """(the table's lines, whether every declared property holds)."""
     from signsim.diagnostics import stage_check as check
     from signsim.engine.smoke import smoke_test
     from signsim.stages import plugins, registry
 
+    samples, seed = _integer("--samples", samples), _integer("--seed", seed)
     if samples < 2 or samples > 10**7:
         raise InputError(f"--samples {samples}: must lie between 2 and 10000000")
     if seed < 0:
@@ -18,7 +33,7 @@ def check_stage(spec: str, plugin: str | None = None, samples: int = 2000, seed:
     from signsim.interface.config import check_plugin_paths
 
     check_plugin_paths(plugin)
-    plugins.load(plugins.absolute(plugin) if plugin else None)
+    plugins.load(plugins.absolute(plugin) if plugin is not None else None)
     from signsim.interface.suggest import stage_spec
 
     stage_spec("compressor", spec, "check-stage")

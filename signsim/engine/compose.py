@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from signsim.engine import inline, loop, specialize
+from signsim.engine import loop, specialize
 from signsim.stages import kinds
 
 #: what a stage of each kind gives the loop (``signsim.stages.kinds``): loop name -> module attribute, and flags
@@ -117,7 +117,8 @@ def stage_function(module, attr: str, worker_path: bool, inline: bool = False, c
         return njit(boundscheck=True, nogil=True)(copy)
     if inline:
         return njit(inline="always", _nrt=not worker_path)(copy)
-    return njit(cache=True, _nrt=False)(copy) if worker_path else njit(cache=True)(copy)
+    # a worker's kernel is inlined by LLVM into the steps that call it (``forceinline``: see ``_loops``)
+    return njit(cache=True, _nrt=False, forceinline=True)(copy) if worker_path else njit(cache=True)(copy)
 
 
 def compress_once(stage, v, sign_zero=0, gen=None):
@@ -186,10 +187,15 @@ def namespace(stages: dict | None) -> dict:
 
 @functools.cache
 def _loops(family: str, key: str, stages: tuple | None, noise: str | None = None):
-    inline.install()  # the worker step inlined into the loops that call it, by LLVM (``signsim.engine.inline``)
     lns = {**vars(loop), **specialize.dispatchers(family, noise), **namespace(None if stages is None else dict(stages))}
     lns[BOUND_NOISE] = None if noise is None else getattr(specialize.dispatch, noise).CODE
-    lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{family}__{key}", lns, _nrt=False)
+    # the worker step, and the worker's stage kernels in it, are inlined into the loop by LLVM (``forceinline``):
+    # Numba's own ``inline="always"`` would inline its IR into a loop lowered with reference counts, while the step
+    # (compiled without Numba's runtime) returns views it did not count. Called instead, the step took about 40 ns
+    # a worker and round passing its arguments (about 180 machine words), and its kernels another 1 us of an SSDM
+    # iteration's 5.5 on Rosenbrock (d = 10, M = 32; 4 December 2026)
+    lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{family}__{key}", lns, _nrt=False,
+                                          forceinline=True)
     # inlined: its sum over the messages stays a parallel loop in the threaded copy
     lns["server_aggregate"] = specialize._copy(loop.server_aggregate, f"server_aggregate__{family}__{key}", lns,
                                                inline="always")
@@ -267,7 +273,7 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     """(the loop a run takes, whether to compile the family's one loop in the background once it has run). A composition
     with a plugin: its own. Otherwise, by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in
     the kernel cache for this signature (the one loop chooses each stage by its code at every call; with the worker
-    step inlined, ``signsim.engine.inline``, the two ran SSDM in about the same time: 0.098 s against 0.105 s on
+    step inlined (``forceinline``, ``_loops``), the two ran SSDM in about the same time: 0.098 s against 0.105 s on
     Rosenbrock at d = 10, K = 20,000, and 0.88 s both on the d = 10^6 quadratic, medians of three runs of
     ``benchmarks/bench_engine.py`` on 5 December 2026), else the family's one loop when that is cached (nothing
     compiles), else its own when the cache holds no loop of the family yet (a first run compiles the smaller loop:
@@ -300,9 +306,8 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
 
 def _family_has_loops(kernel, family: str, threaded: bool) -> bool:
     """Whether the kernel cache holds any loop of ``family`` (threaded or serial as asked), of any composition."""
-    try:
-        folder = kernel._cache._cache_path
-    except AttributeError:
+    folder = kernel.stats.cache_path
+    if not folder:
         return False
     prefix = "run_chunk" if threaded else "run_chunk_serial"
     return any(True for _ in Path(folder).glob(f"*.{prefix}__{family}__*.nbi"))

@@ -9,9 +9,9 @@ parallel loops (oracles, per-sample gradients, noise draws) cannot raise without
 write NaN (and callers check their codes before the loop with ``check_problem`` and ``check_noise``).
 """
 
+import numba
 import numpy as np
 from numba import njit
-from numba.np.ufunc.parallel import _launch_threads
 
 from signsim.noise import bimodal, cauchy, gaussian, laplace, none, skewed, stable, student_t, uniform
 from signsim.noise.base import N_NOISE_PARAMS
@@ -29,8 +29,9 @@ from signsim.problems import (
 
 # Cached kernels may call parallel ones (the data problems' full-data passes): a process that loads them from
 # the cache must have Numba's threading layer running first, or LLVM cannot resolve its scheduler's symbols
-# ("Symbol not found: allocate_sched") and the process aborts. Every kernel module imports this one.
-_launch_threads()
+# ("Symbol not found: allocate_sched") and the process aborts. Every kernel module imports this one. Asking for
+# the number of threads (public) launches the threading layer.
+numba.get_num_threads()
 
 
 @njit(cache=True)

@@ -318,6 +318,7 @@ class Engine(ChunkedState):
         self.kernel = None  # the compiled loop, chosen at the first chunk
         self.signature = None  # its argument types
         self.entry = None  # its compiled entry point for them, once the first chunk has run (``_run_loop``)
+        self.kinds = None  # the first chunk's ``argument_kinds``: a later chunk with others takes the dispatcher
         self.warm = None  # (family, threaded, signature): the family's one loop to compile in the background
         self.init_history(problem, iters, eval_every)
 
@@ -427,15 +428,19 @@ class Engine(ChunkedState):
 
     def _run_loop(self, p, k0: int, k1: int, K: int) -> Status:
         """Rounds k0..k1-1 in the compiled loop. The first chunk goes through Numba's dispatcher, which compiles
-        or loads the loop; the later ones call the compiled loop's entry point for the same argument types
-        directly (the run's arrays keep their types), without the dispatcher's typing of every array of the
-        bundles at each call (0.25 ms of a 0.33 ms call of an SSDM run at d = 10, M = 32: a fifth of a small
-        model's round; 4 December 2026)."""
+        or loads the loop; a later one calls the compiled loop's entry point for the first chunk's argument types
+        directly, without the dispatcher's typing of every array of the bundles at each call (0.25 ms of a 0.33 ms
+        call of an SSDM run at d = 10, M = 32: a fifth of a small model's round; 4 December 2026), once
+        ``argument_kinds`` finds its arguments of those types (else it goes through the dispatcher again: an entry
+        point fed other types reads their bytes as the types it was compiled for)."""
         entry = self.entry
         if entry:
-            self.status = Status(entry(np.int64(k0), np.int64(k1), np.int64(K), *self.bundles()))
-            self.k = int(self.counters[loop.C_DONE])
-            return self.status
+            bundles = self.bundles()
+            if argument_kinds(bundles) == self.kinds:
+                self.status = Status(entry(np.int64(k0), np.int64(k1), np.int64(K), *bundles))
+                self.k = int(self.counters[loop.C_DONE])
+                return self.status
+            entry = self.entry = None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Numba's type-safety notes on prange indices
             kernel = self.kernel
@@ -456,6 +461,7 @@ class Engine(ChunkedState):
                 if entry is None:  # (None: not looked up yet; False: no compiled entry for these types)
                     compiled = kernel.overloads.get(self.signature)
                     self.entry = compiled.entry_point if compiled is not None else False
+                    self.kinds = argument_kinds(self.bundles())
                 if self.warm is not None:
                     from signsim.engine import warm
 
@@ -472,6 +478,24 @@ class Engine(ChunkedState):
             self.status = Status(status)
         self.k = int(self.counters[loop.C_DONE])
         return self.status
+
+
+def argument_kinds(args) -> tuple:
+    """What Numba's type of each argument depends on, read without Numba's typing (microseconds for the loop's
+    bundles): an array's dtype, dimensions, layout and writeability; a list's length-free kind (the type of its
+    first item); a tuple's items in turn; anything else its Python type. Equal kinds give equal Numba types."""
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            f = a.flags
+            out.append((a.dtype.str, a.ndim, f.c_contiguous, f.f_contiguous, f.writeable, a.dtype.isnative))
+        elif isinstance(a, tuple):
+            out.append((type(a), argument_kinds(a)))
+        elif isinstance(a, list):
+            out.append((list, type(a[0]) if a else None))
+        else:
+            out.append(type(a))
+    return tuple(out)
 
 
 def worker_generators(gens: list[np.random.Generator], parallel: bool):

@@ -45,7 +45,7 @@ from collections import namedtuple
 
 import numpy as np
 from numba import njit, prange
-from numba.core import types as nbtypes
+from numba import types as nbtypes
 from numba.extending import overload
 
 from signsim import history

@@ -2,16 +2,15 @@
 several of the rounds' options.
 
 S, the participants per round: ``--clients-per-round S`` as given; else ``--participation P`` gives
-S = max(1, floor(P M)) (floor(P M + 1e-9): a product such as 0.7 x 10 that rounds below an integer still counts as
-it); else S = M. Pure Python: the config checks, the engine, the diagnostics, the memory estimate and the results
-read it.
+S = max(1, floor(P M)) (``signsim.numbers.floor_share``: a product such as 0.7 x 10 that rounds below an integer
+still counts as it, as it does for ``trimmed:BETA``); else S = M. Pure Python: the config checks, the engine, the
+diagnostics, the memory estimate and the results read it.
 """
 
 from __future__ import annotations
 
-import math
-
 from signsim.errors import InputError
+from signsim.numbers import floor_share
 
 
 def clients_per_round(workers: int, participation: float | None, clients: int | None) -> int:
@@ -19,7 +18,7 @@ def clients_per_round(workers: int, participation: float | None, clients: int | 
     if clients is not None:
         return int(clients)
     if participation is not None:
-        return max(1, min(workers, math.floor(participation * workers + 1e-9)))
+        return max(1, min(workers, floor_share(participation, workers)))
     return int(workers)
 
 

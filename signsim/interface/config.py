@@ -229,9 +229,13 @@ def eval_every_derived(cfg: RunConfig) -> bool:
 
 
 def check_plugin_paths(plugin: str | None, option: str = "--plugin") -> None:
-    """Every file of the ``plugin`` option can have its ``~user`` expanded (else one line naming it, exit 2)."""
+    """Every file of the ``plugin`` option is named (no empty item: ``''``, ``a.py,``) and can have its ``~user``
+    expanded (else one line naming it, exit 2)."""
     from signsim.interface.paths import home_expanded
     from signsim.stages import plugins
+
+    if isinstance(plugin, str) and any(not p.strip() for p in plugin.split(",")):
+        raise InputError(f"{option} {plugin!r}: an empty file name")
 
     for p in plugins.paths(plugin):
         home_expanded(p, option)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from signsim.errors import InputError
-from signsim.numbers import to_float, to_int
+from signsim.numbers import SPACE, to_float, to_int
 from signsim.stages import catalog
 
 # help panels of the command line
@@ -553,7 +553,7 @@ def coerce(o: Option, value: Any) -> Any:
                 return int(f)
         words = "".join(f" or '{w}'" for w in o.words)
         if isinstance(value, str):
-            text = value.strip()
+            text = value.strip(SPACE)
             if text in o.words:
                 return text
             try:
@@ -571,7 +571,7 @@ def coerce(o: Option, value: Any) -> Any:
             except (TypeError, ValueError, OverflowError):
                 pass
         if isinstance(value, str):
-            text = value.strip()
+            text = value.strip(SPACE)
             if text in o.words:
                 return text
             try:

@@ -1,10 +1,10 @@
-"""trimmed:BETA: sort each column, drop t = floor(beta M) values at each end, average the rest in sorted order
+"""trimmed:BETA: sort each column, drop t = floor(beta M) values at each end (beta M as written in decimal,
+``signsim.numbers.floor_share``: trimmed:0.29 of 100 drops 29), average the rest in sorted order
 (Yin et al. 2018; docs/theory.md §8); beta in [0, 1/2), default 0.1. 32 d bits."""
-
-import math
 
 import numpy as np
 
+from signsim.numbers import floor_share
 from signsim.stages.base import FLOAT_BITS, Param
 from signsim.stages.sorting import sort_in_place
 
@@ -21,7 +21,7 @@ def finish(agg, M, p, tie, gen):
 
 def robust(msg, agg, p):
     M, d = msg.shape
-    t = int(math.floor(p[0] * M))
+    t = floor_share(p[0], M)
     col = np.empty(M)
     for i in range(d):
         for m in range(M):
@@ -43,5 +43,5 @@ def down_bits(compressor, cparams, M, d, sign_zero, tie):
 
 def reference(msgs, p, tie, server, prev):
     M = msgs.shape[0]
-    t = int(np.floor(p[0] * M))
+    t = floor_share(p[0], M)
     return np.sort(msgs, axis=0)[t:M - t].mean(axis=0)
