@@ -51,6 +51,35 @@ def test_clag_is_the_lazy_rule_written_out():
     assert M < sent < M * K  # the trigger both fired and held back
 
 
+def test_lag_charges_no_broadcast_in_a_round_where_nobody_sent():
+    """LAG (identity compressor): each round that some worker sent, the server broadcasts d floats to each of the M
+    workers; a round that nobody sent, nothing (each worker steps with the g it holds; docs/theory.md §8.2)."""
+    K, d, M, zeta, gamma = 30, 5, 3, 4.0, 0.05
+    engine, problem, *_ = make_engine(iters=K, eval_every=K, problem="quadratic", dim=d, workers=M, noise="none",
+                                      method="clag", compressor="identity", error_feedback=f"clag:{zeta}", lr=gamma)
+    simulate(engine)
+    L = problem.L
+    x, g_m, y_m, g = problem.x0.astype(float), np.zeros((M, d)), np.zeros((M, d)), np.zeros(d)
+    up = down = rounds_sent = 0
+    for k in range(K):
+        total, sent = np.zeros(d), 0
+        for m in range(M):
+            v = L * x
+            if k == 0 or np.sum((v - g_m[m]) ** 2) > zeta * np.sum((v - y_m[m]) ** 2):
+                total += v - g_m[m]
+                g_m[m] = v.copy()
+                up += 32 * d
+                sent += 1
+            y_m[m] = v
+        down += M * 32 * d if sent else 0
+        rounds_sent += sent > 0
+        g += total / M
+        x = x - gamma * g
+    np.testing.assert_allclose(engine.x, x, rtol=1e-12, atol=1e-14)
+    assert 1 < rounds_sent < K  # some rounds silent, some not: the test can fail either way
+    assert (engine.tally[loop.T_UP], engine.tally[loop.T_DOWN]) == (up, down)
+
+
 @pytest.mark.parametrize("opts", [
     {"problem": "rosenbrock", "dim": 5, "oracle": "term", "noise": "gaussian:1", "compressor": "top-k:2",
      "error_feedback": "clag:0.5"},

@@ -519,6 +519,7 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
         # who receives the broadcast: the round's participants; every worker for a two-point estimator (MARINA's g
         # is kept by every worker, so each needs every round's broadcast, §8.10)
         recv = M if icfg[I_TWO_POINT] else S
+        silent = False  # a lazy method's round in which no participant sent anything (below)
         if fresh:
             # every worker sends its exact gradient at x, uncompressed, and receives their mean as floats (MARINA's
             # c_k = 1, §8.10)
@@ -552,12 +553,17 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             server_aggregate(rows, S, agg, icfg, sp, server_gen)
             tally[T_CALLS] += 2 * S  # (read only for a two-point estimator's run: its oracle at x and at x^{k-1})
             up = S * fcfg[F_EXTRA_UP]  # what a participant sends besides its message (SCAFFOLD's control variate)
+            silent = icfg[I_LAZY] != 0  # (a worker that sends reports its message's bits, > 0; a silent one 0)
             for j in range(S):
                 up += wbits[j]
+                if wbits[j] > 0.0:
+                    silent = False
             tally[T_UP] += up
             tally[T_UP_MAX] = max(tally[T_UP_MAX], up)
         if icfg[I_DOWNLINK] or fresh:
             pass  # the broadcast is the compressed update, counted below (or, fresh, counted above)
+        elif silent:
+            pass  # nobody sent: the aggregate is 0 and g stays, so each worker takes the round's step itself (§8.2)
         elif icfg[I_SPARSE_DOWN]:
             tally[T_DOWN] += recv * sparse_broadcast_bits(agg)
         else:

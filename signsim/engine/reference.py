@@ -151,6 +151,7 @@ class ReferenceRun:
             return self.finish(self.exact_round(), lr, self.M)
         S = len(part)
         nb = sum(1 for m in part if m < s.byzantine)  # the round's Byzantine participants
+        silent = getattr(ef, "LAZY", False)  # no participant sent anything: no broadcast (§8.2)
         for m in part:
             gen = self.gens[m]
             self.participated[m] += 1
@@ -167,6 +168,7 @@ class ReferenceRun:
                 u = ef.reference_before(lr, v, self.err[m])
                 msg = np.asarray(comp.module.reference(u, comp.params, int(s.sign_zero), gen), dtype=float)
                 self.bits_up += accounting.message_bits(comp, u, msg, s.sign_zero)
+                silent = False
                 ef.reference_after(self.err[m], u, msg)
             est.reference_after(self.shift[m], self.hbar, msg, ep, s.local_steps)
             if m < s.byzantine:
@@ -182,6 +184,8 @@ class ReferenceRun:
         recv = self.M if two_point else S  # MARINA: every worker keeps g, so every worker receives the broadcast
         if s.downlink:
             pass  # the compressed update, below
+        elif silent:
+            pass  # g stays: each worker takes the round's step itself
         elif accounting.broadcast_is_sparse(comp, agg):
             self.bits_down += recv * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
         else:
