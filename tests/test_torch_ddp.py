@@ -49,7 +49,7 @@ def free_port() -> int:
 
 
 @pytest.mark.slow  # two torchrun processes, ~10 s each case; .ci/run's slow step runs it
-@pytest.mark.parametrize("compressor, aggregate", [("sign", "majority"), ("top-k:12", "median")])
+@pytest.mark.parametrize("compressor, aggregate", [("sign", "majority"), ("top-k:12", "median"), ("top-k:3", "mean")])
 def test_ddp_hook_follows_the_simulated_run(tmp_path, compressor, aggregate):
     path = tmp_path / "model.py"
     path.write_text(MODEL)
@@ -75,3 +75,31 @@ def test_ddp_hook_follows_the_simulated_run(tmp_path, compressor, aggregate):
     np.testing.assert_allclose(x, r.x, rtol=1e-12, atol=1e-14)
     assert report["bits_up_per_rank"] * 2 == r.history[-1, history.index("bits_up")]
     assert report["bits_down_per_rank"] * 2 == r.history[-1, history.index("bits_down")]
+
+
+def test_the_hooks_sparse_broadcast_is_counted_as_encoded():
+    """top-k with the mean: the broadcast is sent as (index, float) pairs when that is cheaper, 1 + min(32 d,
+    n (32 + ceil(log2 d))) bits for n nonzero entries, as the simulated run counts it (not the dense 32 d + 1)."""
+    from signsim.torch.ddp import HookState
+
+    d, k = 1000, 3
+    state = HookState(compressor=f"top-k:{k}", aggregate="mean", rank=0, world_size=2)
+    msgs = np.zeros((2, d))
+    msgs[0, [1, 5, 9]] = [1.0, -2.0, 3.0]
+    msgs[1, [5, 9, 700]] = [2.0, 1.0, -1.0]
+    out = state.aggregate_of(0, msgs)
+    nonzero = int(np.count_nonzero(out))
+    assert nonzero == 3  # (coordinate 5 cancels: 0.5 (-2 + 2) = 0)
+    assert state.bits_down == 1 + min(32 * d, nonzero * (32 + 10))
+
+
+@pytest.mark.parametrize("compressor, aggregate, says", [
+    ("sign", "majority", "contractive"), ("scaled-sign", "majority", "aggregate='mean'"), ("qsgd:4", "mean", "contractive"), ("rand-k:3", "mean", "contractive")])
+def test_the_hook_refuses_error_feedback_where_run_does(compressor, aggregate, says, cli):
+    from signsim.errors import InputError
+    from signsim.torch.ddp import HookState
+
+    with pytest.raises(InputError, match=says):
+        HookState(compressor=compressor, aggregate=aggregate, error_feedback="ef", rank=0, world_size=2)
+    r = cli("run", "--compressor", compressor, "--aggregate", aggregate, "--error-feedback", "ef", "--iters", "2")
+    assert r.code == 2

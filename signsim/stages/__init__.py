@@ -60,6 +60,20 @@ def accepts_error_feedback(mod) -> bool:
     return mod.KIND == "contractive" or (mod.KIND == "unbiased" and not mod.PARAMS and mod.constant(2) == 0.0)
 
 
+def error_feedback_refusal(error_feedback: str, compressor, aggregate: str) -> str | None:
+    """Why error feedback ``error_feedback`` (a name; "none": none) cannot run with the compressor module
+    ``compressor`` and the aggregation named ``aggregate``: "contractive" (it needs a contractive compressor),
+    "majority" (the server must average the corrected messages: majority vote of error-corrected signs does not
+    train), or None. The one rule of ``signsim run`` and the DDP hook."""
+    if error_feedback == "none":
+        return None
+    if not accepts_error_feedback(compressor):
+        return "contractive"
+    if aggregate == "majority":
+        return "majority"
+    return None
+
+
 def parse_compressor(spec: str, dim: int | None = None) -> Stage:
     """``name[:params]``; the default k of a sparsifier needs ``dim`` (open until then)."""
     return parse("compressor", spec, dim)
@@ -146,11 +160,12 @@ def check_composition(cfg, method, chosen=None) -> None:
     ef = cfg.error_feedback
     agg = chosen.aggregate.name  # beta < 1/2 keeps at least one value of every column
     attack = chosen.attack.module
-    if ef != "none" and not accepts_error_feedback(comp):
+    refusal = error_feedback_refusal(ef, comp, agg)
+    if refusal == "contractive":
         contractive = sorted(n for n, m in registry.stages("compressor").items() if accepts_error_feedback(m))
         raise InputError(f"--error-feedback {ef} with --compressor {cfg.compressor}: error feedback needs a "
                          f"contractive compressor ({', '.join(contractive)})")
-    if ef != "none" and agg == "majority":
+    if refusal == "majority":
         raise InputError(f"--aggregate {cfg.aggregate} does not apply to method '{method_name}' with "
                          f"--error-feedback {ef} (the server must average the corrected messages)")
     ef_module = chosen.error_feedback.module

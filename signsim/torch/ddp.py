@@ -36,6 +36,14 @@ class HookState:
         self.compressor_spec = compressor
         stages.parse_compressor(compressor)  # the spec's grammar, checked now (a sparsifier's k needs d: per bucket)
         self.aggregate = stages.parse_aggregate(aggregate)
+        refusal = stages.error_feedback_refusal(error_feedback, stages.parse_compressor(compressor).module,
+                                                self.aggregate.name)
+        if refusal == "contractive":
+            raise InputError(f"error_feedback {error_feedback!r} with compressor {compressor!r}: error feedback "
+                             "needs a contractive compressor")
+        if refusal == "majority":
+            raise InputError(f"error_feedback {error_feedback!r} with aggregate {aggregate!r}: the server must "
+                             "average the corrected messages (aggregate='mean')")
         self.error_feedback = error_feedback
         self.sign_zero, self.tie = choice(SignZero, sign_zero), choice(Tie, tie)
         self.rank = dist.get_rank() if rank is None else int(rank)
@@ -106,8 +114,11 @@ class HookState:
         prev = self.previous.get(index, np.zeros(d))
         out = np.asarray(a.module.reference(msgs, a.params, int(self.tie), self.server, prev), dtype=np.float64)
         self.previous[index] = out
-        self.bits_down += accounting.downlink_bits(self.compressor(d), a, self.world_size, d, self.sign_zero,
-                                                   self.tie)
+        c = self.compressor(d)
+        if accounting.broadcast_is_sparse(c, a):  # as the simulated run: the broadcast as it is encoded, its nonzeros
+            self.bits_down += accounting.sparse_broadcast_bits(d, int(np.count_nonzero(out)))
+        else:
+            self.bits_down += accounting.downlink_bits(c, a, self.world_size, d, self.sign_zero, self.tie)
         self.steps += 1
         return out
 
