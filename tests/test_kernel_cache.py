@@ -1,0 +1,84 @@
+"""A damaged kernel cache entry is compiled again, as a deleted one is (``signsim.interface.kernel_cache``).
+
+Unit: a failure raised while "Numba's cache reader" (code compiled under that file name) reads a file names that
+file, which ``repairing`` removes before running the command again; any other failure passes through untouched.
+End to end (slow): a real cache, its files truncated, emptied and overwritten, then a run in a new process."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from signsim.interface import kernel_cache
+
+READER = os.path.join("site-packages", "numba", "core", "caching.py")
+
+
+def _reader(path):
+    """A function compiled as if it were Numba's cache reader: it opens ``path`` and unpickles it."""
+    ns = {"pickle": pickle}
+    exec(compile("def load(path):\n    with open(path, 'rb') as f:\n        return pickle.load(f)\n", READER, "exec"),
+         ns)  # noqa: S102 - the fixed source above
+    return ns["load"](path)
+
+
+def test_a_damaged_file_is_removed_and_the_command_runs_again(tmp_path):
+    bad = tmp_path / "k.nbi"
+    bad.write_bytes(b"garbage")
+    said, calls = [], []
+
+    def command():
+        calls.append(1)
+        return _reader(bad) if bad.exists() else "compiled afresh"
+
+    assert kernel_cache.repairing(command, said.append) == "compiled afresh"
+    assert len(calls) == 2 and not bad.exists()
+    assert len(said) == 1 and str(bad) in said[0] and "UnpicklingError" in said[0]
+
+
+def test_an_error_outside_the_cache_reader_passes_through(tmp_path):
+    def command():
+        raise ValueError("a bad value of the user's")
+
+    with pytest.raises(ValueError, match="the user's"):
+        kernel_cache.repairing(command, lambda line: pytest.fail(line))
+
+
+def test_a_file_that_stays_damaged_empties_the_folder_once_then_fails(tmp_path, monkeypatch):
+    bad = tmp_path / "k.nbc"
+    emptied = []
+    monkeypatch.setattr(kernel_cache, "_empty_folder", lambda: emptied.append(1) or 0)
+
+    def command():
+        bad.write_bytes(b"")  # damaged again each time (a disk that keeps failing)
+        return _reader(bad)
+
+    with pytest.raises(EOFError):
+        kernel_cache.repairing(command, lambda line: None)
+    assert emptied == [1]
+
+
+@pytest.mark.slow  # a cache compiled from empty (~15 s), then a run that compiles the damaged kernels again
+def test_a_run_repairs_a_damaged_cache(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "SIGNSIM_WARM": "0"}
+    args = [sys.executable, "-m", "signsim", "run", "--problem", "quadratic", "--workers", "2", "--iters", "3",
+            "--quiet", "--json"]
+    first = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    files = sorted((tmp_path / "cache").rglob("*.nb[ic]"))
+    loops = [f for f in files if "run_chunk" in f.name]
+    steps = [f for f in files if "worker_step" in f.name and f.suffix == ".nbi"]
+    assert loops and steps
+    for f in loops:
+        f.write_bytes(f.read_bytes()[:200] if f.suffix == ".nbc" else b"garbage")
+    for f in steps:
+        f.write_bytes(b"")
+    again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert "was unreadable" in again.stderr and "Traceback" not in again.stderr
+    assert json.loads(again.stdout)["history"] == json.loads(first.stdout)["history"]
