@@ -94,7 +94,8 @@ def test_the_hooks_sparse_broadcast_is_counted_as_encoded():
 
 
 @pytest.mark.parametrize("compressor, aggregate, says", [
-    ("sign", "majority", "contractive"), ("scaled-sign", "majority", "aggregate='mean'"), ("qsgd:4", "mean", "contractive"), ("rand-k:3", "mean", "contractive")])
+    ("sign", "majority", "contractive"), ("scaled-sign", "majority", "aggregate='mean'"),
+    ("qsgd:4", "mean", "contractive"), ("rand-k:3", "mean", "contractive")])
 def test_the_hook_refuses_error_feedback_where_run_does(compressor, aggregate, says, cli):
     from signsim.errors import InputError
     from signsim.torch.ddp import HookState
