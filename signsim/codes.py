@@ -66,6 +66,7 @@ class Status(IntEnum):
     DIVERGED = 1
     TARGET = 2  # the loss reached the stop-loss target
     BUDGET = 3  # the bits sent up and down reached the communication budget (docs/theory.md §12)
+    CONTRACT = 4  # a stage returned what its contract forbids (a plugin's: bits not finite or < 0, rows out of 1..n)
 
 
 def choice(enum: type[IntEnum], name: str) -> IntEnum:

@@ -52,14 +52,13 @@ def test_an_error_outside_the_cache_reader_passes_through(tmp_path):
 def test_a_file_that_stays_damaged_empties_the_folder_once_then_fails(tmp_path, monkeypatch):
     bad = tmp_path / "k.nbc"
     emptied = []
-    monkeypatch.setattr(kernel_cache, "_empty_folder", lambda: emptied.append(1) or 0)
 
     def command():
         bad.write_bytes(b"")  # damaged again each time (a disk that keeps failing)
         return _reader(bad)
 
     with pytest.raises(EOFError):
-        kernel_cache.repairing(command, lambda line: None)
+        kernel_cache.repairing(command, lambda line: None, empty=lambda: emptied.append(1) or 0)
     assert emptied == [1]
 
 

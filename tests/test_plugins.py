@@ -202,3 +202,106 @@ def test_an_edited_plugin_is_loaded_afresh_in_the_same_process(tmp_path):
     second = plugins.load_file(p)
     assert second is not first and second.SUMMARY.startswith("edited: ")
     assert registry.stages("compressor")["edited-in-place"] is second
+
+
+# --- a plugin's declarations and results, checked where they are used (issue 50: tracebacks, silent acceptance,
+# corruption off the smoke test's path) ------------------------------------------------------------------------
+
+PRE = '''
+STAGE = "pre_aggregation"
+NAME = "{name}"
+PARAMS = ()
+SUMMARY = "a test's pre-aggregation"
+THEORY = "a test"
+
+
+def rows(n, params):
+    return {rows}
+
+
+def pre(msg, n, p, gen):
+    return {kept}
+
+
+def reference(msgs, params, gen):
+    return msgs
+'''
+
+
+@pytest.mark.parametrize("rows, kept, says", [
+    ("n", "n + 3 if gen.random() < 0.05 else n", "contract forbids"),  # a kernel keeping more rows than it got
+    ("'n'", "n", "rows() returned"),  # a declaration of the wrong type
+    ("n + 3", "n", "rows() returned"),
+    ("1 // 0", "n", "rows() raised ZeroDivisionError"),
+])
+def test_a_pre_aggregation_that_keeps_rows_it_does_not_have_is_one_line(cli, tmp_path, rows, kept, says):
+    p, name = tmp_path / "pre_rows.py", f"p-rows-{tmp_path.name[-12:]}"  # (a name of its own: one process)
+    p.write_text(PRE.format(name=name, rows=rows, kept=kept))
+    r = cli("run", "--plugin", p, "--pre-aggregate", name, "--aggregate", "mean", "--compressor", "identity",
+            "--workers", "4", "--iters", "200", "--quiet")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert "pre_rows.py" in lines[0] and says in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("body, says", [
+    ("    out[d + 5] = 0.0\n", "outside an array"),  # a write past out, only in some rounds
+    ("    return -1.0\n", "bits"),  # a bit count that is negative, only in some rounds
+])
+def test_a_kernel_fault_off_the_smoke_tests_path_stops_the_run_in_one_line(cli, tmp_path, body, says):
+    """The fault happens in about one call in 200 (random draws of the run's own streams): the smoke test's few calls
+    rarely meet it, the run's 800 calls do. Either way: exit 2, one line naming the file, no corrupted memory."""
+    name = f"rare-fault-{tmp_path.name[-12:]}"
+    src = example_source().replace('NAME = "scaled-sto-sign"', f'NAME = "{name}"')
+    src = src.replace("    return d + 32.0\n", "    if gen.random() < 0.005:\n    " + body + "    return d + 32.0\n")
+    p = tmp_path / "rare_fault.py"
+    p.write_text(src)
+    r = cli("run", "--plugin", p, "--compressor", name, "--aggregate", "mean", "--workers", "8",
+            "--iters", "100", "--quiet")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert "rare_fault.py" in lines[0] and says in lines[0] and "Traceback" not in r.err, lines[0]
+
+
+def test_a_trusted_plugin_is_compiled_without_bounds_checks():
+    from signsim.stages import plugins
+
+    trusted, untrusted = type(plugins)("t"), type(plugins)("u")
+    trusted.TRUSTED, trusted.__file__, untrusted.__file__ = True, "/x/t.py", "/x/u.py"
+    assert plugins.bounds_checked(untrusted) and not plugins.bounds_checked(trusted)
+
+
+ERROR_FEEDBACK_WIDTH = '''
+import numpy as np
+STAGE = "error_feedback"
+NAME = "p-width-{name}"
+PARAMS = ()
+SUMMARY = "a test's error feedback"
+THEORY = "a test"
+STATE = True
+STATE_WIDTH = {width}
+'''
+
+
+@pytest.mark.parametrize("width", ["-1", "None", "0", "1.5", "True"])
+def test_a_bad_state_width_is_one_line(cli, tmp_path, width):
+    p = tmp_path / "width.py"
+    p.write_text(ERROR_FEEDBACK_WIDTH.format(width=width, name=tmp_path.name[-12:]))
+    r = cli("run", "--plugin", p, "--iters", "2")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1 and "width.py" in lines[0], r.err
+
+
+@pytest.mark.parametrize("value, says", [("-5", "down_bits() returned -5"), ("float('nan')", "down_bits() returned"),
+                                         ("'32'", "down_bits() returned"), ("1 // 0", "down_bits() raised")])
+def test_a_bad_down_bits_is_one_line(cli, tmp_path, value, says):
+    src = (ROOT / "signsim" / "stages" / "aggregation" / "mean.py").read_text()
+    name = f"p-mean-{tmp_path.name[-12:]}"
+    src = src.replace('NAME = "mean"', f'NAME = "{name}"\nSTAGE = "aggregation"')
+    src = re.sub(r"def down_bits\(([^)]*)\):\n(    .*\n)+", rf"def down_bits(\1):\n    return {value}\n", src)
+    p = tmp_path / "down.py"
+    p.write_text(src)
+    r = cli("run", "--plugin", p, "--aggregate", name, "--compressor", "identity", "--iters", "2", "--quiet")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert "down.py" in lines[0] and says in lines[0], lines[0]

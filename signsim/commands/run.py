@@ -11,6 +11,7 @@ import numpy as np
 from signsim import __version__
 from signsim.interface.config import RunConfig
 from signsim.interface.experiment_config import TargetRuns
+from signsim.stages.plugins import declared
 
 #: x_final is stored in the results for problems up to this dimension
 MAX_STORED_DIM = 1000
@@ -130,9 +131,10 @@ def declared_bits(settings, workers: int, d: int):
     from signsim.engine import accounting
 
     two_point = getattr(settings.estimator.module, "TWO_POINT", False)
+    extra = declared(settings.estimator.module, "extra_bits", d, result="pair")
     return accounting.bits_per_iteration(settings.compressor, settings.aggregate, settings.participants(workers), d,
-                                         settings.sign_zero, settings.tie, settings.down_compressor,
-                                         settings.estimator.module.extra_bits(d), workers if two_point else 0)
+                                         settings.sign_zero, settings.tie, settings.down_compressor, extra,
+                                         workers if two_point else 0)
 
 
 def budget_eval_every(cfg: RunConfig):

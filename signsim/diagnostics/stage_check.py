@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from signsim.stages.plugins import declared
+
 #: family-wise false-alarm probability of the statistical checks
 ALPHA = 1e-3
 DIMS = (3, 16, 100)
@@ -82,7 +84,7 @@ def check(stage, samples: int = 2000, seed: int = 0, sign_zero: int = 0) -> list
                 mod.check_params(st.params, d, "check-stage", st.spec)
             except ValueError:
                 continue  # a parameter too large for this d (k > d)
-        bound = mod.constant(d, *st.params)
+        bound = declared(mod, "constant", d, *st.params, result="number")
         if bound is not None and mod.KIND == "contractive":
             bound = 1.0 - bound
         for name, x in vs.items():
@@ -93,8 +95,8 @@ def check(stage, samples: int = 2000, seed: int = 0, sign_zero: int = 0) -> list
             for s in range(samples):
                 out, bits = compose.compress_once(st, x, sign_zero, gen)
                 outs[s] = out
-                declared = accounting.message_bits(st, x, out, sign_zero)
-                bits_ok &= bool(bits == declared)
+                counted = accounting.message_bits(st, x, out, sign_zero)
+                bits_ok &= bool(bits == counted)
                 finite &= bool(np.all(np.isfinite(out)) and math.isfinite(bits))
             ref_ok = True
             for s in range(REFERENCE_DRAWS):

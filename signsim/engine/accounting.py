@@ -32,7 +32,9 @@ def uplink_bits(compressor, d: int, sign_zero, nonzero: int | None = None) -> in
     """Bits of one worker's message (``compressor``: a resolved Stage or a spec; ``nonzero``: the message's
     non-zero entries, d when unknown, for the messages whose size depends on them)."""
     c = _stage("compressor", compressor)
-    return int(c.module.bits(d, c.params, int(sign_zero), nonzero))
+    from signsim.stages.plugins import declared
+
+    return int(declared(c.module, "bits", d, c.params, int(sign_zero), nonzero))
 
 
 def message_bits(compressor, v, out, sign_zero) -> int:
@@ -43,7 +45,9 @@ def message_bits(compressor, v, out, sign_zero) -> int:
 
     c = _stage("compressor", compressor)
     if hasattr(c.module, "message_bits"):
-        return int(c.module.message_bits(v, out, c.params, int(sign_zero)))
+        from signsim.stages.plugins import declared
+
+        return int(declared(c.module, "message_bits", v, out, c.params, int(sign_zero)))
     return uplink_bits(c, out.size, sign_zero, int(np.count_nonzero(out)))
 
 
@@ -60,7 +64,9 @@ def sparse_broadcast_bits(d: int, nonzero: int) -> int:
 def downlink_bits(compressor, aggregate, M: int, d: int, sign_zero, tie) -> int:
     """Bits of the server's broadcast to one worker (for a sparse broadcast: its dense upper bound)."""
     c, a = _stage("compressor", compressor), _stage("aggregation", aggregate)
-    return int(a.module.down_bits(c.module, c.params, M, d, int(sign_zero), int(tie)))
+    from signsim.stages.plugins import declared
+
+    return int(declared(a.module, "down_bits", c.module, c.params, M, d, int(sign_zero), int(tie)))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from signsim.errors import InputError
+from signsim.stages.plugins import declared
 
 #: from this many workers on, a run that qualifies is told about ``--votes binomial``
 BINOMIAL_HINT_WORKERS = 1000
@@ -85,7 +86,7 @@ def check_budget(cfg, settings, d: int) -> None:
     S = settings.participants(cfg.workers)  # a round's participants send and receive (docs/theory.md §12)
     least = accounting.smallest_round_bits(settings.compressor, settings.aggregate, S, d, settings.sign_zero,
                                            settings.tie, settings.down_compressor,
-                                           settings.estimator.module.extra_bits(d))
+                                           declared(settings.estimator.module, "extra_bits", d, result="pair"))
     if settings.budget < least:
         bits = cfg.budget_bits  # a count of bits, shown as one (10, not 10.0)
         given = (f"--budget-bits {int(bits) if float(bits).is_integer() and bits < 1e17 else shown(bits)}"

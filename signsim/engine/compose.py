@@ -117,8 +117,13 @@ def stage_function(module, attr: str, worker_path: bool, inline: bool = False, c
         return njit(boundscheck=True, nogil=True)(copy)
     if inline:
         return njit(inline="always", _nrt=not worker_path)(copy)
+    from signsim.stages.plugins import bounds_checked
+
+    bounds = bounds_checked(module)  # a plugin's indices checked (unless TRUSTED): IndexError, not corrupt memory
     # a worker's kernel is inlined by LLVM into the steps that call it (``forceinline``: see ``_loops``)
-    return njit(cache=True, _nrt=False, forceinline=True)(copy) if worker_path else njit(cache=True)(copy)
+    if worker_path:
+        return njit(cache=True, _nrt=False, forceinline=True, boundscheck=bounds)(copy)
+    return njit(cache=True, boundscheck=bounds)(copy)
 
 
 def compress_once(stage, v, sign_zero=0, gen=None):

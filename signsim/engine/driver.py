@@ -24,6 +24,7 @@ from signsim.problems.finite_sum import oracle_rows
 from signsim.problems.sampling import is_full, tau_code
 from signsim.seeding import participation_stream, run_streams
 from signsim.stages import PRE_KINDS, kinds
+from signsim.stages.plugins import declared
 from signsim.stages.registry import Stage
 
 #: a run uses the parallel loop over workers when a step touches at least this many numbers and Numba has more than
@@ -291,11 +292,16 @@ class Engine(ChunkedState):
         self.streams, self.server_gen = run_streams(seed, M)
         self.part_gen = participation_stream(seed)  # the server's sampling stream, apart from its tie-breaks
         self.M, self.S = M, S
+        from signsim.stages import plugins
+
         if parallel is None:  # (gradients from outside the loop: torch's threads compute them, the stages run serially)
             from numba import get_num_threads
 
+            # a plugin's kernels check their indices (``compose.stage_function``): an error raised in a thread of the
+            # threaded loop would be lost, so its composition runs the serial loop (unless its author trusts it)
+            checked = any(plugins.bounds_checked(st.module) for st in s.stage_list())
             parallel = (S * d * max(1.0, oracle_rows(problem, s.batch_size)) * s.local_steps >= PARALLEL_WORK
-                        and problem.external is None and get_num_threads() > 1)
+                        and problem.external is None and get_num_threads() > 1 and not checked)
         self.parallel = bool(parallel)
         if S < M:  # each chunk's participants and their generators are drawn before it (``_sample``)
             self.part = np.zeros((1, S), dtype=np.int64)
@@ -309,8 +315,6 @@ class Engine(ChunkedState):
         if self.external is not None:
             self.icfg[loop.I_LOCAL_STEPS] = 1
         self.sp = s.stage_params()
-        from signsim.stages import plugins
-
         self.plugins = [st.module for st in s.stage_list() if plugins.is_plugin(st.module)]
         for st in s.stage_list():
             smoke.smoke_test(st, d)  # a plugin's kernels compile and behave, or one error line naming it
@@ -339,7 +343,8 @@ class Engine(ChunkedState):
             ints[kinds.flag_setting(flag)] = bool(getattr(stages[kind.name], attr, False))
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
                       budget=s.budget, server_lr=s.server_lr, prox_mu=s.prox_mu)
-        floats["extra_up"], floats["extra_down"] = s.estimator.module.extra_bits(problem.dim)
+        extra = declared(s.estimator.module, "extra_bits", problem.dim, result="pair")  # (SCAFFOLD's control variates)
+        floats["extra_up"], floats["extra_down"] = extra
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
                 np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64))
 
@@ -437,7 +442,11 @@ class Engine(ChunkedState):
         if entry:
             bundles = self.bundles()
             if argument_kinds(bundles) == self.kinds:
-                self.status = Status(entry(np.int64(k0), np.int64(k1), np.int64(K), *bundles))
+                try:
+                    status = entry(np.int64(k0), np.int64(k1), np.int64(K), *bundles)
+                except IndexError as e:
+                    self._plugin_error(e)
+                self.status = self._contract(Status(status))
                 self.k = int(self.counters[loop.C_DONE])
                 return self.status
             entry = self.entry = None
@@ -468,16 +477,34 @@ class Engine(ChunkedState):
                     warm.start(*self.warm)
                     self.warm = None
             except Exception as e:
-                from numba.core.errors import NumbaError
-
-                if not (self.plugins and isinstance(e, NumbaError)):
-                    raise
-                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                names = ", ".join(m.__file__ for m in self.plugins)
-                raise InputError(f"plugin {names}: the loop composed with it does not compile: {first}") from None
-            self.status = Status(status)
+                self._plugin_error(e)
+            self.status = self._contract(Status(status))
         self.k = int(self.counters[loop.C_DONE])
         return self.status
+
+    def _plugin_error(self, e: Exception):
+        """Raise ``e``; as one error line naming the run's plugins when they caused it: a kernel's index outside an
+        array (plugins' kernels check their indices, ``plugins.bounds_checked``), a loop that does not compile."""
+        from numba.core.errors import NumbaError
+
+        names = ", ".join(m.__file__ for m in self.plugins)
+        if self.plugins and isinstance(e, IndexError):
+            raise InputError(f"plugin {names}: a kernel indexed outside an array ({e}) in round "
+                             f"{int(self.counters[loop.C_DONE])}") from None
+        if not (self.plugins and isinstance(e, NumbaError)):
+            raise e
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"plugin {names}: the loop composed with it does not compile: {first}") from None
+
+    def _contract(self, status: Status) -> Status:
+        """``status``, or one error line naming the run's plugins when a stage returned what its contract forbids
+        (``Status.CONTRACT``: a message's bits not a finite number >= 0, a pre-aggregation's rows outside 1..n)."""
+        if status != Status.CONTRACT:
+            return status
+        k = int(self.counters[loop.C_DONE])
+        names = ", ".join(m.__file__ for m in self.plugins) or "a built-in stage"
+        raise InputError(f"plugin {names}: in round {k}, a stage returned what its contract forbids (a message's "
+                         "bits must be a finite number >= 0, a pre-aggregation keeps 1 to n of its n rows)")
 
 
 def argument_kinds(args) -> tuple:

@@ -340,9 +340,15 @@ def server_aggregate(rows, n0, agg, icfg, sp, gen):
     """The round's chain of pre-aggregations on its n0 messages ``rows`` (in place), then the aggregation into
     ``agg`` (docs/theory.md §8.4, §8.9)."""
     d = agg.shape[0]
-    n = pre_aggregate(icfg[I_CODE_PRE_AGGREGATION], rows, n0, sp[SP_PRE_AGGREGATION], gen)
-    n = pre_aggregate_2(icfg[I_CODE_PRE_AGGREGATION_2], rows, n, sp[SP_PRE_AGGREGATION_2], gen)
-    n = pre_aggregate_3(icfg[I_CODE_PRE_AGGREGATION_3], rows, n, sp[SP_PRE_AGGREGATION_3], gen)
+    n1 = pre_aggregate(icfg[I_CODE_PRE_AGGREGATION], rows, n0, sp[SP_PRE_AGGREGATION], gen)
+    if not 1 <= n1 <= n0:  # a pre-aggregation keeps 1..n of its n rows (a plugin's rows(), checked every round)
+        return False
+    n2 = pre_aggregate_2(icfg[I_CODE_PRE_AGGREGATION_2], rows, n1, sp[SP_PRE_AGGREGATION_2], gen)
+    if not 1 <= n2 <= n1:
+        return False
+    n = pre_aggregate_3(icfg[I_CODE_PRE_AGGREGATION_3], rows, n2, sp[SP_PRE_AGGREGATION_3], gen)
+    if not 1 <= n <= n2:
+        return False
     if icfg[I_SUMMED]:
         for i in prange(d):
             s = 0.0
@@ -352,6 +358,7 @@ def server_aggregate(rows, n0, agg, icfg, sp, gen):
         finish_aggregate(icfg[I_CODE_AGGREGATION], agg, n, sp[SP_AGGREGATION], icfg[I_TIE], gen)
     else:
         robust_aggregate(icfg[I_CODE_AGGREGATION], rows[:n], agg, sp[SP_AGGREGATION])
+    return True
 
 
 def attack_factor(rows, nb, agg, icfg, sp, gen):
@@ -550,11 +557,14 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                         attack_rows(icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
             # the chain of pre-aggregations (§8.9): each transforms the first n rows in place, and may leave fewer;
             # then the aggregation
-            server_aggregate(rows, S, agg, icfg, sp, server_gen)
+            if not server_aggregate(rows, S, agg, icfg, sp, server_gen):
+                return Status.CONTRACT
             tally[T_CALLS] += 2 * S  # (read only for a two-point estimator's run: its oracle at x and at x^{k-1})
             up = S * fcfg[F_EXTRA_UP]  # what a participant sends besides its message (SCAFFOLD's control variate)
             silent = icfg[I_LAZY] != 0  # (a worker that sends reports its message's bits, > 0; a silent one 0)
             for j in range(S):
+                if not 0.0 <= wbits[j] < np.inf:  # a message's bits: a finite number >= 0 (a plugin's, checked)
+                    return Status.CONTRACT
                 up += wbits[j]
                 if wbits[j] > 0.0:
                     silent = False

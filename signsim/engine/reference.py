@@ -20,6 +20,7 @@ from signsim.problems.base import ProblemInstance
 from signsim.problems.sampling import noise_draws
 from signsim.seeding import participation_stream, run_streams
 from signsim.stages import defaults, kinds
+from signsim.stages.plugins import declared
 
 
 class ReferenceRun:
@@ -193,7 +194,8 @@ class ReferenceRun:
         if S < self.M and getattr(ef, "INCREMENTS", False):  # EF21-PP: g <- g + (1/M) sum_{m in round} c_m
             broadcast = np.sum(msgs, axis=0) / self.M
         broadcast = ef.reference_direction(broadcast, self.g_server)
-        up, down = est.extra_bits(d)  # what is sent besides the messages (SCAFFOLD's control variates)
+        # what is sent besides the messages (SCAFFOLD's control variates)
+        up, down = declared(est, "extra_bits", d, result="pair")
         self.bits_up += S * up
         self.bits_down += S * down
         return self.finish(broadcast, lr, S)

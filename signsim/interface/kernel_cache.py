@@ -52,14 +52,11 @@ def _say(line: str) -> None:
     print(f"signsim: {line}", file=sys.stderr, flush=True)
 
 
-def _empty_folder() -> int:
-    from signsim.commands.compile import clear
-
-    return clear()
-
-
-def repairing(command: Callable[[], T], say: Callable[[str], None] = _say) -> T:
-    """``command()``, run again after each repair of a damaged cache file it met (see the module's docstring)."""
+def repairing(command: Callable[[], T], say: Callable[[str], None] = _say,
+              empty: Callable[[], int] | None = None) -> T:
+    """``command()``, run again after each repair of a damaged cache file it met (see the module's docstring);
+    ``empty()`` empties the whole cache folder and returns the number of files removed (``signsim compile
+    --clear``'s)."""
     repairs = 0
     while True:
         try:
@@ -76,9 +73,9 @@ def repairing(command: Callable[[], T], say: Callable[[str], None] = _say) -> T:
                         "kernel compiles again")
                 repairs += 1
                 continue
-            if repairs > ATTEMPTS:
+            if repairs > ATTEMPTS or empty is None:
                 raise
-            removed = _empty_folder()
+            removed = empty()
             say(f"the kernel cache was unreadable ({type(e).__name__}: {first}): emptied ({removed} files), every "
                 "kernel compiles again")
             repairs = ATTEMPTS + 1

@@ -116,8 +116,10 @@ def parse_pre_aggregate(spec: str) -> tuple[Stage, ...]:
 
 def pre_aggregated_rows(links: tuple[Stage, ...], n: int) -> int:
     """The messages the aggregation gets from n after the chain ``links`` (InputError when a link needs more)."""
+    from signsim.stages.plugins import declared
+
     for link in links:
-        n = int(link.module.rows(n, link.params))
+        n = int(declared(link.module, "rows", n, link.params, result="rows", rows=n))
     return n
 
 
@@ -139,9 +141,11 @@ def compressor_constant(spec: str, dim: int) -> dict[str, float | str | None]:
 
 def compressor_constant_of(stage: Stage, dim: int) -> dict[str, float | str | None]:
     """``compressor_constant`` of a resolved compressor stage (either slot)."""
+    from signsim.stages.plugins import declared
+
     mod = stage.module
     out: dict[str, float | str | None] = {"kind": mod.KIND}
-    value = mod.constant(dim, *stage.params)
+    value = declared(mod, "constant", dim, *stage.params, result="number")
     if value is not None:
         out["alpha" if mod.KIND == "contractive" else "omega"] = value
     for p, v in zip(mod.PARAMS, stage.params, strict=True):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import math
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -28,7 +29,11 @@ REQUIRED: dict[str, dict[str, object]] = {k.name: k.required for k in kinds.PRIM
 OPTIONAL: dict[str, dict[str, object]] = {
     "compressor": {"message_bits": "function", "moments": "function", "DEGREE": int, "COORDINATE_SIGN": bool},
     "attack": {"sign_law": "function"},
+    "error_feedback": {"STATE_WIDTH": int},
 }
+#: what a module of any kind may declare: its author's word that its kernels stay within their arrays
+#: (``bounds_checked``)
+ANY_KIND = {"TRUSTED": bool}
 COMPRESSOR_KINDS = ("unbiased", "contractive", "biased")
 BROADCASTS = ("floats", "sparse", "sign-sum")
 
@@ -55,7 +60,7 @@ def check_contract(mod: ModuleType, where: str) -> str:
                 raise _fail(where, f"{attr} must be a plain Python function (the engine compiles it)")
         elif not isinstance(value, want):
             raise _fail(where, f"{attr} must be a {want.__name__}")
-    for attr, want in OPTIONAL.get(kind, {}).items():
+    for attr, want in {**OPTIONAL.get(kind, {}), **ANY_KIND}.items():
         if not hasattr(mod, attr):
             continue
         value = getattr(mod, attr)
@@ -64,7 +69,9 @@ def check_contract(mod: ModuleType, where: str) -> str:
                 raise _fail(where, f"{attr}, when declared, must be a plain Python function")
         elif not isinstance(value, want) or (want is int and isinstance(value, bool)):
             raise _fail(where, f"{attr}, when declared, must be a {want.__name__}")
-    if not mod.NAME or ":" in mod.NAME or mod.NAME != mod.NAME.strip():
+    if kind == "error_feedback" and getattr(mod, "STATE_WIDTH", 1) < 1:
+        raise _fail(where, f"STATE_WIDTH, when declared, must be >= 1 (got {mod.STATE_WIDTH})")
+    if not isinstance(mod.NAME, str) or not mod.NAME or ":" in mod.NAME or mod.NAME != mod.NAME.strip():
         raise _fail(where, f"NAME {mod.NAME!r} must be a non-empty word without ':'")
     if not all(isinstance(p, Param) for p in mod.PARAMS):
         raise _fail(where, "PARAMS must be a tuple of signsim.stages.base.Param")
@@ -81,6 +88,56 @@ def check_contract(mod: ModuleType, where: str) -> str:
         origin = "a built-in" if other.__name__.startswith("signsim.") else f"the plugin {other.__file__}:"
         raise _fail(where, f"the {kind} name '{mod.NAME}' clashes with {origin} {kind} of that name")
     return kind
+
+
+#: what a stage's plain-Python declarations must return (``declared``): a check and its words
+RESULTS = {
+    "bits": (lambda v: _number(v) and math.isfinite(v) and v >= 0, "a finite number >= 0"),
+    "number": (lambda v: v is None or (_number(v) and not math.isnan(v)), "a number or None"),
+    "pair": (lambda v: isinstance(v, tuple) and len(v) == 2 and all(_number(x) and math.isfinite(x) and x >= 0
+                                                                     for x in v), "a pair of finite numbers >= 0"),
+}
+
+
+def _number(v) -> bool:
+    import numbers
+
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def declared(mod: ModuleType, attr: str, *args, result: str = "bits", rows: int | None = None):
+    """``mod.attr(*args)``, a stage's plain-Python declaration (its bits, its broadcast's bits, its rows, its
+    constant, its extra bits), checked for a plugin: a call that raises, or a value that is not what the contract
+    says (``RESULTS``; "rows": an integer 1..``rows``), is one error line naming the file. A built-in's value is
+    returned as it is (its tests hold it)."""
+    fn = getattr(mod, attr)
+    if not is_plugin(mod):
+        return fn(*args)
+    where = getattr(mod, "__file__", mod.__name__)
+    try:
+        value = fn(*args)
+    except InputError:  # the plugin's own refusal of these arguments (rows: a link that needs more messages)
+        raise
+    except Exception as e:  # noqa: BLE001 - the plugin's own code
+        raise _fail(where, f"{attr}() raised {type(e).__name__}: {e}") from None
+    if result == "rows":
+        import numbers
+
+        if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and 1 <= value <= rows):
+            raise _fail(where, f"{attr}() returned {value!r}: expected an integer from 1 to {rows}")
+        return value
+    ok, words = RESULTS[result]
+    if not ok(value):
+        raise _fail(where, f"{attr}() returned {value!r}: expected {words}")
+    return value
+
+
+def bounds_checked(mod: ModuleType) -> bool:
+    """Whether the engine compiles the stage module ``mod``'s kernels with bounds checks: a plugin's, unless it
+    declares ``TRUSTED = True`` (its author's word that its kernels stay within their arrays). An index outside an
+    array then stops the run with one line naming the file, instead of corrupting memory; such a composition runs
+    the serial loop."""
+    return is_plugin(mod) and getattr(mod, "TRUSTED", False) is not True
 
 
 def _same_file(a: ModuleType, b: ModuleType) -> bool:
