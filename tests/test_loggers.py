@@ -179,3 +179,22 @@ def test_mlflow_gets_the_config_and_the_metrics(monkeypatch):
     assert calls[2][0] == "params" and calls[2][1]["method"] == doc["config"]["method"]
     final = [c for c in calls if c[0] == "metrics"][-1]
     assert final[1] == doc["history"][-1]["iter"] and final[2]["loss"] == doc["history"][-1]["loss"]
+
+
+def test_a_trackers_own_failure_is_one_line_after_the_results_are_written(monkeypatch, cli, tmp_path):
+    """MLflow refusing a file store raised a 74-line traceback (exit 1): now one line naming the target, exit 2, with
+    the results file already written."""
+    calls: list = []
+    mlflow = _fake("mlflow", calls)
+
+    def refuse(name):
+        raise RuntimeError("Filesystem tracking backend is deprecated.\nSet MLFLOW_ALLOW_FILE_STORE=true\n  at line 3")
+
+    mlflow.set_experiment = refuse
+    monkeypatch.setitem(sys.modules, "mlflow", mlflow)
+    out = tmp_path / "r.json"
+    r = cli("run", "--iters", "5", "--log", "mlflow:exp", "--out", out, "--quiet")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert "--log mlflow:exp" in lines[0] and "Filesystem tracking backend is deprecated" in lines[0], lines[0]
+    assert out.is_file()

@@ -97,10 +97,17 @@ def _numbers(row: dict[str, Any], prefix: str) -> dict[str, float]:
 
 
 def send(doc: dict[str, Any], targets: list[Target]) -> None:
-    """Write ``doc``'s runs to every target."""
+    """Write ``doc``'s runs to every target; a tracker's own failure (a store it refuses, a full disk, a network
+    error) is one line naming the target (InputError), after the results file was written."""
     for target in targets:
         for name, run in runs_of(doc):
-            WRITERS[target.kind](target, name, run)
+            try:
+                WRITERS[target.kind](target, name, run)
+            except Exception as e:  # noqa: BLE001 - the tracking library's, of any type
+                lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+                what = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+                raise InputError(f"--log {target.written}: {KINDS[target.kind][0]} failed ({what}); the results "
+                                 "were written, but not to this tracker") from None
 
 
 def _safe(name: str) -> str:
