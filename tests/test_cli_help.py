@@ -234,3 +234,39 @@ def test_bit_counts():
 
     assert bits_text(6000) == "6000"
     assert bits_text(16_000) == "16,000 (2 kB)"
+
+
+def _panels(text: str) -> dict[str, str]:
+    """Each --help panel's title -> its flattened text."""
+    out, title = {}, None
+    for line in text.splitlines():
+        m = re.match(r"\s*╭─ (.*?) ─", line)
+        if m:
+            title = m.group(1)
+            out[title] = ""
+        elif title is not None:
+            out[title] += " " + _flat(line)
+    return out
+
+
+@pytest.mark.parametrize("command", ["run", "check-spb", "diversity", "bound"])
+def test_every_option_that_also_takes_a_word_says_so_in_its_help(command):
+    """From the table of options: --batch-size <int> also takes full, --lr <float> also takes theory, and the help
+    says what the word means ("full: ...", "theory: ...")."""
+    from signsim.interface import options
+
+    command_ = _commands()[command]
+    helps = {p.name: _literal(getattr(p, "help", "") or "") for p in command_.params}
+    worded = [o for o in options.of_command(command).values() if o.words]
+    for o in worded:
+        for word in o.words:
+            assert re.search(rf"\b{word}:", helps[o.name]), (o.name, word, helps[o.name])
+    assert command != "run" or {"batch_size", "lr"} <= {o.name for o in worded}
+
+
+def test_config_and_tracking_are_not_output_options():
+    panels = _panels(_help("run", "--help", columns=200))
+    output = panels["Output"]
+    assert "--out" in output and "--config" not in output and "--track" not in output
+    assert "--config" in panels["Options"]
+    assert "--track-spb" in panels["Tracking (quantities recorded during the run)"]

@@ -27,6 +27,7 @@ from signsim.stages import catalog
 P_RUN = "Run"
 P_PROBLEM = "Problem"
 P_OUT = "Output"
+P_TRACK = "Tracking (quantities recorded during the run)"
 P_DATA = "Data (logistic, least-squares, mlp)"
 P_SPB = "Success probabilities"
 P_DIV = "Diversity"
@@ -142,7 +143,7 @@ def _stages(kind: str, without: str = "") -> str:
 
 #: every option, in the order --help shows them; RunConfig's fields are the rows with record=True
 TABLE: tuple[Option, ...] = (
-    Option("config", "path", "TOML file of options; flags override it", _R, P_OUT),
+    Option("config", "path", "TOML file of options; flags override it", _R),
     _run("problem", "str", "rosenbrock | quadratic | sign-trap | vote-trap | logistic | least-squares | model "
          "(with --model) | mlp (default: {default})", P_PROBLEM, default="rosenbrock",
          command_defaults=(("check-spb", "logistic"), ("diversity", "logistic"))),
@@ -256,8 +257,8 @@ TABLE: tuple[Option, ...] = (
          also=("spb_from_samples",)),
     _run("plugin", "str", "FILE.py[,FILE.py]: your own stages, written to the stage contract (docs/api.md)", P_RUN),
     _run("track_spb", "int", "every N iterations, record the fraction of coordinates satisfying SPB, min rho and "
-         "the rho-norms", P_OUT, commands=("run",), lo=1, hi=MAX_SIZE),
-    _run("track_diversity", "int", "every N iterations, record the gradient diversity and B_S", P_OUT,
+         "the rho-norms", P_TRACK, commands=("run",), lo=1, hi=MAX_SIZE),
+    _run("track_diversity", "int", "every N iterations, record the gradient diversity and B_S", P_TRACK,
          commands=("run",), lo=1, hi=MAX_SIZE),
     # run
     Option("plot", "file", "save a figure: loss (or accuracy) against iterations and megabytes, SPB panels when "
