@@ -134,3 +134,18 @@ def test_overlay_table_figure_and_bad_files(cli, tmp_path):
     spb = tmp_path / "spb.json"
     cli("check-spb", "--out", spb, "--quiet")
     assert_one_line_error(cli("bound", "--overlay", spb), "--overlay", "check-spb")
+
+
+def test_a_missing_constant_is_found_before_any_kernel_compiles(tmp_path):
+    """The MLP's L1 must be given: said in one line before any work, whatever the kernel cache holds (with an empty
+    cache the compile notice came first, and the one-line error was two lines on a machine whose cache was cold)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "SIGNSIM_WARM": "0"}
+    for extra, says in (((), "missing constant L1"), (("--constant", "L1=x"), "--constant L1=x")):
+        r = subprocess.run([sys.executable, "-m", "signsim", "bound", "--problem", "mlp", *extra], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and r.stderr.strip().splitlines() == [r.stderr.strip()] and says in r.stderr, r.stderr
+    assert not list((tmp_path / "cache").rglob("*.nbi"))  # nothing compiled

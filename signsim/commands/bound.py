@@ -11,7 +11,7 @@ import numpy as np
 
 from signsim import __version__
 from signsim.diagnostics import bounds as B
-from signsim.diagnostics.constants import OVERRIDE, Constant, apply_overrides, derive, need
+from signsim.diagnostics.constants import OVERRIDE, Constant, apply_overrides, derive, derives_smoothness, need
 from signsim.errors import InputError
 from signsim.interface.config import RunConfig
 
@@ -290,6 +290,10 @@ def bound(cfg: RunConfig, o: BoundOptions, run_doc: dict[str, Any] | None = None
     check_fields(o, "bound")  # --box and --at against their rows of signsim.interface.options
     rnd = of_config(cfg, o.at)
     problem = problems.build(cfg)
+    apply_overrides({}, list(o.constants or ()))  # the --constant values checked before any kernel compiles
+    given = {text.partition("=")[0].strip() for text in o.constants or ()}
+    if not derives_smoothness(problem) and "L1" not in given:
+        need({}, "L1")
     model, params = noise.for_config(cfg, problem.dim)
     x0 = problem.x0.astype(np.float64)
     c = derive(problem, model, params, cfg, x0, o.box, o.sigma_samples)

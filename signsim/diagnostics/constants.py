@@ -68,6 +68,12 @@ def glm_L(A: np.ndarray, lam: float, c: float) -> np.ndarray:
     return c / n * np.abs(A.T @ A).sum(axis=1) + lam
 
 
+def derives_smoothness(problem) -> bool:
+    """Whether ``derive`` computes L1 and L2 for ``problem`` (its exact L, Rosenbrock's box, a GLM's data); for
+    the others (the MLP, your own model) they must be given, which ``bound`` checks before any work."""
+    return problem.L is not None or problem.name in ("rosenbrock", "logistic", "least-squares")
+
+
 def derive(problem, model, params, cfg, x0: np.ndarray, box: float, sigma_samples: int) -> dict[str, Constant]:
     from signsim.diagnostics.estimators import choose, estimate
 
