@@ -150,3 +150,16 @@ def test_ctrl_c_during_start_up_imports(after_import):
                               after_import=after_import)
     assert rc == 130 and took < ACT_WITHIN, (rc, took, err)
     assert_clean(err)
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_a_plugin_imports_is_an_interrupt_not_a_bad_plugin(tmp_path, sig, code):
+    """The plugin's own import says it is under way (it writes the ready file), then takes its time: the signal
+    ends the command as an interrupt, not as "cannot be imported"."""
+    plugin = tmp_path / "slow_import.py"
+    plugin.write_text("import os\nimport time\n\nopen(os.environ['SIGNSIM_READY_FILE'], 'w').close()\n"
+                      "for _ in range(3000):\n    time.sleep(0.01)\n")
+    rc, err, took = interrupt(["run", "--plugin", plugin, "--iters", "3", "--quiet"], sig=sig)
+    assert rc == code, err
+    assert "cannot be imported" not in err and took < ACT_WITHIN, (err, took)
+    assert_clean(err)

@@ -177,6 +177,8 @@ def load_file(path: str | Path) -> ModuleType:
         raise
     except BaseException as e:  # noqa: BLE001 - the plugin's own code failed (SystemExit too): one line naming it
         del sys.modules[name]
+        if isinstance(e, KeyboardInterrupt):  # Ctrl-C while it imports: an interrupt (exit 130), not a bad plugin
+            raise
         raise _fail(where, f"cannot be imported: {type(e).__name__}: {e}") from None
     try:
         kind = check_contract(mod, where)
@@ -193,8 +195,10 @@ def load_module(module_name: str, where: str | None = None) -> ModuleType:
     where = where or module_name
     try:
         mod = importlib.import_module(module_name)
-    except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from its code too
+    except BaseException as e:  # noqa: BLE001 - SystemExit from its code too
         sys.modules.pop(module_name, None)
+        if isinstance(e, KeyboardInterrupt):
+            raise
         raise _fail(where, f"cannot be imported: {type(e).__name__}: {e}") from None
     kind = check_contract(mod, where)
     registry.PLUGINS[kind][mod.NAME] = mod
