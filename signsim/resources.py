@@ -145,6 +145,12 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
         hint += "; --dtype float32 halves the workers' vectors"
     require(need, f"this run ({cfg.workers} workers x dimension {dim}, {rows} history rows)",
             "reduce --workers, --dim, --iters (or raise --eval-every) or the data" + hint)
+    _, server = server_cost(cfg, dim, min(rounds.of_config(cfg), cfg.workers))
+    rules = f"--aggregate {cfg.aggregate or chosen.aggregate.name}" + (
+        f" --pre-aggregate {cfg.pre_aggregate}" if chosen.pre_aggregation else "")
+    require(need + server, f"this run's server stages ({rules} on {min(rounds.of_config(cfg), cfg.workers)} "
+            f"messages of dimension {dim})",
+            "reduce --workers (or --clients-per-round) or --dim, or choose a rule that does not compare every pair")
 
 
 def sampling_bytes(workers: int) -> int:
@@ -202,7 +208,30 @@ def run_work(cfg, dim: int, finite_sum: bool, rows: float | None = None) -> floa
     if rows is None:
         rows = cfg.batch_size if finite_sum else 1
     per_call = float(dim) * rows
-    return float(cfg.iters) * S * max(1, getattr(cfg, "local_steps", 1)) * per_call
+    server, _ = server_cost(cfg, dim, S)
+    return float(cfg.iters) * (S * max(1, getattr(cfg, "local_steps", 1)) * per_call + server)
+
+
+def server_cost(cfg, dim: int, S: int) -> tuple[float, float]:
+    """(operations, bytes) of one round's server stages on S messages of dimension ``dim``: each pre-aggregation
+    and the aggregation, as its module declares them (``work``, ``memory``; ``signsim.stages.defaults``: n d
+    operations and nothing allocated when not declared). The rules that compare every pair of messages (Krum,
+    NNM, the spectral and subset rules) cost n^2 d or more a round."""
+    from signsim import methods
+    from signsim.stages import defaults, plan
+    from signsim.stages.plugins import declared
+
+    chosen = plan.of_config(cfg, methods.get(cfg.method))
+    ops = mem = 0.0
+    n = S
+    for stage in (*chosen.pre_aggregation, chosen.aggregate):
+        params = tuple(stage.param_array())
+        ops += float(min(declared(stage.module, "work", n, dim, params, default=defaults.work), 10**300))
+        mem = max(mem, float(min(declared(stage.module, "memory", n, dim, params, default=defaults.memory),
+                                 10**300)))
+        if stage is not chosen.aggregate:
+            n = int(declared(stage.module, "rows", n, stage.params, result="rows", rows=n))
+    return ops, mem
 
 
 def check_work(ops: float, what: str, reduce: str) -> str | None:

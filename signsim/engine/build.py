@@ -32,7 +32,8 @@ class Built:
 
 
 #: how to make a run of absurd work shorter (``resources.check_work``)
-RUN_REDUCE = "lower --iters (or --batch-size, --workers, --dim), or give a --budget-mb or --stop-loss to stop earlier"
+RUN_REDUCE = ("lower --iters (or --batch-size, --workers, --dim; a rule that compares every pair of messages, such as "
+              "Krum or NNM, costs M^2 d a round), or give a --budget-mb or --stop-loss to stop earlier")
 
 
 def run_asked(cfg) -> str:

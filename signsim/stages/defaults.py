@@ -10,3 +10,15 @@ def sends(k, v, e, p):
 def fresh(k, hbar, p, gen):
     """Gradient estimator: no round in which every worker sends its exact gradient (MARINA's, §8.10)."""
     return False
+
+
+def work(n, d, p):
+    """A server stage (aggregation, pre-aggregation): the elementary operations of one call on n messages of d
+    coordinates, a lower bound the run's work estimate adds per round (``signsim.resources.run_work``): reading
+    every coordinate of every message once. The rules that compare messages pairwise declare more."""
+    return n * d
+
+
+def memory(n, d, p):
+    """A server stage: the bytes one call allocates besides its inputs (``signsim.resources.check_run``): none."""
+    return 0

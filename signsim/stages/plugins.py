@@ -105,12 +105,12 @@ def _number(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
-def declared(mod: ModuleType, attr: str, *args, result: str = "bits", rows: int | None = None):
+def declared(mod: ModuleType, attr: str, *args, result: str = "bits", rows: int | None = None, default=None):
     """``mod.attr(*args)``, a stage's plain-Python declaration (its bits, its broadcast's bits, its rows, its
     constant, its extra bits), checked for a plugin: a call that raises, or a value that is not what the contract
     says (``RESULTS``; "rows": an integer 1..``rows``), is one error line naming the file. A built-in's value is
-    returned as it is (its tests hold it)."""
-    fn = getattr(mod, attr)
+    returned as it is (its tests hold it). ``default``: the function of a module that leaves ``attr`` out."""
+    fn = getattr(mod, attr, default)
     if not is_plugin(mod):
         return fn(*args)
     where = getattr(mod, "__file__", mod.__name__)

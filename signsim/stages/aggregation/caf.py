@@ -158,3 +158,11 @@ def reference(msgs, p, tie, server, prev):
     c = next(c for lam, c in candidates if lam <= low + TIE * low)
     keep = c > 0
     return (c[keep, None] * msgs[keep]).sum(axis=0) / c.sum()
+
+
+def work(n, d, p):
+    return n * n * d + int(p[0]) * n ** 3  # the Gram matrix, then an eigenvalue problem per filtering step
+
+
+def memory(n, d, p):
+    return 8 * (4 * n * n + n)  # the Gram matrix, the weights of every step, two scratch matrices

@@ -68,3 +68,7 @@ def reference(msgs, p, tie, server, prev):
         beta = np.maximum(np.linalg.norm(x - z, axis=1), nu)
         z = (x / beta[:, None]).sum(axis=0) / (1.0 / beta).sum()
     return z
+
+
+def work(n, d, p):
+    return max(1, int(p[1])) * n * d  # T Weiszfeld steps

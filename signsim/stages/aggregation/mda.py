@@ -77,3 +77,13 @@ def reference(msgs, p, tie, server, prev):
         if diameter < best_diameter:
             best, best_diameter = subset, diameter
     return msgs[list(best)].mean(axis=0)
+
+
+def work(n, d, p):
+    import math
+
+    return n * n * d + math.comb(n, min(n, int(p[0]))) * (n - int(p[0])) ** 2  # distances, then every subset's diameter
+
+
+def memory(n, d, p):
+    return 8 * n * n  # the distance matrix

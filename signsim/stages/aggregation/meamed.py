@@ -65,3 +65,7 @@ def reference(msgs, p, tie, server, prev):
         keep = sorted(range(M), key=lambda m: (abs(col[m] - med), m))[:k]
         out[i] = np.mean([col[m] for m in keep])
     return out
+
+
+def work(n, d, p):
+    return n * d * max(1, n.bit_length())  # a sort of each column

@@ -128,3 +128,14 @@ def reference(msgs, p, tie, server, prev):
     low = min(scores)
     chosen = next(s for s, lam in zip(combinations(range(M), k), scores, strict=True) if lam <= low + TIE * low)
     return msgs[list(chosen)].mean(axis=0)
+
+
+def work(n, d, p):
+    import math
+
+    k = n - int(p[0])
+    return n * n * d + math.comb(n, min(n, int(p[0]))) * k ** 3  # the Gram matrix, then every subset's eigenvalue
+
+
+def memory(n, d, p):
+    return 8 * n * n  # the Gram matrix

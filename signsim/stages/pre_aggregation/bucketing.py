@@ -51,3 +51,7 @@ def reference(msgs, params, gen):
         j = i + int(gen.integers(0, n - i))
         order[i], order[j] = order[j], order[i]
     return np.array([msgs[order[lo:lo + s]].mean(axis=0) for lo in range(0, n, s)])
+
+
+def memory(n, d, p):
+    return 8 * n * d  # the buckets' means (at most n of them)

@@ -48,3 +48,11 @@ def reference(msgs, params, gen):
         near = sorted(range(n), key=lambda b: (dist[b], b))[:k]
         out.append(msgs[near].mean(axis=0))
     return np.array(out)
+
+
+def work(n, d, p):
+    return n * n * d  # every pair's squared distance
+
+
+def memory(n, d, p):
+    return 8 * n * d  # the mixed messages, written apart from the inputs
