@@ -301,7 +301,7 @@ def sweep(**opts: Any) -> None:
             from signsim.commands.compile import sweep_notices  # remote Dask workers keep their own caches
 
             out = opts.get("out") or str(Path("results") / file.stem)
-            for line in sweep_notices(file, out) if file.is_file() else ():
+            for line in sweep_notices(file, out, opts.get("plugin")) if file.is_file() else ():
                 print(line, file=sys.stderr, flush=True)
 
     log_lines: list[str] = []

@@ -325,7 +325,6 @@ def test_absurd_work_is_refused_up_front(cli, args, words):
 
 
 def test_work_estimates():
-    from types import SimpleNamespace
 
     from signsim import resources
 
@@ -334,9 +333,10 @@ def test_work_estimates():
     assert note.startswith("--pairs 5: about 1e+14 operations, at least 1.16 days") and "Ctrl-C" in note
     with pytest.raises(InputError, match=r"^--pairs 5: about 1e\+17 operations, at least 3.17 years.*; lower --pairs$"):
         resources.check_work(1e17, "--pairs 5", "lower --pairs")
-    cfg = SimpleNamespace(iters=2000, workers=8, batch_size=2**31 - 1, local_steps=1, votes="per-worker",
-                          budget_mb=None, budget_bits=None, stop_loss=None, clients_per_round=None,
-                          participation=None)
-    assert resources.run_work(cfg, 31, finite_sum=True) == 2000 * 8 * 31 * (2**31 - 1)
-    assert resources.run_work(cfg, 10, finite_sum=False) == 2000 * 8 * 10  # synthetic noise: one draw per call
-    assert resources.run_work(SimpleNamespace(**{**vars(cfg), "stop_loss": 0.1}), 10, False) == 0  # may stop early
+    from signsim.interface import config
+
+    cfg = config.resolve(dict(iters=2000, workers=8, batch_size=2**31 - 1))
+    # each round: 8 workers' gradients of 31 coordinates over the minibatch's rows, and the mean of 8 messages
+    assert resources.run_work(cfg, 31, finite_sum=True) == 2000 * (8 * 31 * (2**31 - 1) + 8 * 31)
+    assert resources.run_work(cfg, 10, finite_sum=False) == 2000 * (8 * 10 + 8 * 10)  # synthetic: one draw a call
+    assert resources.run_work(config.resolve(dict(iters=2000, workers=8, stop_loss=0.1)), 10, False) == 0

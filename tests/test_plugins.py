@@ -16,6 +16,27 @@ from signsim.engine.reference import ReferenceRun
 from .conftest import make_engine
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def plugins_of_this_test_only():
+    """The stages a test's plugins register leave with it: a plugin made to fail when used (a negative down_bits)
+    would otherwise sit in the tables other tests of this process walk."""
+    from signsim.stages import plugins, registry
+
+    import sys
+
+    kept = {kind: dict(table) for kind, table in registry.PLUGINS.items()}
+    loaded = dict(plugins.LOADED)
+    modules = {name for name in sys.modules if name.startswith("signsim_plugin_")}
+    yield
+    for name in [n for n in sys.modules if n.startswith("signsim_plugin_") and n not in modules]:
+        del sys.modules[name]
+    for kind, table in registry.PLUGINS.items():
+        table.clear()
+        table.update(kept.get(kind, {}))
+    plugins.LOADED.clear()
+    plugins.LOADED.update(loaded)
 EXAMPLE = ROOT / "configs" / "plugins" / "scaled_sto_sign.py"
 
 

@@ -141,15 +141,16 @@ def loop_is_cached(family: str = "*", dtype: str | None = None) -> bool:
     return any(_compiled_for(p, dtype) for p in indexes)
 
 
-def sweep_notices(path, out) -> list[str]:
+def sweep_notices(path, out, plugin: str | None = None) -> list[str]:
     """The compile notices of a sweep run by local processes (which load the kernels this process's cache
-    holds): one per family of problems and dtype among its unfinished runs whose run loop is not cached yet."""
+    holds): one per family of problems and dtype among its unfinished runs whose run loop is not cached yet;
+    ``plugin``: the sweep's ``--plugin`` (its stages are known to the runs)."""
     from signsim import problems
     from signsim.commands.sweep import plan
     from signsim.engine.specialize import family_of
     from signsim.sweep.store import Store
 
-    _, tasks = plan(path)
+    _, tasks = plan(path, plugin)
     store = Store(out)
     needed = set()
     for t in tasks:
