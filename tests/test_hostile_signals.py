@@ -163,3 +163,31 @@ def test_a_signal_while_a_plugin_imports_is_an_interrupt_not_a_bad_plugin(tmp_pa
     assert rc == code, err
     assert "cannot be imported" not in err and took < ACT_WITHIN, (err, took)
     assert_clean(err)
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_the_loop_compiles_acts_at_once(tmp_path, sig, code):
+    """An empty kernel cache: the signal lands while the run's loop compiles (its compile notice is the signal of
+    readiness). The chunk is abandoned at once; the interrupted run's end no longer calls a kernel the abandoned
+    compile holds Numba's compiler lock for (an exit waited for the whole compile: 60 s or more for MARINA)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "SIGNSIM_WARM": "0"}
+    p = subprocess.Popen([sys.executable, "-m", "signsim.cli", "run", "--method", "marina", "--workers", "8",
+                          "--iters", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True, env=env)
+    seen = ""
+    for line in p.stderr:
+        seen += line
+        if line.startswith("signsim: compiling"):
+            break
+    assert p.poll() is None, seen + p.communicate()[1]
+    time.sleep(3.0)  # (into the compile, which takes tens of seconds from an empty cache)
+    start = time.time()
+    if sig == signal.SIGINT:
+        os.killpg(p.pid, sig)
+    else:
+        os.kill(p.pid, sig)
+    _, err = p.communicate(timeout=300)
+    took = time.time() - start
+    assert p.returncode == code, seen + err
+    assert took < ACT_WITHIN, (took, seen + err)
+    assert_clean(seen + err)

@@ -198,3 +198,24 @@ def test_a_trackers_own_failure_is_one_line_after_the_results_are_written(monkey
     assert r.code == 2 and len(lines) == 1, r.err
     assert "--log mlflow:exp" in lines[0] and "Filesystem tracking backend is deprecated" in lines[0], lines[0]
     assert out.is_file()
+
+
+def test_tensorboard_on_a_full_disk_is_one_line_not_a_hang(tmp_path):
+    """Every event write fails as on a full disk. tensorboardX's SummaryWriter wrote from a thread through a queue
+    of 10 events: the thread died, and the run hung deaf to signals waiting for it (13 minutes until SIGKILL). The
+    events are now written in the calling thread: one line naming the target, exit 2, the results written."""
+    import subprocess
+
+    code = ("import errno, sys\n"
+            "from tensorboardX import event_file_writer\n"
+            "def full(self, event):\n"
+            "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+            "event_file_writer.EventsWriter.write_event = full\n"
+            "from signsim.cli import main\n"
+            "main(['run', '--iters', '5', '--quiet', '--out', sys.argv[2], '--log', 'tensorboard:' + sys.argv[1]])\n")
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "tb"), str(out)], capture_output=True, text=True,
+                       timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert "--log tensorboard:" in lines[0] and "No space left on device" in lines[0] and out.is_file()

@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def plugins_of_this_test_only():
     """The stages a test's plugins register leave with it: a plugin made to fail when used (a negative down_bits)
     would otherwise sit in the tables other tests of this process walk."""
-    from signsim.stages import plugins, registry
-
     import sys
+
+    from signsim.stages import plugins, registry
 
     kept = {kind: dict(table) for kind, table in registry.PLUGINS.items()}
     loaded = dict(plugins.LOADED)

@@ -32,6 +32,27 @@ def test_a_lock_file_nobody_holds_is_no_work(monkeypatch, tmp_path):
     assert warm.wait("glm", True, SIGNATURE) is False
 
 
+def test_a_fifo_in_place_of_the_lock_file_is_no_work_and_blocks_nothing(monkeypatch, tmp_path):
+    """A FIFO where the lock file should be: a read-only open of it waited for a writer, forever. Now neither the
+    check nor a start opens anything but a regular file (each in a thread here, so that the old wait would fail the
+    test instead of hanging it)."""
+    import threading
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(warm.ENV, "1")
+    path = warm.lock_file("glm", True, SIGNATURE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    out = {}
+    checks = [threading.Thread(target=lambda: out.update(running=warm.running("glm", True, SIGNATURE)), daemon=True),
+              threading.Thread(target=lambda: out.update(started=warm.start("glm", True, SIGNATURE)), daemon=True)]
+    for t in checks:
+        t.start()
+        t.join(10)
+    assert out == {"running": False, "started": None}, out
+    assert not any(t.is_alive() for t in checks)
+
+
 def test_a_cache_it_cannot_write_starts_nothing_and_fails_nothing(monkeypatch, tmp_path):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "a-file"))
     (tmp_path / "a-file").write_text("")  # the cache is a file: no lock file can be made in it

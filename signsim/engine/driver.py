@@ -571,6 +571,8 @@ def _stopped_at_chunk_start(engine) -> np.ndarray:
     hist = engine.history()[:a.rows]
     if getattr(engine, "external", None) is not None or (a.rows and hist[-1, loop.H_ITER] == a.k):
         return hist
+    if engine.kinds is None:  # no chunk has returned: the abandoned one is compiling the loop and holds Numba's
+        return hist  # compiler lock, which calling the recorder (not compiled yet) would wait for
     p = engine.problem
     row, counters = np.zeros((1, engine.hist.shape[1])), np.zeros_like(engine.counters)
     engine.recorder()(a.k, a.x, np.zeros((1, 1), dtype=engine.err.dtype), np.zeros_like(engine.gbuf), p.pf, p.pi, p.A,

@@ -20,9 +20,11 @@ test of this module); it needs a POSIX system and 2 or more cores.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import pickle
+import stat
 import subprocess
 import sys
 import time
@@ -59,6 +61,16 @@ def _locked(fd: int, kind: int) -> bool:
     return True
 
 
+def _open(path: Path, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` of the lock file that never waits (a FIFO in its place would block a read-only open until a
+    writer comes, forever) and takes a regular file only (OSError otherwise: no lock, no background compile)."""
+    fd = os.open(path, flags | os.O_NONBLOCK, mode)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
+
+
 def running(family: str, threaded: bool, signature: tuple) -> bool:
     """Whether a background compile of ``family``'s one loop for ``signature`` is at work."""
     return _held(lock_file(family, threaded, signature))
@@ -69,7 +81,7 @@ def _held(path: Path) -> bool:
     import fcntl
 
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = _open(path, os.O_RDONLY)
     except OSError:
         return False
     try:
@@ -96,7 +108,7 @@ def _start(family: str, threaded: bool, signature: tuple) -> int | None:
 
     path = lock_file(family, threaded, signature)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         if not _locked(fd, fcntl.LOCK_EX):
             return None  # another one is at work

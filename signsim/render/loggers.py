@@ -120,17 +120,26 @@ def _config(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tensorboard(target: Target, name: str, run: dict[str, Any]) -> None:
-    from tensorboardX import SummaryWriter
+    # the event file written in this thread (tensorboardX's SummaryWriter hands events to a writer thread through a
+    # queue of 10: when that thread dies, on a full disk, add_scalar and close wait for it forever)
+    import time
+
+    from tensorboardX.event_file_writer import EventsWriter
+    from tensorboardX.proto.event_pb2 import Event
+    from tensorboardX.record_writer import directory_check
+    from tensorboardX.summary import scalar, text
 
     folder = Path(target.where) / _safe(name) if name else Path(target.where)
-    writer = SummaryWriter(logdir=str(folder))
+    directory_check(str(folder))
+    events = EventsWriter(str(folder / "events"))
     try:
-        writer.add_text("config", "```\n" + json.dumps(_config(run), indent=1, default=str) + "\n```", 0)
+        config = "```\n" + json.dumps(_config(run), indent=1, default=str) + "\n```"
+        events.write_event(Event(wall_time=time.time(), step=0, summary=text("config", config)))
         for step, values in scalars(run):
             for key, value in values.items():
-                writer.add_scalar(key, value, step)
+                events.write_event(Event(wall_time=time.time(), step=step, summary=scalar(key, value)))
     finally:
-        writer.close()
+        events.close()
 
 
 def _wandb(target: Target, name: str, run: dict[str, Any]) -> None:
