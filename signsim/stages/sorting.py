@@ -111,3 +111,80 @@ def next_subset(idx, k, M):
     for c in range(j + 1, k):
         idx[c] = idx[c - 1] + 1
     return True
+
+
+def network_size(M):
+    """An upper bound on the comparators of ``sorting_network(M, ...)``."""
+    n = 1
+    lg = 0
+    while n < M:
+        n *= 2
+        lg += 1
+    return n * (lg * (lg + 1) // 2 + 1)
+
+
+
+def sorting_network(M, pairs):
+    """pairs[:c] <- the comparators (a < b: min to a, max to b) of Batcher's odd-even merge sort on the next power
+    of 2 >= M, those that touch an index >= M left out (as if those entries were +inf: they never move). Returns c."""
+    n = 1
+    while n < M:
+        n *= 2
+    c = 0
+    p = 1
+    while p < n:
+        k = p
+        while k >= 1:
+            j = k % p
+            while j < n - k:
+                for i in range(min(k, n - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p) and i + j + k < M:
+                        pairs[c, 0] = i + j
+                        pairs[c, 1] = i + j + k
+                        c += 1
+                j += 2 * k
+            k //= 2
+        p *= 2
+    return c
+
+
+
+def sort_columns(buf, w, pairs, nc):
+    """Sort each column buf[:, j] (j < w) in place by the comparators pairs[:nc] (every entry a number: no NaN).
+    A column's values come out in increasing order; equal values (+0.0 and -0.0) may come out in either order."""
+    for c in range(nc):
+        a = pairs[c, 0]
+        b = pairs[c, 1]
+        for j in range(w):
+            x = buf[a, j]
+            y = buf[b, j]
+            lt = y < x
+            buf[a, j] = y if lt else x
+            buf[b, j] = x if lt else y
+
+
+
+def load_block(msg, i0, w, buf, chk):
+    """buf[:, :w] <- msg[:, i0:i0 + w]; True when a column may hold a NaN (its sum, in chk[:w], is NaN: a NaN, or
+    +inf and -inf, in the column)."""
+    M = msg.shape[0]
+    for j in range(w):
+        chk[j] = 0.0
+    for m in range(M):
+        src = msg[m, i0:i0 + w]  # (a slice: indices j >= 0 that Numba need not wrap around)
+        for j in range(w):
+            x = src[j]
+            buf[m, j] = x
+            chk[j] += x
+    bad = False
+    for j in range(w):
+        if chk[j] != chk[j]:
+            bad = True
+    return bad
+
+
+
+def block_width(M, nbytes):
+    """Columns per block: M x W doubles in about nbytes, a multiple of 8, at least 8."""
+    return max(8, nbytes // (8 * M) // 8 * 8)
+

@@ -15,7 +15,7 @@ import numpy as np
 
 from signsim.errors import InputError
 from signsim.stages.base import FLOAT_BITS, Param
-from signsim.stages.rows import centred_gram
+from signsim.stages.rows import BLOCK, centred_gram_blocked
 
 NAME = "caf"
 PARAMS = (Param("f", "int", low=0, high=2 ** 31),)
@@ -43,7 +43,7 @@ def robust(msg, agg, p):
     floor = M - 2 * int(p[0])
     G = np.empty((M, M))
     bad = np.empty(M, dtype=np.bool_)
-    centred_gram(msg, G, bad)
+    centred_gram_blocked(msg, G, bad)
     c = np.empty(M)
     total = 0.0
     for m in range(M):
@@ -109,12 +109,20 @@ def robust(msg, agg, p):
     total = 0.0
     for m in range(M):
         total += weights[chosen, m]
-    for i in range(d):
-        s = 0.0
+    acc = np.empty(BLOCK)
+    for i0 in range(0, d, BLOCK):  # the same sums, in the same order (m), a block of coordinates at a time
+        w = min(BLOCK, d - i0)
+        for j in range(w):
+            acc[j] = 0.0
         for m in range(M):
-            if weights[chosen, m] > 0.0:
-                s += weights[chosen, m] * msg[m, i]
-        agg[i] = s / total if total > 0.0 else np.nan
+            wm = weights[chosen, m]
+            if wm > 0.0:
+                src = msg[m, i0:i0 + w]
+                for j in range(w):
+                    acc[j] += wm * src[j]
+        dst = agg[i0:i0 + w]
+        for j in range(w):
+            dst[j] = acc[j] / total if total > 0.0 else np.nan
 
 
 def sparse(compressor):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from signsim.stages.base import FLOAT_BITS, Param
+from signsim.stages.rows import row_sq_dists
 
 NAME = "cclip"
 FORM = "cclip:TAU[:L]"
@@ -25,18 +26,17 @@ def robust(msg, agg, p):
     M, d = msg.shape
     tau = p[0]
     step = np.zeros(d)
+    sq = np.empty(M)
     for _ in range(int(p[1])):
         for i in range(d):
             step[i] = 0.0
+        row_sq_dists(msg, M, agg, sq)  # each ||msg_m - agg||^2 in coordinate order, four rows side by side
         for m in range(M):
-            nrm = 0.0
-            for i in range(d):
-                t = msg[m, i] - agg[i]
-                nrm += t * t
-            nrm = math.sqrt(nrm)
+            nrm = math.sqrt(sq[m])
             w = 1.0 if nrm <= tau else tau / nrm
+            src = msg[m]
             for i in range(d):
-                step[i] += (msg[m, i] - agg[i]) * w
+                step[i] += (src[i] - agg[i]) * w
         for i in range(d):
             agg[i] += step[i] / M
 

@@ -7,7 +7,13 @@ import numpy as np
 
 from signsim.errors import InputError
 from signsim.stages.base import FLOAT_BITS, Param
-from signsim.stages.rows import KRUM_SCORES, krum_neighbours, krum_scores
+from signsim.stages.rows import (
+    KRUM_SCORES,
+    distance_lanes,
+    krum_neighbours,
+    krum_scores_of,
+    pair_distances,
+)
 
 NAME = "krum"
 PARAMS = (Param("f", "int", low=0, high=2 ** 31),
@@ -34,8 +40,10 @@ def finish(agg, M, p, tie, gen):
 
 def robust(msg, agg, p):
     M, d = msg.shape
+    D = np.empty((M, distance_lanes(M)))
+    pair_distances(msg, M, D)
     score = np.empty(M)
-    krum_scores(msg, krum_neighbours(M, int(p[0]), int(p[1])), score)
+    krum_scores_of(D, M, krum_neighbours(M, int(p[0]), int(p[1])), score)
     best = 0
     best_score = np.inf
     for m in range(M):  # the smallest score, ties to the lower index (a NaN score is never chosen over another)
@@ -64,3 +72,6 @@ def reference(msgs, p, tie, server, prev):
 
 def work(n, d, p):
     return n * n * d  # every pair's squared distance
+
+def memory(n, d, p):
+    return 8 * n * ((n + 7) // 8 * 8)  # every pair's squared distance (rows.pair_distances)

@@ -7,7 +7,7 @@ import numpy as np
 
 from signsim.errors import InputError
 from signsim.stages.base import FLOAT_BITS, Param
-from signsim.stages.rows import mean_of_rows, squared_distance
+from signsim.stages.rows import mean_of_rows_blocked, row_sq_dists
 from signsim.stages.sorting import stable_order
 
 NAME = "monna"
@@ -30,11 +30,10 @@ def finish(agg, M, p, tie, gen):
 def robust(msg, agg, p):
     M = msg.shape[0]
     dist = np.empty(M)
-    for m in range(M):
-        dist[m] = squared_distance(msg, m, M - 1)
+    row_sq_dists(msg, M, msg[M - 1], dist)  # = squared_distance(msg, m, M - 1), bit for bit
     order = np.empty(M, dtype=np.int64)
     stable_order(dist, order)  # ties to the lower index
-    mean_of_rows(msg, order, M - int(p[0]), agg)
+    mean_of_rows_blocked(msg, order, M - int(p[0]), agg)
 
 
 def sparse(compressor):

@@ -8,7 +8,14 @@ import numpy as np
 
 from signsim.errors import InputError
 from signsim.stages.base import FLOAT_BITS, Param
-from signsim.stages.rows import KRUM_SCORES, krum_neighbours, krum_scores, mean_of_rows
+from signsim.stages.rows import (
+    KRUM_SCORES,
+    distance_lanes,
+    krum_neighbours,
+    krum_scores_of,
+    mean_of_rows_blocked,
+    pair_distances,
+)
 from signsim.stages.sorting import stable_order
 
 NAME = "multikrum"
@@ -39,11 +46,13 @@ def finish(agg, M, p, tie, gen):
 def robust(msg, agg, p):
     M = msg.shape[0]
     k = int(p[1]) if p[1] > 0 else M - int(p[0])
+    D = np.empty((M, distance_lanes(M)))
+    pair_distances(msg, M, D)
     score = np.empty(M)
-    krum_scores(msg, krum_neighbours(M, int(p[0]), int(p[2])), score)
+    krum_scores_of(D, M, krum_neighbours(M, int(p[0]), int(p[2])), score)
     order = np.empty(M, dtype=np.int64)
     stable_order(score, order)  # ties to the lower index
-    mean_of_rows(msg, order, k, agg)
+    mean_of_rows_blocked(msg, order, k, agg)
 
 
 def sparse(compressor):
@@ -67,3 +76,6 @@ def reference(msgs, p, tie, server, prev):
 
 def work(n, d, p):
     return n * n * d  # every pair's squared distance
+
+def memory(n, d, p):
+    return 8 * n * ((n + 7) // 8 * 8)  # every pair's squared distance (rows.pair_distances)

@@ -9,6 +9,7 @@ import numpy as np
 
 from signsim.errors import InputError
 from signsim.stages.base import Param
+from signsim.stages.rows import row_sq_norms
 from signsim.stages.sorting import stable_order
 
 NAME = "arc"
@@ -31,11 +32,9 @@ def pre(msg, n, p, gen):
         return n
     d = msg.shape[1]
     norms = np.empty(n)
+    row_sq_norms(msg, n, norms)  # each row's sum in coordinate order, several rows side by side
     for a in range(n):
-        s = 0.0
-        for i in range(d):
-            s += msg[a, i] * msg[a, i]
-        norms[a] = math.sqrt(s)
+        norms[a] = math.sqrt(norms[a])
     order = np.empty(n, dtype=np.int64)
     stable_order(norms, order)  # ascending, ties to the lower index
     tau = norms[order[n - k - 1]]

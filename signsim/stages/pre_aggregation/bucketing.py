@@ -29,18 +29,25 @@ def pre(msg, n, p, gen):
         perm[i] = perm[j]
         perm[j] = t
     nb = (n + s - 1) // s
-    out = np.empty((nb, d))
-    for b in range(nb):
-        lo = b * s
-        hi = min(n, lo + s)
-        for i in range(d):
-            t = 0.0
-            for c in range(lo, hi):
-                t += msg[perm[c], i]
-            out[b, i] = t / (hi - lo)
-    for b in range(nb):
-        for i in range(d):
-            msg[b, i] = out[b, i]
+    W = 256
+    out = np.empty((nb, W))  # a block of the buckets' means (msg's rows are read until the block is done)
+    for i0 in range(0, d, W):
+        w = min(W, d - i0)
+        for b in range(nb):
+            lo = b * s
+            hi = min(n, lo + s)
+            for j in range(w):
+                out[b, j] = 0.0
+            for c in range(lo, hi):  # summed in the bucket's order, from +0.0
+                src = msg[perm[c], i0:i0 + w]  # (a slice: indices j >= 0 that Numba need not wrap around)
+                for j in range(w):
+                    out[b, j] += src[j]
+            for j in range(w):
+                out[b, j] = out[b, j] / (hi - lo)
+        for b in range(nb):
+            dst = msg[b, i0:i0 + w]
+            for j in range(w):
+                dst[j] = out[b, j]
     return nb
 
 
@@ -51,7 +58,3 @@ def reference(msgs, params, gen):
         j = i + int(gen.integers(0, n - i))
         order[i], order[j] = order[j], order[i]
     return np.array([msgs[order[lo:lo + s]].mean(axis=0) for lo in range(0, n, s)])
-
-
-def memory(n, d, p):
-    return 8 * n * d  # the buckets' means (at most n of them)

@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from signsim.stages.base import Param
+from signsim.stages.rows import row_sq_norms
 
 NAME = "clip"
 PARAMS = (Param("tau", default=2.0, low=0.0, low_open=True),)
@@ -18,11 +19,10 @@ def rows(n, params):
 
 def pre(msg, n, p, gen):
     tau = p[0]
+    sq = np.empty(n)
+    row_sq_norms(msg, n, sq)  # each row's sum in coordinate order, several rows side by side
     for a in range(n):
-        s = 0.0
-        for i in range(msg.shape[1]):
-            s += msg[a, i] * msg[a, i]
-        norm = math.sqrt(s)
+        norm = math.sqrt(sq[a])
         if norm > tau:
             scale = tau / norm
             for i in range(msg.shape[1]):

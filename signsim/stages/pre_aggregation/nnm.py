@@ -6,7 +6,7 @@ import numpy as np
 
 from signsim.errors import InputError
 from signsim.stages.base import Param
-from signsim.stages.rows import mean_of_rows, squared_distance
+from signsim.stages.rows import BLOCK, distance_lanes, pair_distances
 from signsim.stages.sorting import stable_order
 
 NAME = "nnm"
@@ -25,17 +25,33 @@ def rows(n, params):
 def pre(msg, n, p, gen):
     k = n - int(p[0])
     d = msg.shape[1]
-    out = np.empty((n, d))
+    D = np.empty((n, distance_lanes(n)))
+    pair_distances(msg, n, D)  # D[a, b] = squared_distance(msg, a, b), bit for bit
     dist = np.empty(n)
     order = np.empty(n, dtype=np.int64)
+    near = np.empty((n, k), dtype=np.int64)
     for a in range(n):
         for b in range(n):
-            dist[b] = squared_distance(msg, a, b)
+            dist[b] = D[a, b]
         stable_order(dist, order)  # ties to the lower index
-        mean_of_rows(msg, order, k, out[a])
-    for a in range(n):
-        for i in range(d):
-            msg[a, i] = out[a, i]
+        for c in range(k):
+            near[a, c] = order[c]
+    out = np.empty((n, BLOCK))  # a block of the new rows (msg's are read until the block is done)
+    for i0 in range(0, d, BLOCK):
+        w = min(BLOCK, d - i0)
+        for a in range(n):  # the mean of a's k nearest, summed in that order (as mean_of_rows)
+            for j in range(w):
+                out[a, j] = 0.0
+            for c in range(k):
+                src = msg[near[a, c], i0:i0 + w]  # (a slice: indices j >= 0 that Numba need not wrap around)
+                for j in range(w):
+                    out[a, j] += src[j]
+            for j in range(w):
+                out[a, j] = out[a, j] / k
+        for a in range(n):
+            dst = msg[a, i0:i0 + w]
+            for j in range(w):
+                dst[j] = out[a, j]
     return n
 
 
@@ -55,4 +71,4 @@ def work(n, d, p):
 
 
 def memory(n, d, p):
-    return 8 * n * d  # the mixed messages, written apart from the inputs
+    return 8 * n * ((n + 7) // 8 * 8 + n + 128)  # the distances, each one's nearest, a block of the output
