@@ -26,23 +26,6 @@ def squared_distance(msg, a, b):
     return s
 
 
-def krum_scores(msg, n, score):
-    """score[m] <- Krum's score of message m: the sum of its n smallest squared distances to the other messages."""
-    M = msg.shape[0]
-    row = np.empty(M - 1)
-    for m in range(M):
-        c = 0
-        for j in range(M):
-            if j != m:
-                row[c] = squared_distance(msg, m, j)
-                c += 1
-        sort_in_place(row)
-        total = 0.0
-        for c in range(n):
-            total += row[c]
-        score[m] = total
-
-
 def mean_of_rows(msg, order, k, agg):
     """agg <- the mean of the messages order[0], ..., order[k - 1], summed in that order."""
     for i in range(msg.shape[1]):
@@ -90,11 +73,9 @@ def centred_gram(msg, G, bad):
 BLOCK = 128
 
 
-
 def distance_lanes(n):
     """Columns of the matrix pair_distances fills: n rounded up to a multiple of 8 (one vector register)."""
     return (n + 7) // 8 * 8
-
 
 
 def pair_distances(msg, n, D):
@@ -153,7 +134,6 @@ def pair_distances(msg, n, D):
                 j += 1
 
 
-
 def krum_scores_of(D, M, n, score):
     """score[m] <- Krum's score of message m from the squared distances D (pair_distances): the sum of its n
     smallest distances to the other messages, in increasing order (as krum_scores)."""
@@ -169,7 +149,6 @@ def krum_scores_of(D, M, n, score):
         for c in range(n):
             total += row[c]
         score[m] = total
-
 
 
 def mean_of_rows_blocked(msg, order, k, agg):
@@ -190,39 +169,10 @@ def mean_of_rows_blocked(msg, order, k, agg):
             dst[j] = acc[j] / k
 
 
-
 def row_sq_norms(msg, n, out):
-    """out[a] <- sum over i of msg[a, i]^2, summed from +0.0 in coordinate order, for a < n: four rows at a time,
-    so that their sums' chains run side by side."""
-    d = msg.shape[1]
-    a = 0
-    while a + 4 <= n:
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for i in range(d):
-            x0 = msg[a, i]
-            x1 = msg[a + 1, i]
-            x2 = msg[a + 2, i]
-            x3 = msg[a + 3, i]
-            s0 += x0 * x0
-            s1 += x1 * x1
-            s2 += x2 * x2
-            s3 += x3 * x3
-        out[a] = s0
-        out[a + 1] = s1
-        out[a + 2] = s2
-        out[a + 3] = s3
-        a += 4
-    while a < n:
-        s0 = 0.0
-        for i in range(d):
-            x0 = msg[a, i]
-            s0 += x0 * x0
-        out[a] = s0
-        a += 1
-
+    """out[a] <- ||msg_a||^2, summed from +0.0 in coordinate order, for a < n: ``row_sq_dists`` about 0 (x - 0.0 is
+    x, so the sums are the same bit for bit)."""
+    row_sq_dists(msg, n, np.zeros(msg.shape[1]), out)
 
 
 def row_sq_dists(msg, n, ref, out):
@@ -257,7 +207,6 @@ def row_sq_dists(msg, n, ref, out):
             s0 += x0 * x0
         out[a] = s0
         a += 1
-
 
 
 def centred_gram_blocked(msg, G, bad):
