@@ -170,9 +170,36 @@ def mean_of_rows_blocked(msg, order, k, agg):
 
 
 def row_sq_norms(msg, n, out):
-    """out[a] <- ||msg_a||^2, summed from +0.0 in coordinate order, for a < n: ``row_sq_dists`` about 0 (x - 0.0 is
-    x, so the sums are the same bit for bit)."""
-    row_sq_dists(msg, n, np.zeros(msg.shape[1]), out)
+    """out[a] <- sum over i of msg[a, i]^2, summed from +0.0 in coordinate order, for a < n: four rows at a time,
+    so that their sums' chains run side by side."""
+    d = msg.shape[1]
+    a = 0
+    while a + 4 <= n:
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for i in range(d):
+            x0 = msg[a, i]
+            x1 = msg[a + 1, i]
+            x2 = msg[a + 2, i]
+            x3 = msg[a + 3, i]
+            s0 += x0 * x0
+            s1 += x1 * x1
+            s2 += x2 * x2
+            s3 += x3 * x3
+        out[a] = s0
+        out[a + 1] = s1
+        out[a + 2] = s2
+        out[a + 3] = s3
+        a += 4
+    while a < n:
+        s0 = 0.0
+        for i in range(d):
+            x0 = msg[a, i]
+            s0 += x0 * x0
+        out[a] = s0
+        a += 1
 
 
 def row_sq_dists(msg, n, ref, out):

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from signsim.stages.base import FLOAT_BITS, Param
+from signsim.stages.rows import BLOCK, row_sq_dists
 
 NAME = "geomed"
 PARAMS = (Param("nu", "float", low=0.0, low_open=True, default=0.1),
@@ -32,22 +33,28 @@ def robust(msg, agg, p):
                 break
     z = np.zeros(d)
     w = np.zeros(M)
+    dist = np.empty(M)
+    acc = np.empty(BLOCK)
     for _ in range(T):
+        row_sq_dists(msg, M, z, dist)  # ||msg_m - z||^2, each summed in coordinate order (four rows at a time)
         total = 0.0
         for m in range(M):
             if finite[m]:
-                s = 0.0
-                for i in range(d):
-                    t = msg[m, i] - z[i]
-                    s += t * t
-                w[m] = 1.0 / max(nu, math.sqrt(s))
+                w[m] = 1.0 / max(nu, math.sqrt(dist[m]))
                 total += w[m]
-        for i in range(d):
-            s = 0.0
+        for i0 in range(0, d, BLOCK):  # z_i = sum over m (in order) of w_m msg[m, i] / total, a block at a time
+            width = min(BLOCK, d - i0)
+            for j in range(width):
+                acc[j] = 0.0
             for m in range(M):
                 if finite[m]:
-                    s += w[m] * msg[m, i]
-            z[i] = s / total
+                    wm = w[m]
+                    src = msg[m, i0:i0 + width]
+                    for j in range(width):
+                        acc[j] += wm * src[j]
+            dst = z[i0:i0 + width]
+            for j in range(width):
+                dst[j] = acc[j] / total
     for i in range(d):
         agg[i] = z[i]
 
