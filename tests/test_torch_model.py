@@ -460,3 +460,34 @@ def test_a_call_leaves_the_callers_torch_thread_count_as_it_found_it(tmp_path):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_shards_mean_gradients_in_one_batched_pass_are_each_shards_own(tmp_path):
+    """``ModelProblem.group_means`` (the heterogeneity at x0 of a run with a split, batched over the shards of one
+    size): each shard's mean gradient, checked against the mean of that shard's per-sample gradients and against
+    central differences of its mean loss; shards of unequal sizes (60 rows over 7 workers)."""
+    from signsim.interface import config
+    from signsim.problems import build as build_problem
+
+    path = write(tmp_path, SMALL_FILE.replace("np.float32", "np.float64").replace(
+        "nn.Linear(4, 3))", "nn.Linear(4, 3)).double()").replace("nn.Linear(5, 4), ", "nn.Linear(5, 4).double(), "))
+    p = build_problem(config.resolve(dict(model=path, workers=7, seed=2, split="shards:2")))
+    split = p.finite_sum.split
+    groups = [split.group(m) for m in range(split.groups)]
+    assert len({len(g) for g in groups}) > 1  # unequal sizes: several batched calls
+    x = p.x0 + 0.1 * np.random.default_rng(5).standard_normal(p.dim)
+    means = p.external.group_means(x, groups)
+    for m, g in enumerate(groups):
+        np.testing.assert_allclose(means[m], p.finite_sum.per_sample_grads(x, g).mean(axis=0), rtol=1e-10,
+                                   atol=1e-13)
+    oracle = p.external.oracle
+    rows = groups[3]
+    X, y = oracle.X_train[torch.as_tensor(rows)], oracle.y_train[torch.as_tensor(rows)]
+
+    def shard_loss(v):
+        with torch.no_grad():
+            return float(oracle.loss_fn(oracle._output(torch.from_numpy(v), X), y))
+
+    eps = 1e-6
+    fd = np.array([(shard_loss(x + eps * e) - shard_loss(x - eps * e)) / (2 * eps) for e in np.eye(p.dim)])
+    np.testing.assert_allclose(means[3], fd, rtol=1e-6, atol=1e-8)

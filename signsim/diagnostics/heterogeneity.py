@@ -33,8 +33,11 @@ def worker_means(problem, x: np.ndarray, workers: int) -> tuple[np.ndarray | Non
     if fs is not None:
         split = fs.split
         if split.mode == SHARD:
-            means = np.array([exact(problem, x, split.group(m))[1] / len(split.group(m))
-                              for m in range(split.groups)])
+            groups = [split.group(m) for m in range(split.groups)]
+            if problem.external is not None:  # a PyTorch model: the shards' gradients, batched
+                means = problem.external.group_means(x, groups)
+            else:
+                means = np.array([exact(problem, x, g)[1] / len(g) for g in groups])
             return means[np.arange(workers) % split.groups], f"{split.name}: the mean gradient of each shard"
         if split.mode == SPLIT_BATCH:
             halves = [exact(problem, x, split.group(k))[1] / len(split.group(k)) for k in range(2)]

@@ -183,6 +183,20 @@ class ModelOracle:
         self._write(g, out)
         return out.to(torch.float64).numpy()
 
+    @guarded("the gradients of the workers' shards")
+    def group_gradients(self, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The gradient of the mean loss over each row of ``rows`` (G groups of s training rows each) at x, one row
+        each (float64): ``torch.func.vmap`` over the groups, the model in evaluation mode (as ``sample_gradients``)."""
+        r = torch.as_tensor(np.asarray(rows, dtype=np.int64))
+        out = torch.empty((r.shape[0], self.dim), dtype=self.dtype)
+        self.module.eval()
+        try:
+            g = self._shared(self.unflatten(self._x(x)), self.X_train[r], self.y_train[r])
+        finally:
+            self.module.train()
+        self._write(g, out)
+        return out.to(torch.float64).numpy()
+
     # -- evaluation ---------------------------------------------------------------------------------------------
     def _output(self, xt: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
         return functional_call(self.module, (self.unflatten(xt), self.buffers), (X,))
