@@ -151,6 +151,9 @@ def test_worst_case_against_a_hand_made_table():
     ("[robustness]\naggregate = ['mean']\nattack = ['teleport']\nbyzantine = [1]\n", ("teleport",)),
     ("[robustness]\naggregate = ['krum:f']\nattack = ['alie']\nbyzantine = [1, 9]\n", ("byzantine",)),
     ("robustness = 3\n", ("[robustness]", "table")),
+    # a metric the problem's runs do not record: found before the first run, not after the last
+    ("[robustness]\naggregate = ['mean']\nattack = ['alie']\nbyzantine = [1]\nmetric = 'test_acc'\n",
+     ("metric 'test_acc'", "quadratic", "loss")),
 ])
 def test_bad_tables_exit_2_with_one_line(cli, tmp_path, table, words):
     p = write(tmp_path, 'problem = "quadratic"\nworkers = 6\niters = 5\n' + table)

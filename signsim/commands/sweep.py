@@ -60,12 +60,28 @@ def check_runs(spec, tasks: list[dict[str, Any]]) -> None:
         key = repr(sorted((k, v) for k, v in t["config"].items() if k not in NOT_PROBLEM_OPTIONS))
         try:
             built[key] = plan_run(cfg, built.get(key))[1]
+            if spec.robustness is not None:
+                recordable(spec.robustness["metric"], cfg, built[key])
         except MemoryLimit:
             continue
         except InputError as e:
             point = ", ".join(f"{k} = {v!r}" for k, v in t["params"].items() if k not in ("seed", "repeat"))
             raise InputError(f"sweep file {spec.path}: run {t['index']} ({point or 'the base options'}): {e}") \
                 from None
+
+
+def recordable(metric: str, cfg, problem) -> None:
+    """InputError when a run of ``cfg`` on ``problem`` does not record the ``[robustness]`` metric in its history
+    (the accuracies: a classifier; the test loss: a data problem), found before the first run rather than after the
+    last (``signsim.history``: which runs record which column)."""
+    from signsim import history
+    from signsim.errors import InputError
+
+    fields = {c.field for c in history.recorded(cfg.error_feedback == "ef", problem.classifier,
+                                                problem.finite_sum is not None)}
+    if metric not in fields:
+        raise InputError(f"[robustness] metric '{metric}': a run on the problem '{problem.name}' does not record it "
+                         f"(it records {', '.join(sorted(fields & {'loss', 'train_acc', 'test_acc', 'test_loss'}))})")
 
 
 def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]) -> dict[str, Any]:

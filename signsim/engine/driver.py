@@ -502,9 +502,9 @@ class Engine(ChunkedState):
         if status != Status.CONTRACT:
             return status
         k = int(self.counters[loop.C_DONE])
-        names = ", ".join(m.__file__ for m in self.plugins) or "a built-in stage"
-        raise InputError(f"plugin {names}: in round {k}, a stage returned what its contract forbids (a message's "
-                         "bits must be a finite number >= 0, a pre-aggregation keeps 1 to n of its n rows)")
+        who = f"plugin {', '.join(m.__file__ for m in self.plugins)}" if self.plugins else "a built-in stage"
+        raise InputError(f"{who}: in round {k}, a stage returned what its contract forbids (a message's bits must "
+                         "be a finite number >= 0, a pre-aggregation keeps 1 to n of its n rows)")
 
 
 def argument_kinds(args) -> tuple:
