@@ -640,6 +640,46 @@ def test_gradients_near_the_float_range_give_a_warning_not_numpy_noise(cli, tmp_
     assert r.err.count("warning: ") == 1 and "overflow float64 when squared" in r.err, r.err
 
 
+#: characters that look like part of a number, or like space, and are not in the docs' plain ASCII forms
+LOOKALIKES = ["\u00a0", "\u2007", "\u202f", "\u3000", "\u2003", "_", "\uff11", "\u0661", "\u00b2", "\u2212",
+              "\ufeff", "\u200b"]
+
+
+@st.composite
+def number_text(draw) -> tuple[str, bool]:
+    """A number's text with lookalike characters (no-break and other Unicode spaces, an underscore, full-width or
+    Arabic-Indic digits, a superscript, a minus sign) inserted at random places, or a plain ASCII one with ASCII
+    spaces around it; and whether it is plain."""
+    core = draw(st.sampled_from(["1", "10", "0.5", "2e3", "-3", "+7", "1e-9"]))
+    if draw(st.booleans()):
+        return draw(st.sampled_from(["", " ", "\t"])) + core + draw(st.sampled_from(["", " ", "\n"])), True
+    chars = list(core)
+    for _ in range(draw(st.integers(1, 3))):
+        chars.insert(draw(st.integers(0, len(chars))), draw(st.sampled_from(LOOKALIKES)))
+    return "".join(chars), False
+
+
+@cases()
+@given(number_text(), st.sampled_from(["workers", "lr", "iters", "momentum"]))
+def test_a_number_spelled_with_lookalikes_is_refused_by_every_option(case, name):
+    """A no-break space read as 1 by 50 options, 1_0 as 10 by check-stage's integers: an option's number is its
+    plain ASCII text or one line naming what was written."""
+    from signsim.interface.options import of_command, value
+
+    counted("number text")
+    text, plain = case
+    option = of_command("run")[name]
+    if plain:
+        try:
+            value(option, text)
+        except InputError as e:  # a plain number out of the option's range or of the wrong kind: refused, one line
+            assert "\n" not in str(e) and str(e).startswith(option.flag)
+        return
+    with pytest.raises(InputError) as e:
+        value(option, text)
+    assert "\n" not in str(e.value) and str(e.value).startswith(option.flag), str(e.value)
+
+
 def test_zz_report_case_counts(capsys):
     with capsys.disabled():
         print(f"\nhostile classes, cases run: {json.dumps(COUNTS, sort_keys=True)} ({sum(COUNTS.values())} in all)")
