@@ -525,12 +525,18 @@ class _compile_notice:
 
 
 @app.command("check-stage", cls=_Command,
-             help=_text("The contract test of a compressor (yours with --plugin): bias, E||C(x)-x||^2/||x||^2 against "
-                        "its omega or 1 - alpha, bits against its formula, kernel against its NumPy reference, on "
-                        "standard vectors; exit 1 when a declared property is violated."))
+             help=_text("The contract test of a stage (yours with --plugin): a compressor's bias, "
+                        "E||C(x)-x||^2/||x||^2 against its omega or 1 - alpha, bits against its formula, kernel "
+                        "against its NumPy reference, on standard vectors; a stage of any other kind (aggregation, "
+                        "pre-aggregation, attack, server optimizer, estimator, error feedback, momentum) in a short "
+                        "run of the compiled loop against its NumPy reference, iterates and bits; exit 1 when a "
+                        "declared property is violated."))
 def check_stage(
-    spec: Annotated[str, typer.Argument(help=_text("compressor spec, e.g. qsgd:4 or your plugin's name"),
+    spec: Annotated[str, typer.Argument(help=_text("stage spec, e.g. qsgd:4, krum:1, fedadam or your plugin's name"),
                                         show_default=False)],
+    kind: Annotated[str | None, typer.Option(help=_text("the stage's kind, for a name several kinds share (none, "
+                                                        "...); default: the kind that has it, a compressor first"),
+                                             show_default=False)] = None,
     plugin: Annotated[str | None, typer.Option(help=_text("FILE.py[,FILE.py]: load your own stages first"),
                                                show_default=False)] = None,
     samples: Annotated[str, typer.Option(help=_text("draws per vector (default: 2000)"), show_default=False,
@@ -540,7 +546,7 @@ def check_stage(
 ) -> None:
     from signsim.commands.check_stage import check_stage as run_check
 
-    lines, ok = run_check(spec, plugin, samples, seed)
+    lines, ok = run_check(spec, plugin, samples, seed, kind)
     print("\n".join(lines))
     if not ok:
         raise typer.Exit(1)

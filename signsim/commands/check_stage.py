@@ -1,4 +1,6 @@
-"""``signsim check-stage SPEC [--plugin FILE]``: a compressor's contract test (``signsim.diagnostics.stage_check``)."""
+"""``signsim check-stage SPEC [--kind KIND] [--plugin FILE]``: a stage's contract test: a compressor's on standard
+vectors (``signsim.diagnostics.stage_check``), a stage of any other kind in a short run of the compiled loop against
+the NumPy replay (``signsim.diagnostics.stage_replay``)."""
 
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ def _integer(option: str, value: int | str) -> int:
 
 
 def check_stage(spec: str, plugin: str | None = None, samples: int | str = 2000,
-                seed: int | str = 0) -> tuple[list[str], bool]:
-    """(the table's lines, whether every declared property holds)."""
+                seed: int | str = 0, kind: str | None = None) -> tuple[list[str], bool]:
+    """(the table's lines, whether every declared property holds); ``kind``: the stage's kind, needed only when its
+    name is a stage of several kinds (a compressor's name is taken as the compressor)."""
     from signsim.diagnostics import stage_check as check
     from signsim.engine.smoke import smoke_test
     from signsim.stages import plugins, registry
@@ -34,8 +37,15 @@ def check_stage(spec: str, plugin: str | None = None, samples: int | str = 2000,
 
     check_plugin_paths(plugin)
     plugins.load(plugins.absolute(plugin) if plugin is not None else None)
+    from signsim.diagnostics import stage_replay
     from signsim.interface.suggest import stage_spec
 
+    kind = stage_replay.kind_of(str(spec).partition(":")[0], kind)
+    if kind != "compressor":
+        stage_spec(kind, spec, "check-stage")
+        registry.parse(kind, spec, option="check-stage")  # its parameters, in one line
+        r = stage_replay.replay(kind, spec, seed)
+        return stage_replay.table(r), not r.failures
     stage_spec("compressor", spec, "check-stage")
     stage = registry.parse("compressor", spec, option="check-stage")
     d = check.DIMS[-1]  # a plugin's kernels compile and behave, or one error line naming it
