@@ -92,9 +92,9 @@ def check_contract(mod: ModuleType, where: str) -> str:
 
 #: what a stage's plain-Python declarations must return (``declared``): a check and its words
 RESULTS = {
-    "bits": (lambda v: _number(v) and math.isfinite(v) and v >= 0, "a finite number >= 0"),
-    "number": (lambda v: v is None or (_number(v) and not math.isnan(v)), "a number or None"),
-    "pair": (lambda v: isinstance(v, tuple) and len(v) == 2 and all(_number(x) and math.isfinite(x) and x >= 0
+    "bits": (lambda v: _number(v) and _finite(v) and v >= 0, "a finite number >= 0"),
+    "number": (lambda v: v is None or (_number(v) and v == v), "a number or None"),
+    "pair": (lambda v: isinstance(v, tuple) and len(v) == 2 and all(_number(x) and _finite(x) and x >= 0
                                                                      for x in v), "a pair of finite numbers >= 0"),
 }
 
@@ -103,6 +103,13 @@ def _number(v) -> bool:
     import numbers
 
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _finite(v) -> bool:
+    """A real number that is not infinite nor NaN (an integer of any size is)."""
+    import numbers
+
+    return isinstance(v, numbers.Integral) or math.isfinite(v)
 
 
 def declared(mod: ModuleType, attr: str, *args, result: str = "bits", rows: int | None = None, default=None):
