@@ -439,10 +439,10 @@ def execute(command: str, config: Any = None, options: Mapping[str, Any] | None 
 
 @contextlib.contextmanager
 def _torch_threads_kept():
-    """The caller's PyTorch thread count, as it was when the call began, when it ends: Numba's threading layer
-    sets the OpenMP thread count it shares with torch's (libgomp) as its pool starts, which changed a caller's
-    ``torch.set_num_threads(1)`` to 2 (and made its own torch code far slower under load). A caller that had not
-    imported torch has no count of its own to keep."""
+    """The caller's PyTorch thread count, as it was when the call began, when it ends, whatever changed it during
+    the call (a user saw ``torch.set_num_threads(1)`` become 2 after a run, and their own torch code far slower
+    under load; Numba's OpenMP threading layer and torch can share libgomp, and a model file may set it). A caller
+    that had not imported torch has no count of its own to keep."""
     torch = sys.modules.get("torch")
     before = torch.get_num_threads() if torch is not None else None
     try:

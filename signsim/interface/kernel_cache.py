@@ -1,4 +1,4 @@
-"""A damaged kernel cache entry is compiled again, as a deleted one is (docs/reference.md, "Kernel cache").
+"""A damaged kernel cache entry is compiled again, as a deleted one is (docs/reference.md, ``NUMBA_CACHE_DIR``).
 
 Numba reads its cache files (``.nbi`` index, ``.nbc`` data) without guarding against damage: a truncated, empty or
 garbage file (a full disk, a killed writer, a copy gone wrong) raised UnpicklingError, EOFError or ValueError
