@@ -59,13 +59,23 @@ class Schedule(IntEnum):
     SQRT = 1  # gamma_k = gamma_0 / sqrt(k + 1)
 
 
+class Topology(IntEnum):
+    """How the messages of a round travel, for the simulated clock (``--topology``, docs/theory.md §14); NONE: no
+    system model (the run keeps no clock)."""
+
+    NONE = 0
+    PS = 1  # a parameter server: each worker's link to it, and the server's own link
+    ALLREDUCE = 2  # a ring all-reduce among the round's participants
+    ALLGATHER = 3  # a ring all-gather among the round's participants
+
+
 class Status(IntEnum):
     """How the compiled loop ended a chunk."""
 
     OK = 0
     DIVERGED = 1
     TARGET = 2  # the loss reached the stop-loss target
-    BUDGET = 3  # the bits sent up and down reached the communication budget (docs/theory.md §12)
+    BUDGET = 3  # the bits sent up and down reached the communication budget, or the clock its (docs/theory.md §12, §14)
     CONTRACT = 4  # a stage returned what its contract forbids (a plugin's: bits not finite or < 0, rows out of 1..n)
 
 

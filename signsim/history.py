@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: when a column is in the results: every run, runs with ``--error-feedback ef``, data problems (logistic, least
-#: squares, mlp: a held-out split), classifiers (logistic, mlp)
-ALWAYS, ERROR_FEEDBACK, DATA, CLASSIFIER = "always", "error-feedback", "data", "classifier"
+#: squares, mlp: a held-out split), classifiers (logistic, mlp), runs with a system model (``--compute``, ...)
+ALWAYS, ERROR_FEEDBACK, DATA, CLASSIFIER, SYSTEM = "always", "error-feedback", "data", "classifier", "system"
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ COLUMNS = (
     Column("test_loss", "test_loss", "test loss f_test(x_k) on the held-out samples", recorded=DATA),
     Column("bits_up", "bits_up", "bits sent up so far (all workers)", integer=True),
     Column("bits_down", "bits_down", "bits broadcast so far (times the participants)", integer=True),
+    Column("time", "time", "simulated wall-clock seconds so far (the system model, docs/theory.md §14)",
+           recorded=SYSTEM, summary="simulated time (s)"),
 )
 
 #: the loop's column names, in order (``loop.HIST``)
@@ -54,8 +56,8 @@ N_COLUMNS = len(COLUMNS)
 
 #: the order in which the optional columns follow the others: in a run's history rows (EF's error first) and
 #: in a sweep's results.csv (the accuracies and the test loss first)
-RESULTS_ORDER = (ALWAYS, ERROR_FEEDBACK, CLASSIFIER, DATA)
-CSV_ORDER = (ALWAYS, CLASSIFIER, DATA, ERROR_FEEDBACK)
+RESULTS_ORDER = (ALWAYS, ERROR_FEEDBACK, CLASSIFIER, DATA, SYSTEM)
+CSV_ORDER = (ALWAYS, CLASSIFIER, DATA, ERROR_FEEDBACK, SYSTEM)
 
 
 def index(key: str) -> int:
@@ -75,11 +77,11 @@ def _ordered(groups: tuple[str, ...], recorded: set[str]) -> tuple[Column, ...]:
     return tuple(c for g in groups if g in recorded for c in COLUMNS if c.recorded == g)
 
 
-def recorded(error_feedback: bool, classifier: bool, data: bool = False) -> tuple[Column, ...]:
+def recorded(error_feedback: bool, classifier: bool, data: bool = False, system: bool = False) -> tuple[Column, ...]:
     """The columns of a run's history rows, in the order of their fields (``data``: a data problem, whose
-    held-out split gives a test loss; every classifier is one)."""
+    held-out split gives a test loss; every classifier is one; ``system``: a run with a system model)."""
     groups = ({ALWAYS} | ({ERROR_FEEDBACK} if error_feedback else set()) | ({CLASSIFIER} if classifier else set())
-              | ({DATA} if data or classifier else set()))
+              | ({DATA} if data or classifier else set()) | ({SYSTEM} if system else set()))
     return _ordered(RESULTS_ORDER, groups)
 
 

@@ -12,6 +12,8 @@ CHILDREN = 4
 #: the fifth root: the server's sampling of each round's participants (docs/theory.md §12); spawned after the
 #: first four, so that they are the same as before it existed
 PARTICIPATION = 4
+#: the system model's draws (docs/theory.md §14.1): one stream per worker property, keyed apart from the others
+SYSTEM = 5
 
 
 def generator(ss: np.random.SeedSequence) -> np.random.Generator:
@@ -55,6 +57,12 @@ def participation_stream(seed: int) -> np.random.Generator:
     """The server's stream for sampling a round's participants, apart from its tie-breaking stream: a run in which
     every worker takes part draws nothing from it."""
     return generator(np.random.SeedSequence(seed).spawn(PARTICIPATION + 1)[PARTICIPATION])
+
+
+def system_stream(seed: int, prop: int) -> np.random.Generator:
+    """The stream of a system model's property ``prop`` (0 compute, 1 uplink, 2 downlink): each worker's value is
+    drawn from it once per run. Keyed (seed, SYSTEM, prop), so a run without a system model draws nothing new."""
+    return generator(np.random.SeedSequence(seed, spawn_key=(SYSTEM, int(prop))))
 
 
 def problem_streams(seed: int, n: int) -> list[np.random.Generator]:

@@ -9,7 +9,7 @@ own group:
     engine       engine/ (but for engine/accounting.py and engine/rounds.py, below)
     config       interface/config.py, interface/experiment_config.py   (each config section parsed here, below
                  the commands)
-    domain       problems/, methods/, noise/, data/, resources.py, torch/ (torch/examples/: entry)
+    domain       problems/, methods/, noise/, data/, system/, resources.py, torch/ (torch/examples/: entry)
     base         the package itself (__version__), errors, codes, history, seeding, draws, stages/,
                  engine/accounting.py, engine/rounds.py (pure functions of the settings), and the rest of
                  interface/: options, paths, results, interrupts, transform_specs
@@ -50,6 +50,7 @@ GROUPS = {
     "signsim.interface.step_sizes": "config",  # --lr theory: resolved with the config, from the problem's constants
     "signsim.problems": "domain", "signsim.methods": "domain", "signsim.noise": "domain", "signsim.data": "domain",
     "signsim.resources": "domain",
+    "signsim.system": "domain",  # the system model: the workers' compute times and links (docs/theory.md §14)
     "signsim.torch": "domain",  # your own PyTorch model: the model problem's oracle, its file's contract, the DDP hook
     "signsim.torch.examples": "entry",  # scripts run by torchrun (and the model files they train)
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",

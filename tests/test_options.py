@@ -213,7 +213,8 @@ def test_reference_tables_list_every_option_of_the_table():
     def flags(command):
         return {o.flag for o in options.of_command(command).values()}
 
-    assert run_sections | s["run"] == flags("run")
+    assert run_sections | s["run"] | s["System (simulated wall-clock time)"] == flags("run")
+    assert s["System (simulated wall-clock time)"] == {o.flag for o in options.TABLE if o.panel == options.P_SYSTEM}
     tracks = {"--track-spb", "--track-diversity", "--grad-estimator", "--down-compressor",
               "--down-feedback", "--pre-aggregate"}  # run only (the tables say so)
     for command in ("check-spb", "diversity", "bound"):

@@ -71,6 +71,9 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
 
     work = run_work(cfg, problem.dim, problem.finite_sum is not None, oracle_rows(problem, cfg.batch_size))
     note(check_work(work, run_asked(cfg), RUN_REDUCE))
+    recorded = history.recorded(cfg.error_feedback == "ef", problem.classifier, problem.finite_sum is not None,
+                                settings.system is not None)
+    target = checked_target(cfg, recorded)
     quantities = tracking.requested(cfg, problem, model, params)
     tracks: dict[str, list[dict[str, Any]]] = {q.name: [] for q in quantities}
     hooks = [(q.every, recorder(q, tracks[q.name])) for q in quantities]
@@ -82,8 +85,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     S = settings.participants(cfg.workers)
     two_point = getattr(settings.estimator.module, "TWO_POINT", False)  # MARINA: rounds of every exact gradient
     bits = declared_bits(settings, cfg.workers, problem.dim)
-    columns = [(history.index(c.key), c) for c in history.recorded(cfg.error_feedback == "ef", problem.classifier,
-                                                                      problem.finite_sum is not None)]
+    columns = [(history.index(c.key), c) for c in recorded]
     rows = [{c.field: int(row[i]) if c.integer else row[i] for i, c in columns} for row in out.history]
     last = rows[-1] if rows else {}
     final = {**last, "iters_done": out.iters_done, "bits_up": int(out.tally[loop.T_UP]),
@@ -107,6 +109,17 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
         "final": final,
         "platform": {"python": platform.python_version(), "numpy": np.__version__},
     }
+    if settings.system is not None:
+        from signsim.engine import clock
+        from signsim.system.report import report
+
+        t = out.tally
+        parts = {"compute": t[clock.T_COMPUTE], "upload": t[clock.T_UPLOAD], "download": t[clock.T_DOWNLOAD]}
+        doc["system"] = report(settings.system, t[clock.T_TIME], parts, out.idle, out.iters_done)
+    if target is not None:
+        from signsim import targets
+
+        doc["target"] = targets.reached(target, rows)
     doc["note"] = budget_note(doc)
     if theory is not None:
         doc["lr_theory"] = theory["record"]
@@ -122,6 +135,22 @@ BUDGET_ROWS = 100
 #: ... as long as its K / eval-every stays within this many rows (the engine allocates the history for K / eval-every
 #: rows up front, 128 bytes a row: 32 MB)
 BUDGET_MAX_ROWS = 250_000
+
+
+def checked_target(cfg: RunConfig, recorded):
+    """The run's ``--target`` (None without one), refused before the run when the run does not record its metric."""
+    if cfg.target is None:
+        return None
+    from signsim import targets
+    from signsim.errors import InputError
+
+    target = targets.parse(cfg.target)
+    fields = {c.field for c in recorded}
+    field = target.metric if target.metric != "accuracy" else "train_acc"
+    if field not in fields:
+        raise InputError(f"--target {cfg.target}: this run does not record {target.metric} (it records "
+                         f"{', '.join(sorted(fields & set(targets.METRICS)))})")
+    return target
 
 
 def declared_bits(settings, workers: int, d: int):

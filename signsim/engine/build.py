@@ -67,6 +67,9 @@ def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
     if getattr(settings.estimator.module, "TWO_POINT", False):  # MARINA: an exact local oracle
         check_two_point(settings, problem)
     check_budget(cfg, settings, problem.dim)
+    from signsim.system.model import check as check_system
+
+    check_system(settings.system, settings, cfg)
     if cfg.votes == "binomial":
         from signsim.engine import binomial
 

@@ -9,11 +9,12 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from signsim.codes import Schedule, SignZero, Status, Tie, choice
-from signsim.engine import compose, loop, smoke, specialize, split_compile
+from signsim.engine import clock, compose, loop, smoke, specialize, split_compile
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.interface.interrupts import acknowledge, interruptible, ready
@@ -26,6 +27,9 @@ from signsim.seeding import participation_stream, run_streams
 from signsim.stages import PRE_KINDS, kinds
 from signsim.stages.plugins import declared
 from signsim.stages.registry import Stage
+
+if TYPE_CHECKING:
+    from signsim.system.model import SystemModel
 
 #: a run uses the parallel loop over workers when a step touches at least this many numbers and Numba has more than
 #: one thread (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``): with one, the serial loop does the same work without
@@ -83,6 +87,8 @@ class Settings:
     #: the chain of pre-aggregations before the aggregation (docs/theory.md §8.9; ``--pre-aggregate``), its three
     #: links in order, ``none`` where the chain is shorter
     pre_aggregation: tuple[Stage, ...] = ()
+    #: the system model that turns the round's messages into simulated time (docs/theory.md §14; None: no clock)
+    system: SystemModel | None = None
 
     def __post_init__(self):
         from signsim.stages.plan import default
@@ -158,6 +164,7 @@ class Settings:
         depends on the dimension (a sparsifier's k)."""
         from signsim.engine import accounting, rounds
         from signsim.stages import plan
+        from signsim.system import model as system_model
 
         chosen = plan.of_config(cfg, method)
         if dim is not None:
@@ -178,7 +185,7 @@ class Settings:
             prox_mu=float(getattr(cfg, "prox_mu", 0.0) or 0.0),
             server_optimizer=chosen.server_optimizer, estimator=chosen.estimator,
             down_compressor=chosen.down_compressor, down_error_feedback=chosen.down_error_feedback,
-            pre_aggregation=chosen.pre_aggregation,
+            pre_aggregation=chosen.pre_aggregation, system=system_model.of_config(cfg),
         )
 
     def participants(self, workers: int) -> int:
@@ -229,6 +236,7 @@ class EngineOutput:
     x: np.ndarray
     reached_target: bool = False  # stopped early: the loss reached --stop-loss
     tally: np.ndarray | None = None  # the bits sent up to iters_done (loop.T_UP, loop.T_DOWN), a copy
+    idle: np.ndarray | None = None  # each worker's idle seconds on the simulated clock (None: no system model)
 
 
 class Engine(ChunkedState):
@@ -286,6 +294,11 @@ class Engine(ChunkedState):
         self.gbuf = np.zeros(d)  # the full gradient behind the history's norms: float64 like the history
         self.wbits = np.zeros(S)
         self.tally = np.zeros(loop.N_TALLY)
+        # each worker's compute time, links and idle time for the simulated clock (``signsim.engine.clock``); with
+        # gradients from outside the loop, its H local steps are one step of the loop, so its compute time is H c_m
+        self.system = s.system.per_worker(M, seed) if s.system is not None else np.zeros((clock.N_SYSTEM, 1))
+        if s.system is not None and problem.external is not None:
+            self.system[clock.W_COMPUTE] *= s.local_steps
         # each worker's rounds so far, the k its momentum sees (one entry when the momentum keeps no state)
         self.seen = np.zeros(M if s.momentum_kind.module.STATE else 1, dtype=np.int64)
         # the workers' streams are made as they first take part (docs/theory.md §12): nothing here costs per worker
@@ -342,7 +355,13 @@ class Engine(ChunkedState):
         for flag, (kind, attr) in kinds.FLAGS.items():
             ints[kinds.flag_setting(flag)] = bool(getattr(stages[kind.name], attr, False))
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
-                      budget=s.budget, server_lr=s.server_lr, prox_mu=s.prox_mu)
+                      budget=s.budget, server_lr=s.server_lr, prox_mu=s.prox_mu, latency=0.0,
+                      server_bandwidth=np.inf, budget_seconds=np.inf)
+        ints["topology"] = 0
+        if s.system is not None:  # the simulated clock's settings (docs/theory.md §14)
+            ints["topology"] = s.system.code
+            floats.update(latency=s.system.latency, server_bandwidth=s.system.server_bandwidth,
+                          budget_seconds=s.system.budget_seconds)
         extra = declared(s.estimator.module, "extra_bits", problem.dim, result="pair")  # (SCAFFOLD's control variates)
         floats["extra_up"], floats["extra_down"] = extra
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
@@ -357,7 +376,7 @@ class Engine(ChunkedState):
                 loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen,
                               self.shift),
                 loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part,
-                            self.opt, self.hbar, self.down, self.diwork),
+                            self.opt, self.hbar, self.down, self.diwork, self.system),
                 loop.RunState(self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters), self.gens)
 
     def _sample(self, k1: int) -> int:
@@ -387,7 +406,7 @@ class Engine(ChunkedState):
         end and at the budget are recorded here, after the evaluation at the final x."""
         ext, s = self.external, self.settings
         end = min(self.K, self.k + n)
-        budget = self.fcfg[loop.F_BUDGET]
+        budget, seconds = self.fcfg[loop.F_BUDGET], self.fcfg[loop.F_BUDGET_SECONDS]
         while self.k < end:
             k = self.k
             if self.S < self.M:
@@ -398,15 +417,17 @@ class Engine(ChunkedState):
                 ext.evaluate(_float64(self.x))
             lr = loop.step_size.py_func(s.schedule, s.lr, k)  # gamma_k, as the loop's local steps take it
             ext.round(self.x, workers, gens, lr, self.G)
-            self.fcfg[loop.F_BUDGET] = np.inf  # the loop must not record at the budget with a stale evaluation
+            # the loop must not record at a budget with a stale evaluation
+            self.fcfg[loop.F_BUDGET] = self.fcfg[loop.F_BUDGET_SECONDS] = np.inf
             try:
                 status = self._one_round(k)
             finally:
-                self.fcfg[loop.F_BUDGET] = budget
+                self.fcfg[loop.F_BUDGET], self.fcfg[loop.F_BUDGET_SECONDS] = budget, seconds
             if status != Status.OK:
                 return status
             done = self.k == self.K
-            spent = self.tally[loop.T_UP] + self.tally[loop.T_DOWN] >= budget
+            spent = (self.tally[loop.T_UP] + self.tally[loop.T_DOWN] >= budget
+                     or self.tally[clock.T_TIME] >= seconds)
             if done or spent:
                 status = self.record_row()
                 if status == Status.OK and spent:
@@ -547,7 +568,8 @@ def _advance(engine: Engine, step: int) -> None:
     GIL), so that the main thread acts on Ctrl-C and SIGTERM at once, even when one iteration (a huge
     minibatch) takes minutes or the loop compiles; an abandoned chunk leaves ``engine.abandoned`` holding x as
     the chunk began."""
-    before = Abandoned(engine.x.copy(), engine.k, int(engine.counters[loop.C_ROWS]), engine.tally.copy())
+    before = Abandoned(engine.x.copy(), engine.k, int(engine.counters[loop.C_ROWS]), engine.tally.copy(),
+                       _idle(engine))
     interruptible(lambda: engine.advance(step), lambda: setattr(engine, "abandoned", before))
 
 
@@ -559,6 +581,14 @@ class Abandoned:
     k: int
     rows: int
     tally: np.ndarray
+    idle: np.ndarray | None = None
+
+
+def _idle(engine) -> np.ndarray | None:
+    """A copy of each worker's idle seconds so far on the simulated clock (None: the run keeps no clock)."""
+    if getattr(getattr(engine, "settings", None), "system", None) is None:
+        return None
+    return engine.system[clock.W_IDLE].copy()
 
 
 def _stopped_at_chunk_start(engine) -> np.ndarray:
@@ -629,8 +659,8 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             # (k, status, tally, x, its history rows): the output is made of the state as the chunk began only
             x, tally = a.x.copy(), a.tally.copy()
             history = _stopped_at_chunk_start(engine)
-            return EngineOutput(history, status, a.k, time.perf_counter() - start, x, reached, tally)
+            return EngineOutput(history, status, a.k, time.perf_counter() - start, x, reached, tally, a.idle)
         engine.k = int(engine.counters[loop.C_DONE])
         engine.record_now()
     return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy(), reached,
-                        engine.tally.copy())
+                        engine.tally.copy(), _idle(engine))

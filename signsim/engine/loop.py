@@ -50,6 +50,7 @@ from numba.extending import overload
 
 from signsim import history
 from signsim.codes import Schedule, SignZero, Status, Tie
+from signsim.engine import clock
 from signsim.engine.compress import sparse_broadcast_bits
 from signsim.engine.dispatch import (
     add_noise,
@@ -73,19 +74,20 @@ from signsim.stages.base import FLOAT_BITS
 #: placeholder)
 ProblemData = namedtuple("ProblemData", "pf pi A b ptr idx nparams")
 Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen shift")
-Server = namedtuple("Server", "x srv agg gbuf tally gen part opt hbar down diwork")
+Server = namedtuple("Server", "x srv agg gbuf tally gen part opt hbar down diwork system")
 RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 
 #: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names);
 #: ``aggregate`` and ``attack`` are read by the binomial engine only (``engine/binomial.py``)
 ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
-        "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients", "workers", "downlink",
+        "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients", "workers", "downlink", "topology",
         # the run's stage of each kind, by its code (``signsim/engine/universal.py``), and the stages' flags
         *(kinds.code_setting(k) for k in kinds.NAMES), *(kinds.flag_setting(f) for f in kinds.FLAGS))
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
-FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "prox_mu", "extra_up", "extra_down")
+FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "prox_mu", "extra_up", "extra_down",
+        "latency", "server_bandwidth", "budget_seconds")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
- I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK) = range(18)
+ I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK, I_TOPOLOGY) = range(19)
 (I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
  I_CODE_SERVER_OPTIMIZER, I_CODE_ESTIMATOR, I_CODE_DOWN_COMPRESSOR, I_CODE_DOWN_ERROR_FEEDBACK,
  I_CODE_PRE_AGGREGATION, I_CODE_PRE_AGGREGATION_2, I_CODE_PRE_AGGREGATION_3) = (
@@ -97,8 +99,8 @@ I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS, I_SEARCH, I_TWO
     ICFG.index(kinds.flag_setting(f)) for f in ("STEP_SCALED", "SUMMED", "OMNISCIENT", "INCREMENTS", "CORRECTS",
                                                 "SEARCH", "TWO_POINT", "LAZY"))
 N_ICFG = len(ICFG)
-F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU, F_EXTRA_UP, F_EXTRA_DOWN = range(
-    len(FCFG))
+(F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU, F_EXTRA_UP, F_EXTRA_DOWN, F_LATENCY,
+ F_SERVER_BANDWIDTH, F_BUDGET_SECONDS) = range(len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters: one row for the stage of each kind (``kinds.NAMES``, in that order), its
 #: kernels' ``p`` (``signsim.stages.base``); momentum's holds (beta, beta2)
@@ -118,9 +120,10 @@ C_ROWS, C_DONE = 0, 1
 # ``tally``: bits sent so far, up (all messages) and down (every broadcast times its recipients: the round's S
 # participants, every worker for a two-point estimator); the
 # most bits sent up in one iteration; the oracle calls of a two-point estimator's run (MARINA: M in a round of
-# exact gradients, 2 S in another; otherwise the history counts S H a round)
+# exact gradients, 2 S in another; otherwise the history counts S H a round); then the simulated clock's entries
+# (``signsim.engine.clock``: seconds so far, and their parts computing, uploading and downloading)
 T_UP, T_DOWN, T_UP_MAX, T_CALLS = 0, 1, 2, 3
-N_TALLY = 4
+N_TALLY = 8
 #: history columns, in order (declared in ``signsim/history.py``)
 HIST = history.KEYS
 H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, H_BITS_UP, H_BITS_DOWN = map(
@@ -128,6 +131,7 @@ H_ITER, H_LOSS, H_GRAD_L2, H_GRAD_L1, H_DIST, H_EXTRA, H_TRAIN_ACC, H_TEST_ACC, 
                     "bits_down"))
 H_TEST_LOSS = history.index("test_loss")
 H_GRAD_CALLS = history.index("grad_calls")
+H_TIME = history.index("time")
 N_HIST = history.N_COLUMNS
 
 
@@ -452,6 +456,7 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     hist[r, H_GRAD_CALLS] = tally[T_CALLS] if icfg[I_TWO_POINT] else k * icfg[I_CLIENTS] * icfg[I_LOCAL_STEPS]
     hist[r, H_BITS_UP] = tally[T_UP]
     hist[r, H_BITS_DOWN] = tally[T_DOWN]
+    hist[r, H_TIME] = tally[clock.T_TIME] if icfg[I_TOPOLOGY] != 0 else np.nan  # (no system model: no clock)
     counters[C_ROWS] = r + 1
     if not (np.isfinite(loss) and np.isfinite(l2) and np.all(np.isfinite(x))):
         return Status.DIVERGED
@@ -514,6 +519,10 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
     check_settings(icfg[I_SIGN_ZERO], icfg[I_TIE])
     check_problem(icfg[I_PROBLEM])
     check_noise(icfg[I_NOISE])
+    topology = icfg[I_TOPOLOGY]  # the simulated clock's (0: no system model, no clock; docs/theory.md §14)
+    # every worker, for the clock: a two-point estimator's broadcast goes to every worker, its full rounds come from
+    # every worker
+    everyone = np.arange(M if topology != 0 and icfg[I_TWO_POINT] else 0)
     for k in range(k0, k1):
         if k % every == 0:
             status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
@@ -570,14 +579,17 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                     silent = False
             tally[T_UP] += up
             tally[T_UP_MAX] = max(tally[T_UP_MAX], up)
+        bcast = 0.0  # the bits each recipient of the round's broadcast downloads (the clock's)
         if icfg[I_DOWNLINK] or fresh:
             pass  # the broadcast is the compressed update, counted below (or, fresh, counted above)
         elif silent:
             pass  # nobody sent: the aggregate is 0 and g stays, so each worker takes the round's step itself (§8.2)
         elif icfg[I_SPARSE_DOWN]:
-            tally[T_DOWN] += recv * sparse_broadcast_bits(agg)
+            bcast = sparse_broadcast_bits(agg)
+            tally[T_DOWN] += recv * bcast
         else:
-            tally[T_DOWN] += recv * fcfg[F_DOWN_BITS]
+            bcast = fcfg[F_DOWN_BITS]
+            tally[T_DOWN] += recv * bcast
         if sampled and icfg[I_INCREMENTS]:  # EF21-PP: the server's g moves by (1/M) sum of the S increments, §8.2
             for i in range(d):
                 agg[i] *= S / M
@@ -593,8 +605,10 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                 u[i] = scale * direction[i]
             v = down_ef_before(icfg[I_CODE_DOWN_ERROR_FEEDBACK], 1.0, u, down[D_SCRATCH], down[D_MEMORY])
             out = down[D_OUT]
-            tally[T_DOWN] += S * compress_down(icfg[I_CODE_DOWN_COMPRESSOR], v, out, sp[SP_DOWN_COMPRESSOR],
-                                               icfg[I_SIGN_ZERO], server_gen, server.diwork[0])
+            bcast = compress_down(icfg[I_CODE_DOWN_COMPRESSOR], v, out, sp[SP_DOWN_COMPRESSOR], icfg[I_SIGN_ZERO],
+                                  server_gen, server.diwork[0])
+            tally[T_DOWN] += S * bcast
+            recv = S
             down_ef_after(icfg[I_CODE_DOWN_ERROR_FEEDBACK], down[D_MEMORY], out)
             direction = down_ef_direction(icfg[I_CODE_DOWN_ERROR_FEEDBACK], out, down[D_SERVER])
             scale = 1.0
@@ -618,8 +632,19 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
         else:
             for i in range(d):
                 x[i] -= scale * direction[i]
+        if topology != 0:  # the round's simulated time (docs/theory.md §14)
+            if fresh:  # every worker computes its gradient and sends it, then receives the mean (floats)
+                full = np.full(M, np.float64(FLOAT_BITS * d))
+                clock.advance(topology, everyone, M, 1, full, 0.0, FLOAT_BITS * d, everyone, server.system,
+                              fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally)
+            else:
+                down = bcast + fcfg[F_EXTRA_DOWN]
+                clock.advance(topology, part[row], S, icfg[I_LOCAL_STEPS] * (2 if icfg[I_TWO_POINT] else 1), wbits,
+                              fcfg[F_EXTRA_UP], down, everyone if recv == M and S < M else part[row], server.system,
+                              fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally)
         counters[C_DONE] = k + 1
-        if tally[T_UP] + tally[T_DOWN] >= fcfg[F_BUDGET]:  # the budget (inf without one), docs/theory.md §12
+        # the budgets (inf without one), docs/theory.md §12, §14
+        if tally[T_UP] + tally[T_DOWN] >= fcfg[F_BUDGET] or tally[clock.T_TIME] >= fcfg[F_BUDGET_SECONDS]:
             status = record(k + 1, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
             return Status.BUDGET if status == Status.OK else status
     if k1 == K:

@@ -51,6 +51,10 @@ class ReferenceRun:
         self.k = 0
         self.bits_up = 0  # by the formulas of signsim.engine.accounting
         self.bits_down = 0
+        #: each round's messages, for a replay of the simulated clock (docs/theory.md §14): the workers that took
+        #: part, the bits each sent (its message and what it sends besides; 0 when silent), the gradients each
+        #: computed, the bits each recipient of the broadcast downloads, and the recipients
+        self.rounds: list[dict] = []
 
     def stochastic_gradient(self, m: int, x: np.ndarray | None = None) -> np.ndarray:
         gen, d = self.gens[m], self.p.dim
@@ -137,6 +141,9 @@ class ReferenceRun:
         broadcast = np.mean([self.stochastic_gradient(m) for m in range(self.M)], axis=0)
         self.bits_up += self.M * 32 * d  # each sends d floats, and receives their mean as d floats
         self.bits_down += self.M * 32 * d
+        everyone = list(range(self.M))
+        self.rounds.append(dict(who=everyone, bits=[32 * d] * self.M, steps=1, down=32 * d, recipients=everyone,
+                                fresh=True))
         return broadcast
 
     def step(self) -> np.ndarray:
@@ -153,6 +160,7 @@ class ReferenceRun:
         S = len(part)
         nb = sum(1 for m in part if m < s.byzantine)  # the round's Byzantine participants
         silent = getattr(ef, "LAZY", False)  # no participant sent anything: no broadcast (§8.2)
+        sent = []  # each participant's bits, for the clock's replay
         for m in part:
             gen = self.gens[m]
             self.participated[m] += 1
@@ -165,10 +173,12 @@ class ReferenceRun:
             if getattr(ef, "LAZY", False) and m >= s.byzantine and not ef.reference_sends(k, v, self.err[m],
                                                                                           s.error_feedback.params):
                 msg = np.zeros(self.p.dim)  # nothing sent (CLAG's trigger, §8.2): 0 bits, the server adds 0
+                sent.append(0)
             else:
                 u = ef.reference_before(lr, v, self.err[m])
                 msg = np.asarray(comp.module.reference(u, comp.params, int(s.sign_zero), gen), dtype=float)
                 self.bits_up += accounting.message_bits(comp, u, msg, s.sign_zero)
+                sent.append(accounting.message_bits(comp, u, msg, s.sign_zero))
                 silent = False
                 ef.reference_after(self.err[m], u, msg)
             est.reference_after(self.shift[m], self.hbar, msg, ep, s.local_steps)
@@ -183,21 +193,27 @@ class ReferenceRun:
         self.broadcast = broadcast
         d = broadcast.size
         recv = self.M if two_point else S  # MARINA: every worker keeps g, so every worker receives the broadcast
+        down = 0
         if s.downlink:
             pass  # the compressed update, below
         elif silent:
             pass  # g stays: each worker takes the round's step itself
         elif accounting.broadcast_is_sparse(comp, agg):
-            self.bits_down += recv * accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
+            down = accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
+            self.bits_down += recv * down
         else:
-            self.bits_down += recv * accounting.downlink_bits(comp, agg, S, d, s.sign_zero, s.tie)
+            down = accounting.downlink_bits(comp, agg, S, d, s.sign_zero, s.tie)
+            self.bits_down += recv * down
         if S < self.M and getattr(ef, "INCREMENTS", False):  # EF21-PP: g <- g + (1/M) sum_{m in round} c_m
             broadcast = np.sum(msgs, axis=0) / self.M
         broadcast = ef.reference_direction(broadcast, self.g_server)
         # what is sent besides the messages (SCAFFOLD's control variates)
-        up, down = declared(est, "extra_bits", d, result="pair")
+        up, extra_down = declared(est, "extra_bits", d, result="pair")
         self.bits_up += S * up
-        self.bits_down += S * down
+        self.bits_down += S * extra_down
+        self.rounds.append(dict(who=list(part), bits=[b + up if b > 0 else 0 for b in sent],
+                                steps=s.local_steps * (2 if two_point else 1), down=down + extra_down,
+                                recipients=list(range(self.M)) if two_point and not s.downlink else list(part)))
         return self.finish(broadcast, lr, S)
 
     def finish(self, broadcast: np.ndarray, lr: float, S: int) -> np.ndarray:
@@ -215,6 +231,8 @@ class ReferenceRun:
             v = def_.reference_before(1.0, step, self.down_e)
             c = np.asarray(dc.module.reference(v, dc.params, int(s.sign_zero), self.server), dtype=float)
             self.bits_down += S * accounting.message_bits(dc, v, c, s.sign_zero)
+            if self.rounds and not self.rounds[-1].get("fresh"):  # (a fresh round's clock takes its 32 d floats)
+                self.rounds[-1]["down"] += accounting.message_bits(dc, v, c, s.sign_zero)
             def_.reference_after(self.down_e, v, c)
             step = np.asarray(def_.reference_direction(c, self.down_w), dtype=float)
         if s.weight_decay:

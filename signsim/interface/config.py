@@ -117,7 +117,7 @@ def parse_options(raw: dict[str, Any], where: str) -> dict[str, Any]:
     """Options read from a file (TOML types), each checked against its declaration in ``signsim.interface.options``."""
     out: dict[str, Any] = {}
     spelled: dict[str, str] = {}
-    for key, value in raw.items():
+    for key, value in _flat_system(raw, where).items():
         name = key.replace("-", "_")
         o = RECORD.get(name)
         if o is None:
@@ -128,6 +128,29 @@ def parse_options(raw: dict[str, Any], where: str) -> dict[str, Any]:
         spelled[name] = key
         typed = _options.check_type(o, value, f"{where}: '{key}'")
         out[name] = _options.check(o, typed, f"{where}: '{key}' {value!r}")
+    return out
+
+
+def _flat_system(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """``raw`` with its ``[system]`` table's keys (the system model's options, docs/theory.md §14) among the
+    top-level ones."""
+    if "system" not in raw:
+        return raw
+    from signsim.interface.options import P_SYSTEM
+
+    table = raw["system"]
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: 'system' must be a table ([system]) of the system model's options")
+    out = {k: v for k, v in raw.items() if k != "system"}
+    for key, value in table.items():
+        o = RECORD.get(key.replace("-", "_"))
+        if o is None or o.panel != P_SYSTEM:
+            names = [n for n, opt in RECORD.items() if opt.panel == P_SYSTEM]
+            hint = _options.suggest(key.replace("-", "_"), names).replace("_", "-")
+            raise InputError(f"{where}: [system] has no option '{key}'{hint}")
+        if key in out or key.replace("_", "-") in out or key.replace("-", "_") in out:
+            raise InputError(f"{where}: '{key}' is given both in [system] and at the top level; give it once")
+        out[key] = value
     return out
 
 
@@ -182,6 +205,7 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         from signsim.interface.paths import home_expanded  # ones too) load the same file; python:NAME is in memory
 
         cfg.model = str(home_expanded(cfg.model, "--model").resolve())
+    check_system(cfg)
     cap = os.environ.get("SIGNSIM_MAX_ITERS")
     if cap:  # a testing aid: every run stops after at most this many iterations
         try:
@@ -202,6 +226,23 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
         cfg.lr = step.gamma
         mark_lr_theory(cfg, {"record": step.record(), "warnings": step.warnings})
     return cfg
+
+
+def check_system(cfg: RunConfig) -> None:
+    """The system model's laws and the target parsed (InputError naming a bad one); a trace file's path made
+    absolute, so that a sweep's workers (Dask ones too) read the same file (docs/theory.md §14)."""
+    if cfg.target is not None:
+        from signsim import targets
+
+        targets.parse(cfg.target)
+    from signsim.system import laws
+
+    for prop in laws.PROPERTIES:
+        spec = getattr(cfg, prop)
+        if spec is not None:
+            law = laws.parse(prop, spec)
+            if law.kind == "trace":
+                setattr(cfg, prop, law.spec)
 
 
 def mark_lr_theory(cfg: RunConfig, theory: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ P_RUN = "Run"
 P_PROBLEM = "Problem"
 P_OUT = "Output"
 P_TRACK = "Tracking (quantities recorded during the run)"
+P_SYSTEM = "System (simulated wall-clock time, docs/theory.md §14)"
 P_DATA = "Data (logistic, least-squares, mlp)"
 P_SPB = "Success probabilities"
 P_DIV = "Diversity"
@@ -72,6 +73,9 @@ class Option:
     choices: tuple[str, ...] = ()
     decls: tuple[str, ...] = ()  # the flags when not --name (--standardize/--no-standardize, --quiet/-q)
     record: bool = False  # a field of RunConfig: resolved, recorded in the results' "config"
+    #: left out of a sweep's run ids while unset (None), so that the ids of sweeps made before the option existed
+    #: stay the same (``signsim.sweep.spec.run_id``)
+    omit_unset: bool = False
     problem: bool = False  # read only by the problems that name it (the others refuse it)
     #: why the Python API does not take it (a command-line-only option); "" when it does
     cli_only: str = ""
@@ -119,6 +123,30 @@ _D = DIAGNOSTICS
 
 def _run(name, kind, help, panel, *, problem=False, default=None, commands=_R, **kw) -> Option:
     return Option(name, kind, help, commands, panel, default=default, record=True, problem=problem, **kw)
+
+
+def _system_options() -> tuple[Option, ...]:
+    """The system model's options (docs/theory.md §14): any one given turns the simulated clock on."""
+    law = "const:VALUE | lognormal:MEDIAN:SIGMA | trace:FILE.csv"  # (not ":V:", which Rich shows as an emoji)
+    kw = dict(commands=("run",), omit_unset=True)
+    return (
+        _run("compute", "str", f"seconds one worker takes per minibatch gradient: {law} (each worker's value drawn "
+             "once from --seed; default: const:0)", P_SYSTEM, **kw),
+        _run("uplink", "str", f"each worker's uplink in bits per second: {law} (default: const:inf)", P_SYSTEM, **kw),
+        _run("downlink", "str", f"each worker's downlink in bits per second: {law} (default: const:inf)", P_SYSTEM,
+             **kw),
+        _run("latency", "float", "seconds added to every message (default: 0)", P_SYSTEM, lo=0, what="the latency",
+             **kw),
+        _run("server_bandwidth", "float", "the parameter server's own link in bits per second, shared by every "
+             "message of a round (default: unlimited)", P_SYSTEM, lo=0, lo_open=True, what="the server's bandwidth",
+             **kw),
+        _run("topology", "str", "how messages travel: ps (a parameter server) | allreduce | allgather (rings among "
+             "the round's participants; default: ps)", P_SYSTEM, choices=("ps", "allreduce", "allgather"), **kw),
+        _run("budget_seconds", "float", "stop once the simulated clock reaches T seconds", P_SYSTEM, lo=0,
+             lo_open=True, what="the time budget", **kw),
+        _run("target", "str", "report the first recorded iteration at which loss:V or test_loss:V (<= V), or "
+             "accuracy:V, train_acc:V or test_acc:V (>= V) holds, with its simulated time and bits", P_SYSTEM, **kw),
+    )
 
 
 #: the longest spec form a stage option's help shows: the help column of ``--help`` at 80 columns (Rich breaks a line
@@ -256,6 +284,7 @@ TABLE: tuple[Option, ...] = (
     _run("seed", "int", "random seed (default: 0)", P_RUN, default=0, lo=0, hi=2**64 - 1,
          also=("spb_from_samples",)),
     _run("plugin", "str", "FILE.py[,FILE.py]: your own stages, written to the stage contract (docs/api.md)", P_RUN),
+    *_system_options(),
     _run("track_spb", "int", "every N iterations, record the fraction of coordinates satisfying SPB, min rho and "
          "the rho-norms", P_TRACK, commands=("run",), lo=1, hi=MAX_SIZE),
     _run("track_diversity", "int", "every N iterations, record the gradient diversity and B_S", P_TRACK,
@@ -384,7 +413,12 @@ RECORD_ORDER = (
     "kappa", "oracle", "trap_eps", "trap_lambda", "x0", "data", "split", "test_fraction", "standardize", "intercept",
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
     "grad_estimator", "model", "down_compressor", "down_feedback", "prox_mu", "pre_aggregate",
+    "compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds", "target",
 )
+
+
+#: the options left out of a sweep's run ids while unset (``Option.omit_unset``)
+OMIT_UNSET = frozenset(o.name for o in TABLE if o.omit_unset)
 
 
 def flag(name: str) -> str:

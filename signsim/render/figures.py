@@ -36,7 +36,7 @@ X_AXES = {
     "iter": history.column("iter").label,
     "bits": "bits communicated (up + down)",
     "megabytes": "communicated (MB, up + down)",
-    "time": "wall time (s, proportional to iterations)",
+    "time": "time (s): simulated with a system model, else wall time (proportional to iterations)",
 }
 #: --y choices: (source, key, label, log scale)
 Y_AXES = {
@@ -190,6 +190,9 @@ def _x_values(rows: list[dict[str, Any]], doc: dict[str, Any], x: str) -> np.nda
     it = np.array([r["iter"] for r in rows], dtype=float)
     if x == "iter":
         return it
+    if x == "time" and doc.get("system") is not None:  # the simulated clock (docs/theory.md §14)
+        hist = doc["history"]
+        return np.interp(it, [r["iter"] for r in hist], [r["time"] for r in hist])
     if x == "time":
         done = max(doc["final"].get("iters_done") or 1, 1)
         return it / done * doc["final"].get("wall_time", 0.0)

@@ -190,6 +190,8 @@ def run_summary(doc: dict[str, Any]) -> Table:
     for label, key in rows:
         if key == "distance" and not doc["problem"]["x_star_known"]:
             continue
+        if key not in fin and key not in first:  # a column this run does not record (the clock's, without one)
+            continue
         table.add_row(label, fmt(first.get(key)), fmt(fin.get(key)))
     table.add_row("iterations", "0", fmt(fin.get("iters_done")))
     table.add_row("bits up (all workers)", "0", bits_text(fin["bits_up"]))
@@ -201,8 +203,32 @@ def run_summary(doc: dict[str, Any]) -> Table:
             worst = f", worst {fmt(per[f'{way}_worst'])}" if per.get(f"{way}_worst") is not None else ""
             table.add_row(f"bits {way} per iteration", "", f"{fmt(round(mean))} measured mean{worst} "
                           f"(declared upper bound {fmt(per[way])})")
+    for label, value in system_rows(doc):
+        table.add_row(label, "", value)
     table.add_row("wall time", "", f"{fin['wall_time']:.3f} s")
     return table
+
+
+def system_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """The summary's rows for the simulated clock (its parts and the workers' idle time) and the target."""
+    rows = []
+    sysrep = doc.get("system")
+    if sysrep is not None and sysrep["time"] > 0:
+        parts = ", ".join(f"{k} {100 * v:.3g}%" for k, v in sysrep["shares"].items())
+        rows.append(("time on the critical path", parts))
+        if "idle" in sysrep:
+            rows.append(("idle per worker", f"mean {fmt(sysrep['idle']['mean'])} s, max {fmt(sysrep['idle']['max'])} s"))
+    target = doc.get("target")
+    if target is not None:
+        what = f"{target['metric']} {'<=' if target['metric'].endswith('loss') else '>='} {fmt(target['value'])}"
+        if not target["reached"]:
+            rows.append((f"target {what}", "not reached"))
+        else:
+            at = f"iteration {target['iter']:,}"
+            if target.get("time") is not None:
+                at += f", {fmt(target['time'])} s"
+            rows.append((f"target {what}", f"{at}, {bits_text(target['bits_up'] + target['bits_down'])} up + down"))
+    return rows
 
 
 def split_rows(h: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -16,7 +16,9 @@ A stage is one module in one of the folders ``momentum``, ``compressors``, ``err
   ``diversity --transform`` then reports exact expectations, else it samples ``kernel``, docs/theory.md §10.4),
   ``DEGREE`` (k with C(2^j v) = 2^(jk) C(v) for every integer j, draw for draw: the diversity's sums are then kept
   in a power-of-two unit, finite for gradients of any magnitude) and ``COORDINATE_SIGN`` (True when C(v)_i =
-  sign(v_i) with sign(0) by the policy, a function of v_i alone: ``--votes binomial`` draws its vote counts, §11);
+  sign(v_i) with sign(0) by the policy, a function of v_i alone: ``--votes binomial`` draws its vote counts, §11)
+  and ``ALLREDUCE`` (True when the sum of two messages is a message of the same encoding: ``--topology allreduce``
+  may carry them, §14);
 - attacks may declare ``sign_law(p)``: a blind attack's effect on a sign message, P(sent | own sign) as 3 x 3 rows
   (own +1, 0, -1) of columns (sent +1, 0, -1) (``--votes binomial`` takes the attacks that do, §11);
   aggregations whose ``SUMMED`` is True read only the sum of the messages (``--votes binomial`` takes them too);

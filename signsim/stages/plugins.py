@@ -27,7 +27,8 @@ from signsim.stages.base import KINDS, Param
 REQUIRED: dict[str, dict[str, object]] = {k.name: k.required for k in kinds.PRIMARY}
 #: what a module of a kind may declare besides (``signsim.stages.base``): checked when present
 OPTIONAL: dict[str, dict[str, object]] = {
-    "compressor": {"message_bits": "function", "moments": "function", "DEGREE": int, "COORDINATE_SIGN": bool},
+    "compressor": {"message_bits": "function", "moments": "function", "DEGREE": int, "COORDINATE_SIGN": bool,
+                   "ALLREDUCE": bool},
     "attack": {"sign_law": "function"},
     "error_feedback": {"STATE_WIDTH": int},
 }

@@ -7,6 +7,9 @@ KIND = "unbiased"
 THEORY = "§8.1"
 SCRATCH = False
 BROADCAST = "floats"  # the mean of floats is floats
+#: the sum of two messages is a message of the same encoding (32-bit floats): a ring all-reduce can carry them
+#: (``--topology allreduce``, docs/theory.md §14)
+ALLREDUCE = True
 #: C(2^j v) = 2^j C(v) in law: the diversity's estimates may compute in a power-of-two unit (docs/theory.md §10.4)
 DEGREE = 1
 

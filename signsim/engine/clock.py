@@ -1,0 +1,118 @@
+"""The simulated clock of a run with a system model (``--compute``, ``--uplink``, ..., docs/theory.md §14).
+
+One round takes, for the parameter server (``Topology.PS``): each participant's h gradients (h c_m seconds, c_m
+its compute time), then its message: latency alpha plus b_m / U_m (its bits over its uplink; nothing, not even
+alpha, for a worker that sent nothing); the server's own link, when it has a bandwidth B_s, carries every bit of
+the round: the uploads end no sooner than min_m h c_m + alpha + (sum_m b_m) / B_s. Then the broadcast: alpha +
+D / W_m for each recipient m (D its bits, W_m its downlink), and no sooner than alpha + R D / B_s for R recipients.
+The round's time is the uploads' end plus the broadcast's.
+
+For the ring collectives among the round's S participants (in their order, the link m_i -> m_{i+1} of bandwidth
+min(U_{m_i}, W_{m_{i+1}})), every participant waits for the slowest to compute (max_m h c_m), then:
+- all-gather: S - 1 steps; in step s each participant i forwards the message of participant i - s, so the step
+  takes alpha + max_i b_{i-s} / B_i (Thakur, Rabenseifner and Gropp 2005: (S - 1)(alpha + b / B) for equal b, B);
+- all-reduce (reduce-scatter then all-gather of blocks of b / S bits): 2 (S - 1) (alpha + b / (S B_min)), with
+  b the largest message and B_min the slowest link of the ring (the same paper's ring all-reduce).
+No broadcast follows a collective: every participant computes the aggregate itself.
+
+The round also adds, to the run's ``tally``, the time on its critical path spent computing (the latest finisher's
+h c_m), uploading (the rest of the uploads' end) and downloading, and to each participant's idle time the round's
+time minus its own busy time (its computing, its upload and its download).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from signsim.codes import Topology
+
+#: rows of the loop's per-worker ``system`` array: compute seconds per gradient, uplink and downlink in bits per
+#: second, the idle seconds so far (written by the loop)
+W_COMPUTE, W_UP, W_DOWN, W_IDLE = range(4)
+N_SYSTEM = 4
+#: the clock's entries of the loop's ``tally`` (after the bits): simulated seconds so far, and their parts on each
+#: round's critical path
+T_TIME, T_COMPUTE, T_UPLOAD, T_DOWNLOAD = 4, 5, 6, 7
+
+PS, ALLREDUCE, ALLGATHER = int(Topology.PS), int(Topology.ALLREDUCE), int(Topology.ALLGATHER)
+
+
+@njit(cache=True)
+def ring_link(system, who, n, i):
+    """The bandwidth of the ring's link from participant i to participant i + 1 (mod n)."""
+    return min(system[W_UP, who[i]], system[W_DOWN, who[(i + 1) % n]])
+
+
+@njit(cache=True)
+def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, latency, server_bw, tally):
+    """Add one round to the clock. ``who[:n]``: the workers that sent (slot j is worker ``who[j]``), each after
+    ``steps`` gradients; ``bits[j] + extra_up``: what slot j sent (``extra_up`` only when bits[j] > 0: a silent
+    worker sends nothing); ``down``: the bits each recipient downloads (0: no broadcast); ``recipients``: the
+    workers that receive it (``who[:n]``, or every worker for a two-point estimator). Returns the round's time."""
+    comp = 0.0  # the critical path's compute, and the end of the uploads (or of the collective)
+    end = 0.0
+    t_down = 0.0
+    if topology == PS:
+        first = np.inf
+        total = 0.0
+        for j in range(n):
+            m = who[j]
+            c = steps * system[W_COMPUTE, m]
+            b = bits[j] + extra_up if bits[j] > 0.0 else 0.0
+            u = latency + b / system[W_UP, m] if b > 0.0 else 0.0
+            if c + u > end or j == 0:
+                end = c + u
+                comp = c
+            first = min(first, c)
+            total += b
+        if total > 0.0 and server_bw < np.inf:
+            shared = first + latency + total / server_bw
+            if shared > end:
+                end = shared
+                comp = first
+        if down > 0.0:
+            for m in recipients:
+                t_down = max(t_down, latency + down / system[W_DOWN, m])
+            if server_bw < np.inf:
+                t_down = max(t_down, latency + recipients.shape[0] * down / server_bw)
+    else:
+        for j in range(n):
+            comp = max(comp, steps * system[W_COMPUTE, who[j]])
+        comm = 0.0
+        sent = False
+        for j in range(n):
+            sent = sent or bits[j] > 0.0
+        if topology == ALLGATHER and sent:
+            for s in range(n - 1):
+                step = 0.0
+                for i in range(n):
+                    b = bits[(i - s) % n]
+                    if b > 0.0:
+                        step = max(step, (b + extra_up) / ring_link(system, who, n, i))
+                comm += latency + step
+        elif topology == ALLREDUCE and sent and n > 1:
+            b = 0.0
+            slowest = np.inf
+            for i in range(n):
+                b = max(b, bits[i] + extra_up if bits[i] > 0.0 else 0.0)
+                slowest = min(slowest, ring_link(system, who, n, i))
+            comm = 2.0 * (n - 1) * (latency + b / (n * slowest))
+        end = comp + comm
+    total_time = end + t_down
+    tally[T_TIME] += total_time
+    tally[T_COMPUTE] += comp
+    tally[T_UPLOAD] += end - comp
+    tally[T_DOWNLOAD] += t_down
+    for j in range(n):  # each participant's idle time: the round's, less its own work
+        m = who[j]
+        c = steps * system[W_COMPUTE, m]
+        if topology == PS:
+            b = bits[j] + extra_up if bits[j] > 0.0 else 0.0
+            busy = c + (latency + b / system[W_UP, m] if b > 0.0 else 0.0)
+            if down > 0.0:
+                busy += latency + down / system[W_DOWN, m]
+        else:
+            busy = c + (end - comp)
+        system[W_IDLE, m] += max(0.0, total_time - busy)
+    return total_time

@@ -1,0 +1,105 @@
+"""A run's system model (docs/theory.md §14): what turns its messages into simulated wall-clock time.
+
+Given by the options of the "System" panel (``--compute``, ``--uplink``, ``--downlink``, ``--latency``,
+``--server-bandwidth``, ``--topology``, ``--budget-seconds``), a config's ``[system]`` table, or the same keywords
+in Python. Without any of them a run keeps no clock and every result is what it was before the clock existed. With
+some, the others take their defaults: compute 0 s, links unlimited, latency 0, a parameter server.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from signsim.codes import Topology, choice
+from signsim.errors import InputError
+from signsim.system import laws
+
+#: the run options that make a system model (any one of them given turns the clock on)
+OPTIONS = ("compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds")
+TOPOLOGIES = ("ps", "allreduce", "allgather")
+
+
+@dataclass(frozen=True)
+class SystemModel:
+    compute: laws.Law = laws.Law("const", 0.0)
+    uplink: laws.Law = laws.Law("const", math.inf)
+    downlink: laws.Law = laws.Law("const", math.inf)
+    latency: float = 0.0
+    server_bandwidth: float = math.inf
+    topology: str = "ps"
+    budget_seconds: float = math.inf
+
+    @property
+    def code(self) -> int:
+        return int(choice(Topology, self.topology))
+
+    def per_worker(self, M: int, seed: int) -> np.ndarray:
+        """The loop's ``system`` array (``signsim.engine.clock``): each worker's compute time, uplink and downlink
+        (rows in the order of ``laws.PROPERTIES``), and a row of zeros for its idle time."""
+        from signsim.seeding import system_stream
+
+        out = np.zeros((4, M))
+        for row, prop in enumerate(laws.PROPERTIES):
+            out[row] = laws.values(prop, getattr(self, prop), M, system_stream(seed, row))
+        return out
+
+
+def given(cfg) -> bool:
+    """Whether ``cfg`` (a RunConfig or its dict) asks for a system model."""
+    get = cfg.get if isinstance(cfg, dict) else lambda k: getattr(cfg, k, None)
+    return any(get(name) is not None for name in OPTIONS)
+
+
+def of_config(cfg) -> SystemModel | None:
+    """The system model of a resolved config, None without one."""
+    if not given(cfg):
+        return None
+    kw = {prop: laws.parse(prop, getattr(cfg, prop)) for prop in laws.PROPERTIES if getattr(cfg, prop) is not None}
+    for name in ("latency", "server_bandwidth", "topology", "budget_seconds"):
+        if getattr(cfg, name) is not None:
+            kw[name] = getattr(cfg, name)
+    return SystemModel(**kw)
+
+
+def refusal(model: SystemModel, settings, cfg) -> str | None:
+    """Why the run's composition cannot run on ``model``'s topology (one line), or None. A ring collective has no
+    server: no compressed broadcast, and only the round's participants learn the aggregate (a two-point estimator
+    needs every worker to); an all-reduce carries only the sum of messages whose sum is itself a message of their
+    encoding (the compressor's ``ALLREDUCE``), for an aggregation that reads only that sum (``SUMMED``) and no
+    pre-aggregation (which reads every message)."""
+    if cfg.votes == "binomial":
+        return ("--votes binomial: not with a system model (it draws the vote counts, not the workers whose "
+                "messages the clock times); drop one of the two")
+    if model.topology == "ps":
+        return None
+    where = f"--topology {model.topology}"
+    if settings.downlink:
+        return f"{where}: a ring has no server to compress a broadcast (--down-compressor needs --topology ps)"
+    if getattr(settings.estimator.module, "TWO_POINT", False):
+        return (f"{where}: --grad-estimator {settings.estimator.spec} needs every worker to receive each round's "
+                "aggregate (a server's broadcast): use --topology ps")
+    if model.server_bandwidth != math.inf:
+        return f"{where}: --server-bandwidth is the parameter server's link; a ring has none"
+    if model.topology == "allreduce":
+        c, a = settings.compressor, settings.aggregate
+        if not getattr(c.module, "ALLREDUCE", False):
+            return (f"{where}: --compressor {c.spec}: the sum of its messages is not a message of the same encoding, "
+                    "so a ring all-reduce cannot carry it; use --topology allgather or ps")
+        if not getattr(a.module, "SUMMED", False):
+            return (f"{where}: --aggregate {a.spec} reads every message, not only their sum; use --topology "
+                    "allgather or ps")
+        pre = [st.spec for st in settings.pre_aggregation if st.spec != "none"]
+        if pre:
+            return f"{where}: --pre-aggregate {pre[0]} reads every message; use --topology allgather or ps"
+    return None
+
+
+def check(model: SystemModel | None, settings, cfg) -> None:
+    if model is None:
+        return
+    reason = refusal(model, settings, cfg)
+    if reason is not None:
+        raise InputError(reason)
