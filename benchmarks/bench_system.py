@@ -60,9 +60,9 @@ def main() -> None:
             runs["without"].append(measure(opts))
             runs["with"].append(measure({**opts, **SYSTEM}))
         med = {k: {f: statistics.median(r[f] for r in v) for f in ("total", "loop")} for k, v in runs.items()}
-        print(f"{name:<46} {med['without']['total']:>9.2f} {med['with']['total']:>9.2f} "
-              f"{med['without']['loop']:>8.3f} {med['with']['loop']:>8.3f} "
-              f"{med['with']['total'] / med['without']['total']:>8.3f} {med['with']['loop'] / med['without']['loop']:>6.3f}")
+        off, on = med["without"], med["with"]
+        print(f"{name:<46} {off['total']:>9.2f} {on['total']:>9.2f} {off['loop']:>8.3f} {on['loop']:>8.3f} "
+              f"{on['total'] / off['total']:>8.3f} {on['loop'] / off['loop']:>6.3f}")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def test_rings_are_the_collectives_formulas(H):
 
 
 def test_the_servers_link_and_its_broadcast():
-    """With B_s, the uploads end no sooner than T + alpha + M b / B_s, the broadcast no sooner than alpha + M D / B_s."""
+    """With B_s the uploads end no sooner than T + alpha + M b / B_s, the broadcast no sooner than alpha + M D / B_s."""
     K, M, d, T, alpha, B, Bs = 5, 4, 7, 0.1, 0.002, 1e4, 2e4
     doc = run(method="sgd", workers=M, iters=K, compute=f"const:{T}", uplink=f"const:{B}", downlink=f"const:{B}",
               latency=alpha, server_bandwidth=Bs)

@@ -217,7 +217,8 @@ def system_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         parts = ", ".join(f"{k} {100 * v:.3g}%" for k, v in sysrep["shares"].items())
         rows.append(("time on the critical path", parts))
         if "idle" in sysrep:
-            rows.append(("idle per worker", f"mean {fmt(sysrep['idle']['mean'])} s, max {fmt(sysrep['idle']['max'])} s"))
+            idle = sysrep["idle"]
+            rows.append(("idle per worker", f"mean {fmt(idle['mean'])} s, max {fmt(idle['max'])} s"))
     target = doc.get("target")
     if target is not None:
         what = f"{target['metric']} {'<=' if target['metric'].endswith('loss') else '>='} {fmt(target['value'])}"
