@@ -38,6 +38,13 @@ def to_float(text: str) -> float:
 SHARE_SLACK = 4 * 2.0 ** -52
 
 
+def ceil_share(share, count):
+    """ceil(share * count) for a share written in decimal (``floor_share``'s rule the other way: 0.3 of 10 is 3,
+    although 0.3 * 10 is 3.0000000000000004 in floating point)."""
+    p = share * count
+    return int(math.ceil(p - abs(p) * SHARE_SLACK))
+
+
 def floor_share(share, count):
     """floor(share * count) for a share written in decimal, as the user means it (docs/theory.md §12): the share
     0.29 of 100 is 29, although 0.29 * 100 is 28.999999999999996 in floating point. A product within

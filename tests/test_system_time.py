@@ -149,6 +149,8 @@ def replay(rounds, system: np.ndarray, alpha: float, Bs: float, topology: str) -
             end = (comp + up).max()
             if b.sum() > 0 and np.isfinite(Bs):
                 end = max(end, comp.min() + alpha + b.sum() / Bs)
+            if np.isfinite(r.get("cut", np.inf)):  # a deadline or over-selection: the server stopped waiting then
+                end = r["cut"]
             rec = np.asarray(r["recipients"])
             down = 0.0
             if r["down"] > 0:
@@ -177,6 +179,10 @@ CASES = [
     dict(method="ssdm", workers=9, clients_per_round=4, server_bandwidth=3e4),  # sampled clients, the server's link
     dict(method="sgd", compressor="top-k:3", workers=5, topology="allgather"),
     dict(method="sgd", workers=5, clients_per_round=3, topology="allreduce", local_steps=2, lr=0.01),
+    dict(method="signsgd", workers=9, deadline=0.06),  # some late, some rounds empty
+    dict(method="ssdm", workers=12, clients_per_round=4, over_select=0.5, local_steps=2, lr=0.01),
+    dict(method="topk-ef", workers=8, clients_per_round=5, over_select=0.3, deadline=0.07, byzantine=2,
+         attack="alie", aggregate="cclip:10"),  # both, with an omniscient attack on the messages in time
 ]
 
 
@@ -191,8 +197,14 @@ def test_the_clock_replays_every_method_family(case):
     out = simulate(engine)
     ref = ReferenceRun(problem, model, params, settings, cfg.workers, cfg.seed)
     for _ in range(iters):
-        ref.step()
+        x = ref.step()
+    np.testing.assert_allclose(out.x, x, rtol=1e-12, atol=1e-14)
     assert engine.tally[0] == ref.bits_up and engine.tally[1] == ref.bits_down
+    if "deadline" in case or "over_select" in case:
+        cuts = [r["cut"] for r in ref.rounds]
+        assert all(np.isfinite(cuts))
+    if "deadline" in case and "over_select" not in case:  # the deadline left some out, and some rounds empty
+        assert any(r["cut"] == case["deadline"] for r in ref.rounds)
     if case["method"] == "clag":
         assert any(0 in r["bits"] for r in ref.rounds)  # some worker stayed silent
     if case["method"] == "marina":
@@ -202,6 +214,26 @@ def test_the_clock_replays_every_method_family(case):
     want = replay(ref.rounds, system, 0.004, opts.get("server_bandwidth", math.inf), opts.get("topology", "ps"))
     got = out.history[-1, signsim.history.index("time")]
     assert math.isclose(got, want, rel_tol=1e-12), (got, want)
+
+
+def test_a_deadline_nobody_meets_leaves_the_model_where_it_was():
+    """Every message late: each round is counted (bits up, the deadline's seconds), the server never steps."""
+    K, M, d = 6, 4, 7
+    doc = run(method="signsgd", workers=M, iters=K, compute="const:1", deadline=0.5)
+    start = run(method="signsgd", workers=M, iters=0)["x_final"]
+    assert doc["x_final"] == start
+    assert doc["final"]["bits_up"] == K * M * d and doc["final"]["bits_down"] == 0
+    assert math.isclose(clock(doc), K * 0.5, rel_tol=1e-12)
+
+
+def test_over_selection_samples_more_and_keeps_the_first_to_finish():
+    """S + ceil(F S) sampled (0.3 of 10 is 3, although 0.3 * 10 = 3.0000000000000004), the first S aggregated: with
+    equal workers the round ends at the common finish; the sampled count is in the bits."""
+    K, M, S, d, T, alpha, B = 5, 40, 10, 7, 0.2, 0.01, 1e4
+    doc = run(method="signsgd", workers=M, clients_per_round=S, over_select=0.3, iters=K, compute=f"const:{T}",
+              uplink=f"const:{B}", latency=alpha)
+    assert doc["final"]["bits_up"] == K * 13 * d
+    assert math.isclose(clock(doc), K * (T + alpha + d / B + alpha), rel_tol=1e-12)  # (an unlimited downlink: alpha)
 
 
 # --- what is refused, in one line ----------------------------------------------------------------------------------
@@ -224,6 +256,13 @@ def test_the_clock_replays_every_method_family(case):
     (("--compute", "const:1", "--votes", "binomial", "--method", "signsgd"), "--votes binomial"),
     (("--target", "speed:3"), "--target speed:3"),
     (("--target", "accuracy:0.9"), "does not record accuracy"),
+    (("--deadline", "1", "--aggregate", "krum:1", "--method", "sgd"), "krum:1 needs a number of messages"),
+    (("--deadline", "1", "--method", "ef21"), "--error-feedback ef21"),
+    (("--deadline", "1", "--method", "diana"), "--grad-estimator diana"),
+    (("--deadline", "1", "--topology", "allgather"), "a ring has no server"),
+    (("--deadline", "1", "--server-bandwidth", "1e6"), "not with --server-bandwidth"),
+    (("--over-select", "0.5", "--workers", "4"), "every worker already takes part"),
+    (("--deadline", "0"), "--deadline"),
 ])
 def test_bad_system_input_is_one_line(args, says, cli):
     r = cli("run", "--iters", "2", *args)

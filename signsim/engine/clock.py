@@ -45,7 +45,46 @@ def ring_link(system, who, n, i):
 
 
 @njit(cache=True)
-def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, latency, server_bw, tally):
+def finish_time(system, m, steps, bits, extra_up, latency):
+    """When worker m's upload ends on a parameter server, from the round's start: h c_m, then alpha + b_m / U_m
+    (nothing for a worker that sent nothing)."""
+    b = bits + extra_up if bits > 0.0 else 0.0
+    return steps * system[W_COMPUTE, m] + (latency + b / system[W_UP, m] if b > 0.0 else 0.0)
+
+
+@njit(cache=True)
+def select(who, n, steps, bits, extra_up, system, latency, deadline, keep, kept):
+    """Which of the round's n participants the server aggregates (docs/theory.md §14.5): those whose upload ends by
+    ``deadline`` (inf: no deadline) and, with ``keep`` > 0 (over-selection), only the first ``keep`` to finish (ties
+    by slot). Writes their slots, ascending, to ``kept``; returns (how many, the time the server stops waiting:
+    the deadline when someone missed it, the keep-th finish, else the last finish)."""
+    finish = np.empty(n)
+    for j in range(n):
+        finish[j] = finish_time(system, who[j], steps, bits[j], extra_up, latency)
+    order = np.argsort(finish, kind="mergesort")  # stable: ties in slot order
+    take = np.zeros(n, dtype=np.bool_)
+    cut = 0.0
+    count = 0
+    for r in range(n):
+        j = order[r]
+        if finish[j] > deadline or (keep > 0 and count == keep):
+            break
+        take[j] = True
+        cut = finish[j]
+        count += 1
+    if count < n and deadline < np.inf and (keep == 0 or count < keep):
+        cut = deadline  # someone was late: the server waited until the deadline
+    w = 0
+    for j in range(n):
+        if take[j]:
+            kept[w] = j
+            w += 1
+    return count, cut
+
+
+@njit(cache=True)
+def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, latency, server_bw, tally,
+            cutoff=np.inf):
     """Add one round to the clock. ``who[:n]``: the workers that sent (slot j is worker ``who[j]``), each after
     ``steps`` gradients; ``bits[j] + extra_up``: what slot j sent (``extra_up`` only when bits[j] > 0: a silent
     worker sends nothing); ``down``: the bits each recipient downloads (0: no broadcast); ``recipients``: the
@@ -61,7 +100,7 @@ def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, l
             c = steps * system[W_COMPUTE, m]
             b = bits[j] + extra_up if bits[j] > 0.0 else 0.0
             u = latency + b / system[W_UP, m] if b > 0.0 else 0.0
-            if c + u > end or j == 0:
+            if (c + u > end or j == 0) and c + u <= cutoff:
                 end = c + u
                 comp = c
             first = min(first, c)
@@ -71,6 +110,10 @@ def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, l
             if shared > end:
                 end = shared
                 comp = first
+        if cutoff < np.inf and end < cutoff:  # the server stopped waiting at the cutoff (a deadline, §14.5)
+            end = cutoff
+            if comp == 0.0:
+                comp = min(cutoff, first)
         if down > 0.0:
             for m in recipients:
                 t_down = max(t_down, latency + down / system[W_DOWN, m])

@@ -89,6 +89,8 @@ class Settings:
     pre_aggregation: tuple[Stage, ...] = ()
     #: the system model that turns the round's messages into simulated time (docs/theory.md §14; None: no clock)
     system: SystemModel | None = None
+    #: with over-selection, the participants the server aggregates each round: the first to finish (§14.5)
+    keep: int | None = None
 
     def __post_init__(self):
         from signsim.stages.plan import default
@@ -185,7 +187,7 @@ class Settings:
             prox_mu=float(getattr(cfg, "prox_mu", 0.0) or 0.0),
             server_optimizer=chosen.server_optimizer, estimator=chosen.estimator,
             down_compressor=chosen.down_compressor, down_error_feedback=chosen.down_error_feedback,
-            pre_aggregation=chosen.pre_aggregation, system=system_model.of_config(cfg),
+            pre_aggregation=chosen.pre_aggregation, system=system_model.of_config(cfg), keep=rounds.kept(cfg),
         )
 
     def participants(self, workers: int) -> int:
@@ -357,11 +359,12 @@ class Engine(ChunkedState):
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
                       budget=s.budget, server_lr=s.server_lr, prox_mu=s.prox_mu, latency=0.0,
                       server_bandwidth=np.inf, budget_seconds=np.inf)
-        ints["topology"] = 0
+        ints.update(topology=0, keep=s.keep or 0)
+        floats["deadline"] = np.inf
         if s.system is not None:  # the simulated clock's settings (docs/theory.md §14)
             ints["topology"] = s.system.code
             floats.update(latency=s.system.latency, server_bandwidth=s.system.server_bandwidth,
-                          budget_seconds=s.system.budget_seconds)
+                          budget_seconds=s.system.budget_seconds, deadline=s.system.deadline)
         extra = declared(s.estimator.module, "extra_bits", problem.dim, result="pair")  # (SCAFFOLD's control variates)
         floats["extra_up"], floats["extra_down"] = extra
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),

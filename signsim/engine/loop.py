@@ -81,14 +81,15 @@ RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 #: ``aggregate`` and ``attack`` are read by the binomial engine only (``engine/binomial.py``)
 ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
         "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients", "workers", "downlink", "topology",
+        "keep",
         # the run's stage of each kind, by its code (``signsim/engine/universal.py``), and the stages' flags
         *(kinds.code_setting(k) for k in kinds.NAMES), *(kinds.flag_setting(f) for f in kinds.FLAGS))
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
 FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "prox_mu", "extra_up", "extra_down",
-        "latency", "server_bandwidth", "budget_seconds")
+        "latency", "server_bandwidth", "budget_seconds", "deadline")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
  I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK,
- I_TOPOLOGY) = range(19)
+ I_TOPOLOGY, I_KEEP) = range(20)
 (I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
  I_CODE_SERVER_OPTIMIZER, I_CODE_ESTIMATOR, I_CODE_DOWN_COMPRESSOR, I_CODE_DOWN_ERROR_FEEDBACK,
  I_CODE_PRE_AGGREGATION, I_CODE_PRE_AGGREGATION_2, I_CODE_PRE_AGGREGATION_3) = (
@@ -101,7 +102,7 @@ I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS, I_SEARCH, I_TWO
                                                 "SEARCH", "TWO_POINT", "LAZY"))
 N_ICFG = len(ICFG)
 (F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU, F_EXTRA_UP, F_EXTRA_DOWN, F_LATENCY,
- F_SERVER_BANDWIDTH, F_BUDGET_SECONDS) = range(len(FCFG))
+ F_SERVER_BANDWIDTH, F_BUDGET_SECONDS, F_DEADLINE) = range(len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters: one row for the stage of each kind (``kinds.NAMES``, in that order), its
 #: kernels' ``p`` (``signsim.stages.base``); momentum's holds (beta, beta2)
@@ -524,6 +525,10 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
     # every worker, for the clock: a two-point estimator's broadcast goes to every worker, its full rounds come from
     # every worker
     everyone = np.arange(M if topology != 0 and icfg[I_TWO_POINT] else 0)
+    steps = icfg[I_LOCAL_STEPS] * (2 if icfg[I_TWO_POINT] else 1)  # the gradients a participant computes a round
+    # a deadline or over-selection (§14.5): the server aggregates the slots ``kept[:n_in]``, ascending
+    selecting = fcfg[F_DEADLINE] < np.inf or icfg[I_KEEP] > 0
+    kept = np.arange(S)
     for k in range(k0, k1):
         if k % every == 0:
             status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
@@ -537,6 +542,8 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
         # is kept by every worker, so each needs every round's broadcast, §8.10)
         recv = M if icfg[I_TWO_POINT] else S
         silent = False  # a lazy method's round in which no participant sent anything (below)
+        empty = False  # a round in which no message reached the server in time (§14.5): no server step
+        cut = np.inf  # when the server stopped waiting (§14.5)
         if fresh:
             # every worker sends its exact gradient at x, uncompressed, and receives their mean as floats (MARINA's
             # c_k = 1, §8.10)
@@ -553,12 +560,22 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                 # the worker step would compile twice (once per index type)
                 worker_step(m, np.int64(j), k, lr, fcfg[F_PROX_MU], x, server.hbar, workers, worker_gen(gens, slot),
                             data, icfg, sp)
-            rows = msg[:S]
+            n_in = S
+            if selecting:  # only the messages in time, moved to the first rows in slot order
+                n_in, cut = clock.select(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], server.system, fcfg[F_LATENCY],
+                                         fcfg[F_DEADLINE], icfg[I_KEEP], kept)
+                for w in range(n_in):
+                    if kept[w] != w:
+                        for i in range(d):
+                            msg[w, i] = msg[kept[w], i]
+                n = n_in
+                empty = n_in == 0
+            rows = msg[:n_in]
             if icfg[I_OMNISCIENT] and B > 0:
                 nb = 0  # the round's Byzantine participants: the first rows, as part[row] ascends
-                while nb < S and part[row, nb] < B:
+                while nb < n_in and part[row, kept[nb]] < B:
                     nb += 1
-                if 0 < nb < S:  # (no honest message to read when every participant is Byzantine, §12)
+                if 0 < nb < n_in:  # (no honest message to read when every participant is Byzantine, §12)
                     if icfg[I_SEARCH]:  # the factor that hurts this round's aggregate most (alie-opt, ipm-opt)
                         q = np.zeros(sp.shape[1])
                         q[0] = attack_factor(rows, nb, agg, icfg, sp, server_gen)
@@ -567,7 +584,8 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                         attack_rows(icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
             # the chain of pre-aggregations (§8.9): each transforms the first n rows in place, and may leave fewer;
             # then the aggregation
-            if not server_aggregate(rows, S, agg, icfg, sp, server_gen):
+            # (nothing in time: no aggregate; agg keeps the last one, where centred clipping starts, §8.4)
+            if not empty and not server_aggregate(rows, n_in, agg, icfg, sp, server_gen):
                 return Status.CONTRACT
             tally[T_CALLS] += 2 * S  # (read only for a two-point estimator's run: its oracle at x and at x^{k-1})
             up = S * fcfg[F_EXTRA_UP]  # what a participant sends besides its message (SCAFFOLD's control variate)
@@ -583,8 +601,9 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
         bcast = 0.0  # the bits each recipient of the round's broadcast downloads (the clock's)
         if icfg[I_DOWNLINK] or fresh:
             pass  # the broadcast is the compressed update, counted below (or, fresh, counted above)
-        elif silent:
-            pass  # nobody sent: the aggregate is 0 and g stays, so each worker takes the round's step itself (§8.2)
+        elif silent or empty:
+            pass  # nobody sent (or in time): the aggregate is 0 and g stays; each worker takes the round's step itself
+            # (§8.2), or nobody moves (§14.5)
         elif icfg[I_SPARSE_DOWN]:
             bcast = sparse_broadcast_bits(agg)
             tally[T_DOWN] += recv * bcast
@@ -595,54 +614,56 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             for i in range(d):
                 agg[i] *= S / M
         tally[T_DOWN] += S * fcfg[F_EXTRA_DOWN]  # what the server sends besides the broadcast (SCAFFOLD's c)
-        direction = est_direction(icfg[I_CODE_ESTIMATOR], ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv),
-                                  server.hbar, sp[SP_ESTIMATOR], n, M, icfg[I_LOCAL_STEPS])
-        direction = server_update(icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt, sp[SP_SERVER_OPTIMIZER], k)
-        scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
-        if icfg[I_DOWNLINK]:  # the server broadcasts C(u) of the update u, with its own error feedback (§8.8)
-            down = server.down
-            u = down[D_UPDATE]
-            for i in range(d):
-                u[i] = scale * direction[i]
-            v = down_ef_before(icfg[I_CODE_DOWN_ERROR_FEEDBACK], 1.0, u, down[D_SCRATCH], down[D_MEMORY])
-            out = down[D_OUT]
-            bcast = compress_down(icfg[I_CODE_DOWN_COMPRESSOR], v, out, sp[SP_DOWN_COMPRESSOR], icfg[I_SIGN_ZERO],
-                                  server_gen, server.diwork[0])
-            tally[T_DOWN] += S * bcast
-            recv = S
-            down_ef_after(icfg[I_CODE_DOWN_ERROR_FEEDBACK], down[D_MEMORY], out)
-            direction = down_ef_direction(icfg[I_CODE_DOWN_ERROR_FEEDBACK], out, down[D_SERVER])
-            scale = 1.0
-        if icfg[I_TWO_POINT]:  # the iterate the next round's differences start from (MARINA's x^k, §8.10)
-            for i in range(d):
-                server.hbar[2, i] = x[i]
-        if icfg[I_MONOTONE]:
-            # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration
-            trial = G[0]
-            for i in range(d):
-                if wd != 0.0:
-                    trial[i] = x[i] - (scale * direction[i] + lr * wd * x[i])
-                else:
-                    trial[i] = x[i] - scale * direction[i]
-            if problem_loss(icfg[I_PROBLEM], trial, pf, pi, A, b) <= problem_loss(icfg[I_PROBLEM], x, pf, pi, A, b):
+        if not empty:  # (a round in which no message arrived in time leaves the server as it was, §14.5)
+            direction = est_direction(icfg[I_CODE_ESTIMATOR], ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv),
+                                      server.hbar, sp[SP_ESTIMATOR], n, M, icfg[I_LOCAL_STEPS])
+            direction = server_update(icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt, sp[SP_SERVER_OPTIMIZER],
+                                      k)
+            scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
+            if icfg[I_DOWNLINK]:  # the server broadcasts C(u) of the update u, with its own error feedback (§8.8)
+                down = server.down
+                u = down[D_UPDATE]
                 for i in range(d):
-                    x[i] = trial[i]
-        elif wd != 0.0:
-            for i in range(d):
-                x[i] -= scale * direction[i] + lr * wd * x[i]
-        else:
-            for i in range(d):
-                x[i] -= scale * direction[i]
+                    u[i] = scale * direction[i]
+                v = down_ef_before(icfg[I_CODE_DOWN_ERROR_FEEDBACK], 1.0, u, down[D_SCRATCH], down[D_MEMORY])
+                out = down[D_OUT]
+                bcast = compress_down(icfg[I_CODE_DOWN_COMPRESSOR], v, out, sp[SP_DOWN_COMPRESSOR],
+                                      icfg[I_SIGN_ZERO], server_gen, server.diwork[0])
+                tally[T_DOWN] += S * bcast
+                recv = S
+                down_ef_after(icfg[I_CODE_DOWN_ERROR_FEEDBACK], down[D_MEMORY], out)
+                direction = down_ef_direction(icfg[I_CODE_DOWN_ERROR_FEEDBACK], out, down[D_SERVER])
+                scale = 1.0
+            if icfg[I_TWO_POINT]:  # the iterate the next round's differences start from (MARINA's x^k, §8.10)
+                for i in range(d):
+                    server.hbar[2, i] = x[i]
+            if icfg[I_MONOTONE]:
+                # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration
+                trial = G[0]
+                for i in range(d):
+                    if wd != 0.0:
+                        trial[i] = x[i] - (scale * direction[i] + lr * wd * x[i])
+                    else:
+                        trial[i] = x[i] - scale * direction[i]
+                before = problem_loss(icfg[I_PROBLEM], x, pf, pi, A, b)
+                if problem_loss(icfg[I_PROBLEM], trial, pf, pi, A, b) <= before:
+                    for i in range(d):
+                        x[i] = trial[i]
+            elif wd != 0.0:
+                for i in range(d):
+                    x[i] -= scale * direction[i] + lr * wd * x[i]
+            else:
+                for i in range(d):
+                    x[i] -= scale * direction[i]
         if topology != 0:  # the round's simulated time (docs/theory.md §14)
             if fresh:  # every worker computes its gradient and sends it, then receives the mean (floats)
                 full = np.full(M, np.float64(FLOAT_BITS * d))
                 clock.advance(topology, everyone, M, 1, full, 0.0, FLOAT_BITS * d, everyone, server.system,
                               fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally)
             else:
-                down = bcast + fcfg[F_EXTRA_DOWN]
-                clock.advance(topology, part[row], S, icfg[I_LOCAL_STEPS] * (2 if icfg[I_TWO_POINT] else 1), wbits,
-                              fcfg[F_EXTRA_UP], down, everyone if recv == M and S < M else part[row], server.system,
-                              fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally)
+                clock.advance(topology, part[row], S, steps, wbits, fcfg[F_EXTRA_UP], bcast + fcfg[F_EXTRA_DOWN],
+                              everyone if recv == M and S < M else part[row], server.system, fcfg[F_LATENCY],
+                              fcfg[F_SERVER_BANDWIDTH], tally, cut)
         counters[C_DONE] = k + 1
         # the budgets (inf without one), docs/theory.md §12, §14
         if tally[T_UP] + tally[T_DOWN] >= fcfg[F_BUDGET] or tally[clock.T_TIME] >= fcfg[F_BUDGET_SECONDS]:

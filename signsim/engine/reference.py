@@ -26,6 +26,8 @@ from signsim.stages.plugins import declared
 class ReferenceRun:
     def __init__(self, problem: ProblemInstance, noise: NoiseModel, noise_params: np.ndarray, s: Settings,
                  workers: int, seed: int):
+        #: each worker's compute time, uplink and downlink (docs/theory.md §14.1), for a deadline or over-selection
+        self.system = s.system.per_worker(workers, seed)[:3] if s.system is not None else None
         if s.byzantine and kinds.setup_flag("LABELS", s.attack.module):  # label-flip (docs/theory.md §8.5)
             from signsim.problems.finite_sum import with_flipped_labels
 
@@ -186,13 +188,27 @@ class ReferenceRun:
                 msg = att.reference(msg, s.attack.params, gen)
             msgs.append(msg)
         msgs = np.array(msgs)
+        kept = self.in_time(part, sent, s.local_steps * (2 if two_point else 1))
+        if kept is not None:  # the server aggregates only the messages in time (§14.5)
+            msgs = msgs[kept] if kept else msgs[:0]
+            nb = sum(1 for j in kept if part[j] < s.byzantine)
+            n_in = len(kept)
+        else:
+            n_in = S
+        if not n_in:  # nothing arrived in time: no aggregate, no broadcast, the server stays (§14.5)
+            self.bits_up += S * declared(est, "extra_bits", self.p.dim, result="pair")[0]
+            self.rounds.append(dict(who=list(part), bits=list(sent), steps=s.local_steps, down=0,
+                                    recipients=list(part), cut=self.cut))
+            self.k += 1
+            return self.x
+        S_all, S = S, n_in
         if 0 < nb < S and att.OMNISCIENT:
             factor = self.search(msgs, nb) if getattr(att, "SEARCH", False) else None
             msgs = att.reference_rows(msgs, nb, s.attack.params if factor is None else (factor,))
         broadcast = self.aggregate(msgs)
         self.broadcast = broadcast
         d = broadcast.size
-        recv = self.M if two_point else S  # MARINA: every worker keeps g, so every worker receives the broadcast
+        recv = self.M if two_point else S_all  # MARINA: every worker keeps g, so every worker receives the broadcast
         down = 0
         if s.downlink:
             pass  # the compressed update, below
@@ -202,23 +218,48 @@ class ReferenceRun:
             down = accounting.sparse_broadcast_bits(d, int(np.count_nonzero(broadcast)))
             self.bits_down += recv * down
         else:
-            down = accounting.downlink_bits(comp, agg, S, d, s.sign_zero, s.tie)
+            down = accounting.downlink_bits(comp, agg, S_all, d, s.sign_zero, s.tie)
             self.bits_down += recv * down
         if S < self.M and getattr(ef, "INCREMENTS", False):  # EF21-PP: g <- g + (1/M) sum_{m in round} c_m
             broadcast = np.sum(msgs, axis=0) / self.M
         broadcast = ef.reference_direction(broadcast, self.g_server)
         # what is sent besides the messages (SCAFFOLD's control variates)
         up, extra_down = declared(est, "extra_bits", d, result="pair")
-        self.bits_up += S * up
-        self.bits_down += S * extra_down
+        self.bits_up += S_all * up
+        self.bits_down += S_all * extra_down
         self.rounds.append(dict(who=list(part), bits=[b + up if b > 0 else 0 for b in sent],
                                 steps=s.local_steps * (2 if two_point else 1), down=down + extra_down,
-                                recipients=list(range(self.M)) if two_point and not s.downlink else list(part)))
-        return self.finish(broadcast, lr, S)
+                                recipients=list(range(self.M)) if two_point and not s.downlink else list(part),
+                                cut=self.cut))
+        return self.finish(broadcast, lr, S, S_all)
 
-    def finish(self, broadcast: np.ndarray, lr: float, S: int) -> np.ndarray:
-        """The server's step from the round's aggregate ``broadcast`` (sent to S workers): the estimator's
-        direction, the server optimizer, a compressed downlink, weight decay and the monotone test."""
+    def in_time(self, part: list[int], sent: list[float], steps: int) -> list[int] | None:
+        """The slots (ascending) whose messages reached the server in time (§14.5): by the deadline, and with
+        over-selection the first ``keep`` to finish (ties by slot); None without either. Sets ``self.cut``, when the
+        server stopped waiting (inf without either)."""
+        s = self.s
+        self.cut = np.inf
+        model = s.system
+        if model is None or (model.deadline == np.inf and s.keep is None):
+            return None
+        c, U, _ = self.system
+        up = declared(s.estimator.module, "extra_bits", self.p.dim, result="pair")[0]
+        finish = [steps * c[m] + (model.latency + (b + up) / U[m] if b > 0 else 0.0)
+                  for m, b in zip(part, sent, strict=True)]
+        take = []
+        for j in sorted(range(len(part)), key=lambda j: (finish[j], j)):
+            if finish[j] > model.deadline or (s.keep is not None and len(take) == s.keep):
+                break
+            take.append(j)
+        late = len(take) < len(part) and (s.keep is None or len(take) < s.keep)
+        self.cut = model.deadline if late else max((finish[j] for j in take), default=np.inf)
+        return sorted(take)
+
+    def finish(self, broadcast: np.ndarray, lr: float, S: int, recv: int | None = None) -> np.ndarray:
+        """The server's step from the round's aggregate ``broadcast`` of S messages (sent to ``recv`` workers, S
+        by default): the estimator's direction, the server optimizer, a compressed downlink, weight decay and the
+        monotone test."""
+        recv = S if recv is None else recv
         s, k, ef = self.s, self.k, self.s.error_feedback.module
         est = s.estimator
         broadcast = est.module.reference_direction(broadcast, self.hbar, np.asarray(est.param_array()), S, self.M,
@@ -230,7 +271,7 @@ class ReferenceRun:
             dc, def_ = s.down_compressor, s.down_error_feedback.module
             v = def_.reference_before(1.0, step, self.down_e)
             c = np.asarray(dc.module.reference(v, dc.params, int(s.sign_zero), self.server), dtype=float)
-            self.bits_down += S * accounting.message_bits(dc, v, c, s.sign_zero)
+            self.bits_down += recv * accounting.message_bits(dc, v, c, s.sign_zero)
             if self.rounds and not self.rounds[-1].get("fresh"):  # (a fresh round's clock takes its 32 d floats)
                 self.rounds[-1]["down"] += accounting.message_bits(dc, v, c, s.sign_zero)
             def_.reference_after(self.down_e, v, c)

@@ -10,7 +10,7 @@ diagnostics, the memory estimate and the results read it.
 from __future__ import annotations
 
 from signsim.errors import InputError
-from signsim.numbers import floor_share
+from signsim.numbers import ceil_share, floor_share
 
 
 def clients_per_round(workers: int, participation: float | None, clients: int | None) -> int:
@@ -33,7 +33,22 @@ def checked_clients(workers: int, participation: float | None, clients: int | No
 
 
 def of_config(cfg) -> int:
-    """S for the resolved run config ``cfg``."""
+    """The workers sampled each round for the resolved run config ``cfg``: S, or with ``--over-select F`` (docs/
+    theory.md §14.5) S + ceil(F S), at most M, of which the server keeps the first S to finish (``kept``)."""
+    S = clients_per_round(cfg.workers, getattr(cfg, "participation", None), getattr(cfg, "clients_per_round", None))
+    return over_selected(S, getattr(cfg, "over_select", None), cfg.workers)
+
+
+def over_selected(S: int, fraction: float | None, M: int) -> int:
+    """S + ceil(fraction S), at most M (S without over-selection)."""
+    return S if fraction is None else min(M, S + ceil_share(fraction, S))
+
+
+def kept(cfg) -> int | None:
+    """With ``--over-select``: S, the participants whose messages the server aggregates each round (the first to
+    finish); None without."""
+    if getattr(cfg, "over_select", None) is None:
+        return None
     return clients_per_round(cfg.workers, getattr(cfg, "participation", None), getattr(cfg, "clients_per_round", None))
 
 

@@ -142,6 +142,11 @@ def _system_options() -> tuple[Option, ...]:
              **kw),
         _run("topology", "str", "how messages travel: ps (a parameter server) | allreduce | allgather (rings among "
              "the round's participants; default: ps)", P_SYSTEM, choices=("ps", "allreduce", "allgather"), **kw),
+        _run("deadline", "float", "seconds after a round starts by which a participant's message must have arrived; "
+             "later ones are counted but left out of the aggregate", P_SYSTEM, lo=0, lo_open=True,
+             what="the deadline", **kw),
+        _run("over_select", "float", "sample S + ceil(F S) clients a round (at most M) and aggregate the first S to "
+             "finish", P_SYSTEM, lo=0, lo_open=True, what="the over-selection fraction", **kw),
         _run("budget_seconds", "float", "stop once the simulated clock reaches T seconds", P_SYSTEM, lo=0,
              lo_open=True, what="the time budget", **kw),
         _run("target", "str", "report the first recorded iteration at which loss:V or test_loss:V (<= V), or "
@@ -414,6 +419,7 @@ RECORD_ORDER = (
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
     "grad_estimator", "model", "down_compressor", "down_feedback", "prox_mu", "pre_aggregate",
     "compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds", "target",
+    "deadline", "over_select",
 )
 
 

@@ -18,7 +18,8 @@ from signsim.errors import InputError
 from signsim.system import laws
 
 #: the run options that make a system model (any one of them given turns the clock on)
-OPTIONS = ("compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds")
+OPTIONS = ("compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds", "deadline",
+           "over_select")
 TOPOLOGIES = ("ps", "allreduce", "allgather")
 
 
@@ -31,6 +32,8 @@ class SystemModel:
     server_bandwidth: float = math.inf
     topology: str = "ps"
     budget_seconds: float = math.inf
+    deadline: float = math.inf
+    over_select: float | None = None
 
     @property
     def code(self) -> int:
@@ -58,7 +61,7 @@ def of_config(cfg) -> SystemModel | None:
     if not given(cfg):
         return None
     kw = {prop: laws.parse(prop, getattr(cfg, prop)) for prop in laws.PROPERTIES if getattr(cfg, prop) is not None}
-    for name in ("latency", "server_bandwidth", "topology", "budget_seconds"):
+    for name in ("latency", "server_bandwidth", "topology", "budget_seconds", "deadline", "over_select"):
         if getattr(cfg, name) is not None:
             kw[name] = getattr(cfg, name)
     return SystemModel(**kw)
@@ -73,8 +76,9 @@ def refusal(model: SystemModel, settings, cfg) -> str | None:
     if cfg.votes == "binomial":
         return ("--votes binomial: not with a system model (it draws the vote counts, not the workers whose "
                 "messages the clock times); drop one of the two")
-    if model.topology == "ps":
-        return None
+    reason = selection_refusal(model, settings, cfg)
+    if reason is not None or model.topology == "ps":
+        return reason
     where = f"--topology {model.topology}"
     if settings.downlink:
         return f"{where}: a ring has no server to compress a broadcast (--down-compressor needs --topology ps)"
@@ -94,6 +98,40 @@ def refusal(model: SystemModel, settings, cfg) -> str | None:
         pre = [st.spec for st in settings.pre_aggregation if st.spec != "none"]
         if pre:
             return f"{where}: --pre-aggregate {pre[0]} reads every message; use --topology allgather or ps"
+    return None
+
+
+def selection_refusal(model: SystemModel, settings, cfg) -> str | None:
+    """Why the server cannot leave late messages out of a round (``--deadline``, ``--over-select``, §14.5), or None:
+    only a parameter server waits for them, without its own link's shared limit (the late messages' share of it is
+    not modelled); a stage that keeps state the server updates from every message (an error feedback's or an
+    estimator's: EF21, CLAG, DIANA, SCAFFOLD, MARINA) would lose its invariant; with a deadline, an aggregation or
+    pre-aggregation that needs a number of messages (``check_workers``) may get fewer."""
+    given = [f"--deadline {model.deadline!r}" if model.deadline != math.inf else "",
+             f"--over-select {model.over_select!r}" if model.over_select is not None else ""]
+    given = [g for g in given if g]
+    if not given:
+        return None
+    where = given[0]
+    if model.topology != "ps":
+        return f"{where}: a ring has no server to stop waiting; use --topology ps"
+    if model.server_bandwidth != math.inf:
+        return f"{where}: not with --server-bandwidth yet (the late messages' share of the server's link)"
+    ef, est = settings.error_feedback, settings.estimator
+    if getattr(ef.module, "SERVER_STATE", False):
+        return (f"{where}: --error-feedback {ef.spec} keeps a server state made of every worker's messages; a "
+                "late message would break it (use none or ef)")
+    if getattr(est.module, "STATE", False) or getattr(est.module, "SERVER_STATE", False):
+        return (f"{where}: --grad-estimator {est.spec} keeps state made of every worker's messages; a late "
+                "message would break it")
+    if model.over_select is not None and settings.participants(cfg.workers) == settings.keep:
+        return (f"--over-select {model.over_select!r}: every worker already takes part (S = M = {cfg.workers}); "
+                "sample fewer with --clients-per-round or --participation")
+    if model.deadline != math.inf:
+        for st in (settings.aggregate, *settings.pre_aggregation):
+            if hasattr(st.module, "check_workers"):
+                return (f"--deadline {model.deadline!r}: {st.spec} needs a number of messages that a deadline "
+                        "cannot promise (a late message leaves fewer)")
     return None
 
 
