@@ -168,13 +168,34 @@ def test_local_steps_of_noiseless_sgd_on_a_quadratic_follow_the_closed_form(H, s
 
 def test_participants_are_counted_in_bits_up_and_down():
     d, M, S, K = 12, 8, 2, 10
-    r = signsim.run(**{**SMALL, "workers": M}, method="signsgd", clients_per_round=S, iters=K)
+    r = signsim.run(**{**SMALL, "workers": M}, method="signsgd", clients_per_round=S, iters=K, catch_up="none")
     assert r["final"]["bits_up"] == K * S * d  # one bit per coordinate per participant
     assert r["final"]["bits_down"] == K * S * d  # the vote (ties broken at random: 1 bit), to each participant
     assert (r["bits_per_iter"]["up"], r["bits_per_iter"]["down"]) == (S * d, S * d)
-    m = signsim.run(**{**SMALL, "workers": M}, method="signsgd", aggregate="mean", clients_per_round=S, iters=K)
+    m = signsim.run(**{**SMALL, "workers": M}, method="signsgd", aggregate="mean", clients_per_round=S, iters=K,
+                    catch_up="none")
     assert m["final"]["bits_down"] == K * S * 2 * d  # the sum of S = 2 signs: ceil(log2(S + 1)) = 2 bits
     assert r["rounds"]["clients_per_round"] == S
+
+
+def test_a_client_that_missed_the_last_broadcast_downloads_the_model_first():
+    """--catch-up full (the default): each participant of round k >= 1 that was not in round k - 1 downloads x_k,
+    32 d bits, beside the vote; the trajectory is the same as without the rule. With every worker taking part,
+    nobody ever misses a broadcast."""
+    from tests.test_ef21_family import rounds
+
+    d, M, S, K = 12, 8, 3, 10
+    full = signsim.run(**{**SMALL, "workers": M}, method="signsgd", clients_per_round=S, iters=K)
+    none = signsim.run(**{**SMALL, "workers": M}, method="signsgd", clients_per_round=S, iters=K, catch_up="none")
+    parts = rounds(SMALL["seed"], M, S, K)
+    catch_ups = sum(m not in parts[k - 1] for k in range(1, K) for m in parts[k])
+    assert 0 < catch_ups < (K - 1) * S  # some were in the previous round, some not
+    assert full["final"]["bits_down"] == none["final"]["bits_down"] + catch_ups * 32 * d
+    assert full["final"]["bits_up"] == none["final"]["bits_up"] and full["x_final"] == none["x_final"]
+    assert full["bits_per_iter"]["down"] == S * d + S * 32 * d  # the declared bound: every participant catches up
+    everyone = [signsim.run(**{**SMALL, "workers": M}, method="signsgd", iters=K, catch_up=rule)["final"]
+                for rule in ("full", "none")]
+    assert everyone[0]["bits_down"] == everyone[1]["bits_down"] == K * M * d
 
 
 @pytest.mark.parametrize("P, M, S", [(0.25, 32, 8), (0.01, 32, 1), (1.0, 7, 7), (0.5, 5, 2), (0.3, 5, 1),

@@ -162,9 +162,10 @@ def declared_bits(settings, workers: int, d: int):
 
     two_point = getattr(settings.estimator.module, "TWO_POINT", False)
     extra = declared(settings.estimator.module, "extra_bits", d, result="pair")
-    return accounting.bits_per_iteration(settings.compressor, settings.aggregate, settings.participants(workers), d,
-                                         settings.sign_zero, settings.tie, settings.down_compressor, extra,
-                                         workers if two_point else 0)
+    S = settings.participants(workers)
+    return accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, d, settings.sign_zero,
+                                         settings.tie, settings.down_compressor, extra, workers if two_point else 0,
+                                         S if S < workers and settings.catch_up and not two_point else 0)
 
 
 def budget_eval_every(cfg: RunConfig):

@@ -76,13 +76,14 @@ class BitsPerIteration:
 
 
 def bits_per_iteration(compressor, aggregate, M: int, d: int, sign_zero, tie, down=None,
-                       extra=(0.0, 0.0), exact_rounds: int = 0) -> BitsPerIteration:
+                       extra=(0.0, 0.0), exact_rounds: int = 0, catch_up: int = 0) -> BitsPerIteration:
     """Bits of one iteration (upper bounds for the messages whose size varies: QSGD, sparse broadcasts); with a
     compressed downlink (``down``, its compressor: docs/theory.md §8.8) the broadcast is that compressor's message;
     ``extra``: what each participant sends and receives besides (the estimator's ``extra_bits``: SCAFFOLD's control
     variates, §12.6); ``exact_rounds``: for a run with rounds in which each of its n workers sends its exact gradient
     in floats (MARINA's, §8.10), n, who also receive every round's broadcast (the bound is then the larger of the two
-    kinds of round)."""
+    kinds of round); ``catch_up``: how many of a round's participants may first download the model they missed (§12:
+    M of them with partial participation, as an upper bound)."""
     up = M * uplink_bits(compressor, d, sign_zero) + int(M * extra[0])
     down_ = M * (downlink_bits(compressor, aggregate, M, d, sign_zero, tie) if down is None
                  else uplink_bits(down, d, sign_zero)) + int(M * extra[1])
@@ -90,7 +91,7 @@ def bits_per_iteration(compressor, aggregate, M: int, d: int, sign_zero, tie, do
         n = exact_rounds
         up = max(up, n * FLOAT_BITS * d)
         down_ = max(down_, n * FLOAT_BITS * d, n * downlink_bits(compressor, aggregate, M, d, sign_zero, tie))
-    return BitsPerIteration(up=up, down=down_)
+    return BitsPerIteration(up=up, down=down_ + catch_up * FLOAT_BITS * d)
 
 
 def budget_bits(cfg) -> float:

@@ -45,22 +45,30 @@ def ring_link(system, who, n, i):
 
 
 @njit(cache=True)
-def finish_time(system, m, steps, bits, extra_up, latency):
-    """When worker m's upload ends on a parameter server, from the round's start: h c_m, then alpha + b_m / U_m
-    (nothing for a worker that sent nothing)."""
-    b = bits + extra_up if bits > 0.0 else 0.0
-    return steps * system[W_COMPUTE, m] + (latency + b / system[W_UP, m] if b > 0.0 else 0.0)
+def start_time(system, m, pre, latency):
+    """When worker m starts computing: at once, or after downloading the model it missed (``pre`` bits: alpha +
+    pre / W_m, docs/theory.md §14.2)."""
+    return latency + pre / system[W_DOWN, m] if pre > 0.0 else 0.0
 
 
 @njit(cache=True)
-def select(who, n, steps, bits, extra_up, system, latency, deadline, keep, kept):
+def finish_time(system, m, steps, bits, extra_up, pre, latency):
+    """When worker m's upload ends on a parameter server, from the round's start: its catch-up download, h c_m,
+    then alpha + b_m / U_m (nothing for a worker that sent nothing)."""
+    b = bits + extra_up if bits > 0.0 else 0.0
+    return (start_time(system, m, pre, latency) + steps * system[W_COMPUTE, m]
+            + (latency + b / system[W_UP, m] if b > 0.0 else 0.0))
+
+
+@njit(cache=True)
+def select(who, n, steps, bits, extra_up, pre, system, latency, deadline, keep, kept):
     """Which of the round's n participants the server aggregates (docs/theory.md §14.5): those whose upload ends by
     ``deadline`` (inf: no deadline) and, with ``keep`` > 0 (over-selection), only the first ``keep`` to finish (ties
     by slot). Writes their slots, ascending, to ``kept``; returns (how many, the time the server stops waiting:
     the deadline when someone missed it, the keep-th finish, else the last finish)."""
     finish = np.empty(n)
     for j in range(n):
-        finish[j] = finish_time(system, who[j], steps, bits[j], extra_up, latency)
+        finish[j] = finish_time(system, who[j], steps, bits[j], extra_up, pre[j], latency)
     order = np.argsort(finish, kind="mergesort")  # stable: ties in slot order
     take = np.zeros(n, dtype=np.bool_)
     cut = 0.0
@@ -83,13 +91,15 @@ def select(who, n, steps, bits, extra_up, system, latency, deadline, keep, kept)
 
 
 @njit(cache=True)
-def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, latency, server_bw, tally,
-            cutoff=np.inf):
+def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, latency, server_bw, tally, cutoff, pre):
     """Add one round to the clock. ``who[:n]``: the workers that sent (slot j is worker ``who[j]``), each after
-    ``steps`` gradients; ``bits[j] + extra_up``: what slot j sent (``extra_up`` only when bits[j] > 0: a silent
-    worker sends nothing); ``down``: the bits each recipient downloads (0: no broadcast); ``recipients``: the
-    workers that receive it (``who[:n]``, or every worker for a two-point estimator). Returns the round's time."""
-    comp = 0.0  # the critical path's compute, and the end of the uploads (or of the collective)
+    ``steps`` gradients, and after downloading ``pre[j]`` bits of the model it missed (0: it is in step);
+    ``bits[j] + extra_up``: what slot j sent (``extra_up`` only when bits[j] > 0: a silent worker sends nothing);
+    ``down``: the bits each recipient downloads (0: no broadcast); ``recipients``: the workers that receive it
+    (``who[:n]``, or every worker for a two-point estimator); ``cutoff``: when the server stopped waiting (a deadline
+    or over-selection, §14.5; inf: it waits for everyone). Returns the round's time."""
+    comp = 0.0  # the critical path's compute, its catch-up download, and the end of the uploads (or the collective)
+    catch = 0.0
     end = 0.0
     t_down = 0.0
     if topology == PS:
@@ -97,22 +107,25 @@ def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, l
         total = 0.0
         for j in range(n):
             m = who[j]
+            s0 = start_time(system, m, pre[j], latency)
             c = steps * system[W_COMPUTE, m]
             b = bits[j] + extra_up if bits[j] > 0.0 else 0.0
             u = latency + b / system[W_UP, m] if b > 0.0 else 0.0
-            if (c + u > end or j == 0) and c + u <= cutoff:
-                end = c + u
+            if (s0 + c + u > end or j == 0) and s0 + c + u <= cutoff:
+                end = s0 + c + u
                 comp = c
-            first = min(first, c)
+                catch = s0
+            first = min(first, s0 + c)
             total += b
         if total > 0.0 and server_bw < np.inf:
             shared = first + latency + total / server_bw
             if shared > end:
                 end = shared
                 comp = first
+                catch = 0.0
         if cutoff < np.inf and end < cutoff:  # the server stopped waiting at the cutoff (a deadline, §14.5)
             end = cutoff
-            if comp == 0.0:
+            if comp == 0.0 and catch == 0.0:
                 comp = min(cutoff, first)
         if down > 0.0:
             for m in recipients:
@@ -121,7 +134,12 @@ def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, l
                 t_down = max(t_down, latency + recipients.shape[0] * down / server_bw)
     else:
         for j in range(n):
-            comp = max(comp, steps * system[W_COMPUTE, who[j]])
+            m = who[j]
+            s0 = start_time(system, m, pre[j], latency)
+            c = steps * system[W_COMPUTE, m]
+            if s0 + c > catch + comp:
+                catch = s0
+                comp = c
         comm = 0.0
         sent = False
         for j in range(n):
@@ -141,21 +159,22 @@ def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, l
                 b = max(b, bits[i] + extra_up if bits[i] > 0.0 else 0.0)
                 slowest = min(slowest, ring_link(system, who, n, i))
             comm = 2.0 * (n - 1) * (latency + b / (n * slowest))
-        end = comp + comm
+        end = catch + comp + comm
     total_time = end + t_down
     tally[T_TIME] += total_time
     tally[T_COMPUTE] += comp
-    tally[T_UPLOAD] += end - comp
-    tally[T_DOWNLOAD] += t_down
+    tally[T_UPLOAD] += end - comp - catch
+    tally[T_DOWNLOAD] += t_down + catch
     for j in range(n):  # each participant's idle time: the round's, less its own work
         m = who[j]
+        s0 = start_time(system, m, pre[j], latency)
         c = steps * system[W_COMPUTE, m]
         if topology == PS:
             b = bits[j] + extra_up if bits[j] > 0.0 else 0.0
-            busy = c + (latency + b / system[W_UP, m] if b > 0.0 else 0.0)
+            busy = s0 + c + (latency + b / system[W_UP, m] if b > 0.0 else 0.0)
             if down > 0.0:
                 busy += latency + down / system[W_DOWN, m]
         else:
-            busy = c + (end - comp)
+            busy = s0 + c + (end - comp - catch)
         system[W_IDLE, m] += max(0.0, total_time - busy)
     return total_time

@@ -91,6 +91,8 @@ class Settings:
     system: SystemModel | None = None
     #: with over-selection, the participants the server aggregates each round: the first to finish (§14.5)
     keep: int | None = None
+    #: a participant that missed the previous round's broadcast downloads the model first (docs/theory.md §12)
+    catch_up: bool = True
 
     def __post_init__(self):
         from signsim.stages.plan import default
@@ -188,6 +190,7 @@ class Settings:
             server_optimizer=chosen.server_optimizer, estimator=chosen.estimator,
             down_compressor=chosen.down_compressor, down_error_feedback=chosen.down_error_feedback,
             pre_aggregation=chosen.pre_aggregation, system=system_model.of_config(cfg), keep=rounds.kept(cfg),
+            catch_up=getattr(cfg, "catch_up", "full") != "none",
         )
 
     def participants(self, workers: int) -> int:
@@ -301,6 +304,8 @@ class Engine(ChunkedState):
         self.system = s.system.per_worker(M, seed) if s.system is not None else np.zeros((clock.N_SYSTEM, 1))
         if s.system is not None and problem.external is not None:
             self.system[clock.W_COMPUTE] *= s.local_steps
+        # the last round whose broadcast each worker received (-1: it holds x_0), for the catch-up rule (§12)
+        self.synced = np.full(M if S < M and s.catch_up else 1, -1, dtype=np.int64)
         # each worker's rounds so far, the k its momentum sees (one entry when the momentum keeps no state)
         self.seen = np.zeros(M if s.momentum_kind.module.STATE else 1, dtype=np.int64)
         # the workers' streams are made as they first take part (docs/theory.md §12): nothing here costs per worker
@@ -359,7 +364,7 @@ class Engine(ChunkedState):
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
                       budget=s.budget, server_lr=s.server_lr, prox_mu=s.prox_mu, latency=0.0,
                       server_bandwidth=np.inf, budget_seconds=np.inf)
-        ints.update(topology=0, keep=s.keep or 0)
+        ints.update(topology=0, keep=s.keep or 0, catch_up=s.catch_up)
         floats["deadline"] = np.inf
         if s.system is not None:  # the simulated clock's settings (docs/theory.md §14)
             ints["topology"] = s.system.code
@@ -379,7 +384,7 @@ class Engine(ChunkedState):
                 loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen,
                               self.shift),
                 loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part,
-                            self.opt, self.hbar, self.down, self.diwork, self.system),
+                            self.opt, self.hbar, self.down, self.diwork, self.system, self.synced),
                 loop.RunState(self.icfg, self.fcfg, self.sp, self.x_star, self.hist, self.counters), self.gens)
 
     def _sample(self, k1: int) -> int:

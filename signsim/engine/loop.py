@@ -74,14 +74,14 @@ from signsim.stages.base import FLOAT_BITS
 #: placeholder)
 ProblemData = namedtuple("ProblemData", "pf pi A b ptr idx nparams")
 Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen shift")
-Server = namedtuple("Server", "x srv agg gbuf tally gen part opt hbar down diwork system")
+Server = namedtuple("Server", "x srv agg gbuf tally gen part opt hbar down diwork system synced")
 RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 
 #: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names);
 #: ``aggregate`` and ``attack`` are read by the binomial engine only (``engine/binomial.py``)
 ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
         "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients", "workers", "downlink", "topology",
-        "keep",
+        "keep", "catch_up",
         # the run's stage of each kind, by its code (``signsim/engine/universal.py``), and the stages' flags
         *(kinds.code_setting(k) for k in kinds.NAMES), *(kinds.flag_setting(f) for f in kinds.FLAGS))
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
@@ -89,7 +89,7 @@ FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "
         "latency", "server_bandwidth", "budget_seconds", "deadline")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
  I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK,
- I_TOPOLOGY, I_KEEP) = range(20)
+ I_TOPOLOGY, I_KEEP, I_CATCH_UP) = range(21)
 (I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
  I_CODE_SERVER_OPTIMIZER, I_CODE_ESTIMATOR, I_CODE_DOWN_COMPRESSOR, I_CODE_DOWN_ERROR_FEEDBACK,
  I_CODE_PRE_AGGREGATION, I_CODE_PRE_AGGREGATION_2, I_CODE_PRE_AGGREGATION_3) = (
@@ -529,6 +529,11 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
     # a deadline or over-selection (§14.5): the server aggregates the slots ``kept[:n_in]``, ascending
     selecting = fcfg[F_DEADLINE] < np.inf or icfg[I_KEEP] > 0
     kept = np.arange(S)
+    # a participant that did not receive the previous round's broadcast first downloads the model (§12, "catch-up"):
+    # ``synced[m]``, the last round whose broadcast worker m received (-1: it holds x_0); pre[j], slot j's download
+    catching = icfg[I_CATCH_UP] != 0 and sampled
+    pre = np.zeros(S)
+    synced = server.synced
     for k in range(k0, k1):
         if k % every == 0:
             status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
@@ -548,11 +553,17 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             # every worker sends its exact gradient at x, uncompressed, and receives their mean as floats (MARINA's
             # c_k = 1, §8.10)
             full_round(x, agg, G, gens, data, icfg, M)
+            for j in range(S):
+                pre[j] = 0.0
             tally[T_UP] += M * FLOAT_BITS * d
             tally[T_UP_MAX] = max(tally[T_UP_MAX], M * FLOAT_BITS * d)
             tally[T_DOWN] += M * FLOAT_BITS * d
             tally[T_CALLS] += M
         else:
+            if catching:
+                for j in range(S):
+                    pre[j] = FLOAT_BITS * d if synced[part[row, j]] != k - 1 else 0.0
+                    tally[T_DOWN] += pre[j]
             for j in prange(S):
                 m = part[row, j]
                 slot = row * S + j if sampled else m
@@ -562,8 +573,8 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                             data, icfg, sp)
             n_in = S
             if selecting:  # only the messages in time, moved to the first rows in slot order
-                n_in, cut = clock.select(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], server.system, fcfg[F_LATENCY],
-                                         fcfg[F_DEADLINE], icfg[I_KEEP], kept)
+                n_in, cut = clock.select(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], pre, server.system,
+                                         fcfg[F_LATENCY], fcfg[F_DEADLINE], icfg[I_KEEP], kept)
                 for w in range(n_in):
                     if kept[w] != w:
                         for i in range(d):
@@ -659,11 +670,18 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
             if fresh:  # every worker computes its gradient and sends it, then receives the mean (floats)
                 full = np.full(M, np.float64(FLOAT_BITS * d))
                 clock.advance(topology, everyone, M, 1, full, 0.0, FLOAT_BITS * d, everyone, server.system,
-                              fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally)
+                              fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally, np.inf, np.zeros(M))
             else:
                 clock.advance(topology, part[row], S, steps, wbits, fcfg[F_EXTRA_UP], bcast + fcfg[F_EXTRA_DOWN],
                               everyone if recv == M and S < M else part[row], server.system, fcfg[F_LATENCY],
-                              fcfg[F_SERVER_BANDWIDTH], tally, cut)
+                              fcfg[F_SERVER_BANDWIDTH], tally, cut, pre)
+        if catching:  # who holds x_{k+1}: every worker after a round every worker received, else the participants
+            if fresh or recv == M:
+                for m in range(M):
+                    synced[m] = k
+            else:
+                for j in range(S):
+                    synced[part[row, j]] = k
         counters[C_DONE] = k + 1
         # the budgets (inf without one), docs/theory.md §12, §14
         if tally[T_UP] + tally[T_DOWN] >= fcfg[F_BUDGET] or tally[clock.T_TIME] >= fcfg[F_BUDGET_SECONDS]:

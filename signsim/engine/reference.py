@@ -57,6 +57,8 @@ class ReferenceRun:
         #: part, the bits each sent (its message and what it sends besides; 0 when silent), the gradients each
         #: computed, the bits each recipient of the broadcast downloads, and the recipients
         self.rounds: list[dict] = []
+        #: the last round whose broadcast each worker received (-1: it holds x_0), for the catch-up rule (§12)
+        self.synced = np.full(workers, -1)
 
     def stochastic_gradient(self, m: int, x: np.ndarray | None = None) -> np.ndarray:
         gen, d = self.gens[m], self.p.dim
@@ -145,7 +147,8 @@ class ReferenceRun:
         self.bits_down += self.M * 32 * d
         everyone = list(range(self.M))
         self.rounds.append(dict(who=everyone, bits=[32 * d] * self.M, steps=1, down=32 * d, recipients=everyone,
-                                fresh=True))
+                                fresh=True, pre=[0] * self.M))
+        self.synced[:] = self.k
         return broadcast
 
     def step(self) -> np.ndarray:
@@ -163,6 +166,10 @@ class ReferenceRun:
         nb = sum(1 for m in part if m < s.byzantine)  # the round's Byzantine participants
         silent = getattr(ef, "LAZY", False)  # no participant sent anything: no broadcast (§8.2)
         sent = []  # each participant's bits, for the clock's replay
+        # a participant that missed the previous round's broadcast downloads the model first (§12: catch-up)
+        catching = s.catch_up and self.S < self.M
+        pre = [32 * self.p.dim if catching and self.synced[m] != k - 1 else 0 for m in part]
+        self.bits_down += sum(pre)
         for m in part:
             gen = self.gens[m]
             self.participated[m] += 1
@@ -188,7 +195,7 @@ class ReferenceRun:
                 msg = att.reference(msg, s.attack.params, gen)
             msgs.append(msg)
         msgs = np.array(msgs)
-        kept = self.in_time(part, sent, s.local_steps * (2 if two_point else 1))
+        kept = self.in_time(part, sent, s.local_steps * (2 if two_point else 1), pre)
         if kept is not None:  # the server aggregates only the messages in time (§14.5)
             msgs = msgs[kept] if kept else msgs[:0]
             nb = sum(1 for j in kept if part[j] < s.byzantine)
@@ -198,7 +205,8 @@ class ReferenceRun:
         if not n_in:  # nothing arrived in time: no aggregate, no broadcast, the server stays (§14.5)
             self.bits_up += S * declared(est, "extra_bits", self.p.dim, result="pair")[0]
             self.rounds.append(dict(who=list(part), bits=list(sent), steps=s.local_steps, down=0,
-                                    recipients=list(part), cut=self.cut))
+                                    recipients=list(part), cut=self.cut, pre=pre))
+            self.synced[part] = k  # (x did not move: the participants hold it)
             self.k += 1
             return self.x
         S_all, S = S, n_in
@@ -230,10 +238,14 @@ class ReferenceRun:
         self.rounds.append(dict(who=list(part), bits=[b + up if b > 0 else 0 for b in sent],
                                 steps=s.local_steps * (2 if two_point else 1), down=down + extra_down,
                                 recipients=list(range(self.M)) if two_point and not s.downlink else list(part),
-                                cut=self.cut))
+                                cut=self.cut, pre=pre))
+        if two_point and not s.downlink:
+            self.synced[:] = k
+        else:
+            self.synced[part] = k
         return self.finish(broadcast, lr, S, S_all)
 
-    def in_time(self, part: list[int], sent: list[float], steps: int) -> list[int] | None:
+    def in_time(self, part: list[int], sent: list[float], steps: int, pre: list[int]) -> list[int] | None:
         """The slots (ascending) whose messages reached the server in time (§14.5): by the deadline, and with
         over-selection the first ``keep`` to finish (ties by slot); None without either. Sets ``self.cut``, when the
         server stopped waiting (inf without either)."""
@@ -242,10 +254,11 @@ class ReferenceRun:
         model = s.system
         if model is None or (model.deadline == np.inf and s.keep is None):
             return None
-        c, U, _ = self.system
+        c, U, W = self.system
         up = declared(s.estimator.module, "extra_bits", self.p.dim, result="pair")[0]
-        finish = [steps * c[m] + (model.latency + (b + up) / U[m] if b > 0 else 0.0)
-                  for m, b in zip(part, sent, strict=True)]
+        finish = [(model.latency + p / W[m] if p else 0.0) + steps * c[m]
+                  + (model.latency + (b + up) / U[m] if b > 0 else 0.0)
+                  for m, b, p in zip(part, sent, pre, strict=True)]
         take = []
         for j in sorted(range(len(part)), key=lambda j: (finish[j], j)):
             if finish[j] > model.deadline or (s.keep is not None and len(take) == s.keep):

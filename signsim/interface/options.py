@@ -73,8 +73,8 @@ class Option:
     choices: tuple[str, ...] = ()
     decls: tuple[str, ...] = ()  # the flags when not --name (--standardize/--no-standardize, --quiet/-q)
     record: bool = False  # a field of RunConfig: resolved, recorded in the results' "config"
-    #: left out of a sweep's run ids while unset (None), so that the ids of sweeps made before the option existed
-    #: stay the same (``signsim.sweep.spec.run_id``)
+    #: left out of a sweep's run ids while at its default (None for most), so that the ids of sweeps made before the
+    #: option existed stay the same (``signsim.sweep.spec.run_id``)
     omit_unset: bool = False
     problem: bool = False  # read only by the problems that name it (the others refuse it)
     #: why the Python API does not take it (a command-line-only option); "" when it does
@@ -268,6 +268,9 @@ TABLE: tuple[Option, ...] = (
          lo=0, hi=1, lo_open=True, what="the participation fraction", commands=("run", "check-spb", "bound")),
     _run("clients_per_round", "int", "S of the M workers sampled each round, uniformly without replacement "
          "(default: all; or P M, at least 1)", P_RUN, lo=1, hi=MAX_SIZE, commands=("run", "check-spb", "bound")),
+    _run("catch_up", "str", "full | none: a sampled client that missed the previous round's broadcast first "
+         "downloads the model, 32 d bits (full), or not (none: the participants-only convention; default: full)",
+         P_RUN, default="full", choices=("full", "none"), commands=("run",), omit_unset=True),
     _run("budget_mb", "float", "stop once the bits sent up and down reach X megabytes (8e6 bits)", P_RUN, lo=0,
          lo_open=True, what="the communication budget", commands=("run",)),
     _run("budget_bits", "float", "stop once the bits sent up and down reach N bits", P_RUN, lo=0, lo_open=True,
@@ -419,12 +422,12 @@ RECORD_ORDER = (
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
     "grad_estimator", "model", "down_compressor", "down_feedback", "prox_mu", "pre_aggregate",
     "compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds", "target",
-    "deadline", "over_select",
+    "deadline", "over_select", "catch_up",
 )
 
 
-#: the options left out of a sweep's run ids while unset (``Option.omit_unset``)
-OMIT_UNSET = frozenset(o.name for o in TABLE if o.omit_unset)
+#: the options left out of a sweep's run ids while at their default (``Option.omit_unset``): name -> default
+OMIT_UNSET = {o.name: o.default for o in TABLE if o.omit_unset}
 
 
 def flag(name: str) -> str:

@@ -148,12 +148,12 @@ def load(path: str | Path) -> SweepSpec:
 
 
 def run_id(config: dict[str, Any]) -> str:
-    """Stable id: sha256 of the canonical JSON of the resolved config, without the options that are unset and
-    declared ``omit_unset`` (added after sweeps recorded ids without them)."""
+    """Stable id: sha256 of the canonical JSON of the resolved config, without the options declared ``omit_unset``
+    that are at their default (added after sweeps recorded ids without them)."""
     from signsim.interface.options import OMIT_UNSET
 
-    text = json.dumps({k: v for k, v in config.items() if not (v is None and k in OMIT_UNSET)}, sort_keys=True,
-                      separators=(",", ":"))
+    text = json.dumps({k: v for k, v in config.items() if not (k in OMIT_UNSET and v == OMIT_UNSET[k])},
+                      sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
