@@ -89,6 +89,7 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
     from signsim.sweep.store import FINISHED
 
     groups: dict[tuple, list[float]] = defaultdict(list)
+    targets: dict[tuple, list[dict[str, Any]]] = defaultdict(list)  # the runs' --target reports (§14.4)
     statuses: dict[str, int] = defaultdict(int)
     for t in tasks:
         d = docs.get(t["run_id"])
@@ -98,6 +99,8 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
         # only finished runs count: an interrupted run's last loss is not its final loss
         loss = d.get("final", {}).get("loss") if d and status in FINISHED else None
         groups[key].append(np.nan if loss is None else float(loss))
+        if d and d.get("target") is not None and status in FINISHED:
+            targets[key].append(d["target"])
     rows = []
     for key, losses in groups.items():
         arr = np.array(losses, dtype=float)
@@ -106,7 +109,8 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
         rows.append({"params": params, "method": params.get("method", spec.base.get("method", "ssdm")),
                      "runs": len(arr), "finite": int(ok.size),
                      "mean_final_loss": float(ok.mean()) if ok.size else None,
-                     "std_final_loss": float(ok.std(ddof=1)) if ok.size > 1 else (0.0 if ok.size else None)})
+                     "std_final_loss": float(ok.std(ddof=1)) if ok.size > 1 else (0.0 if ok.size else None),
+                     **target_summary(targets.get(key))})
     best: dict[str, dict[str, Any]] = {}
     for r in rows:
         m = r["method"]
@@ -114,6 +118,19 @@ def summarize(spec, tasks: list[dict[str, Any]], docs: dict[str, dict[str, Any]]
             best[m] = r
     return {"statuses": dict(statuses), "groups": rows, "best_per_method": best,
             "best_per_configuration": per_configuration(spec, rows)}
+
+
+def target_summary(reports: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """A grid point's runs to their ``--target`` (docs/theory.md §14.4): how many reached it, and the mean over those
+    of the simulated time (None without a clock) and of the bits up + down at the first row that reached it; {}
+    when its runs had no target."""
+    if not reports:
+        return {}
+    hit = [r for r in reports if r.get("reached")]
+    times = [r["time"] for r in hit if r.get("time") is not None]
+    return {"target_reached": len(hit),
+            "mean_target_time": float(np.mean(times)) if times and len(times) == len(hit) else None,
+            "mean_target_bits": float(np.mean([r["bits_up"] + r["bits_down"] for r in hit])) if hit else None}
 
 
 #: options a sweep tunes rather than compares: the summary keeps the best of their values per configuration
@@ -130,7 +147,8 @@ def per_configuration(spec, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         config = (r["method"], *(repr(r["params"].get(k)) for k in keys))
         tuned = {k: v for k, v in r["params"].items() if k in TUNED}
         entry = {"method": r["method"], "configuration": {k: r["params"].get(k) for k in keys}, "tuned": tuned,
-                 **{k: r[k] for k in ("runs", "finite", "mean_final_loss", "std_final_loss")}}
+                 **{k: r[k] for k in ("runs", "finite", "mean_final_loss", "std_final_loss", "target_reached",
+                                      "mean_target_time", "mean_target_bits") if k in r}}
         old = best.get(config)
         if old is None or (r["mean_final_loss"] is not None and (old["mean_final_loss"] is None
                                                                  or r["mean_final_loss"] < old["mean_final_loss"])):

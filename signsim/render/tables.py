@@ -649,13 +649,17 @@ def sweep_summary(doc: dict[str, Any]) -> list[Any]:
     tuned = sorted({k for r in rows for k in r["tuned"]})
     over = f"; the best {', '.join(t.replace('_', '-') for t in tuned)} of each" if tuned else ""
     t = new_table(f"final loss per configuration (mean ± std over repeats{over})")
-    cols = ["method", *[k.replace("_", "-") for k in keys]] + (["best"] if tuned else []) + ["final loss", "runs"]
+    target = any("target_reached" in r for r in rows)  # the runs had a --target: time and bits to it (§14.4)
+    numbers = ["final loss", "runs", *(["reached target", "time to target (s)", "bits to target"] if target else [])]
+    cols = ["method", *[k.replace("_", "-") for k in keys]] + (["best"] if tuned else []) + numbers
     for col in cols:
-        t.add_column(col, justify="right" if col in ("final loss", "runs") else "left")
+        t.add_column(col, justify="right" if col in numbers else "left")
     for r in rows[:SWEEP_ROWS]:
         best = ", ".join(f"{k.replace('_', '-')}={fmt(v)}" for k, v in r["tuned"].items())
+        extra = [f"{r.get('target_reached', 0)}/{r['runs']}", fmt(r.get("mean_target_time")),
+                 fmt(r.get("mean_target_bits"))] if target else []
         t.add_row(r["method"], *[fmt(r["configuration"].get(k)) for k in keys], *([best or "-"] if tuned else []),
-                  f"{fmt(r['mean_final_loss'])} ± {fmt(r['std_final_loss'])}", f"{r['finite']}/{r['runs']}")
+                  f"{fmt(r['mean_final_loss'])} ± {fmt(r['std_final_loss'])}", f"{r['finite']}/{r['runs']}", *extra)
     if doc.get("robustness"):  # a worst-case benchmark: its tables instead of one row per run
         return [head, *robustness_tables(doc["robustness"]),
                 f"robustness.csv and robustness.json in {doc['out']}; every run: --json best_per_configuration"]
