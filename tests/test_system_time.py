@@ -6,6 +6,7 @@ the target; and that a run without a system model is what it was."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -309,3 +310,24 @@ def test_a_sweeps_run_ids_do_not_change_without_a_system_model():
     old = hashlib.sha256(json.dumps(before, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
     assert run_id(config) == old
     assert run_id({**config, "latency": 0.5}) != old and run_id({**config, "catch_up": "none"}) != old
+
+
+def test_a_sweep_reports_time_and_bits_to_its_target(tmp_path, cli):
+    """The sweep's groups: how many runs reached the target, their mean simulated time and bits to it (each run's
+    own ``target``), and a [system] table in a sweep file."""
+    p = tmp_path / "s.toml"
+    p.write_text('problem = "quadratic"\ndim = 7\nnoise = "gaussian:1"\nmethod = "sgd"\nworkers = 3\niters = 40\n'
+                 'eval-every = 1\nrepeats = 2\n[system]\ncompute = "const:0.5"\ntarget = "loss:10"\n'
+                 '[grid]\nlr = [0.002, 0.01]\n')
+    r = cli("sweep", p, "--out", tmp_path / "out", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    for g in doc["groups"]:
+        runs = [json.loads(f.read_text()) for f in (tmp_path / "out" / "runs").glob("*.json")]
+        mine = [d["target"] for d in runs if d["config"]["lr"] == g["params"]["lr"]]
+        hit = [t for t in mine if t["reached"]]
+        assert g["target_reached"] == len(hit) == 2
+        assert math.isclose(g["mean_target_time"], np.mean([t["time"] for t in hit]), rel_tol=1e-12)
+        assert g["mean_target_bits"] == np.mean([t["bits_up"] + t["bits_down"] for t in hit])
+    fast, slow = sorted(doc["groups"], key=lambda g: g["params"]["lr"], reverse=True)
+    assert fast["mean_target_time"] < slow["mean_target_time"]
