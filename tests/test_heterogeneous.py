@@ -417,3 +417,22 @@ def test_bound_majority_table_identical_and_differing_workers():
     trap = bound(config.resolve(dict(problem="vote-trap", x0=0.5, method="signsgd")), BoundOptions())
     rows = trap["majority_table"]["rows"]
     assert trap["majority_table"]["workers_differ"] and len(rows) == 1 and rows[0]["ratio"] == pytest.approx(-1.0)
+
+
+def test_the_heterogeneity_at_x0_can_be_skipped(monkeypatch):
+    """--no-heterogeneity: nothing is measured (the measurement is never called), the run is the same, and SSDM gets
+    the general warning instead of the measured one."""
+    import signsim
+    from signsim.diagnostics import heterogeneity
+
+    common = dict(problem="logistic", split="iid", workers=4, iters=5, seed=2)
+    measured = signsim.run(**common, method="ssdm").to_dict()
+
+    def refuse(*a, **k):
+        raise AssertionError("measured although --no-heterogeneity")
+
+    monkeypatch.setattr(heterogeneity, "measure", refuse)
+    skipped = signsim.run(**common, method="ssdm", heterogeneity=False).to_dict()
+    assert "heterogeneity" in measured and "heterogeneity" not in skipped
+    assert skipped["x_final"] == measured["x_final"] and skipped["config"]["heterogeneity"] is False
+    assert any("withdrawn in the correction" in w for w in skipped["warnings"])

@@ -216,7 +216,7 @@ def test_reference_tables_list_every_option_of_the_table():
     assert run_sections | s["run"] | s["System (simulated wall-clock time)"] == flags("run")
     assert s["System (simulated wall-clock time)"] == {o.flag for o in options.TABLE if o.panel == options.P_SYSTEM}
     tracks = {"--track-spb", "--track-diversity", "--grad-estimator", "--down-compressor",
-              "--down-feedback", "--pre-aggregate"}  # run only (the tables say so)
+              "--down-feedback", "--pre-aggregate", "--heterogeneity"}  # run only (the tables say so)
     for command in ("check-spb", "diversity", "bound"):
         run_only = {"--server-opt", "--prox-mu", "--catch-up"}
         rounds = s["Rounds"] - run_only if command != "diversity" else set()

@@ -48,7 +48,11 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     method, problem, model, params, settings = built.method, built.problem, built.model, built.params, built.settings
     warnings = [*problem.warnings, *([built.votes_hint] if built.votes_hint else [])]
     heterogeneity = None
-    if (problem.finite_sum is not None and problem.finite_sum.split.name != "shared") or problem.heterogeneous:
+    split = (problem.finite_sum is not None and problem.finite_sum.split.name != "shared") or problem.heterogeneous
+    if split and not cfg.heterogeneity:  # (--no-heterogeneity: nothing measured, the generic warning only)
+        if method.needs_homogeneous:
+            warnings.append(SSDM_HETEROGENEOUS.format(problem=problem.name))
+    elif split:
         from signsim.diagnostics.heterogeneity import measure, ssdm_warning
 
         heterogeneity = measure(problem, problem.x0, cfg.workers)

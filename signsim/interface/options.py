@@ -297,6 +297,9 @@ TABLE: tuple[Option, ...] = (
          "the rho-norms", P_TRACK, commands=("run",), lo=1, hi=MAX_SIZE),
     _run("track_diversity", "int", "every N iterations, record the gradient diversity and B_S", P_TRACK,
          commands=("run",), lo=1, hi=MAX_SIZE),
+    _run("heterogeneity", "bool", "on split or heterogeneous data, measure each worker's bias and zeta^2 at x_0 "
+         "before the run (the results' heterogeneity; default: on)", P_TRACK, default=True,
+         decls=("--heterogeneity/--no-heterogeneity",), commands=("run",), omit_unset=True),
     # run
     Option("plot", "file", "save a figure: loss (or accuracy) against iterations and megabytes, SPB panels when "
            "tracked (PNG, PDF, SVG)", ("run",), P_OUT,
@@ -422,7 +425,7 @@ RECORD_ORDER = (
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
     "grad_estimator", "model", "down_compressor", "down_feedback", "prox_mu", "pre_aggregate",
     "compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds", "target",
-    "deadline", "over_select", "catch_up",
+    "deadline", "over_select", "catch_up", "heterogeneity",
 )
 
 
