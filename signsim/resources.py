@@ -116,6 +116,16 @@ def run_bytes(workers: int, dim: int, momentum: bool, error_feedback: bool, hist
             + data_bytes(data_values, dtype))
 
 
+def clock_bytes(cfg, workers: int) -> int:
+    """What the simulated clock holds per worker (docs/theory.md §14): its five float64 rows (compute time, links,
+    idle time, rounds) and the two temporaries a law's draw makes; and the catch-up rule's model version per worker
+    (§12, int64) where clients are sampled."""
+    from signsim.system.model import given
+
+    sampled = getattr(cfg, "catch_up", None) not in (None, "none")
+    return workers * ((5 + 2) * 8 * int(given(cfg)) + 8 * int(sampled))
+
+
 def check_run(cfg, dim: int, data_values: int = 0) -> None:
     """InputError when the run described by ``cfg`` (with dimension ``dim``) cannot fit in memory. With
     ``--votes binomial`` no worker holds any state (docs/theory.md §11)."""
@@ -138,6 +148,7 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier, getattr(cfg, "dtype", "float64"),
                      min(rounds.of_config(cfg), workers), getattr(cfg, "local_steps", 1), cfg.iters,
                      int(getattr(estimator, "TWO_POINT", False)))
+    need += clock_bytes(cfg, workers)
     hint = ""
     if workers and cfg.method == "signsgd" and not momentum:
         hint = "; for signSGD on a synthetic problem, --votes binomial simulates any number of workers in O(d)"

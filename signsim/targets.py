@@ -49,7 +49,8 @@ def field_of(target: Target, history: list[dict[str, Any]]) -> str:
     """The history field the target reads (``accuracy``: the test accuracy where recorded, else the training one)."""
     if target.metric != "accuracy":
         return target.metric
-    return "test_acc" if any(row.get("test_acc") is not None for row in history) else "train_acc"
+    measured = any(isinstance(v := row.get("test_acc"), float) and math.isfinite(v) for row in history)
+    return "test_acc" if measured else "train_acc"  # (no held-out split, --test-fraction 0: NaN test accuracies)
 
 
 def reached(target: Target, history: list[dict[str, Any]]) -> dict[str, Any]:

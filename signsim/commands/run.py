@@ -201,11 +201,17 @@ def budget_note(doc: dict[str, Any]) -> str | None:
     from signsim.engine import accounting
 
     budget = accounting.budget_bits(doc["config"])
-    if budget == float("inf") or doc["status"] != "ok":
+    seconds = doc["config"].get("budget_seconds")
+    if doc["status"] != "ok" or (budget == float("inf") and seconds is None):
         return None
     fin = doc["final"]
-    spent = fin["bits_up"] + fin["bits_down"]
     why = "the stop loss" if fin.get("reached_stop_loss") else f"--iters {doc['config']['iters']}"
+    if budget == float("inf"):  # a time budget (docs/theory.md §14.3)
+        spent = doc["system"]["time"]
+        return (f"budget not reached: stopped at {why} after {fin['iters_done']:,} iterations at {spent:.4g} "
+                f"simulated seconds of the {seconds:.4g} s budget ({100 * spent / seconds:.3g}%); a larger --iters "
+                "lets it spend the budget")
+    spent = fin["bits_up"] + fin["bits_down"]
     return (f"budget not reached: stopped at {why} after {fin['iters_done']:,} iterations having sent "
             f"{spent / 8e6:.4g} MB of the {budget / 8e6:.4g} MB budget ({100 * spent / budget:.3g}%); a larger "
             "--iters lets it spend the budget")

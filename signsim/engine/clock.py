@@ -28,9 +28,9 @@ from numba import njit
 from signsim.codes import Topology
 
 #: rows of the loop's per-worker ``system`` array: compute seconds per gradient, uplink and downlink in bits per
-#: second, the idle seconds so far (written by the loop)
-W_COMPUTE, W_UP, W_DOWN, W_IDLE = range(4)
-N_SYSTEM = 4
+#: second, then (written by the loop) the idle seconds and the rounds taken part in so far
+W_COMPUTE, W_UP, W_DOWN, W_IDLE, W_ROUNDS = range(5)
+N_SYSTEM = 5
 #: the clock's entries of the loop's ``tally`` (after the bits): simulated seconds so far, and their parts on each
 #: round's critical path
 T_TIME, T_COMPUTE, T_UPLOAD, T_DOWNLOAD = 4, 5, 6, 7
@@ -45,10 +45,11 @@ def ring_link(system, who, n, i):
 
 
 @njit(cache=True)
-def start_time(system, m, pre, latency):
+def start_time(system, m, pre, latency, shared=0.0):
     """When worker m starts computing: at once, or after downloading the model it missed (``pre`` bits: alpha +
-    pre / W_m, docs/theory.md §14.2)."""
-    return latency + pre / system[W_DOWN, m] if pre > 0.0 else 0.0
+    pre / W_m, and no sooner than ``shared``, when the server's link has carried every such download of the round,
+    docs/theory.md §14.2)."""
+    return max(latency + pre / system[W_DOWN, m], shared) if pre > 0.0 else 0.0
 
 
 @njit(cache=True)
@@ -102,12 +103,19 @@ def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, l
     catch = 0.0
     end = 0.0
     t_down = 0.0
+    shared = 0.0  # the catch-up downloads through the server's link: alpha + (their bits) / B_s
+    if topology == PS and server_bw < np.inf:
+        caught = 0.0
+        for j in range(n):
+            caught += pre[j]
+        if caught > 0.0:
+            shared = latency + caught / server_bw
     if topology == PS:
         first = np.inf
         total = 0.0
         for j in range(n):
             m = who[j]
-            s0 = start_time(system, m, pre[j], latency)
+            s0 = start_time(system, m, pre[j], latency, shared)
             c = steps * system[W_COMPUTE, m]
             b = bits[j] + extra_up if bits[j] > 0.0 else 0.0
             u = latency + b / system[W_UP, m] if b > 0.0 else 0.0
@@ -167,7 +175,8 @@ def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, l
     tally[T_DOWNLOAD] += t_down + catch
     for j in range(n):  # each participant's idle time: the round's, less its own work
         m = who[j]
-        s0 = start_time(system, m, pre[j], latency)
+        s0 = start_time(system, m, pre[j], latency, shared)
+        system[W_ROUNDS, m] += 1.0
         c = steps * system[W_COMPUTE, m]
         if topology == PS:
             b = bits[j] + extra_up if bits[j] > 0.0 else 0.0

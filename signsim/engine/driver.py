@@ -190,7 +190,7 @@ class Settings:
             server_optimizer=chosen.server_optimizer, estimator=chosen.estimator,
             down_compressor=chosen.down_compressor, down_error_feedback=chosen.down_error_feedback,
             pre_aggregation=chosen.pre_aggregation, system=system_model.of_config(cfg), keep=rounds.kept(cfg),
-            catch_up=getattr(cfg, "catch_up", "full") != "none",
+            catch_up=getattr(cfg, "catch_up", None) != "none",
         )
 
     def participants(self, workers: int) -> int:
@@ -302,10 +302,12 @@ class Engine(ChunkedState):
         # each worker's compute time, links and idle time for the simulated clock (``signsim.engine.clock``); with
         # gradients from outside the loop, its H local steps are one step of the loop, so its compute time is H c_m
         self.system = s.system.per_worker(M, seed) if s.system is not None else np.zeros((clock.N_SYSTEM, 1))
+        if s.system is not None:  # (a round's messages: at most 32 d floats, the extra and a catch-up, from each)
+            s.system.check_times(self.system, 96.0 * d * M, 2 * s.local_steps, iters)
         if s.system is not None and problem.external is not None:
             self.system[clock.W_COMPUTE] *= s.local_steps
-        # the last round whose broadcast each worker received (-1: it holds x_0), for the catch-up rule (§12)
-        self.synced = np.full(M if S < M and s.catch_up else 1, -1, dtype=np.int64)
+        # the version of the model each worker holds, then the server's (0: x_0), for the catch-up rule (§12)
+        self.synced = np.zeros(M + 1 if S < M and s.catch_up else 1, dtype=np.int64)
         # each worker's rounds so far, the k its momentum sees (one entry when the momentum keeps no state)
         self.seen = np.zeros(M if s.momentum_kind.module.STATE else 1, dtype=np.int64)
         # the workers' streams are made as they first take part (docs/theory.md §12): nothing here costs per worker
@@ -593,10 +595,10 @@ class Abandoned:
 
 
 def _idle(engine) -> np.ndarray | None:
-    """A copy of each worker's idle seconds so far on the simulated clock (None: the run keeps no clock)."""
+    """The idle seconds so far on the simulated clock of each worker that took part (a copy; None: no clock)."""
     if getattr(getattr(engine, "settings", None), "system", None) is None:
         return None
-    return engine.system[clock.W_IDLE].copy()
+    return engine.system[clock.W_IDLE][engine.system[clock.W_ROUNDS] > 0]  # (a copy: the workers that took part)
 
 
 def _stopped_at_chunk_start(engine) -> np.ndarray:

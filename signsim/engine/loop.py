@@ -529,8 +529,9 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
     # a deadline or over-selection (§14.5): the server aggregates the slots ``kept[:n_in]``, ascending
     selecting = fcfg[F_DEADLINE] < np.inf or icfg[I_KEEP] > 0
     kept = np.arange(S)
-    # a participant that did not receive the previous round's broadcast first downloads the model (§12, "catch-up"):
-    # ``synced[m]``, the last round whose broadcast worker m received (-1: it holds x_0); pre[j], slot j's download
+    # a participant that does not hold the current model first downloads it (§12, "catch-up"): ``synced[m]``, the
+    # version of the model worker m holds, ``synced[M]`` the server's (the rounds so far in which x moved; 0: x_0);
+    # pre[j], slot j's download
     catching = icfg[I_CATCH_UP] != 0 and sampled
     pre = np.zeros(S)
     synced = server.synced
@@ -562,7 +563,7 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
         else:
             if catching:
                 for j in range(S):
-                    pre[j] = FLOAT_BITS * d if synced[part[row, j]] != k - 1 else 0.0
+                    pre[j] = FLOAT_BITS * d if synced[part[row, j]] != synced[M] else 0.0
                     tally[T_DOWN] += pre[j]
             for j in prange(S):
                 m = part[row, j]
@@ -676,12 +677,17 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                               everyone if recv == M and S < M else part[row], server.system, fcfg[F_LATENCY],
                               fcfg[F_SERVER_BANDWIDTH], tally, cut, pre)
         if catching:  # who holds x_{k+1}: every worker after a round every worker received, else the participants
-            if fresh or recv == M:
-                for m in range(M):
-                    synced[m] = k
-            else:
+            if empty:  # x did not move: the participants hold it (those that had to, downloaded it)
                 for j in range(S):
-                    synced[part[row, j]] = k
+                    synced[part[row, j]] = synced[M]
+            else:
+                synced[M] += 1
+                if fresh or recv == M:
+                    for m in range(M):
+                        synced[m] = synced[M]
+                else:
+                    for j in range(S):
+                        synced[part[row, j]] = synced[M]
         counters[C_DONE] = k + 1
         # the budgets (inf without one), docs/theory.md §12, §14
         if tally[T_UP] + tally[T_DOWN] >= fcfg[F_BUDGET] or tally[clock.T_TIME] >= fcfg[F_BUDGET_SECONDS]:

@@ -57,8 +57,10 @@ class ReferenceRun:
         #: part, the bits each sent (its message and what it sends besides; 0 when silent), the gradients each
         #: computed, the bits each recipient of the broadcast downloads, and the recipients
         self.rounds: list[dict] = []
-        #: the last round whose broadcast each worker received (-1: it holds x_0), for the catch-up rule (§12)
-        self.synced = np.full(workers, -1)
+        #: the version of the model each worker holds, and the server's (the rounds in which x moved; 0: x_0), for
+        #: the catch-up rule (§12)
+        self.synced = np.zeros(workers, dtype=int)
+        self.version = 0
 
     def stochastic_gradient(self, m: int, x: np.ndarray | None = None) -> np.ndarray:
         gen, d = self.gens[m], self.p.dim
@@ -148,7 +150,8 @@ class ReferenceRun:
         everyone = list(range(self.M))
         self.rounds.append(dict(who=everyone, bits=[32 * d] * self.M, steps=1, down=32 * d, recipients=everyone,
                                 fresh=True, pre=[0] * self.M))
-        self.synced[:] = self.k
+        self.version += 1
+        self.synced[:] = self.version
         return broadcast
 
     def step(self) -> np.ndarray:
@@ -168,7 +171,7 @@ class ReferenceRun:
         sent = []  # each participant's bits, for the clock's replay
         # a participant that missed the previous round's broadcast downloads the model first (§12: catch-up)
         catching = s.catch_up and self.S < self.M
-        pre = [32 * self.p.dim if catching and self.synced[m] != k - 1 else 0 for m in part]
+        pre = [32 * self.p.dim if catching and self.synced[m] != self.version else 0 for m in part]
         self.bits_down += sum(pre)
         for m in part:
             gen = self.gens[m]
@@ -206,7 +209,7 @@ class ReferenceRun:
             self.bits_up += S * declared(est, "extra_bits", self.p.dim, result="pair")[0]
             self.rounds.append(dict(who=list(part), bits=list(sent), steps=s.local_steps, down=0,
                                     recipients=list(part), cut=self.cut, pre=pre))
-            self.synced[part] = k  # (x did not move: the participants hold it)
+            self.synced[part] = self.version  # (x did not move: the participants hold it)
             self.k += 1
             return self.x
         S_all, S = S, n_in
@@ -239,10 +242,11 @@ class ReferenceRun:
                                 steps=s.local_steps * (2 if two_point else 1), down=down + extra_down,
                                 recipients=list(range(self.M)) if two_point and not s.downlink else list(part),
                                 cut=self.cut, pre=pre))
+        self.version += 1
         if two_point and not s.downlink:
-            self.synced[:] = k
+            self.synced[:] = self.version
         else:
-            self.synced[part] = k
+            self.synced[part] = self.version
         return self.finish(broadcast, lr, S, S_all)
 
     def in_time(self, part: list[int], sent: list[float], steps: int, pre: list[int]) -> list[int] | None:

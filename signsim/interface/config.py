@@ -206,6 +206,11 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
 
         cfg.model = str(home_expanded(cfg.model, "--model").resolve())
     check_system(cfg)
+    from signsim.engine import rounds
+
+    if cfg.catch_up is None and rounds.clients_per_round(cfg.workers, cfg.participation, cfg.clients_per_round) \
+            < cfg.workers:  # the catch-up rule applies (and is recorded) where clients are sampled (§12)
+        cfg.catch_up = "full"
     cap = os.environ.get("SIGNSIM_MAX_ITERS")
     if cap:  # a testing aid: every run stops after at most this many iterations
         try:
@@ -241,7 +246,8 @@ def check_system(cfg: RunConfig) -> None:
         spec = getattr(cfg, prop)
         if spec is not None:
             law = laws.parse(prop, spec)
-            if law.kind == "trace":
+            if law.kind == "trace":  # its rows read now, so that a sweep refuses a bad one before any run
+                laws.read_trace(prop, law.path, cfg.workers)
                 setattr(cfg, prop, law.spec)
 
 

@@ -146,7 +146,7 @@ def _system_options() -> tuple[Option, ...]:
              "later ones are counted but left out of the aggregate", P_SYSTEM, lo=0, lo_open=True,
              what="the deadline", **kw),
         _run("over_select", "float", "sample S + ceil(F S) clients a round (at most M) and aggregate the first S to "
-             "finish", P_SYSTEM, lo=0, lo_open=True, what="the over-selection fraction", **kw),
+             "finish", P_SYSTEM, lo=0, lo_open=True, hi=MAX_SIZE, what="the over-selection fraction", **kw),
         _run("budget_seconds", "float", "stop once the simulated clock reaches T seconds", P_SYSTEM, lo=0,
              lo_open=True, what="the time budget", **kw),
         _run("target", "str", "report the first recorded iteration at which loss:V or test_loss:V (<= V), or "
@@ -268,9 +268,9 @@ TABLE: tuple[Option, ...] = (
          lo=0, hi=1, lo_open=True, what="the participation fraction", commands=("run", "check-spb", "bound")),
     _run("clients_per_round", "int", "S of the M workers sampled each round, uniformly without replacement "
          "(default: all; or P M, at least 1)", P_RUN, lo=1, hi=MAX_SIZE, commands=("run", "check-spb", "bound")),
-    _run("catch_up", "str", "full | none: a sampled client that missed the previous round's broadcast first "
-         "downloads the model, 32 d bits (full), or not (none: the participants-only convention; default: full)",
-         P_RUN, default="full", choices=("full", "none"), commands=("run",), omit_unset=True),
+    _run("catch_up", "str", "full | none: a sampled client that does not hold the current model first downloads "
+         "it, 32 d bits (full), or not (none: the participants-only convention; default: full with partial "
+         "participation)", P_RUN, choices=("full", "none"), commands=("run",), omit_unset=True),
     _run("budget_mb", "float", "stop once the bits sent up and down reach X megabytes (8e6 bits)", P_RUN, lo=0,
          lo_open=True, what="the communication budget", commands=("run",)),
     _run("budget_bits", "float", "stop once the bits sent up and down reach N bits", P_RUN, lo=0, lo_open=True,
@@ -542,7 +542,10 @@ def check_type(o: Option, value: Any, where: str) -> Any:
         words = "".join(f" or '{w}'" for w in o.words)
         raise InputError(f"{where} must be {kind}{words}, got {value!r}")
     elif o.kind == "float":
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond every float (a TOML integer of 400 digits)
+            raise InputError(f"{where} is too large for a number") from None
     return value
 
 

@@ -5,8 +5,8 @@
 - ``lognormal:V:SIGMA``: worker m's value V exp(SIGMA z_m), z_m standard normal, drawn once per run from the run's
   seed (its own stream for each property: ``signsim.seeding.system_stream``), so V is the median;
 - ``trace:FILE.csv``: a CSV file with a header row naming its columns (``compute``, ``uplink``, ``downlink``; others
-  are ignored) and one row per worker, in worker order: worker m takes row m (at least M rows; more are not read),
-  in the spirit of FedScale's device traces.
+  are ignored) and one row per worker, in worker order: worker m takes row m (at least M rows; more are not read;
+  blank lines are skipped), in the spirit of FedScale's device traces.
 
 Pure Python and NumPy; a bad spec or file raises InputError naming what the user wrote.
 """
@@ -35,11 +35,14 @@ class Law:
     value: float = 0.0
     sigma: float = 0.0
     path: str = ""
+    text: str = ""  # as the user wrote it ("" for a default)
 
     @property
     def spec(self) -> str:
         if self.kind == "trace":
             return f"trace:{self.path}"
+        if self.text:
+            return self.text
         if self.kind == "lognormal":
             return f"lognormal:{self.value!r}:{self.sigma!r}"
         return f"const:{self.value!r}"
@@ -74,7 +77,7 @@ def parse(prop: str, spec: str) -> Law:
         raise InputError(f"{where}: SIGMA must be a finite number >= 0")
     if head == "lognormal" and not 0.0 < value < math.inf:
         raise InputError(f"{where}: the median V of a lognormal law must be finite and > 0")
-    return Law(head, value, sigma)
+    return Law(head, value, sigma, text=str(spec))
 
 
 def check_value(prop: str, value: float, where: str) -> None:
@@ -103,7 +106,7 @@ def read_trace(prop: str, path: str, M: int) -> np.ndarray:
     input_file(path, where)
     out = np.empty(M)
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # (a byte-order mark, as spreadsheets write it)
             reader = csv.reader(f)
             header = [h.strip() for h in next(reader, [])]
             if prop not in header:
@@ -119,8 +122,8 @@ def read_trace(prop: str, path: str, M: int) -> np.ndarray:
                 try:
                     value = to_float(cell)
                 except ValueError:
-                    raise InputError(f"{where}: row {n + 2}: '{cell}' is not a number") from None
-                check_value(prop, value, f"{where}: row {n + 2}")
+                    raise InputError(f"{where}: line {reader.line_num}: '{cell}' is not a number") from None
+                check_value(prop, value, f"{where}: line {reader.line_num}")
                 out[n] = value
                 n += 1
     except UnicodeDecodeError:

@@ -41,13 +41,28 @@ class SystemModel:
 
     def per_worker(self, M: int, seed: int) -> np.ndarray:
         """The loop's ``system`` array (``signsim.engine.clock``): each worker's compute time, uplink and downlink
-        (rows in the order of ``laws.PROPERTIES``), and a row of zeros for its idle time."""
+        (rows in the order of ``laws.PROPERTIES``), and rows of zeros for its idle time and its rounds."""
         from signsim.seeding import system_stream
 
-        out = np.zeros((4, M))
+        out = np.zeros((5, M))
         for row, prop in enumerate(laws.PROPERTIES):
-            out[row] = laws.values(prop, getattr(self, prop), M, system_stream(seed, row))
+            law = getattr(self, prop)
+            with np.errstate(over="ignore", under="ignore"):  # (checked just below)
+                out[row] = laws.values(prop, law, M, system_stream(seed, row))
+            low = float(out[row].min()) if M else 1.0
+            if (prop == "compute" and not math.isfinite(float(out[row].max()))) or (prop != "compute" and low <= 0.0):
+                raise InputError(f"--{prop} {law.spec}: some worker's value is "
+                                 f"{'infinite' if prop == 'compute' else '0 in floating point'}; give a smaller SIGMA")
         return out
+
+    def check_times(self, system: np.ndarray, bits: float, steps: int, rounds: int) -> None:
+        """InputError when a run of ``rounds`` rounds on the workers ``system`` could take more seconds than a float
+        holds (``bits``: the most bits one round can move over one link; ``steps``: gradients a round)."""
+        links = min(float(system[1].min()), float(system[2].min()), self.server_bandwidth)
+        worst = steps * float(system[0].max()) + 4 * self.latency + 2 * bits / links
+        if not math.isfinite(worst * max(rounds, 1)):
+            raise InputError(f"the system model's times overflow: one round could take {worst:.3g} s (--compute, "
+                             "--latency and the links' bits per second); give values a run can add up")
 
 
 def given(cfg) -> bool:
@@ -115,6 +130,10 @@ def selection_refusal(model: SystemModel, settings, cfg) -> str | None:
     where = given[0]
     if model.topology != "ps":
         return f"{where}: a ring has no server to stop waiting; use --topology ps"
+    pre = [st.spec for st in settings.pre_aggregation if st.spec != "none"]
+    if model.deadline != math.inf and pre:
+        return (f"{where}: --pre-aggregate {pre[0]} takes a number of messages that a deadline cannot promise (a late "
+                "message leaves fewer)")
     if model.server_bandwidth != math.inf:
         return f"{where}: not with --server-bandwidth yet (the late messages' share of the server's link)"
     ef, est = settings.error_feedback, settings.estimator
@@ -135,9 +154,21 @@ def selection_refusal(model: SystemModel, settings, cfg) -> str | None:
     return None
 
 
+def takes_no_time(model: SystemModel) -> bool:
+    """Whether every round takes 0 seconds on ``model``: no compute, no latency, unlimited links."""
+    def const(law, v):
+        return law.kind == "const" and law.value == v
+
+    return (const(model.compute, 0.0) and model.latency == 0.0 and const(model.uplink, math.inf)
+            and const(model.downlink, math.inf) and model.server_bandwidth == math.inf)
+
+
 def check(model: SystemModel | None, settings, cfg) -> None:
     if model is None:
         return
+    if model.budget_seconds != math.inf and takes_no_time(model):
+        raise InputError(f"--budget-seconds {model.budget_seconds!r}: the clock never moves on this system (no "
+                         "compute time, latency or limited link); give --compute, --latency, --uplink or --downlink")
     reason = refusal(model, settings, cfg)
     if reason is not None:
         raise InputError(reason)
