@@ -81,7 +81,7 @@ def test_the_downlink_follows_its_update_written_out(down, ef):
 @pytest.mark.slow
 def test_the_identity_downlink_is_the_uncompressed_run_bit_for_bit_and_counts_32_bits_a_coordinate():
     base = dict(problem="logistic", method="signum", workers=6, iters=60, weight_decay=0.001, clients_per_round=4,
-                local_steps=2)
+                local_steps=2, catch_up="none")  # (the broadcast's bits alone: no catch-up downloads, §12)
     a = signsim.run(**base).to_dict()
     b = signsim.run(**base, down_compressor="identity").to_dict()
     assert a["x_final"] == b["x_final"] and a["final"]["loss"] == b["final"]["loss"]
