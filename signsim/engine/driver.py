@@ -91,7 +91,7 @@ class Settings:
     system: SystemModel | None = None
     #: with over-selection, the participants the server aggregates each round: the first to finish (§14.5)
     keep: int | None = None
-    #: a participant that missed the previous round's broadcast downloads the model first (docs/theory.md §12)
+    #: a sampled participant that does not hold the current model downloads it first (docs/theory.md §12)
     catch_up: bool = True
 
     def __post_init__(self):
