@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from signsim.codes import Topology, names
 from signsim.errors import InputError
 from signsim.numbers import SPACE, to_float, to_int
 from signsim.stages import catalog
@@ -141,7 +142,8 @@ def _system_options() -> tuple[Option, ...]:
              "message of a round (default: unlimited)", P_SYSTEM, lo=0, lo_open=True, what="the server's bandwidth",
              **kw),
         _run("topology", "str", "how messages travel: ps (a parameter server) | allreduce | allgather (rings among "
-             "the round's participants; default: ps)", P_SYSTEM, choices=("ps", "allreduce", "allgather"), **kw),
+             "the round's participants; default: ps)", P_SYSTEM,
+             choices=tuple(n for n in names(Topology) if n != "none"), **kw),
         _run("deadline", "float", "seconds after a round starts by which a participant's message must have arrived; "
              "later ones are counted but left out of the aggregate", P_SYSTEM, lo=0, lo_open=True,
              what="the deadline", **kw),

@@ -20,7 +20,6 @@ from signsim.system import laws
 #: the run options that make a system model (any one of them given turns the clock on)
 OPTIONS = ("compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds", "deadline",
            "over_select")
-TOPOLOGIES = ("ps", "allreduce", "allgather")
 
 
 @dataclass(frozen=True)
