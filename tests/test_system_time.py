@@ -410,3 +410,12 @@ def test_a_float_option_given_an_integer_beyond_every_float_is_one_line(tmp_path
     cfg.write_text("[system]\nlatency = 1" + "0" * 400 + "\n")
     r = cli("run", "--config", cfg)
     assert r.code == 2 and "too large" in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_the_laws_fill_the_rows_the_clock_reads():
+    """The order of the worker properties is stated in laws.PROPERTIES; the clock's row indices must follow it."""
+    from signsim.engine import clock
+    from signsim.system import laws
+
+    assert [clock.W_COMPUTE, clock.W_UP, clock.W_DOWN] == [list(laws.PROPERTIES).index(p)
+                                                          for p in ("compute", "uplink", "downlink")]
