@@ -19,19 +19,26 @@ from signsim.errors import InputError
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
-def _kernel_cache_dir() -> str:
+def _kernel_cache_dir(here=None) -> str:
     """Numba's on-disk cache checks only the file that defines a cached function, not the files whose kernels it
     compiled in: after an upgrade (or any edit) of a called kernel, a stale loop could run, and even crash.
     So signsim keeps its kernels in a cache folder named by a hash of every kernel-bearing source file: new
-    sources, new folder, a fresh compile. ``signsim compile --clear`` removes every such folder."""
+    sources, new folder, a fresh compile. The stage modules (``signsim/stages/<kind>/``), the catalog of them and
+    the dispatch generated from it are left out: the names of the kernels and loops compiled from a stage carry
+    a hash of its source (``signsim.engine.compose.source_hash``), so a new or edited stage compiles only what
+    calls it. ``signsim compile --clear`` removes every such folder. (``here``: the package folder, for tests.)"""
     import hashlib
     from pathlib import Path
 
-    here = Path(__file__).resolve().parent
+    here = Path(here or Path(__file__).resolve().parent)
     h = hashlib.sha1()
     for folder in ("engine", "problems", "noise", "diagnostics", "stages"):
         for f in sorted((here / folder).rglob("*.py")):
-            h.update(str(f.relative_to(here)).encode())
+            name = f.relative_to(here)
+            if name.parts[0] == "stages" and (len(name.parts) > 2 and name.name != "__init__.py"
+                                             or name.name == "catalog.py") or name.as_posix() == "engine/universal.py":
+                continue  # hashed per stage (``compose.source_hash``, ``compose.builtin_key``)
+            h.update(str(name).encode())
             h.update(f.read_bytes())
     # the loop reads its codes and history columns from these; the problems' kernels draw through draws.py and
     # sample by the split modes of data/splits.py; stage kernels call numbers.floor_share

@@ -166,9 +166,10 @@ def test_loop_mode_is_read_from_the_environment(monkeypatch):
     stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
     monkeypatch.setenv(compose.LOOP_ENV, "builtin")
     threaded, serial = compose.loops("analytic", stages)
-    assert serial.py_func.__name__ == f"run_chunk_serial__analytic__{compose.BUILTIN_KEY}"
+    assert serial.py_func.__name__ == f"run_chunk_serial__analytic__{compose.builtin_key()}"
+    assert compose.is_every(serial.py_func.__name__)
     own = compose.loops("analytic", stages, builtin=False)[1]
-    assert own.py_func.__name__ != serial.py_func.__name__
+    assert own.py_func.__name__ != serial.py_func.__name__ and not compose.is_every(own.py_func.__name__)
 
 
 def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_another():

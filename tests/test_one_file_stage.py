@@ -174,3 +174,47 @@ def test_a_new_compressor_is_one_file_then_the_generator(tmp_path):
                        "--compressor", "half-sign", "--votes", "binomial")
     assert binomial.returncode == 2 and len(binomial.stderr.strip().splitlines()) == 1, binomial.stderr
     assert "COORDINATE_SIGN" in binomial.stderr and re.search(r"sends half-sign\b", binomial.stderr)
+
+
+def _entries_of(cache: Path) -> dict:
+    """Every file of a kernel cache, with its size and modification time."""
+    return {p.relative_to(cache): (p.stat().st_size, p.stat().st_mtime_ns) for p in cache.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_a_new_or_edited_stage_compiles_only_what_calls_it(tmp_path):
+    """Issue 47, item 3: a default run whose kernels are cached compiles nothing after a compressor is added (and
+    the generator run), in the same cache folder; an edit of the run's own compressor compiles its loop anew, with
+    the same results (the cache folder is chosen as a user's is: XDG_CACHE_HOME, no NUMBA_CACHE_DIR)."""
+    copy = tmp_path / "src"
+    shutil.copytree(ROOT / "signsim", copy / "signsim", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update({"PYTHONPATH": str(copy), "XDG_CACHE_HOME": str(tmp_path / "xdg"), "SIGNSIM_WARM": "0",
+                "SIGNSIM_LOOP": "auto"})
+    cache = tmp_path / "xdg" / "signsim" / "numba"
+
+    def python(*args):
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=copy, timeout=900)
+
+    def run():
+        r = python("-m", "signsim.cli", "run", "--iters", "30", "--json", "--quiet")
+        assert r.returncode == 0, r.stderr
+        return [(h["loss"], h["bits_up"]) for h in json.loads(r.stdout)["history"]]
+
+    first = run()
+    folders = list(cache.iterdir())
+    entries = _entries_of(cache)
+    assert len(folders) == 1 and any(".nbc" in str(p) for p in entries)
+
+    (copy / "signsim" / "stages" / "compressors" / "half_sign.py").write_text(HALF_SIGN, encoding="utf-8")
+    assert python("-m", "signsim.engine.generate").returncode == 0
+    assert run() == first
+    assert list(cache.iterdir()) == folders and _entries_of(cache) == entries  # nothing compiled, nothing written
+
+    default = copy / "signsim" / "stages" / "compressors" / "sto_sign.py"  # ssdm's compressor
+    default.write_text(default.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert run() == first
+    after = _entries_of(cache)
+    assert list(cache.iterdir()) == folders
+    assert {p for p in after if p not in entries and "run_chunk" in str(p)}, "the loop was not compiled anew"
+    assert all(after[p] == entries[p] for p in entries if "run_chunk" in str(p))  # the old loop left as it was

@@ -41,7 +41,7 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     monkeypatch.setenv(compose.LOOP_ENV, options.pop("loop", "builtin"))
     engine = _engine(monkeypatch, **options)
     kernel = engine.kernel
-    one = kernel.py_func.__name__.endswith(f"__{compose.BUILTIN_KEY}")
+    one = compose.is_every(kernel.py_func.__name__)
     assert ("run_chunk_serial" not in kernel.py_func.__name__) == bool(engine.icfg[loop.I_PARALLEL])
     if "workers" in options:
         assert engine.icfg[loop.I_PARALLEL] == (numba.get_num_threads() > 1)

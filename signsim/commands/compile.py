@@ -30,13 +30,13 @@ def notice(command: str, family: str | None, dtype: str, kernel: str = "", compo
     """The line a command prints before its first kernel compiles: what compiles (``family``: the problem's
     family, None when not known; ``kernel``: the name of the kernel that compiles first, which tells a run loop
     of one composition of stages, ``run_chunk*__FAMILY__KEY``, from the family's one loop of every built-in
-    composition, ``run_chunk*__FAMILY__builtin``; ``composition``: the run's stages, named) and the
+    composition, ``run_chunk*__FAMILY__builtin_HASH``; ``composition``: the run's stages, named) and the
     ``signsim compile`` command that does it ahead of time (only one that selects something)."""
     kind = ""
     if kernel.startswith("run_chunk") and kernel.count("__") >= 2:
         key = kernel.rsplit("__", 1)[1]
         family = family or kernel.split("__")[1]
-        kind = "every" if key == "builtin" else "own"
+        kind = "every" if key.startswith("builtin") else "own"
     of = f"{family} " if family else ""
     if kind == "every":
         what = (f"the {of}loop that runs every composition of built-in stages ({dtype}) for {command}: once after "

@@ -117,14 +117,13 @@ def _draws(G, p, sign_zero, gens, a, sums, keep, out, iwork):
 
 
 def _draws_for(module):
-    """``_draws`` compiled with the compressor ``module``'s kernel (cached on disk under the compressor's name, a
-    plugin's with a hash of its source, as the loop's copies are: ``signsim.engine.compose``)."""
+    """``_draws`` compiled with the compressor ``module``'s kernel (cached on disk under the compressor's name and a
+    hash of its source, as the loop's copies are: ``signsim.engine.compose.source_hash``)."""
     from signsim.engine import compose, specialize
 
     key = (module, compose.source_hash(module))
     if key not in _COPIES:
-        h = compose.source_hash(module)
-        name = f"transform_draws__{compose._safe(module.NAME)}" + (f"__{h}" if h else "")
+        name = f"transform_draws__{compose._safe(module.NAME)}__{key[1]}"
         kernel = compose.stage_function(module, "kernel", False)
         _COPIES[key] = specialize._copy(_draws, name, {**globals(), "_kernel": kernel}, nogil=True)
     return _COPIES[key]

@@ -258,9 +258,8 @@ def chunk_for(family: str, aggregation):
     ns = {**globals(), **specialize.dispatchers(family)}
     if aggregation is None:
         ns["finish_aggregate"] = universal.finish_aggregate
-        return specialize._copy(run_chunk, f"run_chunk__{family}__{compose.BUILTIN_KEY}", ns, nogil=True)
-    h = compose.source_hash(aggregation)
-    name = compose._safe(aggregation.NAME) + (f"__{h}" if h else "")
+        return specialize._copy(run_chunk, f"run_chunk__{family}__{compose.builtin_key()}", ns, nogil=True)
+    name = f"{compose._safe(aggregation.NAME)}__{compose.source_hash(aggregation)}"
     fn = compose.stage_function(aggregation, "finish", False)
     ns["finish_aggregate"] = specialize._copy(universal.finish_aggregate__one, f"finish_aggregate__{name}",
                                               {"_stage": fn}, inline="always")

@@ -2,16 +2,17 @@
 the stages it uses (docs/theory.md §2, §8; ``choose`` decides, ``SIGNSIM_LOOP`` overrides).
 
 A stage's kernels are plain Python functions in its module (``signsim.stages.base``). ``stage_function``
-compiles one with Numba under a name of its own (a plugin's name carries a hash of its source, so an edited
-plugin is never run stale from Numba's cache, which does not notice edits to callees), after compiling the
+compiles one with Numba under a name of its own (carrying a hash of the stage's source, ``source_hash``, so an
+edited stage is never run stale from Numba's cache, which does not notice edits to callees), after compiling the
 helper functions it calls from its module's namespace (inlined). Every run that uses a stage shares that one
 compiled kernel, so a new composition compiles only its own ``worker_step`` and loop (``loops``): copies of
 ``loop.worker_step`` and ``loop.run_chunk_source`` whose stage names (``loop.momentum_step``, ``loop.compress``,
 ...) point either to the dispatchers of ``signsim/engine/universal.py`` (generated from the table of kinds,
 ``signsim.stages.kinds``: each call takes the stage's code first) or to one-stage copies of that module's
 ``__one`` templates bound to the composition's kernels, made the way ``engine/specialize.py`` makes a copy per
-family of problems. A copy's name carries the family and ``BUILTIN_KEY`` or a hash of its stages
-(``composition_key``), so Numba caches each loop in its own files.
+family of problems. A copy's name carries the family and ``builtin_key()`` or a hash of its stages
+(``composition_key``), so Numba caches each loop in its own files; both hashes cover the stages' sources
+(``source_hash``), so that a new or edited stage compiles only the kernels and loops that call it.
 
 The kernels on a worker's path (momentum, error feedback, compressor, blind attack) are compiled without
 Numba's runtime, like ``worker_step`` (nothing there allocates); the server's (aggregation, omniscient attack)
@@ -63,13 +64,73 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", text)
 
 
+#: the key of the loop that runs every composition of built-in stages, before its hash (``builtin_key``)
+BUILTIN_KEY = "builtin"
+#: the stage modules' packages (a kind's folder): a module there is one stage, whose source names its kernels
+STAGE_PACKAGES = tuple(f"signsim.stages.{k.folder}." for k in kinds.PRIMARY)
+
+
+def _stage_dependencies(module) -> list:
+    """The built-in stage modules whose functions ``module`` takes (a name bound to another stage's function or
+    module, as ``clag`` takes EF21's), each once, ``module`` first, transitively."""
+    import sys
+
+    found, todo = [], [module]
+    while todo:
+        mod = todo.pop()
+        if mod in found:
+            continue
+        found.append(mod)
+        for value in vars(mod).values():
+            name = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+            if isinstance(name, str) and name.startswith(STAGE_PACKAGES) and name != mod.__name__:
+                other = sys.modules.get(name)
+                if other is not None and getattr(other, "__file__", None):
+                    todo.append(other)
+    return found
+
+
+@functools.cache
 def source_hash(module) -> str:
-    """A short hash of a plugin's source file ('' for a built-in stage: signsim's cache folder is named by a hash of
-    its sources already, ``signsim._kernel_cache_dir``)."""
-    if getattr(module, "__name__", "").startswith("signsim."):
+    """A short hash of a stage module's source and of the built-in stage modules it takes functions from
+    (``_stage_dependencies``). Every kernel compiled from a stage, and every loop that calls one, carries it in
+    its name, so an edited stage (built-in or plugin) is compiled anew while the kernels of the other stages stay
+    in Numba's cache, which checks only the file that defines a function, not its callees (the cache folder's
+    name, ``signsim._kernel_cache_dir``, covers the rest of the sources but not the stage modules). The empty
+    string for a module without a file (the absent attack, ``NO_ATTACK``)."""
+    if not getattr(module, "__file__", None):
         return ""
-    with open(module.__file__, "rb") as f:
-        return hashlib.sha1(f.read()).hexdigest()[:12]
+    h = hashlib.sha1()
+    for mod in _stage_dependencies(module):
+        with open(mod.__file__, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:12]
+
+
+@functools.cache
+def builtin_key() -> str:
+    """The key of the loop that runs every composition of built-in stages: ``BUILTIN_KEY`` and a hash of every
+    built-in stage's source (``source_hash``) and of the generated dispatch that calls them
+    (``signsim/engine/universal.py``), so that adding, editing or removing a built-in stage compiles the one loop
+    anew and no composition's own loop."""
+    from signsim.stages import registry
+
+    h = hashlib.sha1(Path(__file__).with_name("universal.py").read_bytes())
+    for kind in kinds.PRIMARY:
+        for mod in registry.builtin(kind.name).values():
+            h.update(f"{kind.name}={mod.__name__}@{source_hash(mod)};".encode())
+    return f"{BUILTIN_KEY}_{h.hexdigest()[:10]}"
+
+
+def is_every(name: str) -> bool:
+    """Whether a loop's name (``run_chunk*__FAMILY__KEY``) is that of a family's one loop (``builtin_key``)."""
+    return name.rpartition("__")[2].startswith(BUILTIN_KEY)
+
+
+def one_loop_kernel(fn):
+    """A dispatcher of ``signsim/engine/universal.py`` that the server calls (one per call of the table of kinds),
+    compiled and cached under a name carrying ``builtin_key``: a built-in stage's edit compiles it anew."""
+    return specialize._copy(fn, f"{fn.__name__}__{builtin_key()}", fn.__globals__)
 
 
 _HELPERS: dict = {}
@@ -106,7 +167,7 @@ def stage_function(module, attr: str, worker_path: bool, inline: bool = False, c
         from signsim.stages import defaults
 
         fn = getattr(defaults, attr)
-    h = source_hash(module)
+    h = source_hash(module)  # (a new or edited stage: new names, compiled anew)
     # the copy without Numba's runtime carries its own name: the cache does not tell the two apart
     name = f"{fn.__name__}__{_safe(module.NAME)}" + (f"__{h}" if h else "") + ("__worker" if worker_path else "")
     copy = types.FunctionType(fn.__code__.replace(co_name=name, co_qualname=name), _namespace(fn), name,
@@ -215,8 +276,6 @@ def _loops(family: str, key: str, stages: tuple | None, noise: str | None = None
     return threaded, serial
 
 
-#: the key of the loop that runs every composition of built-in stages
-BUILTIN_KEY = "builtin"
 #: the name, in a loop's globals, of the noise code its worker steps draw from (None: every model's)
 BOUND_NOISE = "BOUND_NOISE_CODE"
 
@@ -235,7 +294,7 @@ def loops(family: str, stages: dict, builtin: bool = True, noise: str | None = N
     a composition with a plugin, a pair of its own, whose workers draw from the noise model ``noise`` only (a name
     of ``specialize.NOISE``; None: from every model)."""
     if builtin and builtin_only(stages):
-        return _loops(family, BUILTIN_KEY, None)
+        return _loops(family, builtin_key(), None)
     key = composition_key(stages) + ("" if noise is None else f"__{noise}")
     return _loops(family, key, tuple(sorted(stages.items())), noise)
 
@@ -247,7 +306,7 @@ def check_codes(kernel, icfg) -> None:
     bound = kernel.py_func.__globals__.get(BOUND_NOISE)
     if bound is not None and int(icfg[loop.I_NOISE]) != bound:
         raise ValueError(f"this loop draws noise code {bound}, not {int(icfg[loop.I_NOISE])}")
-    if not kernel.py_func.__name__.endswith(f"__{BUILTIN_KEY}"):
+    if not is_every(kernel.py_func.__name__):
         return
     from signsim.engine import universal
 
@@ -271,7 +330,7 @@ def mode(family: str | None = None) -> str:
 
 def loops_of_every_composition(family: str):
     """(threaded loop, serial loop) of ``family`` that run every composition of built-in stages."""
-    return _loops(family, BUILTIN_KEY, None)
+    return _loops(family, builtin_key(), None)
 
 
 def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None) -> tuple:

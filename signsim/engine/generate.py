@@ -55,7 +55,7 @@ generator writes). See ``signsim.engine.generate``.
 
 from numba import njit
 
-from signsim.engine.compose import stage_function
+from signsim.engine.compose import one_loop_kernel, stage_function
 '''
 
 CATALOG_HEADER = '''\
@@ -207,7 +207,8 @@ def source(builtin: dict[str, tuple[str, ...]] | None = None) -> str:
 def _decorator(call) -> str:
     # a worker's path runs without Numba's runtime, where a function may return only an array it was passed: a
     # dispatcher there is inlined into the worker step, which calls the stage's kernel itself
-    return '@njit(inline="always", _nrt=False)' if call.worker else "@njit(cache=True)"
+    # the server's: compiled and cached under a name carrying a hash of every built-in stage's source
+    return '@njit(inline="always", _nrt=False)' if call.worker else "@one_loop_kernel"
 
 
 def dispatcher(kind, call, modules: tuple[str, ...]) -> list[str]:

@@ -73,7 +73,7 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
     # which take the stage's code first (every built-in stage, compiled here whatever the run uses); in a
     # composition's own loop, its stages' functions. A plugin's composition calls copies that a fresh process cannot
     # make, compiled in this process with the loop
-    one = kernel.py_func.__name__.endswith(f"__{compose.BUILTIN_KEY}")
+    one = compose.is_every(kernel.py_func.__name__)
     if one or compose.builtin_only(stages):
         # a vector of length d is typed as the aggregate (the downlink's rows, ``loop.D_*``, are of the same dtype)
         value = {"msg": workers.msg[:S], "srv": server.srv, "opt": server.opt, "hbar": server.hbar, "gen": server.gen,

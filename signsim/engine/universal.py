@@ -7,7 +7,7 @@ generator writes). See ``signsim.engine.generate``.
 
 from numba import njit
 
-from signsim.engine.compose import stage_function
+from signsim.engine.compose import one_loop_kernel, stage_function
 from signsim.stages.aggregation import caf as _aggregation__caf
 from signsim.stages.aggregation import cclip as _aggregation__cclip
 from signsim.stages.aggregation import geomed as _aggregation__geomed
@@ -327,7 +327,7 @@ def ef_after__one(code, e, out):
     _stage(e, out)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def ef_direction(code, agg, srv):
     """The error_feedback stage of code ``code``: its ``direction``."""
     if code == 0:
@@ -344,7 +344,7 @@ def ef_direction__one(code, agg, srv):
     return _stage(agg, srv)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def finish_aggregate(code, agg, M, p, tie, gen):
     """The aggregation stage of code ``code``: its ``finish``."""
     if code == 0:
@@ -380,7 +380,7 @@ def finish_aggregate__one(code, agg, M, p, tie, gen):
     _stage(agg, M, p, tie, gen)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def robust_aggregate(code, msg, agg, p):
     """The aggregation stage of code ``code``: its ``robust``."""
     if code == 0:
@@ -446,7 +446,7 @@ def attack_row__one(code, out, p, gen):
     _stage(out, p, gen)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def attack_rows(code, msg, B, p):
     """The attack stage of code ``code``: its ``rows``."""
     if code == 0:
@@ -476,7 +476,7 @@ def attack_rows__one(code, msg, B, p):
     _stage(msg, B, p)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def server_update(code, direction, opt, p, k):
     """The server_optimizer stage of code ``code``: its ``update``."""
     if code == 0:
@@ -495,7 +495,7 @@ def server_update__one(code, direction, opt, p, k):
     return _stage(direction, opt, p, k)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def est_fresh(code, k, hbar, p, gen):
     """The estimator stage of code ``code``: its ``fresh``."""
     if code == 0:
@@ -547,7 +547,7 @@ def est_after__one(code, h, hbar, out, p, H):
     _stage(h, hbar, out, p, H)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def est_direction(code, agg, hbar, p, S, M, H):
     """The estimator stage of code ``code``: its ``direction``."""
     if code == 0:
@@ -564,7 +564,7 @@ def est_direction__one(code, agg, hbar, p, S, M, H):
     return _stage(agg, hbar, p, S, M, H)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def pre_aggregate(code, msg, n, p, gen):
     """The pre_aggregation stage of code ``code``: its ``pre``."""
     if code == 0:
@@ -583,7 +583,7 @@ def pre_aggregate__one(code, msg, n, p, gen):
     return _stage(msg, n, p, gen)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def pre_aggregate_2(code, msg, n, p, gen):
     """The pre_aggregation_2 stage of code ``code``: its ``pre``."""
     if code == 0:
@@ -602,7 +602,7 @@ def pre_aggregate_2__one(code, msg, n, p, gen):
     return _stage(msg, n, p, gen)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def pre_aggregate_3(code, msg, n, p, gen):
     """The pre_aggregation_3 stage of code ``code``: its ``pre``."""
     if code == 0:
@@ -621,7 +621,7 @@ def pre_aggregate_3__one(code, msg, n, p, gen):
     return _stage(msg, n, p, gen)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def compress_down(code, v, out, p, sign_zero, gen, iwork):
     """The down_compressor stage of code ``code``: its ``kernel``."""
     if code == 0:
@@ -654,7 +654,7 @@ def compress_down__one(code, v, out, p, sign_zero, gen, iwork):
     return _stage(v, out, p, sign_zero, gen, iwork)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def down_ef_before(code, lr, v, g, e):
     """The down_error_feedback stage of code ``code``: its ``before``."""
     if code == 0:
@@ -671,7 +671,7 @@ def down_ef_before__one(code, lr, v, g, e):
     return _stage(lr, v, g, e)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def down_ef_after(code, e, out):
     """The down_error_feedback stage of code ``code``: its ``after``."""
     if code == 0:
@@ -689,7 +689,7 @@ def down_ef_after__one(code, e, out):
     _stage(e, out)
 
 
-@njit(cache=True)
+@one_loop_kernel
 def down_ef_direction(code, agg, srv):
     """The down_error_feedback stage of code ``code``: its ``direction``."""
     if code == 0:

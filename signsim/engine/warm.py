@@ -44,9 +44,12 @@ def enabled() -> bool:
 
 def lock_file(family: str, threaded: bool, signature: tuple) -> Path:
     """The file whose lock the background compile of ``family``'s one loop for ``signature`` holds (in the kernel
-    cache; the argument types, dtype included, by a hash)."""
+    cache; the loop's key, which changes with the built-in stages' sources, and the argument types, dtype included,
+    by a hash)."""
+    from signsim.engine import compose
+
     root = Path(os.environ.get("NUMBA_CACHE_DIR") or ".")
-    key = hashlib.sha1(repr(signature).encode()).hexdigest()[:12]
+    key = hashlib.sha1(repr((compose.builtin_key(), signature)).encode()).hexdigest()[:12]
     return root / f"signsim-warm-{family}-{'threaded' if threaded else 'serial'}-{key}.lock"
 
 

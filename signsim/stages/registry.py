@@ -169,8 +169,3 @@ def defaults(mod: ModuleType) -> str:
         elif p.default_of_d is not None:
             out.append(f"{p.name} = {p.default_text or 'from d'}")
     return ", ".join(out)
-
-
-def source_files() -> list:
-    """The source files of every stage module loaded (built-in and plugin), for cache keys."""
-    return [m.__file__ for k in KINDS for m in stages(k).values()]

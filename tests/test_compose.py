@@ -1,0 +1,91 @@
+"""The names the kernels and loops of a composition are cached under (``signsim.engine.compose``) and the kernel
+cache's folder (``signsim._kernel_cache_dir``): a stage is one file and changes nothing else (issue 47, item 3).
+
+Numba's cache checks only the file that defines a function, not its callees: a loop compiled with a stage's kernel
+stays valid only as long as that stage's source does. The folder's name hashes every kernel-bearing source but the
+stage modules; each stage's source (with the built-in stages it takes functions from) is hashed into the names of
+what is compiled from it. So adding or editing a stage leaves the folder, and every loop that does not call it,
+where they are (the end-to-end check, with a real cache, is in ``test_one_file_stage.py``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import signsim
+from signsim.engine import compose
+from signsim.stages import registry
+from signsim.stages.attacks import alie, alie_opt, ipm, ipm_opt
+from signsim.stages.compressors import sign
+from signsim.stages.error_feedback import clag, ef21
+
+PACKAGE = Path(signsim.__file__).resolve().parent
+
+
+def _tree(tmp_path) -> Path:
+    copy = tmp_path / "signsim"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def test_the_cache_folder_ignores_the_stage_modules_and_what_is_generated_from_them(tmp_path):
+    copy = _tree(tmp_path)
+    before = signsim._kernel_cache_dir(copy)
+    assert before == signsim._kernel_cache_dir(PACKAGE)
+    (copy / "stages" / "compressors" / "half_sign.py").write_text('NAME = "half-sign"\n', encoding="utf-8")
+    for generated in ("stages/catalog.py", "engine/universal.py", "stages/compressors/sign.py"):
+        with open(copy / generated, "a", encoding="utf-8") as f:
+            f.write("\n# edited\n")
+    assert signsim._kernel_cache_dir(copy) == before
+
+
+def test_the_cache_folder_follows_every_other_kernel_source(tmp_path):
+    copy = _tree(tmp_path)
+    before = signsim._kernel_cache_dir(copy)
+    for shared in ("stages/rows.py", "stages/kinds.py", "stages/compressors/__init__.py", "engine/loop.py",
+                   "engine/generate.py", "problems/rosenbrock.py", "draws.py"):
+        text = (copy / shared).read_text(encoding="utf-8")
+        (copy / shared).write_text(text + "\n# edited\n", encoding="utf-8")
+        assert signsim._kernel_cache_dir(copy) != before, shared
+        (copy / shared).write_text(text, encoding="utf-8")
+    assert signsim._kernel_cache_dir(copy) == before
+
+
+def test_a_stage_hashes_the_stages_it_takes_functions_from():
+    names = [m.__name__ for m in compose._stage_dependencies(clag)]
+    assert names == [clag.__name__, ef21.__name__]  # EF21's before/after/direction, by name
+    assert set(compose._stage_dependencies(ipm_opt)) == {ipm_opt, ipm, alie_opt, alie}  # transitively
+    assert compose._stage_dependencies(sign) == [sign]
+    assert compose.source_hash(clag) != compose.source_hash(ef21)
+    assert compose.source_hash(compose.NO_ATTACK) == ""  # no file: nothing compiled from it
+
+
+def test_every_kernel_of_a_stage_carries_its_source_hash():
+    for name, mod in (("sign", sign), ("clag", clag)):
+        for worker in (True, False):
+            attr = "kernel" if mod is sign else "before"
+            assert compose.source_hash(mod) in compose.stage_function(mod, attr, worker).py_func.__name__, name
+
+
+def test_a_composition_key_depends_on_its_own_stages_only(monkeypatch):
+    stages = {"compressor": sign, "error_feedback": clag}
+    key = compose.composition_key(stages)
+    real = compose.source_hash.__wrapped__
+
+    def edited(of):  # another stage's source edited: nothing here changes
+        return lambda mod: ("edited" if mod is of else real(mod))
+
+    monkeypatch.setattr(compose, "source_hash", edited(alie))
+    assert compose.composition_key(stages) == key
+    monkeypatch.setattr(compose, "source_hash", edited(clag))
+    assert compose.composition_key(stages) != key
+
+
+def test_the_one_loop_key_follows_every_built_in_stage(monkeypatch):
+    key = compose.builtin_key()
+    assert compose.is_every(f"run_chunk__analytic__{key}") and not compose.is_every("run_chunk__analytic__0a1b2c")
+    assert compose.builtin_key.__wrapped__() == key
+    real = compose.source_hash.__wrapped__
+    for mod in (sign, registry.builtin("aggregation")["mean"], alie):
+        monkeypatch.setattr(compose, "source_hash", lambda m, of=mod: "edited" if m is of else real(m))
+        assert compose.builtin_key.__wrapped__() != key, mod.__name__
