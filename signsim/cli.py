@@ -400,12 +400,10 @@ def _emit(doc: dict[str, Any], as_json: bool) -> None:
              "one line each."))
 def list_() -> None:
     """Name every problem, method, compressor, noise model, data source and data split, one line each."""
-    from rich.console import Console
-
     from signsim import data, methods, noise, problems
     from signsim.data.splits import SUMMARIES
     from signsim.render import stage_tables as tables
-    from signsim.render.tables import emit, listing
+    from signsim.render.tables import emit, listing, output_console
     from signsim.stages import kinds
 
     def stage_rows(kind: str) -> list[tuple[str, str]]:
@@ -420,7 +418,7 @@ def list_() -> None:
         "data sources": [(d.name, d.summary) for d in data.registry().values()],
         "data splits": list(SUMMARIES.items()),
     }
-    console = Console()
+    console = output_console()
     for t in listing(sections):
         emit(console, t)
         emit(console, "")

@@ -199,6 +199,22 @@ def test_piped_tables_fit_80_columns(args):
     _assert_readable(_piped(*args))
 
 
+def test_piped_without_columns_nothing_is_wrapped():
+    """Issue 50 (a newcomer): piped to a file without COLUMNS, check-spb wrapped its words at an assumed 80 columns;
+    each row and each note is one whole line there (COLUMNS, when set, is the width: the test above)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
+    p = subprocess.run([sys.executable, "-m", "signsim.cli", "check-spb"], capture_output=True, text=True,
+                       timeout=300, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode in (0, 1), p.stderr
+    lines = p.stderr.splitlines()
+    assert any(re.fullmatch(r"sampling +shared: every worker samples all \d+ rows uniformly", line) for line in lines)
+    note = next(line for line in lines if line.startswith("l^{1,2}: not a bound"))
+    assert note.endswith("(and unbiased for every worker)"), note
+    assert all(line == line.rstrip() for line in lines)
+
+
 def test_piped_bound_overlay_fits_80_columns(run_json):
     text = _piped("bound", "--overlay", str(run_json))
     _assert_readable(text)

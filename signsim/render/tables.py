@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from typing import Any
 
 from rich import box
@@ -273,8 +275,27 @@ def listing(sections: dict[str, list[tuple[str, str]]]) -> list[Table]:
     return tables
 
 
+#: the width of a console that is not a terminal and was given no COLUMNS: as wide as any table needs
+PIPED_WIDTH = 10_000
+
+
 def stderr_console() -> Console:
-    return Console(stderr=True)
+    """The console of signsim's tables and notes (stderr: stdout carries --json)."""
+    return output_console(stderr=True)
+
+
+def output_console(stderr: bool = False) -> Console:
+    """A console at the terminal's width (or at COLUMNS when that is set); piped or redirected without COLUMNS, at
+    ``PIPED_WIDTH``, so that a file or another program gets each table row and each note as one whole line, never
+    wrapped at an assumed 80 columns."""
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        terminal = False
+    if terminal or os.environ.get("COLUMNS", "").strip():
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, width=PIPED_WIDTH)
 
 
 def comparison_table(doc: dict[str, Any]) -> Table:
