@@ -683,3 +683,42 @@ def test_a_number_spelled_with_lookalikes_is_refused_by_every_option(case, name)
 def test_zz_report_case_counts(capsys):
     with capsys.disabled():
         print(f"\nhostile classes, cases run: {json.dumps(COUNTS, sort_keys=True)} ({sum(COUNTS.values())} in all)")
+
+
+def test_a_file_the_memory_cannot_hold_is_one_line_before_it_is_read(cli, tmp_path, monkeypatch):
+    """Issue 50, item 7: a 20 GB (sparse) model file was read whole (killed by the kernel's OOM killer on a 24 GB
+    machine). Every text or source file a command reads (model, plugin, config, results JSON) and a --at vector is
+    checked against the memory its reading takes, before it is read: exit 2, one line naming the file."""
+    import importlib.util
+
+    big = tmp_path / "big_model.py"
+    with open(big, "wb") as f:
+        f.truncate(20 * 2**30)  # sparse: no disk used
+    if importlib.util.find_spec("torch") is not None:  # (--problem model needs PyTorch)
+        r = cli("run", "--problem", "model", "--model", big, "--iters", "2", "--quiet")
+        assert r.code == 2 and f"--model {big}: reading this 21,474,836,480-byte file needs about" in r.err, r.err
+        assert len(r.err.strip().splitlines()) == 1 and "use a smaller file" in r.err
+    r = cli("run", "--plugin", big, "--iters", "2", "--quiet")
+    assert r.code == 2 and f"--plugin '{big}': reading this 21,474,836,480-byte file" in r.err, r.err
+    big.unlink()
+
+    monkeypatch.setenv("SIGNSIM_MEMORY_LIMIT", "20000")  # then a file of 5,000 bytes (parsed at ~10 bytes a byte)
+    text = tmp_path / "five.py"
+    text.write_text("#" * 4999 + "\n")
+    toml = tmp_path / "five.toml"
+    toml.write_text("#" * 4999 + "\n")
+    results = tmp_path / "five.json"
+    results.write_text(" " * 4999 + "\n")
+    vector = tmp_path / "v.npy"
+    np.save(vector, np.zeros(4000))
+    for args, where in ((("run", "--plugin", text, "-q"), f"--plugin '{text}'"),
+                        (("run", "--config", toml, "-q"), f"--config {toml}"),
+                        (("plot", results, "--out", tmp_path / "f.png"), str(results))):
+        r = cli(*args)
+        assert r.code == 2 and r.err.startswith(f"signsim: error: {where}") and "needs about" in r.err, (args, r.err)
+        assert len(r.err.strip().splitlines()) == 1
+    from signsim.data.files import load_npy
+    from signsim.errors import InputError
+
+    with pytest.raises(InputError, match=r"--at v.npy: an array of shape \(4000,\) needs about 32.0 kB"):
+        load_npy(vector, "--at v.npy")  # (the CLI's --at refuses a problem of this size first, at this limit)

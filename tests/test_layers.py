@@ -54,7 +54,7 @@ GROUPS = {
     "signsim.torch": "domain",  # your own PyTorch model: the model problem's oracle, its file's contract, the DDP hook
     "signsim.torch.examples": "entry",  # scripts run by torchrun (and the model files they train)
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
-    "signsim.seeding": "base", "signsim.draws": "base", "signsim.numbers": "base",
+    "signsim.seeding": "base", "signsim.draws": "base", "signsim.numbers": "base", "signsim.memory": "base",
     "signsim.engine.accounting": "base", "signsim.engine.rounds": "base",  # pure functions of the settings
     "signsim.interface": "base",  # options, paths, results, interrupts, transform_specs
     "signsim": "base",

@@ -18,7 +18,7 @@ def existing(spec: str, name: str | None = None) -> Path:
 
         raise InputError(f"{where}: no such file (the data sets shipped with signsim: "
                          f"{', '.join(f'builtin:{n}' for n in NAMES)}; 'signsim list' names every data source)")
-    return input_file(target, where)
+    return input_file(target, where, per_byte=0)  # (each reader checks the memory its reading takes)
 
 
 def check_dense(spec: str, shape: tuple[int, ...], itemsize: int = 8, what: str = "the data") -> None:
@@ -41,7 +41,7 @@ def check_file_size(spec: str, path: Path, factor: float) -> None:
 
 def read_bytes(path: Path, spec: str) -> bytes:
     """The file's bytes, gunzipped when it starts with the gzip magic number (at most the memory available)."""
-    from signsim.resources import available_bytes
+    from signsim.memory import available_bytes
 
     check_file_size(spec, path, 2)
     raw = path.read_bytes()
@@ -93,6 +93,9 @@ def load_npy(path: Path, where: str):
             raise InputError(f"{where}: holds Python objects (not loaded)")
         if count * dtype.itemsize > size:
             raise InputError(f"{where}: the header promises shape {shape} but the file holds {size} bytes")
+        from signsim.resources import require
+
+        require(count * dtype.itemsize, f"{where}: an array of shape {shape}", "use a smaller file")
         return np.load(path, allow_pickle=False)
     except InputError:
         raise

@@ -46,8 +46,13 @@ def _expanded(text: str, option: str) -> str:
     return str(home_expanded(text, option)) if text.startswith("~") else text
 
 
-def input_file(path: str | Path, where: str) -> Path:
-    """``path`` if it is a regular file this process can read; otherwise InputError ``where: what it is``."""
+#: memory a text or source file takes while it is read and parsed (TOML, JSON, Python source), per byte of the file
+PARSE_BYTES = 10
+
+
+def input_file(path: str | Path, where: str, per_byte: float = PARSE_BYTES) -> Path:
+    """``path`` if it is a regular file this process can read, and whose reading (about ``per_byte`` bytes of memory
+    per byte of file; 0: read in pieces) fits in the memory available; otherwise InputError ``where: what it is``."""
     p = Path(path)
     if str(path) == "":
         raise InputError(f"{where}: empty file name")
@@ -61,6 +66,10 @@ def input_file(path: str | Path, where: str) -> Path:
         raise InputError(f"{where}: is {kind(st.st_mode)}, not a regular file")
     if not os.access(p, os.R_OK):
         raise InputError(f"{where}: cannot read it (permission denied)")
+    if per_byte:
+        from signsim.memory import require
+
+        require(st.st_size * per_byte, f"{where}: reading this {st.st_size:,}-byte file", "use a smaller file")
     return p
 
 

@@ -164,6 +164,9 @@ def load_file(path: str | Path) -> ModuleType:
         raise _fail(where, f"not a readable .py file ({e.strerror})") from None
     if not readable or p.suffix != ".py":
         raise _fail(where, "not a readable .py file")
+    from signsim.interface.paths import input_file
+
+    input_file(p, f"--plugin '{where}'")  # (a source the memory cannot hold: one line, before reading it)
     # named by its source, as its compiled kernels are: a cached loop refers to the module by this name, so the
     # same source loaded from another path must find the same module, and an edited file is a new module (in one
     # process too: a notebook that edits its plugin never runs it stale)
