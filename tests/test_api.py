@@ -271,7 +271,7 @@ def test_result_figure(tmp_path):
     before = dict(matplotlib.rcParams)
     one = run.figure(x="megabytes", y="rho-norm", out=tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 1000
-    assert one.get_axes()[0].get_ylabel() == "E<g, sign g_hat> (rho-norm)"
+    assert one.get_axes()[0].get_ylabel() == r"$E\langle g, \mathrm{sign}\, \hat{g}\rangle$ ($\rho$-norm)"
     assert dict(matplotlib.rcParams) == before  # the caller's style is untouched
     with pytest.raises(InputError, match="--y accuracy: this Result holds no test accuracy; this Result has: loss"):
         run.figure(y="accuracy")
@@ -280,7 +280,7 @@ def test_result_figure(tmp_path):
         warnings.simplefilter("always")
         other.figure()
     assert any("different problems" in str(w.message) for w in caught)
-    assert signsim.check_spb().figure().get_axes()[0].get_ylabel() == "success probability rho_i"
+    assert signsim.check_spb().figure().get_axes()[0].get_ylabel() == r"success probability $\rho_{i}$"
 
 
 def test_run_warnings_are_python_warnings():

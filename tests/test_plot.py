@@ -51,7 +51,7 @@ def test_run_overview_with_tracks(results):
     fig = build([results["run"], results["run2"]], None, None, None)
     axes = fig.get_axes()
     assert len(axes) == 4  # loss vs iter, loss vs MB, SPB fraction, rho-norm ratio
-    assert axes[0].get_xlabel() == "iteration k" and axes[0].get_ylabel() == "loss f(x_k)"
+    assert axes[0].get_xlabel() == "iteration $k$" and axes[0].get_ylabel() == "loss $f(x_{k})$"
     assert axes[1].get_xlabel().startswith("communicated (MB")
     assert len(lines(axes[0])) == 2 and "ssdm (mean), M = 8" in lines(axes[0])[0].get_label()
 
@@ -69,7 +69,7 @@ def test_single_panel_axes_and_log_scale(results):
     assert ax.get_xlabel() == "bits communicated (up + down)" and ax.get_yscale() == "log"
     assert build([results["mlp"]], "iter", "accuracy", None).get_axes()[0].get_yscale() == "linear"
     fig = build([results["run"]], "iter", "rho-min", None)
-    assert fig.get_axes()[0].get_ylabel() == "min_i rho_i"
+    assert fig.get_axes()[0].get_ylabel() == r"$\min_{i}$ $\rho_{i}$"
 
 
 def test_sweep_groups(results):
@@ -103,7 +103,7 @@ def test_sweep_final_values_against_a_swept_option(results):
     assert set(counts.values()) == {2}  # the two repeats of each point are averaged
     fig = build([results["sweep"]], "workers", "loss", "method")
     ax = fig.get_axes()[0]
-    assert ax.get_xlabel() == "workers" and ax.get_ylabel() == "final loss f(x_k)"
+    assert ax.get_xlabel() == "workers" and ax.get_ylabel() == "final loss $f(x_{k})$"
     drawn = {c.get_label().removeprefix("method = "): c.lines[0] for c in ax.containers}  # errorbar()
     assert sorted(drawn) == ["signsgd", "signum", "ssdm"]
     for method, line in drawn.items():
@@ -129,14 +129,14 @@ def test_sweep_final_bad_inputs(cli, results):
 
 def test_rho_speedup_and_bound_figures(results):
     ax = build([results["spb"]], None, None, None).get_axes()[0]
-    assert ax.get_ylabel() == "success probability rho_i"
+    assert ax.get_ylabel() == r"success probability $\rho_{i}$"
     assert any(line.get_label().startswith("1/2") for line in lines(ax))
     doc = json.loads(results["spb"].read_text())
     assert len(lines(ax)[0].get_xdata()) == doc["dim"] - doc["zero_coordinates"]
     ax = build([results["div"]], None, None, None).get_axes()[0]
-    assert ax.get_xlabel() == "batch size B" and len(lines(ax)) == 2
+    assert ax.get_xlabel() == "batch size $B$" and len(lines(ax)) == 2
     a1, a2 = build([results["bound"]], None, None, None).get_axes()
-    assert a1.get_xlabel() == "iterations K" and a2.get_xlabel() == "workers M"
+    assert a1.get_xlabel() == "iterations $K$" and a2.get_xlabel() == "workers $M$"
     assert len(lines(a2)) == 2
 
 

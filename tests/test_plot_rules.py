@@ -219,3 +219,39 @@ def test_runs_the_label_does_not_tell_apart_get_distinct_labels(res, tmp_path):
     assert len(set(labels)) == 3
     assert labels[1].endswith("seed = 1") and labels[0].endswith("seed = 0 (#1)") and labels[2].endswith("(#2)")
     assert len(fig.legends[0].get_texts()) == 3
+
+
+def test_a_heatmap_panel_above_an_empty_slot_keeps_its_x_axis():
+    """Issue 50 (a newcomer): with 5 methods in rows of 4, the panels above the last row's empty slots lost their
+    x labels and tick labels (the axes are shared, and only the last row showed them)."""
+    from signsim.render import figures
+
+    methods = ["m1", "m2", "m3", "m4", "m5"]
+    levels = [0.1, 1.0]
+    cells = [{"method": m, "byzantine": f, "heterogeneity": h, "status": "ok", "worst": 0.5 + f + h, "attack": "alie",
+              "complete": True} for m in methods for f in (0, 1) for h in levels]
+    report = {"methods": methods, "byzantine": [0, 1], "metric": "loss", "worst": "highest", "cells": cells,
+              "heterogeneity": {"values": levels, "option": "split"}, "attacks": ["alie"]}
+    fig = figures.robustness_heatmap(report)
+    fig.canvas.draw()
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title() in methods]
+    assert [ax.get_title() for ax in panels] == methods
+    for ax in panels:
+        shown = [t.get_text() for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        below = methods.index(ax.get_title()) + 4 < len(methods)
+        assert (ax.get_xlabel() == "split") == (not below), ax.get_title()
+        assert bool(shown) == (not below), (ax.get_title(), shown)
+
+
+def test_lines_drawn_over_each_other_stay_visible():
+    """Issue 50 (a newcomer): lines with the same values hid each other in sweep and run figures; each line has
+    its own style beside its colour, so the later one shows as dashes over the earlier."""
+    import signsim
+    from signsim.render import figures
+
+    a = signsim.run(problem="quadratic", iters=20).to_dict()
+    b = {**a, "config": {**a["config"], "seed": 1}}  # the same values under another name
+    ax = figures.convergence([a, b], "iter", "loss").get_axes()[0]
+    drawn = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert len(drawn) == 2 and drawn[0].get_linestyle() != drawn[1].get_linestyle()
+    assert list(drawn[0].get_ydata()) == list(drawn[1].get_ydata())

@@ -18,6 +18,15 @@ from signsim.diagnostics import tracking
 from signsim.errors import InputError
 from signsim.render import where as point_words
 
+#: the line styles and markers lines cycle through beside their colours, so that a line drawn exactly over another
+#: (two runs or sweep groups with the same values) still shows as dashes over it
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def line_style(i: int) -> str:
+    return LINESTYLES[i % len(LINESTYLES)]
+
 
 def _history(field: str, log: bool) -> tuple[str, str, str, bool]:
     """A --y axis for a history column (``signsim.history``): its field and label."""
@@ -61,9 +70,13 @@ def styled(build: Callable) -> Callable:
     @wraps(build)
     def inner(*args, **kwargs):
         from signsim.render import canvas
+        from signsim.render.mathtext import typeset_figure
 
         with canvas.style():
-            return build(*args, **kwargs)
+            fig = build(*args, **kwargs)
+            if fig is not None and hasattr(fig, "axes"):
+                typeset_figure(fig)  # the labels' math as a paper sets it (rho_i: a Greek rho with subscript i)
+            return fig
 
     return inner
 
@@ -213,6 +226,10 @@ def series(doc: dict[str, Any], x: str, y: str) -> tuple[np.ndarray, np.ndarray]
 
 def _finish_axis(ax, x: str, y: str, values: list[np.ndarray]) -> None:
     ax.set_xlabel(X_AXES[x])
+    if x == "bits":  # 20k, 1.5M, 2G bits: no "1e6" offset above a linear axis
+        from matplotlib.ticker import EngFormatter
+
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))
     ax.set_ylabel(Y_AXES[y][2])
     allv = np.concatenate([v[np.isfinite(v)] for v in values]) if values else np.array([])
     if Y_AXES[y][3] and allv.size and np.all(allv > 0) and allv.max() / allv.min() > 20:
@@ -231,7 +248,7 @@ def convergence(docs: list[dict[str, Any]], x: str, y: str, ax=None):
         xs, ys = series(d, x, y)
         if xs.size == 0 or not np.isfinite(ys).any():
             continue
-        ax.plot(xs, ys, color=f"C{i % 10}", label=label)  # one colour per run in every panel
+        ax.plot(xs, ys, color=f"C{i % 10}", linestyle=line_style(i), label=label)  # one colour per run everywhere
         values.append(ys)
     if not values:
         raise InputError(f"--y {y}: the results hold no such values (track them with --track-spb / "
@@ -262,7 +279,7 @@ def runs_overview(docs: list[dict[str, Any]]):
             if not t:
                 continue
             ratio = np.array([r["rho_norm"] / r["l1_norm"] if r["l1_norm"] else np.nan for r in t])
-            ax.plot([r["iter"] for r in t], ratio, color=f"C{i % 10}", label=label)
+            ax.plot([r["iter"] for r in t], ratio, color=f"C{i % 10}", linestyle=line_style(i), label=label)
             low = min(low, np.nanmin(ratio) if np.isfinite(ratio).any() else 0.0)
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.set_xlabel(X_AXES["iter"])
@@ -378,6 +395,7 @@ def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str
                          sharey=True)
     groups = sorted({g for f in fvals for g in panels[f]}, key=_lines_key)
     colour = {g: f"C{i % 10}" for i, g in enumerate(groups)}
+    style = {g: line_style(i) for i, g in enumerate(groups)}
 
     def name(g: str) -> str:
         first, *rest = g.split(" | ")
@@ -392,7 +410,7 @@ def sweep_lines(rows: list[dict[str, str]], parameters: list[str], group_by: str
             xs = np.array(sorted(by_x))
             mean = np.array([np.mean(by_x[v]) for v in xs])
             std = np.array([np.std(by_x[v]) for v in xs])
-            ax.plot(xs, mean, color=colour[g], label=name(g))
+            ax.plot(xs, mean, color=colour[g], linestyle=style[g], label=name(g))
             ax.fill_between(xs, mean - std, mean + std, color=colour[g], alpha=0.2)
             values.append(mean)
         _finish_axis(ax, x, y, values)
@@ -487,7 +505,8 @@ def sweep_final(rows: list[dict[str, str]], parameters: list[str], option: str, 
         mean = np.array([np.mean(lines[g][v]) for v in vs])
         std = np.array([np.std(lines[g][v]) for v in vs])
         first, *rest = g.split(" | ")
-        ax.errorbar(xs, mean, yerr=std, marker="o", capsize=3, color=f"C{i % 10}",
+        ax.errorbar(xs, mean, yerr=std, marker=MARKERS[i % len(MARKERS)], capsize=3, color=f"C{i % 10}",
+                    linestyle=line_style(i),
                     label=", ".join([_line_name(group_by, first, line_members[g]), *rest]))
         allv.extend(mean[np.isfinite(mean)])
     if numeric:
@@ -935,8 +954,9 @@ def robustness_heatmap(report: dict[str, Any], subject: str = ""):
         ax.grid(False)
         if i % cols == 0:
             ax.set_ylabel("Byzantine workers f")
-        if i // cols == rows_ - 1:
+        if i + cols >= len(methods):  # no panel below (the last row, or above its empty slots): the axis is shown
             ax.set_xlabel(het.replace("_", "-") if het else "heterogeneity")
+            ax.xaxis.set_tick_params(labelbottom=True)
     if image is not None:
         fig.colorbar(image, ax=list(axes.flat), shrink=0.8, label=f"worst final {metric} ({worst} is worst)")
     fig.suptitle(f"worst case over the attacks ({', '.join(report['attacks'])})"
