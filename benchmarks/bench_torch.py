@@ -1,4 +1,4 @@
-"""Your own PyTorch model: signsim's path against the plain PyTorch loop a researcher would write (issue #33).
+"""Your own PyTorch model: signsim's path against the two PyTorch loops a researcher would write (issues #33, #49).
 
     python benchmarks/bench_torch.py             # digits MLP and a small CNN, M = 8 and 32, 500 iterations
     python benchmarks/bench_torch.py --quick     # 30 iterations
@@ -6,7 +6,8 @@
 The same work both ways: majority vote of M signSGD workers (signsim's `signsgd` method: sign compressor, majority
 vote), minibatches of 32 digits per worker, step 1e-3. The plain loop does per iteration what one writes by hand: M
 forward and backward passes of the model, each gradient flattened and its sign added up, the vote's sign applied to
-the parameters. signsim runs `signsim.run(model=FILE, method="signsgd", ...)`, its history evaluated only at the
+the parameters. The vmap loop is what one writes knowing ``torch.func``: the M workers' minibatch gradients in one
+``vmap(grad(functional_call))`` call, their signs summed per parameter tensor, the vote's sign applied. signsim runs `signsim.run(model=FILE, method="signsgd", ...)`, its history evaluated only at the
 start and the end (as the plain loop, which evaluates nothing), after a 2-iteration run in the same process that loads
 the compiled loop (the plain loop has nothing to load). Each variant runs in its own process, so its peak
 memory (maximum resident set) is its own; time per iteration is the loop's wall time over the iterations (set-up,
@@ -80,6 +81,31 @@ wall = time.perf_counter() - t0
 print(json.dumps({"ms": 1e3 * wall / K, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
+VMAP = """
+import importlib.util, json, resource, sys, time
+import numpy as np, torch
+from torch.func import functional_call, grad, vmap
+spec = importlib.util.spec_from_file_location("m", sys.argv[1]); m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+M, K, tau, lr = int(sys.argv[2]), int(sys.argv[3]), 32, 1e-3
+torch.manual_seed(0)
+net = m.model()
+X, y = (torch.as_tensor(a) for a in m.data())
+rng = np.random.default_rng(0)
+params = {n: p.detach() for n, p in net.named_parameters()}
+def f(p, xb, yb):
+    return m.loss(functional_call(net, p, (xb,)), yb)
+workers = vmap(grad(f), in_dims=(None, 0, 0), randomness="different")
+t0 = time.perf_counter()
+for k in range(K):
+    rows = torch.from_numpy(rng.integers(0, X.shape[0], (M, tau)))
+    g = workers(params, X[rows], y[rows])
+    with torch.no_grad():
+        params = {n: p - lr * torch.sign(torch.sign(g[n]).sum(0)) for n, p in params.items()}
+wall = time.perf_counter() - t0
+print(json.dumps({"ms": 1e3 * wall / K, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
 SIGNSIM = """
 import json, resource, sys
 import signsim
@@ -110,17 +136,18 @@ def main() -> None:
 
     print(f"{platform.node()}: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; torch "
           f"{torch.__version__} ({torch.get_num_threads()} threads); {K} iterations, signSGD with majority vote")
-    print(f"{'model':>6} {'M':>4} {'d':>6} {'plain ms/it':>12} {'signsim ms/it':>14} {'ratio':>6} "
-          f"{'plain MB':>9} {'signsim MB':>11}")
+    print(f"{'model':>6} {'M':>4} {'d':>6} {'plain ms/it':>12} {'vmap ms/it':>11} {'signsim ms/it':>14} "
+          f"{'x plain':>8} {'x vmap':>7} {'plain MB':>9} {'vmap MB':>8} {'signsim MB':>11}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in MODELS.items():
             path = Path(tmp) / f"{name}.py"
             path.write_text(text)
             for M in a.workers:
                 measure(SIGNSIM, path, M, 2)  # compile or load the kernels
-                p, s = measure(PLAIN, path, M, K), measure(SIGNSIM, path, M, K)
-                print(f"{name:>6} {M:>4} {s['params']:>6} {p['ms']:>12.2f} {s['ms']:>14.2f} "
-                      f"{p['ms'] / s['ms']:>6.2f} {p['rss_mb']:>9.0f} {s['rss_mb']:>11.0f}")
+                p, v, s = measure(PLAIN, path, M, K), measure(VMAP, path, M, K), measure(SIGNSIM, path, M, K)
+                print(f"{name:>6} {M:>4} {s['params']:>6} {p['ms']:>12.2f} {v['ms']:>11.2f} {s['ms']:>14.2f} "
+                      f"{p['ms'] / s['ms']:>8.2f} {v['ms'] / s['ms']:>7.2f} {p['rss_mb']:>9.0f} {v['rss_mb']:>8.0f} "
+                      f"{s['rss_mb']:>11.0f}")
 
 
 if __name__ == "__main__":
