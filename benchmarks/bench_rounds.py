@@ -51,8 +51,8 @@ def main() -> None:
     for H in HS:
         t = seconds({**base, "iters": rounds, "local_steps": H}) / rounds
         t1 = t if t1 is None else t1
-        from signsim.engine.rounds import of_config
         from signsim.interface.config import resolve
+        from signsim.rounds import of_config
 
         S = of_config(resolve({**base, "iters": 1}))
         print(f"{H:>4} {t:>12.3e} {t / t1:>14.2f} {t / (S * H):>16.3e}")

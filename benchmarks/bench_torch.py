@@ -3,15 +3,16 @@
     python benchmarks/bench_torch.py             # digits MLP and a small CNN, M = 8 and 32, 500 iterations
     python benchmarks/bench_torch.py --quick     # 30 iterations
 
-The same work both ways: majority vote of M signSGD workers (signsim's `signsgd` method: sign compressor, majority
+The same work three ways: majority vote of M signSGD workers (signsim's `signsgd` method: sign compressor, majority
 vote), minibatches of 32 digits per worker, step 1e-3. The plain loop does per iteration what one writes by hand: M
 forward and backward passes of the model, each gradient flattened and its sign added up, the vote's sign applied to
 the parameters. The vmap loop is what one writes knowing ``torch.func``: the M workers' minibatch gradients in one
-``vmap(grad(functional_call))`` call, their signs summed per parameter tensor, the vote's sign applied. signsim runs `signsim.run(model=FILE, method="signsgd", ...)`, its history evaluated only at the
-start and the end (as the plain loop, which evaluates nothing), after a 2-iteration run in the same process that loads
-the compiled loop (the plain loop has nothing to load). Each variant runs in its own process, so its peak
+``vmap(grad(functional_call))`` call, their signs summed per parameter tensor, the vote's sign applied. signsim runs
+`signsim.run(model=FILE, method="signsgd", ...)`, its history evaluated only at the start and the end (the two
+loops evaluate nothing), after a 2-iteration run in the same process that loads the compiled loop (the loops have
+nothing to load). Each variant runs in its own process, so its peak
 memory (maximum resident set) is its own; time per iteration is the loop's wall time over the iterations (set-up,
-imports and compiles excluded). Prints per model and M: ms per iteration, peak MB, and the ratio; nothing is
+imports and compiles excluded). Prints per model and M: ms per iteration, peak MB, and the ratios; nothing is
 asserted. Both use torch's default threads.
 """
 

@@ -71,7 +71,7 @@ def check_run(cfg, dim: int, data_values: int = 0) -> None:
     sparsifier = chosen.compressor.module.SCRATCH
     rows = cfg.iters // max(cfg.eval_every or 1, 1) + 2
     workers = 0 if getattr(cfg, "votes", "per-worker") == "binomial" else cfg.workers
-    from signsim.engine import rounds
+    from signsim import rounds
 
     need = run_bytes(workers, dim, momentum, ef, rows, data_values, sparsifier, getattr(cfg, "dtype", "float64"),
                      min(rounds.of_config(cfg), workers), getattr(cfg, "local_steps", 1), cfg.iters,
@@ -137,7 +137,7 @@ def run_work(cfg, dim: int, finite_sum: bool, rows: float | None = None) -> floa
     ``finite_sum.oracle_rows``, n_m for ``--batch-size full``); ``--votes binomial`` draws one vote of d
     coordinates. A run with a budget or --stop-loss may stop earlier: its --iters is an upper bound and it is not
     estimated (0)."""
-    from signsim.engine import rounds
+    from signsim import rounds
 
     if cfg.budget_mb is not None or cfg.budget_bits is not None or cfg.stop_loss is not None:
         return 0.0

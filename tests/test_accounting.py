@@ -2,8 +2,8 @@
 
 import pytest
 
+from signsim.accounting import bits_per_iteration, downlink_bits, uplink_bits
 from signsim.codes import SignZero, Tie
-from signsim.engine.accounting import bits_per_iteration, downlink_bits, uplink_bits
 
 from .conftest import run_engine
 

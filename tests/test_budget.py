@@ -1,7 +1,7 @@
 """The communication budget (--budget-mb, --budget-bits; docs/theory.md §12) and the measured bits per iteration.
 
 The oracle for the stop iteration is the accounting formula written out here by hand (docs/theory.md §7), not
-``signsim.engine.accounting``: a sign message is d bits, a float message 32 d, a majority vote of +-1 signs d bits per
+``signsim.accounting``: a sign message is d bits, a float message 32 d, a majority vote of +-1 signs d bits per
 copy, a mean of floats 32 d per copy; M workers send and receive every round, so a run with budget B stops after
 K* = ceil(B / round) iterations. QSGD's measured bits are re-counted from the messages of the NumPy replay
 (``signsim.engine.reference``).
@@ -137,8 +137,8 @@ def test_qsgd_measured_bits_match_a_recount_of_the_replayed_messages():
         ref.step()
         assert ref.bits_up - up_before == bits
     np.testing.assert_allclose(engine.x, ref.x, rtol=1e-12)
+    from signsim.accounting import bits_per_iteration
     from signsim.commands.run import measured_bits
-    from signsim.engine.accounting import bits_per_iteration
 
     declared = bits_per_iteration(settings.compressor, settings.aggregate, 4, d, settings.sign_zero, settings.tie)
     per = measured_bits(declared, engine.tally, iters)
@@ -260,8 +260,8 @@ def test_qsgd_elias_measured_bits_match_the_replay():
         before = ref.bits_up
         ref.step()
         per_iter.append(ref.bits_up - before)
+    from signsim.accounting import bits_per_iteration
     from signsim.commands.run import measured_bits
-    from signsim.engine.accounting import bits_per_iteration
 
     declared = bits_per_iteration(settings.compressor, settings.aggregate, 3, 40, settings.sign_zero, settings.tie)
     per = measured_bits(declared, engine.tally, iters)

@@ -6,12 +6,12 @@ own group:
     commands     commands/
     render       render/                    (reads the history's and the tracked quantities' fields)
     diagnostics  diagnostics/   |  sweep    sweep/
-    engine       engine/ (but for engine/accounting.py and engine/rounds.py, below)
+    engine       engine/
     config       interface/config.py, interface/experiment_config.py   (each config section parsed here, below
                  the commands)
     domain       problems/, methods/, noise/, data/, system/, resources.py, torch/ (torch/examples/: entry)
-    base         the package itself (__version__), errors, codes, history, seeding, draws, stages/,
-                 engine/accounting.py, engine/rounds.py (pure functions of the settings), and the rest of
+    base         the package itself (__version__), errors, codes, history, seeding, draws, memory, stages/,
+                 accounting.py, rounds.py (pure functions of the settings), and the rest of
                  interface/: options, paths, results, interrupts, transform_specs
 
 Two groups of the same layer do not import each other. Exceptions, each for a stated reason:
@@ -55,7 +55,7 @@ GROUPS = {
     "signsim.torch.examples": "entry",  # scripts run by torchrun (and the model files they train)
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
     "signsim.seeding": "base", "signsim.draws": "base", "signsim.numbers": "base", "signsim.memory": "base",
-    "signsim.engine.accounting": "base", "signsim.engine.rounds": "base",  # pure functions of the settings
+    "signsim.accounting": "base", "signsim.rounds": "base",  # pure functions of the settings
     "signsim.interface": "base",  # options, paths, results, interrupts, transform_specs
     "signsim": "base",
 }

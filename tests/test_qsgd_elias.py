@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from signsim import stages
-from signsim.engine import accounting, compose, loop
+from signsim import accounting, stages
+from signsim.engine import compose, loop
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.errors import InputError

@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from signsim import methods, noise, problems, stages
+from signsim import accounting, methods, noise, problems, stages
 from signsim.codes import Noise, Problem, SignZero, Tie
-from signsim.engine import accounting, dispatch, specialize
+from signsim.engine import dispatch, specialize
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.stages import registry

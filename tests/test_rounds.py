@@ -10,9 +10,9 @@ from signsim.engine import loop
 from signsim.engine.driver import simulate
 from signsim.engine.participants import sample_rounds
 from signsim.engine.reference import ReferenceRun
-from signsim.engine.rounds import clients_per_round
 from signsim.errors import InputError
 from signsim.interface import config
+from signsim.rounds import clients_per_round
 
 from .conftest import binomial_tolerance, make_engine, run_subprocess
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import signsim
-from signsim import methods, stages
+from signsim import accounting, methods, stages
 from signsim.codes import SignZero
-from signsim.engine import accounting, compose, loop
+from signsim.engine import compose, loop
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.errors import InputError

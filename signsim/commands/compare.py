@@ -7,8 +7,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from signsim.accounting import budget_bits
 from signsim.commands.run import run
-from signsim.engine.accounting import budget_bits
 from signsim.interface.config import resolve
 
 

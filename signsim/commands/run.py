@@ -162,7 +162,7 @@ def declared_bits(settings, workers: int, d: int):
     """The declared bits of one iteration of a run (``accounting.bits_per_iteration``, its upper bounds): S
     participants' messages, the estimator's extra bits, and for a two-point estimator (MARINA) its rounds in which
     every worker sends its exact gradient."""
-    from signsim.engine import accounting
+    from signsim import accounting
 
     two_point = getattr(settings.estimator.module, "TWO_POINT", False)
     extra = declared(settings.estimator.module, "extra_bits", d, result="pair")
@@ -181,7 +181,7 @@ def budget_eval_every(cfg: RunConfig):
     a budget), for ``build`` to reuse."""
     import math
 
-    from signsim.engine import accounting
+    from signsim import accounting
     from signsim.engine.build import plan
     from signsim.interface.config import eval_every_derived
 
@@ -198,7 +198,7 @@ def budget_eval_every(cfg: RunConfig):
 def budget_note(doc: dict[str, Any]) -> str | None:
     """The results' ``note``: with a budget the run did not reach (it stopped at --iters, or at --stop-loss,
     having sent less), what it spent of it; None otherwise."""
-    from signsim.engine import accounting
+    from signsim import accounting
 
     budget = accounting.budget_bits(doc["config"])
     seconds = doc["config"].get("budget_seconds")
@@ -218,7 +218,7 @@ def budget_note(doc: dict[str, Any]) -> str | None:
 
 
 def measured_bits(declared, tally, iters: int) -> dict[str, Any]:
-    """Bits per iteration: ``up`` and ``down`` as declared (the formulas of ``signsim.engine.accounting``: the dense
+    """Bits per iteration: ``up`` and ``down`` as declared (the formulas of ``signsim.accounting``: the dense
     upper bound for messages whose size varies), beside the run's measured ``up_mean`` and ``down_mean``
     (bits sent / iterations done) and ``up_worst`` (the most bits sent up in one iteration); the measured values
     are None before the first iteration (docs/theory.md §7)."""

@@ -47,7 +47,7 @@ class Round:
 def clients(cfg) -> int:
     """S: ``--clients-per-round``, or max(1, floor(P M)) from ``--participation P``, or M. Exits 2 (InputError)
     when both are given or S > M."""
-    from signsim.engine.rounds import checked_clients  # S from P and its checks: stated once, in signsim.engine.rounds
+    from signsim.rounds import checked_clients  # S from P and its checks: stated once, in signsim.rounds
 
     return checked_clients(int(cfg.workers), cfg.participation, cfg.clients_per_round)
 

@@ -66,7 +66,8 @@ def check(stage, samples: int = 2000, seed: int = 0, sign_zero: int = 0) -> list
     ``DIMS``; a parameter that depends on d is re-resolved per d)."""
     import numpy as np
 
-    from signsim.engine import accounting, compose
+    from signsim import accounting
+    from signsim.engine import compose
     from signsim.stages import registry
 
     mod = stage.module

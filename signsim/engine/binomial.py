@@ -343,7 +343,7 @@ class BinomialEngine(ChunkedState):
     memory and work per iteration whatever the number of workers."""
 
     def __init__(self, problem, noise, noise_params, s, workers: int, iters: int, eval_every: int, seed: int):
-        from signsim.engine import accounting
+        from signsim import accounting
         from signsim.engine.driver import Engine
         from signsim.seeding import run_streams
 

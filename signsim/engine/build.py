@@ -84,7 +84,7 @@ def check_budget(cfg, settings, d: int) -> None:
     (``accounting.smallest_round_bits``, docs/theory.md §12)."""
     if settings.budget == np.inf:
         return
-    from signsim.engine import accounting
+    from signsim import accounting
     from signsim.interface.options import shown
 
     S = settings.participants(cfg.workers)  # a round's participants send and receive (docs/theory.md §12)

@@ -166,7 +166,7 @@ class Settings:
     def from_config(cls, cfg, method: MethodSpec, dim: int | None = None) -> Settings:
         """The stages of ``cfg`` (``signsim.stages.plan``: each spec parsed once); ``dim`` resolves a default that
         depends on the dimension (a sparsifier's k)."""
-        from signsim.engine import accounting, rounds
+        from signsim import accounting, rounds
         from signsim.stages import plan
         from signsim.system import model as system_model
 
@@ -250,7 +250,7 @@ class Engine(ChunkedState):
     def __init__(self, problem: ProblemInstance, noise: NoiseModel, noise_params: np.ndarray, s: Settings,
                  workers: int, iters: int, eval_every: int, seed: int, parallel: bool | None = None,
                  dtype: str | np.dtype = np.float64):
-        from signsim.engine import accounting
+        from signsim import accounting
 
         if s.byzantine and kinds.setup_flag("LABELS", s.attack.module):  # label-flip (docs/theory.md §8.5)
             from signsim.problems.finite_sum import with_flipped_labels

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from signsim import accounting
 from signsim.codes import Schedule
-from signsim.engine import accounting
 from signsim.engine.driver import Settings
 from signsim.noise.base import NoiseModel
 from signsim.noise.base import scales as noise_scales
@@ -51,7 +51,7 @@ class ReferenceRun:
         self.down_e = np.zeros(problem.dim)  # a compressed downlink's error memory (EF) or w (EF21), §8.8
         self.down_w = np.zeros(problem.dim)  # its EF21 server-side running sum
         self.k = 0
-        self.bits_up = 0  # by the formulas of signsim.engine.accounting
+        self.bits_up = 0  # by the formulas of signsim.accounting
         self.bits_down = 0
         #: each round's messages, for a replay of the simulated clock (docs/theory.md §14): the workers that took
         #: part, the bits each sent (its message and what it sends besides; 0 when silent), the gradients each

@@ -206,7 +206,7 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
 
         cfg.model = str(home_expanded(cfg.model, "--model").resolve())
     check_system(cfg)
-    from signsim.engine import rounds
+    from signsim import rounds
 
     if cfg.catch_up is None and rounds.clients_per_round(cfg.workers, cfg.participation, cfg.clients_per_round) \
             < cfg.workers:  # the catch-up rule applies (and is recorded) where clients are sampled (§12)
@@ -326,7 +326,7 @@ def _aggregation_needs(cfg: RunConfig, n: int) -> str | None:
 def _check_round_aggregate(cfg: RunConfig) -> None:
     """A rule that needs enough messages (Krum) against the S clients of a round, named as the user gave S
     (``--clients-per-round 3``, not "--workers 3"); before ``rounds.validate``, whose message names the rule's."""
-    from signsim.engine import rounds
+    from signsim import rounds
 
     s = rounds.checked_clients(cfg.workers, cfg.participation, cfg.clients_per_round)
     need = _aggregation_needs(cfg, s) if s < cfg.workers else None
@@ -340,8 +340,7 @@ def _check_round_aggregate(cfg: RunConfig) -> None:
 def _check_pre_aggregate(cfg: RunConfig, chosen) -> None:
     """The chain of pre-aggregations gets S messages a round and needs enough of them; the aggregation then gets the
     rows the chain leaves (bucketing leaves ceil(S/s)), which a rule such as Krum needs enough of."""
-    from signsim import stages
-    from signsim.engine import rounds
+    from signsim import rounds, stages
 
     links = chosen.pre_aggregation
     if not links:
@@ -427,7 +426,7 @@ def validate(cfg: RunConfig) -> None:
     if cfg.momentum2 is not None:
         _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
     stages.check_composition(cfg, method, chosen)
-    from signsim.engine import rounds
+    from signsim import rounds
 
     _check_round_aggregate(cfg)
     rounds.validate(cfg)

@@ -248,7 +248,7 @@ def _refuse(cfg, what: str) -> InputError:
 
 def _check_setting(cfg) -> None:
     """The run options that take a run outside every rule's algorithm: one line naming the option."""
-    from signsim.engine import rounds
+    from signsim import rounds
 
     def no(option: str, why: str) -> InputError:
         return InputError(f"--lr theory with {option}: {why}")

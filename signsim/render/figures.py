@@ -647,7 +647,7 @@ def runs_subject(docs: list[dict[str, Any]]) -> str:
     """The problems of runs and their budget, when they had one, for a title."""
     names = problems_of(docs)
     text = ", ".join(names) + ("  [different problems: values not comparable]" if len(names) > 1 else "")
-    from signsim.engine.accounting import budget_bits
+    from signsim.accounting import budget_bits
 
     budgets = sorted({budget_bits(d["config"]) / 8e6 for d in docs if isinstance(d.get("config"), dict)
                       and math.isfinite(budget_bits(d["config"]))})

@@ -178,7 +178,7 @@ def check_composition(cfg, method, chosen=None) -> None:
             raise InputError(f"--aggregate {cfg.aggregate} with --error-feedback {ef}: its server sums the "
                              "increments, which only the mean allows")
     if getattr(ef_module, "LAZY", False):  # CLAG: y_m is the worker's vector of the round before
-        from signsim.engine import rounds
+        from signsim import rounds
 
         S = rounds.of_config(cfg)
         if S < cfg.workers:

@@ -6,7 +6,7 @@ gradient bucket DDP hands over, this rank applies its error feedback and compres
 modules' NumPy references: any built-in or plugin compressor), the ranks exchange their messages (``all_gather``),
 and every rank computes the same aggregate by the aggregation's rule (the module's reference, with ties broken from
 a server stream seeded identically on every rank), which DDP writes back as the gradient the optimizer steps along.
-Bits are counted per rank as the messages are encoded (``signsim.engine.accounting``), up and down.
+Bits are counted per rank as the messages are encoded (``signsim.accounting``), up and down.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class HookState:
     def message(self, index: int, g: np.ndarray) -> np.ndarray:
         """This rank's message for bucket ``index`` holding the gradient ``g``: C(g), or with error feedback
         p = g + e, C(p), e <- p - C(p) (EF with the step size outside, docs/theory.md §13.1)."""
-        from signsim.engine import accounting
+        from signsim import accounting
 
         c = self.compressor(g.size)
         if self.error_feedback == "ef":
@@ -107,7 +107,7 @@ class HookState:
 
     def aggregate_of(self, index: int, msgs: np.ndarray) -> np.ndarray:
         """The aggregate of the ranks' messages (rows in rank order) by the aggregation's rule."""
-        from signsim.engine import accounting
+        from signsim import accounting
 
         a = self.aggregate
         d = msgs.shape[1]
