@@ -89,3 +89,37 @@ def test_the_one_loop_key_follows_every_built_in_stage(monkeypatch):
     for mod in (sign, registry.builtin("aggregation")["mean"], alie):
         monkeypatch.setattr(compose, "source_hash", lambda m, of=mod: "edited" if m is of else real(m))
         assert compose.builtin_key.__wrapped__() != key, mod.__name__
+
+
+def test_a_composition_s_own_loop_needs_no_generated_dispatch():
+    """A composition's own loop calls its stages through templates made from the table of kinds
+    (``compose.template``): it imports no generated dispatch of every built-in stage (``engine/universal.py``)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, signsim; signsim.run(problem='mlp', iters=2); "
+            "print('signsim.engine.universal' in sys.modules)")
+    # the MLP family's compositions run in their own loops in the test suite (SIGNSIM_LOOP=analytic,glm)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_a_template_calls_its_stage_with_the_table_s_arguments():
+    import types
+
+    from signsim.stages import kinds
+
+    for kind in kinds.TABLE:
+        for call in kind.calls:
+            seen = []
+
+            def stage(*args, seen=seen):
+                seen.append(args)
+                return "result"
+
+            made = types.FunctionType(compose.template(call.loop_name).__code__, {"_stage": stage})
+            args = tuple(f"a{i}" for i in range(len(call.args)))
+            out = made("code", *args)
+            assert seen == [args], call.loop_name  # every argument but the code, in the table's order
+            assert out == ("result" if call.returns else None), call.loop_name

@@ -253,16 +253,14 @@ def chunk_for(family: str, aggregation):
     ``aggregation`` None, the one copy that calls every built-in aggregation's ``finish`` by its code (the generated
     ``universal.finish_aggregate``); else a copy bound to that module's ``finish`` (a plugin's, named by a hash of
     its source). Compiled and cached on disk."""
-    from signsim.engine import universal
-
     ns = {**globals(), **specialize.dispatchers(family)}
     if aggregation is None:
+        from signsim.engine import universal
+
         ns["finish_aggregate"] = universal.finish_aggregate
         return specialize._copy(run_chunk, f"run_chunk__{family}__{compose.builtin_key()}", ns, nogil=True)
     name = f"{compose._safe(aggregation.NAME)}__{compose.source_hash(aggregation)}"
-    fn = compose.stage_function(aggregation, "finish", False)
-    ns["finish_aggregate"] = specialize._copy(universal.finish_aggregate__one, f"finish_aggregate__{name}",
-                                              {"_stage": fn}, inline="always")
+    ns["finish_aggregate"] = compose.bound("finish_aggregate", aggregation, False, "finish")
     return specialize._copy(run_chunk, f"run_chunk__{family}__{name}", ns, nogil=True)
 
 

@@ -8,9 +8,9 @@ helper functions it calls from its module's namespace (inlined). Every run that 
 compiled kernel, so a new composition compiles only its own ``worker_step`` and loop (``loops``): copies of
 ``loop.worker_step`` and ``loop.run_chunk_source`` whose stage names (``loop.momentum_step``, ``loop.compress``,
 ...) point either to the dispatchers of ``signsim/engine/universal.py`` (generated from the table of kinds,
-``signsim.stages.kinds``: each call takes the stage's code first) or to one-stage copies of that module's
-``__one`` templates bound to the composition's kernels, made the way ``engine/specialize.py`` makes a copy per
-family of problems. A copy's name carries the family and ``builtin_key()`` or a hash of its stages
+``signsim.stages.kinds``: each call takes the stage's code first) or to one-stage templates made from that table
+(``template``) bound to the composition's kernels, made the way ``engine/specialize.py`` makes a copy per family of
+problems. A copy's name carries the family and ``builtin_key()`` or a hash of its stages
 (``composition_key``), so Numba caches each loop in its own files; both hashes cover the stages' sources
 (``source_hash``), so that a new or edited stage compiles only the kernels and loops that call it.
 
@@ -228,27 +228,36 @@ def codes(stages: dict) -> dict[str, int]:
     return out
 
 
+@functools.cache
+def template(loop_name: str):
+    """The one-stage template of the loop's call ``loop_name`` (a ``kinds.Call``), made from the table of kinds:
+    ``(code, *args) -> _stage(*args)``, the code ignored; ``namespace`` binds ``_stage`` to a composition's stage
+    in each copy. Inlined into the loop that calls it, so never compiled or cached on its own."""
+    call = next(c for k in kinds.TABLE for c in k.calls if c.loop_name == loop_name)
+    args = ", ".join(call.args)
+    body = f"return _stage({args})" if call.returns else f"_stage({args})"
+    made: dict = {}
+    exec(f"def {loop_name}__one(code, {args}):\n    {body}\n", made)  # noqa: S102 - text from the table of kinds
+    return made[f"{loop_name}__one"]
+
+
+def bound(loop_name: str, module, worker: bool, attr: str):
+    """The template of ``loop_name`` bound to the stage ``module``'s function ``attr`` (compiled by
+    ``stage_function``): inlined into the loop; on a worker's path without Numba's runtime."""
+    fn = stage_function(module, attr, worker)
+    name = f"{loop_name}__{_safe(module.NAME)}" + (f"__{h}" if (h := source_hash(module)) else "")
+    return specialize._copy(template(loop_name), name, {"_stage": fn}, inline="always", _nrt=not worker, cache=False)
+
+
 def namespace(stages: dict | None) -> dict:
     """The loop's names for the stages: with ``stages`` None, the dispatchers of every built-in stage
-    (``signsim/engine/universal.py``); else (kind -> module) one-stage copies of its templates, each calling the
-    kind's stage."""
-    from signsim.engine import universal
+    (``signsim/engine/universal.py``); else (kind -> module) the templates bound to each kind's stage
+    (``bound``; a composition's own loop imports no other stage)."""
+    if stages is None:
+        from signsim.engine import universal
 
-    ns = {}
-    for kind in kinds.TABLE:
-        for call in kind.calls:
-            if stages is None:
-                ns[call.loop_name] = getattr(universal, call.loop_name)
-                continue
-            mod = stages[kind.name]
-            fn = stage_function(mod, call.attr, call.worker)
-            h = source_hash(mod)
-            name = f"{call.loop_name}__{_safe(mod.NAME)}" + (f"__{h}" if h else "")
-            template = getattr(universal, f"{call.loop_name}__one")
-            # inlined into the loop (nothing of its own to compile); on a worker's path without Numba's runtime
-            ns[call.loop_name] = specialize._copy(template, name, {"_stage": fn}, inline="always",
-                                                  _nrt=not call.worker)
-    return ns
+        return {c.loop_name: getattr(universal, c.loop_name) for k in kinds.TABLE for c in k.calls}
+    return {c.loop_name: bound(c.loop_name, stages[k.name], c.worker, c.attr) for k in kinds.TABLE for c in k.calls}
 
 
 @functools.cache

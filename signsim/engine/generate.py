@@ -19,12 +19,11 @@ Two branches that each add a stage conflict in these files: take either side of 
 (the other branch's stage is then appended after it).
 
 For each call of each kind (``kinds.Call``) it writes a dispatcher that takes the stage's code (its index among the
-kind's built-in stages) first and calls that stage's compiled function, and a one-stage template of the same
-signature (``<name>__one``) that calls a single function ``_stage``: the loop of a composition with a plugin is
-compiled with those templates bound to its stages (``signsim.engine.compose``). Because the dispatchers are written
-to a real module file, Numba caches them and the one loop that calls them (one per family of problems, dtype and
-threading), so every composition of built-in stages runs without compiling again. A test checks that the committed
-module is fresh.
+kind's built-in stages) first and calls that stage's compiled function (a composition's own loop calls its stages
+through templates made from the table of kinds at import instead: ``signsim.engine.compose.template``). Because the
+dispatchers are written to a real module file, Numba caches them and the one loop that calls them (one per family of
+problems, dtype and threading), so every composition of built-in stages runs without compiling again. A test checks
+that the committed module is fresh.
 """
 
 from __future__ import annotations
@@ -184,8 +183,6 @@ def source(builtin: dict[str, tuple[str, ...]] | None = None) -> str:
             imports.append(f"from signsim.stages.{kind.folder} import {module} as {alias(kind.name, module)}")
     lines += sorted(imports)
     lines.append("")
-    lines.append("#: the one stage a ``__one`` template calls: bound in each copy (``signsim.engine.compose``)")
-    lines.append("_stage = None")
     lines.append("INLINE = False  # each stage kernel compiled and cached on its own, shared by every family")
     lines.append("#: how many built-in stages each kind has (codes 0 .. n - 1)")
     counts = "".join(f'\n    "{k.name}": {len(builtin[kinds.base(k.name)])},' for k in kinds.TABLE)
@@ -200,7 +197,7 @@ def source(builtin: dict[str, tuple[str, ...]] | None = None) -> str:
     lines += kernels
     for kind in kinds.TABLE:
         for call in kind.calls:
-            lines += ["", ""] + dispatcher(kind, call, builtin[kinds.base(kind.name)]) + ["", ""] + template(call)
+            lines += ["", ""] + dispatcher(kind, call, builtin[kinds.base(kind.name)])
     return "\n".join(lines) + "\n"
 
 
@@ -226,14 +223,6 @@ def dispatcher(kind, call, modules: tuple[str, ...]) -> list[str]:
             head = "if" if i == 0 else "elif"
             out.append(f"    {head} code == {i}:\n        {target}")
     return out
-
-
-def template(call) -> list[str]:
-    args = ", ".join(call.args)
-    body = f"return _stage({args})" if call.returns else f"_stage({args})"
-    return [f"def {call.loop_name}__one(code, {args}):",
-            '    """One stage\'s function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""',
-            f"    {body}"]
 
 
 def outputs() -> dict[Path, str]:

@@ -108,13 +108,13 @@ def _stand_in(name: str) -> types.ModuleType:
 
 def _copy(kernel, name: str, namespace: dict, **options):
     """``kernel`` (a Numba dispatcher, or a plain function) compiled under ``name`` with the globals
-    ``namespace``, with its options and ``options``."""
+    ``namespace``, with its options and ``options`` (cached on disk unless ``options`` says ``cache=False``)."""
     fn = getattr(kernel, "py_func", kernel)
     copy = types.FunctionType(fn.__code__.replace(co_name=name, co_qualname=name), namespace, name)
     copy.__qualname__ = name
     copy.__doc__ = fn.__doc__
     opts = {k: v for k, v in getattr(kernel, "targetoptions", {}).items() if k not in ("nopython", "boundscheck")}
-    return njit(cache=True, **{**opts, **options})(copy)
+    return njit(**{"cache": True, **opts, **options})(copy)
 
 
 def family_of(code: int) -> str:

@@ -66,8 +66,6 @@ from signsim.stages.server_optimizers import fedavgm as _server_optimizer__fedav
 from signsim.stages.server_optimizers import fedyogi as _server_optimizer__fedyogi
 from signsim.stages.server_optimizers import sgd as _server_optimizer__sgd
 
-#: the one stage a ``__one`` template calls: bound in each copy (``signsim.engine.compose``)
-_stage = None
 INLINE = False  # each stage kernel compiled and cached on its own, shared by every family
 #: how many built-in stages each kind has (codes 0 .. n - 1)
 COUNTS = {
@@ -237,11 +235,6 @@ def momentum_step(code, k, g, m, p):
     return _momentum__lion__kernel(k, g, m, p)
 
 
-def momentum_step__one(code, k, g, m, p):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(k, g, m, p)
-
-
 @njit(inline="always", _nrt=False)
 def compress(code, v, out, p, sign_zero, gen, iwork):
     """The compressor stage of code ``code``: its ``kernel``."""
@@ -270,11 +263,6 @@ def compress(code, v, out, p, sign_zero, gen, iwork):
     return _compressor__dither__kernel(v, out, p, sign_zero, gen, iwork)
 
 
-def compress__one(code, v, out, p, sign_zero, gen, iwork):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(v, out, p, sign_zero, gen, iwork)
-
-
 @njit(inline="always", _nrt=False)
 def ef_sends(code, k, v, e, p):
     """The error_feedback stage of code ``code``: its ``sends``."""
@@ -287,11 +275,6 @@ def ef_sends(code, k, v, e, p):
     return _error_feedback__clag__sends(k, v, e, p)
 
 
-def ef_sends__one(code, k, v, e, p):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(k, v, e, p)
-
-
 @njit(inline="always", _nrt=False)
 def ef_before(code, lr, v, g, e):
     """The error_feedback stage of code ``code``: its ``before``."""
@@ -302,11 +285,6 @@ def ef_before(code, lr, v, g, e):
     if code == 2:
         return _error_feedback__ef21__before(lr, v, g, e)
     return _error_feedback__clag__before(lr, v, g, e)
-
-
-def ef_before__one(code, lr, v, g, e):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(lr, v, g, e)
 
 
 @njit(inline="always", _nrt=False)
@@ -322,11 +300,6 @@ def ef_after(code, e, out):
         _error_feedback__clag__after(e, out)
 
 
-def ef_after__one(code, e, out):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    _stage(e, out)
-
-
 @one_loop_kernel
 def ef_direction(code, agg, srv):
     """The error_feedback stage of code ``code``: its ``direction``."""
@@ -337,11 +310,6 @@ def ef_direction(code, agg, srv):
     if code == 2:
         return _error_feedback__ef21__direction(agg, srv)
     return _error_feedback__clag__direction(agg, srv)
-
-
-def ef_direction__one(code, agg, srv):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(agg, srv)
 
 
 @one_loop_kernel
@@ -375,11 +343,6 @@ def finish_aggregate(code, agg, M, p, tie, gen):
         _aggregation__smea__finish(agg, M, p, tie, gen)
 
 
-def finish_aggregate__one(code, agg, M, p, tie, gen):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    _stage(agg, M, p, tie, gen)
-
-
 @one_loop_kernel
 def robust_aggregate(code, msg, agg, p):
     """The aggregation stage of code ``code``: its ``robust``."""
@@ -411,11 +374,6 @@ def robust_aggregate(code, msg, agg, p):
         _aggregation__smea__robust(msg, agg, p)
 
 
-def robust_aggregate__one(code, msg, agg, p):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    _stage(msg, agg, p)
-
-
 @njit(inline="always", _nrt=False)
 def attack_row(code, out, p, gen):
     """The attack stage of code ``code``: its ``row``."""
@@ -439,11 +397,6 @@ def attack_row(code, out, p, gen):
         _attack__ipm_opt__row(out, p, gen)
     elif code == 9:
         _attack__label_flip__row(out, p, gen)
-
-
-def attack_row__one(code, out, p, gen):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    _stage(out, p, gen)
 
 
 @one_loop_kernel
@@ -471,11 +424,6 @@ def attack_rows(code, msg, B, p):
         _attack__label_flip__rows(msg, B, p)
 
 
-def attack_rows__one(code, msg, B, p):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    _stage(msg, B, p)
-
-
 @one_loop_kernel
 def server_update(code, direction, opt, p, k):
     """The server_optimizer stage of code ``code``: its ``update``."""
@@ -490,11 +438,6 @@ def server_update(code, direction, opt, p, k):
     return _server_optimizer__fedadagrad__update(direction, opt, p, k)
 
 
-def server_update__one(code, direction, opt, p, k):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(direction, opt, p, k)
-
-
 @one_loop_kernel
 def est_fresh(code, k, hbar, p, gen):
     """The estimator stage of code ``code``: its ``fresh``."""
@@ -507,11 +450,6 @@ def est_fresh(code, k, hbar, p, gen):
     return _estimator__marina__fresh(k, hbar, p, gen)
 
 
-def est_fresh__one(code, k, hbar, p, gen):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(k, hbar, p, gen)
-
-
 @njit(inline="always", _nrt=False)
 def est_before(code, v, g, h, p):
     """The estimator stage of code ``code``: its ``before``."""
@@ -522,11 +460,6 @@ def est_before(code, v, g, h, p):
     if code == 2:
         return _estimator__scaffold__before(v, g, h, p)
     return _estimator__marina__before(v, g, h, p)
-
-
-def est_before__one(code, v, g, h, p):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(v, g, h, p)
 
 
 @njit(inline="always", _nrt=False)
@@ -542,11 +475,6 @@ def est_after(code, h, hbar, out, p, H):
         _estimator__marina__after(h, hbar, out, p, H)
 
 
-def est_after__one(code, h, hbar, out, p, H):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    _stage(h, hbar, out, p, H)
-
-
 @one_loop_kernel
 def est_direction(code, agg, hbar, p, S, M, H):
     """The estimator stage of code ``code``: its ``direction``."""
@@ -557,11 +485,6 @@ def est_direction(code, agg, hbar, p, S, M, H):
     if code == 2:
         return _estimator__scaffold__direction(agg, hbar, p, S, M, H)
     return _estimator__marina__direction(agg, hbar, p, S, M, H)
-
-
-def est_direction__one(code, agg, hbar, p, S, M, H):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(agg, hbar, p, S, M, H)
 
 
 @one_loop_kernel
@@ -578,11 +501,6 @@ def pre_aggregate(code, msg, n, p, gen):
     return _pre_aggregation__arc__pre(msg, n, p, gen)
 
 
-def pre_aggregate__one(code, msg, n, p, gen):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(msg, n, p, gen)
-
-
 @one_loop_kernel
 def pre_aggregate_2(code, msg, n, p, gen):
     """The pre_aggregation_2 stage of code ``code``: its ``pre``."""
@@ -597,11 +515,6 @@ def pre_aggregate_2(code, msg, n, p, gen):
     return _pre_aggregation_2__arc__pre(msg, n, p, gen)
 
 
-def pre_aggregate_2__one(code, msg, n, p, gen):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(msg, n, p, gen)
-
-
 @one_loop_kernel
 def pre_aggregate_3(code, msg, n, p, gen):
     """The pre_aggregation_3 stage of code ``code``: its ``pre``."""
@@ -614,11 +527,6 @@ def pre_aggregate_3(code, msg, n, p, gen):
     if code == 3:
         return _pre_aggregation_3__clip__pre(msg, n, p, gen)
     return _pre_aggregation_3__arc__pre(msg, n, p, gen)
-
-
-def pre_aggregate_3__one(code, msg, n, p, gen):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(msg, n, p, gen)
 
 
 @one_loop_kernel
@@ -649,11 +557,6 @@ def compress_down(code, v, out, p, sign_zero, gen, iwork):
     return _down_compressor__dither__kernel(v, out, p, sign_zero, gen, iwork)
 
 
-def compress_down__one(code, v, out, p, sign_zero, gen, iwork):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(v, out, p, sign_zero, gen, iwork)
-
-
 @one_loop_kernel
 def down_ef_before(code, lr, v, g, e):
     """The down_error_feedback stage of code ``code``: its ``before``."""
@@ -664,11 +567,6 @@ def down_ef_before(code, lr, v, g, e):
     if code == 2:
         return _down_error_feedback__ef21__before(lr, v, g, e)
     return _down_error_feedback__clag__before(lr, v, g, e)
-
-
-def down_ef_before__one(code, lr, v, g, e):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(lr, v, g, e)
 
 
 @one_loop_kernel
@@ -684,11 +582,6 @@ def down_ef_after(code, e, out):
         _down_error_feedback__clag__after(e, out)
 
 
-def down_ef_after__one(code, e, out):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    _stage(e, out)
-
-
 @one_loop_kernel
 def down_ef_direction(code, agg, srv):
     """The down_error_feedback stage of code ``code``: its ``direction``."""
@@ -699,8 +592,3 @@ def down_ef_direction(code, agg, srv):
     if code == 2:
         return _down_error_feedback__ef21__direction(agg, srv)
     return _down_error_feedback__clag__direction(agg, srv)
-
-
-def down_ef_direction__one(code, agg, srv):
-    """One stage's function ``_stage`` (bound by ``signsim.engine.compose``); the code is ignored."""
-    return _stage(agg, srv)
