@@ -123,3 +123,29 @@ def test_a_template_calls_its_stage_with_the_table_s_arguments():
             out = made("code", *args)
             assert seen == [args], call.loop_name  # every argument but the code, in the table's order
             assert out == ("result" if call.returns else None), call.loop_name
+
+
+def test_the_hash_is_of_the_code_as_loaded_not_of_the_file_now(tmp_path):
+    """A stage imported, then its file edited, then compiled: the kernel is compiled from the code in memory, so
+    its name must carry that code's hash (a review found the old code cached under the edited file's hash, which a
+    later process then loaded). The hash is also the same in every process (no address, no set order)."""
+    import subprocess
+    import sys
+
+    from signsim.stages.momentum import ema
+
+    assert compose.source_hash.__wrapped__(ema) == compose.source_hash(ema)
+    code = ("from signsim.engine import compose; from signsim.stages.momentum import ema; "
+            "print(compose.source_hash(ema))")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout.strip()
+            for seed in ("0", "1", "2")}
+    assert seen == {compose.source_hash(ema)}
+    moved = tmp_path / "ema_copy.py"
+    moved.write_text(Path(ema.__file__).read_text() + "\n# only a comment\n")
+    original = ema.__file__
+    try:
+        ema.__file__ = str(moved)  # the file as it reads now differs; the code in memory does not
+        assert compose.source_hash.__wrapped__(ema) == compose.source_hash(ema)
+    finally:
+        ema.__file__ = original

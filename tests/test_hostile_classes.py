@@ -722,3 +722,19 @@ def test_a_file_the_memory_cannot_hold_is_one_line_before_it_is_read(cli, tmp_pa
 
     with pytest.raises(InputError, match=r"--at v.npy: an array of shape \(4000,\) needs about 32.0 kB"):
         load_npy(vector, "--at v.npy")  # (the CLI's --at refuses a problem of this size first, at this limit)
+
+
+def test_a_sweep_s_own_run_file_is_not_charged_as_a_file_to_parse(tmp_path, monkeypatch):
+    """A review: with little memory, the memory check made a finished run's file 'damaged', so the sweep ran it
+    again and left its rows out of results.csv. A sweep's own files are read as they were written."""
+    import json
+
+    from signsim.sweep.store import Store
+
+    store = Store(tmp_path)
+    doc = {"status": "failed", "error": "x" * 4000, "config": {}, "history": [], "final": {}}
+    store.path("r1").parent.mkdir(parents=True, exist_ok=True)
+    store.path("r1").write_text(json.dumps(doc))
+    monkeypatch.setenv("SIGNSIM_MEMORY_LIMIT", "20000")  # less than 10 bytes a byte of the 4 kB file, with headroom
+    loaded = store.load("r1")
+    assert loaded is not None and loaded["status"] == "failed"

@@ -78,3 +78,29 @@ def test_a_built_figure_shows_no_raw_math_and_bits_in_engineering_ticks():
     ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
     assert ax.xaxis.get_offset_text().get_text() == ""  # no "1e6" above the axis
     assert any(re.fullmatch(r"\d+(\.\d+)?k", t) for t in ticks), ticks
+
+
+@pytest.mark.parametrize("text", ["top-k(10%)", "f(x_1_2)", "||x_1_2||_2", "p(\"x\")", "f(#1)", "deadline 0.25 s",
+                                  "results/b", "/tmp/x_train.npy"])
+def test_a_label_the_rules_cannot_set_is_shown_as_written_and_still_renders(text):
+    """A review: a legend labelled ``top-k(10%)`` made savefig raise; a unit or a path was set as math."""
+    from signsim.render.mathtext import renderable
+
+    shown = renderable(text)
+    assert shown == text or "$" in shown
+    if "$" in shown:
+        PARSER.parse(shown)
+    assert renderable("deadline 0.25 s") == "deadline 0.25 s" and renderable("results/b") == "results/b"
+
+
+def test_a_figure_with_such_a_legend_saves(tmp_path):
+    from signsim.render import canvas
+    from signsim.render.mathtext import typeset_figure
+
+    fig, ax = canvas.subplots(figsize=(4, 3))
+    ax.plot([0, 1], [0, 1], label="top-k(10%)")
+    ax.plot([0, 1], [1, 0], label="rho_i of run_1")
+    ax.legend()
+    typeset_figure(fig)
+    fig.savefig(tmp_path / "f.png")
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["top-k(10%)", r"$\rho_{i}$ of run_1"]

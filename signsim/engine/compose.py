@@ -90,20 +90,66 @@ def _stage_dependencies(module) -> list:
     return found
 
 
+def _code_bytes(code) -> bytes:
+    """A code object as bytes that depend only on what it does (its bytecode, names and constants, nested code
+    objects included), the same in every process (sets of constants sorted: their order follows string hashing)."""
+    out = [code.co_code, repr(code.co_names).encode(), repr(code.co_varnames).encode()]
+    for c in code.co_consts:
+        out.append(_code_bytes(c) if isinstance(c, types.CodeType) else _value_bytes(c))
+    return b"\x00".join(out)
+
+
+def _value_bytes(value) -> bytes:
+    """A constant as bytes that are the same in every process (no object's address, no set's hash order)."""
+    import dataclasses
+
+    if value is None or isinstance(value, int | float | complex | str | bytes | bool):
+        return repr(value).encode()
+    if isinstance(value, tuple | list):
+        return b"(" + b",".join(_value_bytes(v) for v in value) + b")"
+    if isinstance(value, frozenset | set):
+        return b"{" + b",".join(sorted(_value_bytes(v) for v in value)) + b"}"
+    if isinstance(value, np.ndarray):  # a global array: Numba compiles it in as a constant
+        return f"{value.dtype}{value.shape}".encode() + value.tobytes()
+    if isinstance(value, types.FunctionType):
+        return _code_bytes(value.__code__)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return type(value).__name__.encode() + _value_bytes(tuple(getattr(value, f.name)
+                                                                  for f in dataclasses.fields(value)))
+    return type(value).__name__.encode()  # (an object of another kind: its type)
+
+
+def _fingerprint(module) -> bytes:
+    """What a stage module compiles from, as loaded in this process (not as its file reads now: a file edited after
+    its import must not name the code compiled from the old one): each function's code and defaults, each constant,
+    the modules it names."""
+    parts = []
+    for name, value in sorted(vars(module).items()):
+        if name.startswith("__"):
+            continue
+        if isinstance(value, types.FunctionType):
+            parts.append(name.encode() + _code_bytes(value.__code__) + _value_bytes(value.__defaults__))
+        elif isinstance(value, types.ModuleType):
+            parts.append(f"{name}->{value.__name__}".encode())
+        elif isinstance(value, int | float | complex | str | bytes | bool | tuple | frozenset | np.ndarray) \
+                or value is None:
+            parts.append(name.encode() + b"=" + _value_bytes(value))
+    return b"\x01".join(parts)
+
+
 @functools.cache
 def source_hash(module) -> str:
-    """A short hash of a stage module's source and of the built-in stage modules it takes functions from
-    (``_stage_dependencies``). Every kernel compiled from a stage, and every loop that calls one, carries it in
-    its name, so an edited stage (built-in or plugin) is compiled anew while the kernels of the other stages stay
-    in Numba's cache, which checks only the file that defines a function, not its callees (the cache folder's
-    name, ``signsim._kernel_cache_dir``, covers the rest of the sources but not the stage modules). The empty
-    string for a module without a file (the absent attack, ``NO_ATTACK``)."""
+    """A short hash of a stage module's code as loaded (``_fingerprint``) and of the built-in stage modules it takes
+    functions from (``_stage_dependencies``). Every kernel compiled from a stage, and every loop that calls one,
+    carries it in its name, so an edited stage (built-in or plugin) is compiled anew while the kernels of the other
+    stages stay in Numba's cache, which checks only the file that defines a function, not its callees (the cache
+    folder's name, ``signsim._kernel_cache_dir``, covers the rest of the sources but not the stage modules). The
+    empty string for a module without a file (the absent attack, ``NO_ATTACK``)."""
     if not getattr(module, "__file__", None):
         return ""
     h = hashlib.sha1()
     for mod in _stage_dependencies(module):
-        with open(mod.__file__, "rb") as f:
-            h.update(f.read())
+        h.update(mod.__name__.encode() + b"\x02" + _fingerprint(mod))
     return h.hexdigest()[:12]
 
 

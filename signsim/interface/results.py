@@ -68,12 +68,12 @@ def parse_json(text: str, where: str) -> Any:
     return doc
 
 
-def read_json(path: Path, where: str) -> Any:
+def read_json(path: Path, where: str, per_byte: float | None = None) -> Any:
     """The parsed JSON file (``parse_json``); a missing, unreadable, non-UTF-8 or invalid file raises
-    InputError prefixed by ``where``."""
-    from signsim.interface.paths import input_file
+    InputError prefixed by ``where`` (and one the memory cannot parse, ``paths.input_file``'s ``per_byte``)."""
+    from signsim.interface.paths import PARSE_BYTES, input_file
 
-    input_file(path, where)
+    input_file(path, where, PARSE_BYTES if per_byte is None else per_byte)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:

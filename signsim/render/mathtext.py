@@ -30,7 +30,7 @@ _NORM = re.compile(r"\|\|([^|]+)\|\|_([A-Za-z0-9]+)")
 _EXPECT = re.compile(r"\bE<([^<>]+)>")
 _CALL = re.compile(rf"\b({_SYMBOL})\(([^()]*)\)")
 _SUBSCRIPTED = re.compile(rf"(?<![\w$\\]){_SYMBOL}(?![\w(])")
-_LETTER = re.compile(r"(?<![\w$\\:.\-])([A-Za-z])(?=$| \(| =| /|,)")
+_LETTER = re.compile(r"(?<![\w$\\:.\-/])(?<!\d )([A-Za-z])(?=$| \(| =| /|,)")
 
 
 def _inner(expr: str) -> str:
@@ -99,14 +99,29 @@ def _outside_math(text: str, change) -> str:
     return "$".join(change(p) if i % 2 == 0 else p for i, p in enumerate(parts))
 
 
+def renderable(text: str) -> str:
+    """``typeset(text)`` when matplotlib can render it, else ``text`` as written (a label holding ``%``, ``#`` or a
+    path whose math the rules cannot set)."""
+    shown = typeset(text)
+    if shown == text:
+        return text
+    from matplotlib.mathtext import MathTextParser
+
+    try:
+        MathTextParser("path").parse(shown)
+    except ValueError:
+        return text
+    return shown
+
+
 def typeset_figure(fig) -> None:
-    """Typeset every axis label, colour-bar label and legend entry of ``fig`` (``typeset``) in place."""
+    """Typeset every axis label, colour-bar label and legend entry of ``fig`` (``renderable``) in place."""
     for ax in fig.axes:
-        ax.set_xlabel(typeset(ax.get_xlabel()))
-        ax.set_ylabel(typeset(ax.get_ylabel()))
+        ax.set_xlabel(renderable(ax.get_xlabel()))
+        ax.set_ylabel(renderable(ax.get_ylabel()))
         legend = ax.get_legend()
         for t in legend.get_texts() if legend is not None else ():
-            t.set_text(typeset(t.get_text()))
+            t.set_text(renderable(t.get_text()))
     for legend in fig.legends:
         for t in legend.get_texts():
-            t.set_text(typeset(t.get_text()))
+            t.set_text(renderable(t.get_text()))

@@ -59,7 +59,7 @@ def parse(prop: str, spec: str) -> Law:
         from signsim.interface.paths import home_expanded, input_file
 
         path = home_expanded(rest, f"--{prop}").absolute()  # absolute: a sweep's workers read the same file
-        input_file(path, where)
+        input_file(path, where, per_byte=0)  # (read row by row, M rows)
         return Law("trace", path=str(path))
     if head not in ("const", "lognormal"):
         raise InputError(f"{where}: not a law; give {FORMS}")
@@ -103,7 +103,7 @@ def read_trace(prop: str, path: str, M: int) -> np.ndarray:
     from signsim.interface.paths import input_file
 
     where = f"--{prop} trace:{path}"
-    input_file(path, where)
+    input_file(path, where, per_byte=0)  # (read row by row, M rows)
     out = np.empty(M)
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:  # (a byte-order mark, as spreadsheets write it)
