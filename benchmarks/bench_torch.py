@@ -55,7 +55,8 @@ def data():
 """,
 }
 
-PLAIN = """
+#: what both hand-written loops do first (the model file, its data, the seeds) and last (the time, the memory)
+SETUP = """
 import importlib.util, json, resource, sys, time
 import numpy as np, torch
 spec = importlib.util.spec_from_file_location("m", sys.argv[1]); m = importlib.util.module_from_spec(spec)
@@ -65,7 +66,12 @@ torch.manual_seed(0)
 net = m.model()
 X, y = (torch.as_tensor(a) for a in m.data())
 rng = np.random.default_rng(0)
-params = list(net.parameters())
+"""
+REPORT = """wall = time.perf_counter() - t0
+print(json.dumps({"ms": 1e3 * wall / K, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+PLAIN = SETUP + """params = list(net.parameters())
 t0 = time.perf_counter()
 for k in range(K):
     votes = None
@@ -78,21 +84,9 @@ for k in range(K):
     with torch.no_grad():
         vec = torch.nn.utils.parameters_to_vector(params) - lr * torch.sign(votes)
         torch.nn.utils.vector_to_parameters(vec, params)
-wall = time.perf_counter() - t0
-print(json.dumps({"ms": 1e3 * wall / K, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+""" + REPORT
 
-VMAP = """
-import importlib.util, json, resource, sys, time
-import numpy as np, torch
-from torch.func import functional_call, grad, vmap
-spec = importlib.util.spec_from_file_location("m", sys.argv[1]); m = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(m)
-M, K, tau, lr = int(sys.argv[2]), int(sys.argv[3]), 32, 1e-3
-torch.manual_seed(0)
-net = m.model()
-X, y = (torch.as_tensor(a) for a in m.data())
-rng = np.random.default_rng(0)
+VMAP = SETUP + """from torch.func import functional_call, grad, vmap
 params = {n: p.detach() for n, p in net.named_parameters()}
 def f(p, xb, yb):
     return m.loss(functional_call(net, p, (xb,)), yb)
@@ -103,9 +97,7 @@ for k in range(K):
     g = workers(params, X[rows], y[rows])
     with torch.no_grad():
         params = {n: p - lr * torch.sign(torch.sign(g[n]).sum(0)) for n, p in params.items()}
-wall = time.perf_counter() - t0
-print(json.dumps({"ms": 1e3 * wall / K, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+""" + REPORT
 
 SIGNSIM = """
 import json, resource, sys
