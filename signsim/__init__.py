@@ -23,10 +23,11 @@ def _kernel_cache_dir(here=None) -> str:
     """Numba's on-disk cache checks only the file that defines a cached function, not the files whose kernels it
     compiled in: after an upgrade (or any edit) of a called kernel, a stale loop could run, and even crash.
     So signsim keeps its kernels in a cache folder named by a hash of every kernel-bearing source file: new
-    sources, new folder, a fresh compile. The stage modules (``signsim/stages/<kind>/``), the catalog of them and
-    the dispatch generated from it are left out: the names of the kernels and loops compiled from a stage carry
-    a hash of its source (``signsim.engine.compose.source_hash``), so a new or edited stage compiles only what
-    calls it. ``signsim compile --clear`` removes every such folder. (``here``: the package folder, for tests.)"""
+    sources, new folder, a fresh compile. The stage modules (``signsim/stages/<kind>/``) and the catalog of them
+    are left out: the names of the kernels compiled from a stage, and the types of the plans of the loops that
+    call it, carry a hash of its source (``signsim.engine.compose.source_hash``, ``signsim.engine.plan``), so a new
+    or edited stage compiles only what calls it. ``signsim compile --clear`` removes every such folder. (``here``:
+    the package folder, for tests.)"""
     import hashlib
     from pathlib import Path
 
@@ -36,7 +37,7 @@ def _kernel_cache_dir(here=None) -> str:
         for f in sorted((here / folder).rglob("*.py")):
             name = f.relative_to(here)
             if name.parts[0] == "stages" and (len(name.parts) > 2 and name.name != "__init__.py"
-                                             or name.name == "catalog.py") or name.as_posix() == "engine/universal.py":
+                                             or name.name == "catalog.py"):
                 continue  # hashed per stage (``compose.source_hash``, ``compose.builtin_key``)
             h.update(str(name).encode())
             h.update(f.read_bytes())

@@ -1,11 +1,13 @@
-"""The names the kernels and loops of a composition are cached under (``signsim.engine.compose``) and the kernel
-cache's folder (``signsim._kernel_cache_dir``): a stage is one file and changes nothing else (issue 47, item 3).
+"""The names and types the kernels and loops of a composition are cached under (``signsim.engine.compose``,
+``signsim.engine.plan``) and the kernel cache's folder (``signsim._kernel_cache_dir``): a stage is one file and
+changes nothing else (issue 47, item 3).
 
 Numba's cache checks only the file that defines a function, not its callees: a loop compiled with a stage's kernel
 stays valid only as long as that stage's source does. The folder's name hashes every kernel-bearing source but the
 stage modules; each stage's source (with the built-in stages it takes functions from) is hashed into the names of
-what is compiled from it. So adding or editing a stage leaves the folder, and every loop that does not call it,
-where they are (the end-to-end check, with a real cache, is in ``test_one_file_stage.py``)."""
+what is compiled from it and into the type of the plans that call it. So adding or editing a stage leaves the
+folder, and every loop that does not call it, where they are (the end-to-end check, with a real cache, is in
+``test_one_file_stage.py``)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import signsim
 from signsim.engine import compose
+from signsim.engine.plan import Plan
 from signsim.stages import registry
 from signsim.stages.attacks import alie, alie_opt, ipm, ipm_opt
 from signsim.stages.compressors import sign
@@ -33,7 +36,7 @@ def test_the_cache_folder_ignores_the_stage_modules_and_what_is_generated_from_t
     before = signsim._kernel_cache_dir(copy)
     assert before == signsim._kernel_cache_dir(PACKAGE)
     (copy / "stages" / "compressors" / "half_sign.py").write_text('NAME = "half-sign"\n', encoding="utf-8")
-    for generated in ("stages/catalog.py", "engine/universal.py", "stages/compressors/sign.py"):
+    for generated in ("stages/catalog.py", "stages/compressors/sign.py"):
         with open(copy / generated, "a", encoding="utf-8") as f:
             f.write("\n# edited\n")
     assert signsim._kernel_cache_dir(copy) == before
@@ -67,62 +70,82 @@ def test_every_kernel_of_a_stage_carries_its_source_hash():
             assert compose.source_hash(mod) in compose.stage_function(mod, attr, worker).py_func.__name__, name
 
 
-def test_a_composition_key_depends_on_its_own_stages_only(monkeypatch):
+def test_a_plan_s_type_names_its_own_stages_only(monkeypatch):
+    """A composition's plan is compiled under its type (``signsim.engine.plan``), which names its stages with their
+    source hashes: another stage's edit leaves it, its own stage's edit makes another type (compiled anew)."""
+    from numba import typeof
+
     stages = {"compressor": sign, "error_feedback": clag}
-    key = compose.composition_key(stages)
+    before = typeof(Plan(stages))
     real = compose.source_hash.__wrapped__
 
     def edited(of):  # another stage's source edited: nothing here changes
         return lambda mod: ("edited" if mod is of else real(mod))
 
     monkeypatch.setattr(compose, "source_hash", edited(alie))
-    assert compose.composition_key(stages) == key
+    assert typeof(Plan(stages)) == before
     monkeypatch.setattr(compose, "source_hash", edited(clag))
-    assert compose.composition_key(stages) != key
+    assert typeof(Plan(stages)) != before
+    assert typeof(Plan(stages)) != typeof(Plan({"compressor": sign}))
 
 
 def test_the_one_loop_key_follows_every_built_in_stage(monkeypatch):
+    from numba import typeof
+
     key = compose.builtin_key()
-    assert compose.is_every(f"run_chunk__analytic__{key}") and not compose.is_every("run_chunk__analytic__0a1b2c")
-    assert compose.builtin_key.__wrapped__() == key
+    assert compose.builtin_key.__wrapped__() == key and key in str(typeof(Plan(None)))
     real = compose.source_hash.__wrapped__
     for mod in (sign, registry.builtin("aggregation")["mean"], alie):
         monkeypatch.setattr(compose, "source_hash", lambda m, of=mod: "edited" if m is of else real(m))
         assert compose.builtin_key.__wrapped__() != key, mod.__name__
 
 
-def test_a_composition_s_own_loop_needs_no_generated_dispatch():
-    """A composition's own loop calls its stages through templates made from the table of kinds
-    (``compose.template``): it imports no generated dispatch of every built-in stage (``engine/universal.py``)."""
+def test_a_plan_s_type_survives_numba_s_cache_index():
+    """Numba keeps a compiled loop under its argument types in its index file (pickled): a plan's type must come
+    back equal, in any process, so that the next run finds the loop."""
+    import pickle
     import subprocess
     import sys
 
-    code = ("import sys, signsim; signsim.run(problem='mlp', iters=2); "
-            "print('signsim.engine.universal' in sys.modules)")
-    # the MLP family's compositions run in their own loops in the test suite (SIGNSIM_LOOP=analytic,glm)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.strip().splitlines()[-1] == "False"
+    from numba import typeof
+
+    for plan in (Plan(None), Plan({"compressor": sign, "error_feedback": clag, "attack": compose.NO_ATTACK})):
+        t = typeof(plan)
+        assert pickle.loads(pickle.dumps(t)) == t and hash(pickle.loads(pickle.dumps(t))) == hash(t)
+    code = ("import pickle, sys; from numba import typeof; from signsim.engine.plan import Plan; "
+            "from signsim.stages.compressors import sign; sys.stdout.buffer.write(pickle.dumps(typeof(Plan({"
+            "'compressor': sign}))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120, check=True).stdout
+    assert pickle.loads(out) == typeof(Plan({"compressor": sign}))
 
 
-def test_a_template_calls_its_stage_with_the_table_s_arguments():
-    import types
-
+def test_a_call_on_a_plan_reaches_its_stage_with_the_table_s_arguments(monkeypatch):
+    """Each call of the table of kinds (``plan.CALLS``) resolves, for a composition's own plan, to its stage's
+    function with every argument but the code, in the table's order; for the plan of every built-in stage, to the
+    stage whose code is given (the last one for a code out of range, which the loop refuses beforehand)."""
+    from signsim.engine import plan
     from signsim.stages import kinds
 
+    def recorder(module, attr, worker):
+        def stage(*args):
+            seen.append((module.NAME, attr, args))
+            return "result"
+        return stage
+
+    monkeypatch.setattr(compose, "stage_function", recorder)
     for kind in kinds.TABLE:
+        modules = list(registry.builtin(kinds.base(kind.name)).values())
         for call in kind.calls:
-            seen = []
-
-            def stage(*args, seen=seen):
-                seen.append(args)
-                return "result"
-
-            made = types.FunctionType(compose.template(call.loop_name).__code__, {"_stage": stage})
             args = tuple(f"a{i}" for i in range(len(call.args)))
-            out = made("code", *args)
-            assert seen == [args], call.loop_name  # every argument but the code, in the table's order
+            seen = []
+            out = plan._own_call(kind, call, modules[-1])("plan", "code", *args)
+            assert seen == [(modules[-1].NAME, call.attr, args)], call.loop_name
             assert out == ("result" if call.returns else None), call.loop_name
+            every = plan._builtin_call(kind, call)
+            for code, mod in enumerate(modules):
+                seen = []
+                every("plan", code, *args)
+                assert seen == [(mod.NAME, call.attr, args)], (call.loop_name, code)
 
 
 def test_the_hash_is_of_the_code_as_loaded_not_of_the_file_now(tmp_path):

@@ -18,11 +18,11 @@ from signsim.stages.base import KINDS, OPTION
 
 
 def test_the_generated_catalog_dispatch_module_and_stage_tables_are_fresh():
-    """signsim/stages/catalog.py, signsim/engine/universal.py and docs/reference.md's stage tables are what
+    """signsim/stages/catalog.py and docs/reference.md's stage tables are what
     ``python -m signsim.engine.generate`` writes from the stage modules in their folders and the table of kinds (a
     new built-in stage or kind: run the generator)."""
     assert generate.REFERENCE.exists()  # a source checkout: the docs are checked too
-    assert set(generate.outputs()) == {generate.CATALOG, generate.TARGET, generate.REFERENCE}
+    assert set(generate.outputs()) == {generate.CATALOG, generate.REFERENCE}
     assert generate.main(["--check"]) == 0, "run: python -m signsim.engine.generate"
 
 
@@ -72,8 +72,13 @@ def test_every_place_that_names_a_kind_reads_the_table():
     for k in kinds.TABLE:
         if k.of is not None:  # a slot's modules are its kind's, in the same folder
             assert k.folder == kinds.BY_NAME[k.of].folder and registry.builtin(k.name) == registry.builtin(k.of)
-    assert compose.FUNCTIONS == {k.name: {c.loop_name: c.attr for c in k.calls} for k in kinds.TABLE}
-    assert compose.WORKER_PATH == {c.loop_name for k in kinds.TABLE for c in k.calls if c.worker}
+    from signsim.engine import plan
+
+    # the loop's calls on its stages are made from the table, one per call (``signsim.engine.plan``), and the loop
+    # imports each by that name
+    assert set(plan.CALLS) == {c.loop_name for k in kinds.TABLE for c in k.calls}
+    for name, fn in plan.CALLS.items():
+        assert getattr(loop, name) is fn, name
     for k in kinds.TABLE:  # the loop reads each stage's code and flags from its integer settings
         assert kinds.code_setting(k.name) in loop.ICFG
         for flag in k.flags:
@@ -107,10 +112,8 @@ def test_every_built_in_stage_module_declares_its_kinds_contract():
 
 
 def test_a_stage_code_is_its_index_among_the_built_in_stages():
-    from signsim.engine import universal
-
     for kind in kinds.TABLE:
-        assert universal.COUNTS[kind.name] == len(registry.BUILTIN[kinds.base(kind.name)])
+        assert compose.counts()[kind.name] == len(registry.BUILTIN[kinds.base(kind.name)])
         for i, mod in enumerate(registry.builtin(kind.name).values()):
             assert compose.codes({kind.name: mod}) == {kind.name: i}
 
@@ -150,7 +153,7 @@ def _run_with_loop(mode: str, opts: dict) -> dict:
 @pytest.mark.parametrize("opts", [pytest.param(COMPOSITIONS[0], marks=pytest.mark.slow), COMPOSITIONS[1]],
                          ids=["topk-ef-invert", "signum-krum-alie-sampled"])  # (the fast suite keeps one)
 def test_the_one_loop_and_a_compositions_own_loop_give_the_same_run(opts):
-    """Bit for bit: the universal dispatch changes which code is compiled, never a number."""
+    """Bit for bit: the plan of every built-in stage changes which code is compiled, never a number."""
     one = _run_with_loop("builtin", {**RUN, **opts})
     own = _run_with_loop("composed", {**RUN, **opts})
     assert one == own
@@ -165,11 +168,12 @@ def test_loop_mode_is_read_from_the_environment(monkeypatch):
     assert [compose.mode(f) for f in ("analytic", "glm", "mlp")] == ["builtin", "composed", "builtin"]
     stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
     monkeypatch.setenv(compose.LOOP_ENV, "builtin")
-    threaded, serial = compose.loops("analytic", stages)
-    assert serial.py_func.__name__ == f"run_chunk_serial__analytic__{compose.builtin_key()}"
-    assert compose.is_every(serial.py_func.__name__)
-    own = compose.loops("analytic", stages, builtin=False)[1]
-    assert own.py_func.__name__ != serial.py_func.__name__ and not compose.is_every(own.py_func.__name__)
+    threaded, serial, every = compose.loops("analytic", stages)
+    assert serial.py_func.__name__ == f"run_chunk_serial__analytic__{compose.EVERY_NOISE}" and every.builtin
+    assert every.key == compose.builtin_key()
+    _, own, plan = compose.loops("analytic", stages, builtin=False, noise="gaussian")
+    assert own.py_func.__name__ == "run_chunk_serial__analytic__gaussian" and not plan.builtin
+    assert plan.key == tuple((k, m.__name__, compose.source_hash(m)) for k, m in sorted(stages.items()))
 
 
 def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_another():
@@ -177,21 +181,22 @@ def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_ano
     models' draws are NaN stand-ins there, so a run with another model's code is refused before the loop, never run
     on NaN; the family's one loop takes every model."""
     from signsim.engine import loop, specialize
+    from signsim.engine.plan import Plan
 
     stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
-    own = compose.loops("analytic", stages, builtin=False, noise="laplace")[1]
+    _, own, plan = compose.loops("analytic", stages, builtin=False, noise="laplace")
     assert own.py_func.__name__.endswith("__laplace")
     assert own is not compose.loops("analytic", stages, builtin=False, noise="gaussian")[1]
     icfg = np.zeros(len(loop.ICFG), dtype=np.int64)
     for name in specialize.NOISE:
         icfg[loop.I_NOISE] = getattr(specialize.dispatch, name).CODE
         assert specialize.noise_name(int(icfg[loop.I_NOISE])) == name
-        compose.check_codes(compose.loops_of_every_composition("analytic")[1], icfg)
+        compose.check_codes(compose.loops_of_every_composition("analytic")[1], Plan(None), icfg)
         if name == "laplace":
-            compose.check_codes(own, icfg)
+            compose.check_codes(own, plan, icfg)
         else:
             with pytest.raises(ValueError, match="noise code"):
-                compose.check_codes(own, icfg)
+                compose.check_codes(own, plan, icfg)
     draws = {specialize.dispatchers("analytic", "laplace")["add_noise"].py_func.__globals__[n].draw
              for n in specialize.NOISE if n not in ("none", "laplace")}
     assert draws == {specialize._absent_draw}

@@ -35,11 +35,6 @@ REMAINING = {
         "whether a loop is in the cache for a signature: Numba has no public query",
     ("commands/compile.py", "cache index unpickled"):
         "compile --list reads which dtypes each cached kernel holds from Numba's index files",
-    ("engine/compose.py", "no runtime"): "the worker path compiled without Numba's runtime (allocates nothing)",
-    ("engine/specialize.py", "no runtime"): "as compose.py",
-    ("engine/universal.py", "no runtime"): "as compose.py (generated)",
-    ("engine/generate.py", "no runtime"): "writes universal.py",
-    ("problems/mlp.py", "no runtime"): "as compose.py",
     ("engine/compose.py", "bytecode copies"): "a stage kernel compiled under a name of its own per composition",
     ("engine/specialize.py", "bytecode copies"): "a loop copied per family of problems",
     ("engine/specialize.py", "target options"): "a copy keeps the options of the kernel it copies",

@@ -19,9 +19,9 @@ The stages are the registry's modules, chosen by what they declare (``signsim.st
 names here: the compressor one whose ``COORDINATE_SIGN`` is True (``sign``), the aggregation one whose ``SUMMED`` is
 True (its ``finish`` turns the sums into the broadcast: ``mean``, ``majority``), the attack one that declares
 ``sign_law`` (``invert``, ``random``: P(sent | own sign), data the loop reads, ``attacked_counts``). Every built-in
-aggregation's ``finish`` is called through the generated dispatcher (``signsim/engine/universal.py``, by the
-stage's code), so one copy of the loop per family of problems runs every composition of built-in stages; a plugin
-aggregation gets a copy bound to its ``finish`` (``chunk_for``), as ``signsim.engine.compose`` composes a loop.
+aggregation's ``finish`` is called by the stage's code (the loop's plan of every built-in stage,
+``signsim.engine.plan``), so one copy of the loop per family of problems runs every composition of built-in stages;
+a plugin aggregation is called through a plan of its own (a type of its own: compiled for it), as in the loop.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from signsim.codes import SignZero, Status
 from signsim.engine import compose, loop, specialize
 from signsim.engine.dispatch import problem_loss, problem_loss_grad
 from signsim.engine.loop import record
+from signsim.engine.plan import Plan, finish_aggregate
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.noise import bimodal, cauchy, gaussian, laplace, skewed, uniform
@@ -200,11 +201,7 @@ def vote_sum(g, code, p, tau, deterministic, M, byzantine, law, sign_zero, gen, 
         out[i] = float(total)
 
 
-#: the aggregation's ``finish`` by code: bound in each copy of ``run_chunk`` (``chunk_for``; never compiled here)
-finish_aggregate = None
-
-
-def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams, deterministic, M, icfg, fcfg,
+def run_chunk(plan, k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams, deterministic, M, icfg, fcfg,
               x_star, hist, counters, up_bits, law, aggregation, fp):
     """Iterations k0 <= k < k1 of a K-iteration signSGD run with drawn vote counts: the exact gradient g at x,
     the vote sums from ``vote_sum`` (the Byzantine workers' ``law``), the broadcast by the aggregation's ``finish``
@@ -224,7 +221,7 @@ def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams,
         problem_loss_grad(code, x, pf, pi, A, b, gbuf)
         vote_sum(gbuf, icfg[loop.I_NOISE], nparams, icfg[loop.I_TAU], deterministic, M, icfg[loop.I_BYZANTINE], law,
                  icfg[loop.I_SIGN_ZERO], gen, agg)
-        finish_aggregate(aggregation, agg, M, fp, icfg[loop.I_TIE], gen)
+        finish_aggregate(plan, aggregation, agg, M, fp, icfg[loop.I_TIE], gen)
         tally[loop.T_UP] += up_bits
         tally[loop.T_UP_MAX] = up_bits
         tally[loop.T_DOWN] += M * fcfg[loop.F_DOWN_BITS]
@@ -248,20 +245,11 @@ def run_chunk(k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams,
 
 
 @functools.cache
-def chunk_for(family: str, aggregation):
-    """``run_chunk`` for the problems of ``family`` (its dispatchers and ``record``, ``specialize.dispatchers``): with
-    ``aggregation`` None, the one copy that calls every built-in aggregation's ``finish`` by its code (the generated
-    ``universal.finish_aggregate``); else a copy bound to that module's ``finish`` (a plugin's, named by a hash of
-    its source). Compiled and cached on disk."""
-    ns = {**globals(), **specialize.dispatchers(family)}
-    if aggregation is None:
-        from signsim.engine import universal
-
-        ns["finish_aggregate"] = universal.finish_aggregate
-        return specialize._copy(run_chunk, f"run_chunk__{family}__{compose.builtin_key()}", ns, nogil=True)
-    name = f"{compose._safe(aggregation.NAME)}__{compose.source_hash(aggregation)}"
-    ns["finish_aggregate"] = compose.bound("finish_aggregate", aggregation, False, "finish")
-    return specialize._copy(run_chunk, f"run_chunk__{family}__{name}", ns, nogil=True)
+def chunk_for(family: str):
+    """``run_chunk`` for the problems of ``family`` (its dispatchers and ``record``, ``specialize.dispatchers``),
+    compiled and cached on disk for each plan it is called with."""
+    return specialize._copy(run_chunk, f"run_chunk__{family}", {**globals(), **specialize.dispatchers(family)},
+                            nogil=True)
 
 
 def _declaring(kind: str, attr: str) -> str:
@@ -360,7 +348,8 @@ class BinomialEngine(ChunkedState):
         check_law(self.law, s)
         # a built-in aggregation by its code in the generated dispatcher (one loop for all); a plugin's bound into a
         # copy of its own
-        self.plugin_aggregation = s.aggregate.module if is_plugin(s.aggregate.module) else None
+        # a plugin aggregation's own plan; every built-in one's by its code
+        self.plan = Plan({"aggregation": s.aggregate.module}) if is_plugin(s.aggregate.module) else Plan(None)
         self.aggregation = compose.codes({"aggregation": s.aggregate.module})["aggregation"]
         self.fp = s.aggregate.param_array()
         self.nparams = np.asarray(noise_params, dtype=np.float64)
@@ -372,10 +361,10 @@ class BinomialEngine(ChunkedState):
         p = self.problem
         k1 = min(self.K, self.k + n)
         # this family's kernels only (and a plugin aggregation's)
-        chunk = chunk_for(specialize.family_of(p.code), self.plugin_aggregation)
+        chunk = chunk_for(specialize.family_of(p.code))
         self.status = Status(chunk(
-            self.k, k1, self.K, self.x, self.agg, self.gbuf, self.trial, self.tally, self.gen, p.pf, p.pi, p.A, p.b,
-            self.nparams, self.deterministic, self.M, self.icfg, self.fcfg, self.x_star, self.hist, self.counters,
-            self.up_bits, self.law, self.aggregation, self.fp))
+            self.plan, self.k, k1, self.K, self.x, self.agg, self.gbuf, self.trial, self.tally, self.gen, p.pf, p.pi,
+            p.A, p.b, self.nparams, self.deterministic, self.M, self.icfg, self.fcfg, self.x_star, self.hist,
+            self.counters, self.up_bits, self.law, self.aggregation, self.fp))
         self.k = int(self.counters[loop.C_DONE])
         return self.status

@@ -1,18 +1,18 @@
-"""Each run's loop: the family's one loop that runs every composition of built-in stages, or a loop composed from
-the stages it uses (docs/theory.md §2, §8; ``choose`` decides, ``SIGNSIM_LOOP`` overrides).
+"""Each run's loop: the family's one loop that runs every composition of built-in stages, or the loop of the one
+composition it uses (docs/theory.md §2, §8; ``choose`` decides, ``SIGNSIM_LOOP`` overrides).
 
 A stage's kernels are plain Python functions in its module (``signsim.stages.base``). ``stage_function``
 compiles one with Numba under a name of its own (carrying a hash of the stage's source, ``source_hash``, so an
 edited stage is never run stale from Numba's cache, which does not notice edits to callees), after compiling the
 helper functions it calls from its module's namespace (inlined). Every run that uses a stage shares that one
-compiled kernel, so a new composition compiles only its own ``worker_step`` and loop (``loops``): copies of
-``loop.worker_step`` and ``loop.run_chunk_source`` whose stage names (``loop.momentum_step``, ``loop.compress``,
-...) point either to the dispatchers of ``signsim/engine/universal.py`` (generated from the table of kinds,
-``signsim.stages.kinds``: each call takes the stage's code first) or to one-stage templates made from that table
-(``template``) bound to the composition's kernels, made the way ``engine/specialize.py`` makes a copy per family of
-problems. A copy's name carries the family and ``builtin_key()`` or a hash of its stages
-(``composition_key``), so Numba caches each loop in its own files; both hashes cover the stages' sources
-(``source_hash``), so that a new or edited stage compiles only the kernels and loops that call it.
+compiled kernel.
+
+The loop (``loop.run_chunk_source``, with ``loop.worker_step`` and the server's functions) is compiled once per
+family of problems (``engine/specialize.py``) and noise model (``loops``); which stages it calls is the Numba type of
+its first argument, a ``signsim.engine.plan.Plan``: every built-in stage, chosen by its code at each call (the one
+loop), or one composition's own stages. Numba keeps each plan's compiled loop in the same cache files, under the
+plan's type, which names the stages with a hash of their sources (``builtin_key``, ``source_hash``), so that a new
+or edited stage compiles only the loops that call it.
 
 The kernels on a worker's path (momentum, error feedback, compressor, blind attack) are compiled without
 Numba's runtime, like ``worker_step`` (nothing there allocates); the server's (aggregation, omniscient attack)
@@ -155,28 +155,16 @@ def source_hash(module) -> str:
 
 @functools.cache
 def builtin_key() -> str:
-    """The key of the loop that runs every composition of built-in stages: ``BUILTIN_KEY`` and a hash of every
-    built-in stage's source (``source_hash``) and of the generated dispatch that calls them
-    (``signsim/engine/universal.py``), so that adding, editing or removing a built-in stage compiles the one loop
-    anew and no composition's own loop."""
+    """The key of the plan of every built-in stage (``signsim.engine.plan``): ``BUILTIN_KEY`` and a hash of every
+    built-in stage's source (``source_hash``) in the order that gives each its code, so that adding, editing or
+    removing a built-in stage compiles the one loop anew and no composition's own loop."""
     from signsim.stages import registry
 
-    h = hashlib.sha1(Path(__file__).with_name("universal.py").read_bytes())
+    h = hashlib.sha1()
     for kind in kinds.PRIMARY:
         for mod in registry.builtin(kind.name).values():
             h.update(f"{kind.name}={mod.__name__}@{source_hash(mod)};".encode())
     return f"{BUILTIN_KEY}_{h.hexdigest()[:10]}"
-
-
-def is_every(name: str) -> bool:
-    """Whether a loop's name (``run_chunk*__FAMILY__KEY``) is that of a family's one loop (``builtin_key``)."""
-    return name.rpartition("__")[2].startswith(BUILTIN_KEY)
-
-
-def one_loop_kernel(fn):
-    """A dispatcher of ``signsim/engine/universal.py`` that the server calls (one per call of the table of kinds),
-    compiled and cached under a name carrying ``builtin_key``: a built-in stage's edit compiles it anew."""
-    return specialize._copy(fn, f"{fn.__name__}__{builtin_key()}", fn.__globals__)
 
 
 _HELPERS: dict = {}
@@ -223,13 +211,13 @@ def stage_function(module, attr: str, worker_path: bool, inline: bool = False, c
     if checked:
         return njit(boundscheck=True, nogil=True)(copy)
     if inline:
-        return njit(inline="always", _nrt=not worker_path)(copy)
+        return njit(inline="always")(copy)
     from signsim.stages.plugins import bounds_checked
 
     bounds = bounds_checked(module)  # a plugin's indices checked (unless TRUSTED): IndexError, not corrupt memory
     # a worker's kernel is inlined by LLVM into the steps that call it (``forceinline``: see ``_loops``)
     if worker_path:
-        return njit(cache=True, _nrt=False, forceinline=True, boundscheck=bounds)(copy)
+        return njit(cache=True, forceinline=True, boundscheck=bounds)(copy)
     return njit(cache=True, boundscheck=bounds)(copy)
 
 
@@ -244,12 +232,6 @@ def compress_once(stage, v, sign_zero=0, gen=None):
     kernel = stage_function(stage.module, "kernel", False, checked=is_plugin(stage.module))
     bits = kernel(v, out, stage.param_array(), int(sign_zero), gen, scratch)
     return out, bits
-
-
-def composition_key(stages: dict) -> str:
-    """A short hash naming the composition ``stages`` (kind -> module): the stages' names and plugin sources."""
-    text = ";".join(f"{k}={m.NAME}@{source_hash(m)}" for k, m in sorted(stages.items()))
-    return hashlib.sha1(text.encode()).hexdigest()[:10]
 
 
 def builtin_only(stages: dict) -> bool:
@@ -275,64 +257,35 @@ def codes(stages: dict) -> dict[str, int]:
 
 
 @functools.cache
-def template(loop_name: str):
-    """The one-stage template of the loop's call ``loop_name`` (a ``kinds.Call``), made from the table of kinds:
-    ``(code, *args) -> _stage(*args)``, the code ignored; ``namespace`` binds ``_stage`` to a composition's stage
-    in each copy. Inlined into the loop that calls it, so never compiled or cached on its own."""
-    call = next(c for k in kinds.TABLE for c in k.calls if c.loop_name == loop_name)
-    args = ", ".join(call.args)
-    body = f"return _stage({args})" if call.returns else f"_stage({args})"
-    made: dict = {}
-    exec(f"def {loop_name}__one(code, {args}):\n    {body}\n", made)  # noqa: S102 - text from the table of kinds
-    return made[f"{loop_name}__one"]
-
-
-def bound(loop_name: str, module, worker: bool, attr: str):
-    """The template of ``loop_name`` bound to the stage ``module``'s function ``attr`` (compiled by
-    ``stage_function``): inlined into the loop; on a worker's path without Numba's runtime."""
-    fn = stage_function(module, attr, worker)
-    name = f"{loop_name}__{_safe(module.NAME)}" + (f"__{h}" if (h := source_hash(module)) else "")
-    return specialize._copy(template(loop_name), name, {"_stage": fn}, inline="always", _nrt=not worker, cache=False)
-
-
-def namespace(stages: dict | None) -> dict:
-    """The loop's names for the stages: with ``stages`` None, the dispatchers of every built-in stage
-    (``signsim/engine/universal.py``); else (kind -> module) the templates bound to each kind's stage
-    (``bound``; a composition's own loop imports no other stage)."""
-    if stages is None:
-        from signsim.engine import universal
-
-        return {c.loop_name: getattr(universal, c.loop_name) for k in kinds.TABLE for c in k.calls}
-    return {c.loop_name: bound(c.loop_name, stages[k.name], c.worker, c.attr) for k in kinds.TABLE for c in k.calls}
-
-
-@functools.cache
-def _loops(family: str, key: str, stages: tuple | None, noise: str | None = None):
-    lns = {**vars(loop), **specialize.dispatchers(family, noise), **namespace(None if stages is None else dict(stages))}
+def _loops(family: str, noise: str | None = None):
+    """(threaded, serial) loop of ``family`` whose workers draw from the noise model ``noise`` (None: every model's),
+    for any plan (compiled for each plan's type on first call)."""
+    lns = {**vars(loop), **specialize.dispatchers(family, noise)}
     lns[BOUND_NOISE] = None if noise is None else getattr(specialize.dispatch, noise).CODE
+    tag = f"{family}__{EVERY_NOISE if noise is None else noise}"
     # the worker step, and the worker's stage kernels in it, are inlined into the loop by LLVM (``forceinline``):
     # Numba's own ``inline="always"`` would inline its IR into a loop lowered with reference counts, while the step
     # (compiled without Numba's runtime) returns views it did not count. Called instead, the step took about 40 ns
     # a worker and round passing its arguments (about 180 machine words), and its kernels another 1 us of an SSDM
     # iteration's 5.5 on Rosenbrock (d = 10, M = 32; 4 December 2026)
-    lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{family}__{key}", lns, _nrt=False,
-                                          forceinline=True)
+    lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{tag}", lns, forceinline=True)
     # inlined: its sum over the messages stays a parallel loop in the threaded copy
-    lns["server_aggregate"] = specialize._copy(loop.server_aggregate, f"server_aggregate__{family}__{key}", lns,
+    lns["server_aggregate"] = specialize._copy(loop.server_aggregate, f"server_aggregate__{tag}", lns,
                                                inline="always")
-    lns["attack_factor"] = specialize._copy(loop.attack_factor, f"attack_factor__{family}__{key}", lns)
+    lns["attack_factor"] = specialize._copy(loop.attack_factor, f"attack_factor__{tag}", lns)
     # a round of exact gradients from every worker (a two-point estimator's, MARINA's c_k = 1): inlined, its workers
     # stay a parallel loop in the threaded copy
-    lns["full_round"] = specialize._copy(loop.full_round, f"full_round__{family}__{key}", lns, inline="always")
+    lns["full_round"] = specialize._copy(loop.full_round, f"full_round__{tag}", lns, inline="always")
     # nogil: the driver keeps handling signals while a chunk runs in its helper thread
-    threaded = specialize._copy(loop.run_chunk_source, f"run_chunk__{family}__{key}", lns, parallel=True,
-                                nogil=True)
-    serial = specialize._copy(loop.run_chunk_source, f"run_chunk_serial__{family}__{key}", lns, nogil=True)
+    threaded = specialize._copy(loop.run_chunk_source, f"run_chunk__{tag}", lns, parallel=True, nogil=True)
+    serial = specialize._copy(loop.run_chunk_source, f"run_chunk_serial__{tag}", lns, nogil=True)
     return threaded, serial
 
 
 #: the name, in a loop's globals, of the noise code its worker steps draw from (None: every model's)
 BOUND_NOISE = "BOUND_NOISE_CODE"
+#: the last part of the name of a loop whose workers draw from every noise model
+EVERY_NOISE = "every_noise"
 
 
 #: which loop a composition of built-in stages runs in: "auto" (``choose``), "builtin" (always the family's one
@@ -343,29 +296,35 @@ LOOP_MODES = ("auto", "builtin", "composed")
 
 
 def loops(family: str, stages: dict, builtin: bool = True, noise: str | None = None):
-    """(threaded loop, serial loop) for the problems of ``family`` and the stages ``stages`` (kind -> module);
+    """(threaded loop, serial loop, plan) for the problems of ``family`` and the stages ``stages`` (kind -> module);
     compiled (or loaded from the cache) on first call. With ``builtin``, a composition of built-in stages gets the
-    family's one pair that runs every such composition (``BUILTIN_KEY``) and every noise model; otherwise, and for
-    a composition with a plugin, a pair of its own, whose workers draw from the noise model ``noise`` only (a name
-    of ``specialize.NOISE``; None: from every model)."""
+    plan of every built-in stage (``Plan(None)``: the family's one loop, for every noise model); otherwise, and for
+    a composition with a plugin, a plan of its own, in the loop whose workers draw from the noise model ``noise``
+    only (a name of ``specialize.NOISE``; None: from every model)."""
+    from signsim.engine.plan import Plan
+
     if builtin and builtin_only(stages):
-        return _loops(family, builtin_key(), None)
-    key = composition_key(stages) + ("" if noise is None else f"__{noise}")
-    return _loops(family, key, tuple(sorted(stages.items())), noise)
+        return (*_loops(family), Plan(None))
+    return (*_loops(family, noise), Plan(stages))
 
 
-def check_codes(kernel, icfg) -> None:
-    """ValueError for a stage code the family's one loop does not know (its dispatchers would fall through to the
-    last stage of the kind), or for a noise code other than the one a composition's own loop draws from (it would
-    draw NaN): checked before the loop, like the problem and noise codes."""
+def counts() -> dict[str, int]:
+    """kind -> how many built-in stages it has (the codes of the plan of every built-in stage: 0 .. n - 1)."""
+    from signsim.stages import registry
+
+    return {k.name: len(registry.BUILTIN[kinds.base(k.name)]) for k in kinds.TABLE}
+
+
+def check_codes(kernel, plan, icfg) -> None:
+    """ValueError for a stage code the plan of every built-in stage does not know (its calls would fall through to
+    the last stage of the kind), or for a noise code other than the one a composition's own loop draws from (it
+    would draw NaN): checked before the loop, like the problem and noise codes."""
     bound = kernel.py_func.__globals__.get(BOUND_NOISE)
     if bound is not None and int(icfg[loop.I_NOISE]) != bound:
         raise ValueError(f"this loop draws noise code {bound}, not {int(icfg[loop.I_NOISE])}")
-    if not is_every(kernel.py_func.__name__):
+    if not plan.builtin:
         return
-    from signsim.engine import universal
-
-    for kind, count in universal.COUNTS.items():
+    for kind, count in counts().items():
         code = int(icfg[loop.ICFG.index(kinds.code_setting(kind))])
         if not 0 <= code < count:
             raise ValueError(f"unknown {kind} stage code {code}")
@@ -384,43 +343,53 @@ def mode(family: str | None = None) -> str:
 
 
 def loops_of_every_composition(family: str):
-    """(threaded loop, serial loop) of ``family`` that run every composition of built-in stages."""
-    return _loops(family, builtin_key(), None)
+    """(threaded loop, serial loop) of ``family`` that run every composition of built-in stages (``Plan(None)``)."""
+    return _loops(family)
 
 
 def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None) -> tuple:
-    """(the loop a run takes, whether to compile the family's one loop in the background once it has run). A composition
-    with a plugin: its own. Otherwise, by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in
-    the kernel cache for this signature (the one loop chooses each stage by its code at every call; with the worker
-    step inlined (``forceinline``, ``_loops``), the two ran SSDM in about the same time: 0.098 s against 0.105 s on
-    Rosenbrock at d = 10, K = 20,000, and 0.88 s both on the d = 10^6 quadratic, medians of three runs of
-    ``benchmarks/bench_engine.py`` on 5 December 2026), else the family's one loop when that is cached (nothing
-    compiles), else its own when the cache holds no loop of the family yet (a first run compiles the smaller loop:
-    about half the CPU time; then the one loop compiles in the background, ``signsim.engine.warm``), else the one
-    loop (a second composition: from then on every composition of built-in stages runs without compiling), waiting
-    for a background compile of it that is at work rather than compiling it a second time. A composition's own loop
-    draws from the run's noise model ``noise`` only (``loops``), so a composition run with another noise model is
-    another composition here."""
+    """(the loop a run takes, its plan, whether to compile the family's one loop in the background once it has run),
+    for the loop's arguments after the plan of types ``signature``. A composition with a plugin: its own. Otherwise,
+    by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in the kernel cache for this signature
+    (the one loop chooses each stage by its code at every call; with the worker step inlined (``forceinline``,
+    ``_loops``), the two ran SSDM in about the same time: 0.098 s against 0.105 s on Rosenbrock at d = 10,
+    K = 20,000, and 0.88 s both on the d = 10^6 quadratic, medians of three runs of ``benchmarks/bench_engine.py`` on
+    5 December 2026), else the family's one loop when that is cached (nothing compiles), else its own when the cache
+    holds no loop of the family yet (a first run compiles the smaller loop: about half the CPU time; then the one
+    loop compiles in the background, ``signsim.engine.warm``), else the one loop (a second composition: from then on
+    every composition of built-in stages runs without compiling), waiting for a background compile of it that is at
+    work rather than compiling it a second time. A composition's own loop draws from the run's noise model ``noise``
+    only (``loops``), so a composition run with another noise model is another composition here."""
+    from numba import typeof
+
     from signsim.engine import warm
     from signsim.engine.split_compile import cached
 
     which = 0 if threaded else 1
+
+    def pick(builtin: bool):
+        pair_plan = loops(family, stages, builtin=builtin, noise=noise)
+        return pair_plan[which], pair_plan[2]
+
+    def is_cached(kernel, plan) -> bool:
+        return cached(kernel, (typeof(plan), *signature))
+
     if not builtin_only(stages):
-        return loops(family, stages, builtin=False, noise=noise)[which], False
+        return (*pick(False), False)
     chosen = mode(family)
     if chosen != "auto":
-        return loops(family, stages, builtin=chosen == "builtin", noise=noise)[which], False
-    own = loops(family, stages, builtin=False, noise=noise)[which]
-    if cached(own, signature):  # a composition's own loop runs faster than the one loop's dispatch on small d
-        return own, False
-    one = loops(family, stages)[which]
-    if cached(one, signature):
-        return one, False
-    if warm.wait(family, threaded, signature) and cached(one, signature):
-        return one, False
+        return (*pick(chosen == "builtin"), False)
+    own, own_plan = pick(False)
+    if is_cached(own, own_plan):  # a composition's own loop runs faster than the one loop's dispatch on small d
+        return own, own_plan, False
+    one, one_plan = pick(True)
+    if is_cached(one, one_plan):
+        return one, one_plan, False
+    if warm.wait(family, threaded, signature) and is_cached(one, one_plan):
+        return one, one_plan, False
     if _family_has_loops(own, family, threaded):
-        return one, False
-    return own, True
+        return one, one_plan, False
+    return own, own_plan, True
 
 
 def _family_has_loops(kernel, family: str, threaded: bool) -> bool:

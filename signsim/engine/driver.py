@@ -342,6 +342,7 @@ class Engine(ChunkedState):
             smoke.smoke_test(st, d)  # a plugin's kernels compile and behave, or one error line naming it
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.kernel = None  # the compiled loop, chosen at the first chunk
+        self.plan = None  # the stages it runs (``signsim.engine.plan``), chosen with it
         self.signature = None  # its argument types
         self.entry = None  # its compiled entry point for them, once the first chunk has run (``_run_loop``)
         self.kinds = None  # the first chunk's ``argument_kinds``: a later chunk with others takes the dispatcher
@@ -474,7 +475,7 @@ class Engine(ChunkedState):
             bundles = self.bundles()
             if argument_kinds(bundles) == self.kinds:
                 try:
-                    status = entry(np.int64(k0), np.int64(k1), np.int64(K), *bundles)
+                    status = entry(self.plan, np.int64(k0), np.int64(k1), np.int64(K), *bundles)
                 except IndexError as e:
                     self._plugin_error(e)
                 self.status = self._contract(Status(status))
@@ -490,14 +491,15 @@ class Engine(ChunkedState):
                 signature = tuple(typeof(a) for a in (np.int64(0), np.int64(0), np.int64(0), *self.bundles()))
                 family, threaded = specialize.family_of(p.code), bool(self.icfg[loop.I_PARALLEL])
                 noise = specialize.noise_name(int(self.icfg[loop.I_NOISE]))
-                kernel, warm_after = compose.choose(family, self.settings.stages(), threaded, signature, noise)
-                self.kernel, self.signature = kernel, signature
+                kernel, plan, warm_after = compose.choose(family, self.settings.stages(), threaded, signature,
+                                                          noise)
+                self.kernel, self.plan, self.signature = kernel, plan, (typeof(plan), *signature)
                 if warm_after:  # once this loop has run: the family's one loop, in the background
                     self.warm = (family, threaded, signature)
-            compose.check_codes(kernel, self.icfg)
+            compose.check_codes(kernel, self.plan, self.icfg)
             try:
-                split_compile.compile_loop(self, kernel)  # a loop not in the cache compiles on two cores
-                status = kernel(k0, k1, K, *self.bundles())
+                split_compile.compile_loop(self, kernel, self.plan)  # a loop not in the cache: on two cores
+                status = kernel(self.plan, k0, k1, K, *self.bundles())
                 if entry is None:  # (None: not looked up yet; False: no compiled entry for these types)
                     compiled = kernel.overloads.get(self.signature)
                     self.entry = compiled.entry_point if compiled is not None else False

@@ -62,6 +62,30 @@ from signsim.engine.dispatch import (
     problem_oracle,
     problem_test_loss,
 )
+from signsim.engine.plan import (  # the stages' calls, by the plan's type
+    attack_row,
+    attack_rows,
+    compress,
+    compress_down,
+    down_ef_after,
+    down_ef_before,
+    down_ef_direction,
+    ef_after,
+    ef_before,
+    ef_direction,
+    ef_sends,
+    est_after,
+    est_before,
+    est_direction,
+    est_fresh,
+    finish_aggregate,
+    momentum_step,
+    pre_aggregate,
+    pre_aggregate_2,
+    pre_aggregate_3,
+    robust_aggregate,
+    server_update,
+)
 from signsim.stages import kinds
 from signsim.stages.base import FLOAT_BITS
 
@@ -135,99 +159,6 @@ H_TEST_LOSS = history.index("test_loss")
 H_GRAD_CALLS = history.index("grad_calls")
 H_TIME = history.index("time")
 N_HIST = history.N_COLUMNS
-
-
-# The stages of a run, by the names the loop calls them (``signsim.stages.kinds``: each call takes the stage's code
-# first): ``signsim.engine.compose`` gives each copy of ``worker_step`` and of the loop either the dispatchers of
-# every built-in stage (``signsim/engine/universal.py``) or, for a composition with a plugin, one-stage copies, so
-# these stand-ins are never compiled. The stages' flags (error feedback's STEP_SCALED, the aggregation's SUMMED, the
-# attack's OMNISCIENT) are read from ``icfg``.
-def momentum_step(code, k, g, m, p):  # -> v
-    raise NotImplementedError
-
-
-def ef_sends(code, k, v, e, p):  # -> False when the worker sends nothing this round (a LAZY one's trigger)
-    raise NotImplementedError
-
-
-def ef_before(code, lr, v, g, e):  # -> u, what is compressed
-    raise NotImplementedError
-
-
-def ef_after(code, e, out):
-    raise NotImplementedError
-
-
-def ef_direction(code, agg, srv):  # -> the direction of the step
-    raise NotImplementedError
-
-
-def compress(code, v, out, p, sign_zero, gen, iwork):  # out <- C(v); -> bits
-    raise NotImplementedError
-
-
-def attack_row(code, out, p, gen):
-    raise NotImplementedError
-
-
-def attack_rows(code, msg, B, p):
-    raise NotImplementedError
-
-
-def finish_aggregate(code, agg, M, p, tie, gen):
-    raise NotImplementedError
-
-
-def pre_aggregate(code, msg, n, p, gen):  # -> the rows left for the aggregation (a chain of three links)
-    raise NotImplementedError
-
-
-def pre_aggregate_2(code, msg, n, p, gen):
-    raise NotImplementedError
-
-
-def pre_aggregate_3(code, msg, n, p, gen):
-    raise NotImplementedError
-
-
-def robust_aggregate(code, msg, agg, p):
-    raise NotImplementedError
-
-
-def server_update(code, direction, opt, p, k):  # -> the update x moves by (times eta_s gamma_k)
-    raise NotImplementedError
-
-
-def est_fresh(code, k, hbar, p, gen):  # -> True for a round in which every worker sends its exact gradient
-    raise NotImplementedError
-
-
-def est_before(code, v, g, h, p):  # -> u, what goes on to error feedback and the compressor
-    raise NotImplementedError
-
-
-def est_after(code, h, hbar, out, p, H):
-    raise NotImplementedError
-
-
-def est_direction(code, agg, hbar, p, S, M, H):  # -> the direction
-    raise NotImplementedError
-
-
-def compress_down(code, v, out, p, sign_zero, gen, iwork):  # the downlink's compressor: out <- C(v); -> bits
-    raise NotImplementedError
-
-
-def down_ef_before(code, lr, v, g, e):  # the downlink's error feedback: -> what is compressed
-    raise NotImplementedError
-
-
-def down_ef_after(code, e, out):
-    raise NotImplementedError
-
-
-def down_ef_direction(code, agg, srv):  # -> what x moves by
-    raise NotImplementedError
 
 
 def worker_gen(gens, m):
@@ -304,7 +235,7 @@ def local_gradient(m, j, lr, mu, x, G, Y, U, gen, data, icfg, cm, c):
                 y[i] -= lr * g[i]
 
 
-def worker_step(m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
+def worker_step(plan, m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
     """Worker m's round, in slot j of the round's participants: pseudo-gradient (``local_gradient``), momentum,
     error feedback, compression, attack (the composed stages). The momentum stage sees the worker's own round
     count (its rounds so far; k with full participation)."""
@@ -321,38 +252,38 @@ def worker_step(m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
             g[i] -= gp[i]
     mm = mom[0] if mom.shape[0] == 1 else mom[m]  # mom is a 1 x 1 placeholder without momentum
     si = 0 if seen.shape[0] == 1 else m  # seen has one entry without a momentum state
-    v = momentum_step(icfg[I_CODE_MOMENTUM], seen[si], g, mm, sp[SP_MOMENTUM])
+    v = momentum_step(plan, icfg[I_CODE_MOMENTUM], seen[si], g, mm, sp[SP_MOMENTUM])
     seen[si] += 1
     out = msg[j]
     e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
-    v = est_before(icfg[I_CODE_ESTIMATOR], v, g, h, sp[SP_ESTIMATOR])
+    v = est_before(plan, icfg[I_CODE_ESTIMATOR], v, g, h, sp[SP_ESTIMATOR])
     # a Byzantine worker sends every round (the lazy rule is the honest workers')
-    if icfg[I_LAZY] and m >= icfg[I_BYZANTINE] and not ef_sends(icfg[I_CODE_ERROR_FEEDBACK], k, v, e,
+    if icfg[I_LAZY] and m >= icfg[I_BYZANTINE] and not ef_sends(plan, icfg[I_CODE_ERROR_FEEDBACK], k, v, e,
                                                                sp[SP_ERROR_FEEDBACK]):
         for i in range(out.shape[0]):  # nothing sent (CLAG's trigger not met, §8.2): the server adds nothing
             out[i] = 0.0
         wbits[j] = 0.0
     else:
-        u = ef_before(icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
+        u = ef_before(plan, icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
         iw = iwork[0] if iwork.shape[0] == 1 else iwork[j]  # 1 x 1 without a sparsifier
-        wbits[j] = compress(icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
-        ef_after(icfg[I_CODE_ERROR_FEEDBACK], e, out)
-    est_after(icfg[I_CODE_ESTIMATOR], h, hbar, out, sp[SP_ESTIMATOR], icfg[I_LOCAL_STEPS])
+        wbits[j] = compress(plan, icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
+        ef_after(plan, icfg[I_CODE_ERROR_FEEDBACK], e, out)
+    est_after(plan, icfg[I_CODE_ESTIMATOR], h, hbar, out, sp[SP_ESTIMATOR], icfg[I_LOCAL_STEPS])
     if m < icfg[I_BYZANTINE]:
-        attack_row(icfg[I_CODE_ATTACK], out, sp[SP_ATTACK], gen)
+        attack_row(plan, icfg[I_CODE_ATTACK], out, sp[SP_ATTACK], gen)
 
 
-def server_aggregate(rows, n0, agg, icfg, sp, gen):
+def server_aggregate(plan, rows, n0, agg, icfg, sp, gen):
     """The round's chain of pre-aggregations on its n0 messages ``rows`` (in place), then the aggregation into
     ``agg`` (docs/theory.md §8.4, §8.9)."""
     d = agg.shape[0]
-    n1 = pre_aggregate(icfg[I_CODE_PRE_AGGREGATION], rows, n0, sp[SP_PRE_AGGREGATION], gen)
+    n1 = pre_aggregate(plan, icfg[I_CODE_PRE_AGGREGATION], rows, n0, sp[SP_PRE_AGGREGATION], gen)
     if not 1 <= n1 <= n0:  # a pre-aggregation keeps 1..n of its n rows (a plugin's rows(), checked every round)
         return False
-    n2 = pre_aggregate_2(icfg[I_CODE_PRE_AGGREGATION_2], rows, n1, sp[SP_PRE_AGGREGATION_2], gen)
+    n2 = pre_aggregate_2(plan, icfg[I_CODE_PRE_AGGREGATION_2], rows, n1, sp[SP_PRE_AGGREGATION_2], gen)
     if not 1 <= n2 <= n1:
         return False
-    n = pre_aggregate_3(icfg[I_CODE_PRE_AGGREGATION_3], rows, n2, sp[SP_PRE_AGGREGATION_3], gen)
+    n = pre_aggregate_3(plan, icfg[I_CODE_PRE_AGGREGATION_3], rows, n2, sp[SP_PRE_AGGREGATION_3], gen)
     if not 1 <= n <= n2:
         return False
     if icfg[I_SUMMED]:
@@ -361,13 +292,13 @@ def server_aggregate(rows, n0, agg, icfg, sp, gen):
             for j in range(n):
                 s += rows[j, i]
             agg[i] = s
-        finish_aggregate(icfg[I_CODE_AGGREGATION], agg, n, sp[SP_AGGREGATION], icfg[I_TIE], gen)
+        finish_aggregate(plan, icfg[I_CODE_AGGREGATION], agg, n, sp[SP_AGGREGATION], icfg[I_TIE], gen)
     else:
-        robust_aggregate(icfg[I_CODE_AGGREGATION], rows[:n], agg, sp[SP_AGGREGATION])
+        robust_aggregate(plan, icfg[I_CODE_AGGREGATION], rows[:n], agg, sp[SP_AGGREGATION])
     return True
 
 
-def attack_factor(rows, nb, agg, icfg, sp, gen):
+def attack_factor(plan, rows, nb, agg, icfg, sp, gen):
     """The factor of a searching attack (its SEARCH flag: alie-opt, ipm-opt; docs/theory.md §8.5) for this round: the
     one that puts the aggregate of the round's messages, after the run's pre-aggregations and aggregation, farthest
     from the mean of the honest rows nb.. (ByzFL's expansion-contraction search: from START, step DELTA doubled while
@@ -397,8 +328,8 @@ def attack_factor(rows, nb, agg, icfg, sp, gen):
                 trial[j, i] = rows[j, i]
         for i in range(d):
             out[i] = agg[i]
-        attack_rows(icfg[I_CODE_ATTACK], trial, nb, q)
-        server_aggregate(trial, S, out, icfg, sp, gen)
+        attack_rows(plan, icfg[I_CODE_ATTACK], trial, nb, q)
+        server_aggregate(plan, trial, S, out, icfg, sp, gen)
         y = 0.0
         for i in range(d):
             y += (out[i] - mean[i]) ** 2
@@ -496,7 +427,7 @@ def check_settings(sign_zero, tie):
         raise ValueError("unknown tie code")
 
 
-def _run_chunk(k0, k1, K, data, workers, server, run, gens):
+def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
     """Run rounds k0 <= k < k1 of a K-round run; record history every ``eval_every`` rounds and at k = K, or at
     the first round whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the run stops with
     Status.BUDGET (docs/theory.md §12). The arguments are the four bundles (``ProblemData``, ``Workers``,
@@ -542,7 +473,7 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         row = k - k0 if sampled else 0
-        fresh = est_fresh(icfg[I_CODE_ESTIMATOR], k, server.hbar, sp[SP_ESTIMATOR], server_gen)
+        fresh = est_fresh(plan, icfg[I_CODE_ESTIMATOR], k, server.hbar, sp[SP_ESTIMATOR], server_gen)
         n = M if fresh else S  # the messages the round's aggregate is made of
         # who receives the broadcast: the round's participants; every worker for a two-point estimator (MARINA's g
         # is kept by every worker, so each needs every round's broadcast, §8.10)
@@ -570,8 +501,8 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                 slot = row * S + j if sampled else m
                 # j as int64: the parallel loop's index is unsigned, and its body is typed as a plain loop first, so
                 # the worker step would compile twice (once per index type)
-                worker_step(m, np.int64(j), k, lr, fcfg[F_PROX_MU], x, server.hbar, workers, worker_gen(gens, slot),
-                            data, icfg, sp)
+                worker_step(plan, m, np.int64(j), k, lr, fcfg[F_PROX_MU], x, server.hbar, workers,
+                            worker_gen(gens, slot), data, icfg, sp)
             n_in = S
             if selecting:  # only the messages in time, moved to the first rows in slot order
                 n_in, cut = clock.select(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], pre, server.system,
@@ -590,14 +521,14 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                 if 0 < nb < n_in:  # (no honest message to read when every participant is Byzantine, §12)
                     if icfg[I_SEARCH]:  # the factor that hurts this round's aggregate most (alie-opt, ipm-opt)
                         q = np.zeros(sp.shape[1])
-                        q[0] = attack_factor(rows, nb, agg, icfg, sp, server_gen)
-                        attack_rows(icfg[I_CODE_ATTACK], rows, nb, q)
+                        q[0] = attack_factor(plan, rows, nb, agg, icfg, sp, server_gen)
+                        attack_rows(plan, icfg[I_CODE_ATTACK], rows, nb, q)
                     else:
-                        attack_rows(icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
+                        attack_rows(plan, icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
             # the chain of pre-aggregations (§8.9): each transforms the first n rows in place, and may leave fewer;
             # then the aggregation
             # (nothing in time: no aggregate; agg keeps the last one, where centred clipping starts, §8.4)
-            if not empty and not server_aggregate(rows, n_in, agg, icfg, sp, server_gen):
+            if not empty and not server_aggregate(plan, rows, n_in, agg, icfg, sp, server_gen):
                 return Status.CONTRACT
             tally[T_CALLS] += 2 * S  # (read only for a two-point estimator's run: its oracle at x and at x^{k-1})
             up = S * fcfg[F_EXTRA_UP]  # what a participant sends besides its message (SCAFFOLD's control variate)
@@ -627,24 +558,25 @@ def _run_chunk(k0, k1, K, data, workers, server, run, gens):
                 agg[i] *= S / M
         tally[T_DOWN] += S * fcfg[F_EXTRA_DOWN]  # what the server sends besides the broadcast (SCAFFOLD's c)
         if not empty:  # (a round in which no message arrived in time leaves the server as it was, §14.5)
-            direction = est_direction(icfg[I_CODE_ESTIMATOR], ef_direction(icfg[I_CODE_ERROR_FEEDBACK], agg, srv),
-                                      server.hbar, sp[SP_ESTIMATOR], n, M, icfg[I_LOCAL_STEPS])
-            direction = server_update(icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt, sp[SP_SERVER_OPTIMIZER],
-                                      k)
+            direction = est_direction(plan, icfg[I_CODE_ESTIMATOR],
+                                      ef_direction(plan, icfg[I_CODE_ERROR_FEEDBACK], agg, srv), server.hbar,
+                                      sp[SP_ESTIMATOR], n, M, icfg[I_LOCAL_STEPS])
+            direction = server_update(plan, icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt,
+                                      sp[SP_SERVER_OPTIMIZER], k)
             scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
             if icfg[I_DOWNLINK]:  # the server broadcasts C(u) of the update u, with its own error feedback (§8.8)
                 down = server.down
                 u = down[D_UPDATE]
                 for i in range(d):
                     u[i] = scale * direction[i]
-                v = down_ef_before(icfg[I_CODE_DOWN_ERROR_FEEDBACK], 1.0, u, down[D_SCRATCH], down[D_MEMORY])
+                v = down_ef_before(plan, icfg[I_CODE_DOWN_ERROR_FEEDBACK], 1.0, u, down[D_SCRATCH], down[D_MEMORY])
                 out = down[D_OUT]
-                bcast = compress_down(icfg[I_CODE_DOWN_COMPRESSOR], v, out, sp[SP_DOWN_COMPRESSOR],
+                bcast = compress_down(plan, icfg[I_CODE_DOWN_COMPRESSOR], v, out, sp[SP_DOWN_COMPRESSOR],
                                       icfg[I_SIGN_ZERO], server_gen, server.diwork[0])
                 tally[T_DOWN] += S * bcast
                 recv = S
-                down_ef_after(icfg[I_CODE_DOWN_ERROR_FEEDBACK], down[D_MEMORY], out)
-                direction = down_ef_direction(icfg[I_CODE_DOWN_ERROR_FEEDBACK], out, down[D_SERVER])
+                down_ef_after(plan, icfg[I_CODE_DOWN_ERROR_FEEDBACK], down[D_MEMORY], out)
+                direction = down_ef_direction(plan, icfg[I_CODE_DOWN_ERROR_FEEDBACK], out, down[D_SERVER])
                 scale = 1.0
             if icfg[I_TWO_POINT]:  # the iterate the next round's differences start from (MARINA's x^k, §8.10)
                 for i in range(d):

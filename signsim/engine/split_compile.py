@@ -41,8 +41,9 @@ def enabled() -> bool:
     return os.environ.get(ENV) != "0" and (os.cpu_count() or 1) >= 2
 
 
-def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
-    """(helper jobs, this process's share) for ``engine``'s loop ``kernel``: the jobs are ``(recipe, signature)``
+def plan(engine, kernel, stages_plan, bundles=None) -> tuple[list, tuple]:
+    """(helper jobs, this process's share) for ``engine``'s loop ``kernel`` run with the plan ``stages_plan``
+    (``signsim.engine.plan``): the jobs are ``(recipe, signature)``
     pairs (``find`` makes a recipe's dispatcher in any process), the share is (worker step dispatcher, signatures).
     The signatures are those ``loop._run_chunk`` calls the kernels with; a test checks them against the
     signatures a compiled loop put in the cache. ``bundles``: ``engine.bundles()``, if already made."""
@@ -69,11 +70,10 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
             (("module", "signsim.engine.loop", "step_size"), sig(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)),
             (("module", "signsim.engine.compress", "sparse_broadcast_bits"), sig(server.agg))]
     # the server's calls on its stages (``kinds.Call`` with ``worker`` False), each with the arguments the loop passes
-    # under the names the table gives them: in the family's one loop, the dispatchers of signsim/engine/universal.py,
-    # which take the stage's code first (every built-in stage, compiled here whatever the run uses); in a
-    # composition's own loop, its stages' functions. A plugin's composition calls copies that a fresh process cannot
-    # make, compiled in this process with the loop
-    one = compose.is_every(kernel.py_func.__name__)
+    # under the names the table gives them: with the plan of every built-in stage, every built-in stage's function
+    # (compiled here whatever the run uses); with a composition's own, its stages' functions. A plugin's functions
+    # a fresh process cannot make: compiled in this process with the loop
+    one = stages_plan.builtin
     if one or compose.builtin_only(stages):
         # a vector of length d is typed as the aggregate (the downlink's rows, ``loop.D_*``, are of the same dtype)
         value = {"msg": workers.msg[:S], "srv": server.srv, "opt": server.opt, "hbar": server.hbar, "gen": server.gen,
@@ -81,25 +81,23 @@ def plan(engine, kernel, bundles=None) -> tuple[list, tuple]:
                  "lr": fcfg[loop.F_LR], **dict.fromkeys(("agg", "direction", "v", "out", "g", "e"), server.agg),
                  **dict.fromkeys(("k", "M", "B", "S", "H", "n"), k)}
         assert value.keys() == SERVER_ARGS
-        code = icfg[loop.I_CODE_AGGREGATION]  # (every stage code is an int64 of icfg)
+        from signsim.stages import registry
+
         for kind in kinds.TABLE:
             p = sp[loop.SP_ROW[kind.name]]
+            modules = registry.builtin(kinds.base(kind.name)).values() if one else [stages[kind.name]]
             for call in kind.calls:
                 if call.worker:
                     continue
                 args = sig(*(p if a == "p" else value[a] for a in call.args))
-                if one:
-                    jobs.append((("module", "signsim.engine.universal", call.loop_name), (typeof(code), *args)))
-                else:
-                    jobs.append((("stage", kind.name, stages[kind.name].__name__, call.attr), args))
+                jobs += [(("stage", kind.name, m.__name__, call.attr), args) for m in modules]
     if compose.builtin_only(stages):  # a searching attack's line search (1.4 of a first run's 17 CPU-s)
         bound = kernel.py_func.__globals__.get(compose.BOUND_NOISE)
-        recipe = ("loop", family, None if one else tuple((k, m.__name__) for k, m in sorted(stages.items())),
-                  None if bound is None else specialize.noise_name(bound), "attack_factor")
-        jobs.append((recipe, sig(workers.msg[:S], k, server.agg, icfg, sp, server.gen)))
+        recipe = ("loop", family, None if bound is None else specialize.noise_name(bound), "attack_factor")
+        jobs.append((recipe, sig(stages_plan, workers.msg[:S], k, server.agg, icfg, sp, server.gen)))
     step = kernel.py_func.__globals__["worker_step"]
     lr = fcfg[loop.F_LR]
-    share = (step, [sig(k, k, k, lr, lr, server.x, server.hbar, workers, gens[0], data, icfg, sp)])
+    share = (step, [sig(stages_plan, k, k, k, lr, lr, server.x, server.hbar, workers, gens[0], data, icfg, sp)])
     return jobs, share
 
 
@@ -116,15 +114,11 @@ def find(recipe):
         from signsim.engine import compose
 
         return compose.stage_function(compose.module_named(recipe[2]), recipe[3], False)
-    if kind == "loop":  # a function in the namespace of a family's one loop or of a composition's (``compose._loops``)
+    if kind == "loop":  # a function in the namespace of a family's loop for a noise model (``compose._loops``)
         from signsim.engine import compose
 
-        _, family, stages, noise, name = recipe
-        if stages is None:
-            pair = compose.loops_of_every_composition(family)
-        else:
-            pair = compose.loops(family, {k: compose.module_named(m) for k, m in stages}, builtin=False, noise=noise)
-        return pair[1].py_func.__globals__[name]
+        _, family, noise, name = recipe
+        return compose._loops(family, noise)[1].py_func.__globals__[name]
     raise ValueError(f"unknown recipe {recipe!r}")
 
 
@@ -165,18 +159,19 @@ def alongside(jobs):
             proc.wait()
 
 
-def compile_loop(engine, kernel) -> None:
-    """Compile ``engine``'s loop ``kernel`` (a dispatcher not yet compiled in this process) on two cores when it
-    is not in the cache: the helper's jobs in a helper process, the worker step here. The loop itself then
-    compiles (or loads) at its first call."""
+def compile_loop(engine, kernel, stages_plan) -> None:
+    """Compile ``engine``'s loop ``kernel`` for the plan ``stages_plan`` (not yet compiled in this process) on two
+    cores when it is not in the cache: the helper's jobs in a helper process, the worker step here. The loop itself
+    then compiles (or loads) at its first call."""
     from numba import typeof
 
-    if kernel.signatures or not enabled():
+    if not enabled():
         return
     bundles = engine.bundles()
-    if cached(kernel, tuple(typeof(a) for a in (np.int64(0), np.int64(0), np.int64(0), *bundles))):
+    signature = tuple(typeof(a) for a in (stages_plan, np.int64(0), np.int64(0), np.int64(0), *bundles))
+    if signature in kernel.overloads or cached(kernel, signature):
         return
-    jobs, (step, signatures) = plan(engine, kernel, bundles)
+    jobs, (step, signatures) = plan(engine, kernel, stages_plan, bundles)
     with alongside(jobs):
         for signature in signatures:
             step.compile(signature)

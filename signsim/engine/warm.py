@@ -43,9 +43,9 @@ def enabled() -> bool:
 
 
 def lock_file(family: str, threaded: bool, signature: tuple) -> Path:
-    """The file whose lock the background compile of ``family``'s one loop for ``signature`` holds (in the kernel
-    cache; the loop's key, which changes with the built-in stages' sources, and the argument types, dtype included,
-    by a hash)."""
+    """The file whose lock the background compile of ``family``'s one loop for ``signature`` (the types of the
+    loop's arguments after its plan) holds (in the kernel cache; the one loop's key, which changes with the built-in
+    stages' sources, and the argument types, dtype included, by a hash)."""
     from signsim.engine import compose
 
     root = Path(os.environ.get("NUMBA_CACHE_DIR") or ".")
@@ -149,9 +149,12 @@ def _main(fd: int) -> None:
     with contextlib.suppress(OSError):
         os.nice(19)
     family, threaded, signature = pickle.load(sys.stdin.buffer)
-    from signsim.engine import compose
+    from numba import typeof
 
-    compose.loops_of_every_composition(family)[0 if threaded else 1].compile(signature)
+    from signsim.engine import compose
+    from signsim.engine.plan import Plan
+
+    compose.loops_of_every_composition(family)[0 if threaded else 1].compile((typeof(Plan(None)), *signature))
     os.close(fd)
 
 

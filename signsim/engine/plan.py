@@ -1,0 +1,171 @@
+"""The composition of a run's stages as the Numba type of the loop's first argument (docs/theory.md §2, §8).
+
+The loop (``signsim.engine.loop``) calls its stages by the names of the table of kinds (``signsim.stages.kinds``:
+``compress(plan, code, v, out, p, sign_zero, gen, iwork)``, ...), each made here from the table at import as a
+function with one Numba overload. A ``Plan`` is a small Python value handed to the loop; its Numba type,
+``PlanType``, carries the composition by name:
+
+* ``Plan(None)``: every built-in stage. Each call is then a branch over the stage's code (its index in
+  ``registry.BUILTIN``, passed from ``icfg``), so one compiled loop runs every composition of built-in stages;
+* ``Plan(stages)`` (kind -> module): those stages only. Each call is the stage's own function, the code ignored:
+  the smaller, faster loop of one composition (a plugin's always).
+
+Numba compiles and caches a function once per argument types, so the loop is one function whose cache holds each
+composition it has run, under a type whose key names its stages with a hash of their code
+(``compose.source_hash``; for ``Plan(None)``, ``compose.builtin_key``): an edited or added stage gives new types
+and compiles only what calls it. Nothing is copied or written to a file. The stage functions themselves are
+compiled and cached on their own (``compose.stage_function``); the calls here are inlined into the loop.
+"""
+
+from __future__ import annotations
+
+from numba import types
+from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
+
+from signsim.stages import kinds
+
+
+class Plan:
+    """The stages a loop runs: None (every built-in stage, chosen by code) or kind -> module. Its Numba type
+    (``PlanType``) names them; nothing of it is read at run time."""
+
+    __slots__ = ("stages", "key")
+
+    def __init__(self, stages: dict | None = None):
+        from signsim.engine import compose
+
+        self.stages = None if stages is None else dict(stages)
+        if stages is None:
+            self.key = compose.builtin_key()
+        else:
+            for mod in stages.values():
+                _MODULES[mod.__name__] = mod
+            self.key = tuple((kind, mod.__name__, compose.source_hash(mod)) for kind, mod in sorted(stages.items()))
+
+    @property
+    def builtin(self) -> bool:
+        return self.stages is None
+
+    def __repr__(self) -> str:
+        return f"Plan({self.key!r})"
+
+
+class PlanType(types.Type):
+    """The Numba type of a ``Plan``: its key (a string for every built-in stage, else a tuple of (kind, module
+    name, source hash)). Pickled into Numba's cache index with each compiled signature."""
+
+    def __init__(self, key):
+        self.plan_key = key
+        name = key if isinstance(key, str) else ";".join(f"{k}={m}@{h}" for k, m, h in key)
+        super().__init__(name=f"Plan({name})")
+
+    @property
+    def builtin(self) -> bool:
+        return isinstance(self.plan_key, str)
+
+
+@typeof_impl.register(Plan)
+def _typeof_plan(value, context):
+    return PlanType(value.key)
+
+
+register_model(PlanType)(models.OpaqueModel)  # a value of no content: everything is in the type
+
+
+@unbox(PlanType)
+def _unbox_plan(typ, obj, c):
+    return NativeValue(c.context.get_dummy_value())
+
+
+#: the modules of the plans made in this process, by module name (a plugin's is not importable by its name)
+_MODULES: dict = {}
+
+
+def module_named(name: str):
+    """The stage module of a plan's key, as this process has it (a plugin's as loaded, ``NO_ATTACK`` included)."""
+    if name in _MODULES:
+        return _MODULES[name]
+    from signsim.engine import compose
+
+    return compose.module_named(name)
+
+
+def _make(text: str, name: str, namespace: dict):
+    exec(text, namespace)  # noqa: S102 - text made from the table of kinds
+    return namespace[name]
+
+
+def _builtin_call(kind: kinds.Kind, call: kinds.Call):
+    """``call`` on every built-in stage of ``kind``: a branch over the stage's code. The last stage is also the
+    answer to a code out of range (checked before the loop: ``compose.check_codes``), so that every path returns
+    the same type."""
+    from signsim.engine import compose
+    from signsim.stages import registry
+
+    modules = list(registry.builtin(kinds.base(kind.name)).values())
+    args = ", ".join(call.args)
+    ns = {f"K{i}": compose.stage_function(mod, call.attr, call.worker) for i, mod in enumerate(modules)}
+    lines = [f"def every(plan, code, {args}):"]
+    for i in range(len(modules)):
+        target = f"K{i}({args})"
+        if call.returns:
+            last = i == len(modules) - 1
+            lines.append(f"    return {target}" if last else f"    if code == {i}:\n        return {target}")
+        else:
+            lines.append(f"    {'if' if i == 0 else 'elif'} code == {i}:\n        {target}")
+    return _make("\n".join(lines) + "\n", "every", ns)
+
+
+def _own_call(kind: kinds.Kind, call: kinds.Call, module):
+    """``call`` on the one stage ``module``, the code ignored."""
+    from signsim.engine import compose
+
+    args = ", ".join(call.args)
+    body = "return " if call.returns else ""
+    ns = {"K": compose.stage_function(module, call.attr, call.worker)}
+    return _make(f"def own(plan, code, {args}):\n    {body}K({args})\n", "own", ns)
+
+
+def _stage_name(key, kind: str) -> str:
+    return next(m for k, m, _ in key if k == kind)
+
+
+def _overload(kind: kinds.Kind, call: kinds.Call):
+    cache: dict = {}
+
+    def resolve(plan):
+        if not isinstance(plan, PlanType):
+            return None
+        if plan.plan_key not in cache:
+            if plan.builtin:
+                cache[plan.plan_key] = _builtin_call(kind, call)
+            else:
+                cache[plan.plan_key] = _own_call(kind, call, module_named(_stage_name(plan.plan_key, kind.name)))
+        return cache[plan.plan_key]
+
+    return resolve
+
+
+def _stub(call: kinds.Call):
+    args = ", ".join(call.args)
+    fn = _make(f"def {call.loop_name}(plan, code, {args}):\n    raise NotImplementedError\n", call.loop_name, {})
+    fn.__module__ = __name__
+    fn.__doc__ = (f"The run's {call.attr!r} of its stage (``signsim.stages.kinds``), as the plan's type names it: "
+                  f"compiled only inside the loop.")
+    return fn
+
+
+#: the loop's call of each call of the table of kinds, by its name (``kinds.Call.loop_name``)
+CALLS: dict = {}
+for _kind in kinds.TABLE:
+    for _call in _kind.calls:
+        _fn = _stub(_call)
+        # (the typing function takes the stub's own arguments: Numba matches them by name)
+        _resolve = _overload(_kind, _call)
+        _make(f"def typer(plan, code, {', '.join(_call.args)}):\n    return resolve(plan)\n", "typer",
+              _ns := {"resolve": _resolve})
+        overload(_fn, inline="always")(_ns["typer"])
+        CALLS[_call.loop_name] = _fn
+globals().update(CALLS)
+del _kind, _call, _fn, _resolve, _ns
+
