@@ -15,8 +15,8 @@ def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
     engine = compiling.PACKAGE / "engine"
     where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
     where.mkdir()
-    for name in ("loop.run_chunk_serial__mlp__0123456789-1.py311.nbi",
-                 "loop.run_chunk_serial__mlp__0123456789-1.py311.1.nbc"):
+    for name in ("loop.run_chunk_serial__mlp__gaussian-1.py311.nbi",
+                 "loop.run_chunk_serial__mlp__gaussian-1.py311.1.nbc"):
         (where / name).write_bytes(b"x")
     (where / "keep.txt").write_text("not a kernel")
     assert compiling.loop_is_cached() and compiling.loop_is_cached("mlp")
@@ -53,13 +53,13 @@ def test_the_compile_notice_reaches_stderr_when_kernels_are_missing(cli, monkeyp
 
 def test_the_compile_notice_says_what_compiles_and_its_command_selects_something():
     """Issue 34 item 5: a composition's own loop is not 'once after an install', and the command works."""
-    every = compiling.notice("run", "analytic", "float64", "run_chunk_serial__analytic__builtin")
+    every = compiling.notice("run", "analytic", "float64", "run_chunk_serial__analytic__every_noise")
     assert "the analytic loop that runs every composition of built-in stages" in every
     assert "once after an install" in every
-    own = compiling.notice("run", "glm", "float64", "run_chunk__glm__64fe7c6c67", "signum: sign, majority")
+    own = compiling.notice("run", "glm", "float64", "run_chunk__glm__gaussian", "signum: sign, majority")
     assert "the glm loop of this composition of stages (signum: sign, majority)" in own
     assert "once per composition" in own and "once after an install" not in own
-    at = compiling.notice("diversity", "mlp", "float64", "run_chunk_serial__mlp__64fe7c6c67")
+    at = compiling.notice("diversity", "mlp", "float64", "run_chunk_serial__mlp__gaussian")
     assert "--command run --family mlp'" in at  # diversity --at run:K compiles run's loop
     from signsim.engine.specialize import FAMILIES
 
@@ -132,7 +132,7 @@ def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
             return types.Tuple((types.Array(getattr(types, dt), 1, "C"), types.Array(types.float64, 1, "C")))
 
         keys = {(("k0", "k1", "k", "data", "workers", server(dt), "run", "gens"), "cpu"): "file.nbc" for dt in dtypes}
-        index_file = where / "loop.run_chunk_serial__glm__0123456789-1.py311.nbi"
+        index_file = where / "loop.run_chunk_serial__glm__gaussian-1.py311.nbi"
         index_file.write_bytes(pickle.dumps("0.68") + pickle.dumps((0, keys)))
 
     index("float64")
@@ -140,7 +140,7 @@ def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
     assert not compiling.loop_is_cached("glm", "float32")
     index("float64", "float32")
     assert compiling.loop_is_cached("glm", "float32")
-    (where / "loop.run_chunk_serial__glm__0123456789-1.py311.nbi").write_bytes(b"damaged")
+    (where / "loop.run_chunk_serial__glm__gaussian-1.py311.nbi").write_bytes(b"damaged")
     assert compiling.loop_is_cached("glm", "float32")  # unreadable: no notice rather than a wrong one
 
 

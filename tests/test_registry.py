@@ -58,10 +58,10 @@ def test_a_family_loop_refuses_a_problem_of_another_family():
     assert specialize.family_of(int(icfg[loop.I_PROBLEM])) == "glm"
     from signsim.engine import compose
 
-    serial = compose.loops("analytic", e.settings.stages())[1]
+    _, serial, plan = compose.loops("analytic", e.settings.stages())
     data, workers, server, run, gens = e.bundles()
     with pytest.raises(ValueError, match="unknown problem code"):
-        serial(0, 1, 1, data, workers, server, run._replace(icfg=icfg), gens)
+        serial(plan, 0, 1, 1, data, workers, server, run._replace(icfg=icfg), gens)
 
 
 @pytest.mark.parametrize("problem", PROBLEMS)

@@ -42,23 +42,30 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     monkeypatch.setenv(compose.LOOP_ENV, options.pop("loop", "builtin"))
     engine = _engine(monkeypatch, **options)
     kernel = engine.kernel
-    one = compose.is_every(kernel.py_func.__name__)
+    one = engine.plan.builtin
     assert ("run_chunk_serial" not in kernel.py_func.__name__) == bool(engine.icfg[loop.I_PARALLEL])
     if "workers" in options:
         assert engine.icfg[loop.I_PARALLEL] == (numba.get_num_threads() > 1)
-    jobs, (step, signatures) = split_compile.plan(engine, kernel)
+    jobs, (step, signatures) = split_compile.plan(engine, kernel, engine.plan)
     names = [recipe[-1] for recipe, _ in jobs]
-    server = [(c.loop_name if one else c.attr) for k in kinds.TABLE for c in k.calls if not c.worker]
-    assert sorted(n for n in names if n in server) == sorted(server)
+    # each call the server makes, on every built-in stage of its kind with the plan of every built-in stage
+    from signsim.stages import registry
+
+    server = [c.attr for k in kinds.TABLE for c in k.calls if not c.worker
+              for _ in (registry.builtin(kinds.base(k.name)) if one else [0])]
+    assert sorted(n for n in names if n in {c.attr for k in kinds.TABLE for c in k.calls}) == sorted(server)
     assert "attack_factor" in names
     missing = [recipe for recipe, sig in jobs if not split_compile.cached(split_compile.find(recipe), sig)]
     assert missing == []
     # the worker step and record: the cache holds no other float64 signature (a wrong one compiled by the split
-    # path would sit next to the loop's own)
+    # path would sit next to the loop's own); the worker step's, none other for this plan (it keeps one for each
+    # plan it ran, under the plan's type)
     record = dict(jobs)[("family", "analytic", "record")]
+    plan = numba.typeof(engine.plan)
     for dispatcher, sigs in ((step, signatures), (split_compile.find(("family", "analytic", "record")), [record])):
         index = dispatcher._cache._cache_file._load_index()
-        assert {key[0] for key in index if "float32" not in str(key[0])} == set(sigs)
+        assert {key[0] for key in index if "float32" not in str(key[0])
+                and (dispatcher is not step or key[0][0] == plan)} == set(sigs)
 
 
 def test_cached_says_no_for_a_signature_never_compiled():

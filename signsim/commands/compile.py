@@ -22,21 +22,23 @@ import signsim
 
 PACKAGE = Path(signsim.__file__).resolve().parent
 SUFFIXES = (".nbi", ".nbc")
-#: the kernels whose cache entry says "a run loop of this family of problems is compiled" (one per composition of
-#: stages, ``signsim.engine.compose``)
+#: the kernels whose cache entry says "a run loop of this family of problems is compiled" (one per noise model, and
+#: one for every model, each holding the compositions it ran, ``signsim.engine.compose``)
 LOOP_INDEX = "loop.run_chunk*__{family}__*-*.nbi"
 
 def notice(command: str, family: str | None, dtype: str, kernel: str = "", composition: str = "") -> str:
     """The line a command prints before its first kernel compiles: what compiles (``family``: the problem's
     family, None when not known; ``kernel``: the name of the kernel that compiles first, which tells a run loop
-    of one composition of stages, ``run_chunk*__FAMILY__KEY``, from the family's one loop of every built-in
-    composition, ``run_chunk*__FAMILY__builtin_HASH``; ``composition``: the run's stages, named) and the
-    ``signsim compile`` command that does it ahead of time (only one that selects something)."""
+    of one composition of stages, ``run_chunk*__FAMILY__NOISE``, from the family's one loop of every built-in
+    composition, ``run_chunk*__FAMILY__every_noise``: ``signsim.engine.compose``; ``composition``: the run's
+    stages, named) and the ``signsim compile`` command that does it ahead of time (only one that selects something)."""
     kind = ""
     if kernel.startswith("run_chunk") and kernel.count("__") >= 2:
         key = kernel.rsplit("__", 1)[1]
         family = family or kernel.split("__")[1]
-        kind = "every" if key.startswith("builtin") else "own"
+        from signsim.engine.compose import EVERY_NOISE
+
+        kind = "every" if key == EVERY_NOISE else "own"
     of = f"{family} " if family else ""
     if kind == "every":
         what = (f"the {of}loop that runs every composition of built-in stages ({dtype}) for {command}: once after "
@@ -162,8 +164,9 @@ def sweep_notices(path, out, plugin: str | None = None) -> list[str]:
     return [notice("sweep", family, dtype) for family, dtype in sorted(needed) if not loop_is_cached(family, dtype)]
 
 
-#: where x is among the run loop's arguments (``loop._run_chunk``): the first field of its ``Server`` bundle
-SERVER_ARGUMENT, X_FIELD = 5, 0
+#: where x is among the run loop's arguments (``loop._run_chunk``: its plan, k0, k1, K, then the bundles): the first
+#: field of its ``Server`` bundle
+SERVER_ARGUMENT, X_FIELD = 6, 0
 
 
 def _compiled_for(index: Path, dtype: str) -> bool:

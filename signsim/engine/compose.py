@@ -243,9 +243,9 @@ def builtin_only(stages: dict) -> bool:
 
 
 def codes(stages: dict) -> dict[str, int]:
-    """kind -> the code of its stage in ``signsim/engine/universal.py`` (its index among the kind's built-in
-    stages; 0 for a plugin, whose loop ignores codes, and for the absent attack of a run without Byzantine
-    workers)."""
+    """kind -> the code of its stage in the plan of every built-in stage (``signsim.engine.plan``: its index
+    among the kind's built-in stages; 0 for a plugin, whose loop ignores codes, and for the absent attack of a run
+    without Byzantine workers)."""
     from signsim.stages import registry
 
     out = {}

@@ -33,12 +33,13 @@ direction (x <- x - server_lr direction for EF), or by the server optimizer's up
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
 whatever the number of Numba threads. The loop is compiled from this one source for each family of problems
-(``signsim.engine.specialize``), with threads and without (a small run loads only the serial one): once with the
-dispatchers of every built-in stage (``signsim/engine/universal.py``: the stage's code, in ``icfg``, picks it), so
-that one loop runs every composition of built-in stages, or for one composition with its stages bound directly (a
-plugin's; ``signsim.engine.compose``). The driver calls it for consecutive ranges of iterations (the state lives
-in the arrays of the four bundles it passes: ``ProblemData``, ``Workers``, ``Server``, ``RunState``), which lets a
-progress bar and Ctrl-C act between chunks.
+(``signsim.engine.specialize``), with threads and without (a small run loads only the serial one). Its first
+argument, the plan (``signsim.engine.plan``), says by its Numba type which stages the calls
+``compress(plan, code, ...)``, ``momentum_step(plan, code, ...)``, ... reach: every built-in stage, the stage's
+code in ``icfg`` picking it, so that one compiled loop runs every composition of built-in stages, or one
+composition's own stages (a plugin's always; ``signsim.engine.compose`` chooses). The driver calls it for
+consecutive ranges of iterations (the state lives in the arrays of the four bundles it passes: ``ProblemData``,
+``Workers``, ``Server``, ``RunState``), which lets a progress bar and Ctrl-C act between chunks.
 """
 
 from collections import namedtuple
@@ -106,7 +107,7 @@ RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
         "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients", "workers", "downlink", "topology",
         "keep", "catch_up",
-        # the run's stage of each kind, by its code (``signsim/engine/universal.py``), and the stages' flags
+        # the run's stage of each kind, by its code (``signsim.engine.plan``), and the stages' flags
         *(kinds.code_setting(k) for k in kinds.NAMES), *(kinds.flag_setting(f) for f in kinds.FLAGS))
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
 FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "prox_mu", "extra_up", "extra_down",

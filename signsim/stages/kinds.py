@@ -4,8 +4,8 @@ flags the loop reads, the state it may own, and what a module of that kind must 
 ``signsim check-stage``).
 
 Everything that names the kinds reads this table: the registry (folders, options), the plugin loader
-(``plugins.REQUIRED``), the loop's names (``signsim.engine.compose``), the generated dispatch of every built-in stage
-(``signsim/engine/universal.py``, made by ``python -m signsim.engine.generate``), the driver's state arrays, the
+(``plugins.REQUIRED``), the loop's calls on its stages (``signsim.engine.plan``, made from it at import), the
+driver's state arrays, the
 plugins' smoke test (``signsim.engine.smoke``: each call with its arguments and declared result), the docs' stage
 tables (``signsim.render.stage_tables``). Pure Python: importing it costs nothing.
 
