@@ -211,13 +211,13 @@ def stage_function(module, attr: str, worker_path: bool, inline: bool = False, c
     if checked:
         return njit(boundscheck=True, nogil=True)(copy)
     if inline:
-        return njit(inline="always")(copy)
+        return njit(inline="always", _nrt=not worker_path)(copy)
     from signsim.stages.plugins import bounds_checked
 
     bounds = bounds_checked(module)  # a plugin's indices checked (unless TRUSTED): IndexError, not corrupt memory
     # a worker's kernel is inlined by LLVM into the steps that call it (``forceinline``: see ``_loops``)
     if worker_path:
-        return njit(cache=True, forceinline=True, boundscheck=bounds)(copy)
+        return njit(cache=True, _nrt=False, forceinline=True, boundscheck=bounds)(copy)
     return njit(cache=True, boundscheck=bounds)(copy)
 
 
@@ -268,7 +268,8 @@ def _loops(family: str, noise: str | None = None):
     # (compiled without Numba's runtime) returns views it did not count. Called instead, the step took about 40 ns
     # a worker and round passing its arguments (about 180 machine words), and its kernels another 1 us of an SSDM
     # iteration's 5.5 on Rosenbrock (d = 10, M = 32; 4 December 2026)
-    lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{tag}", lns, forceinline=True)
+    lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{tag}", lns, _nrt=False,
+                                          forceinline=True)
     # inlined: its sum over the messages stays a parallel loop in the threaded copy
     lns["server_aggregate"] = specialize._copy(loop.server_aggregate, f"server_aggregate__{tag}", lns,
                                                inline="always")

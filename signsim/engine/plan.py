@@ -38,9 +38,9 @@ class Plan:
         if stages is None:
             self.key = compose.builtin_key()
         else:
-            for mod in stages.values():
-                _MODULES[mod.__name__] = mod
             self.key = tuple((kind, mod.__name__, compose.source_hash(mod)) for kind, mod in sorted(stages.items()))
+            for (_, name, h), mod in zip(self.key, (m for _, m in sorted(stages.items())), strict=True):
+                _MODULES[name, h] = mod
 
     @property
     def builtin(self) -> bool:
@@ -77,14 +77,16 @@ def _unbox_plan(typ, obj, c):
     return NativeValue(c.context.get_dummy_value())
 
 
-#: the modules of the plans made in this process, by module name (a plugin's is not importable by its name)
+#: the modules of the plans made in this process, by module name and source hash (a plugin's is not importable by
+#: its name, and an edited plugin loaded again has the same name)
 _MODULES: dict = {}
 
 
-def module_named(name: str):
-    """The stage module of a plan's key, as this process has it (a plugin's as loaded, ``NO_ATTACK`` included)."""
-    if name in _MODULES:
-        return _MODULES[name]
+def module_named(name: str, h: str):
+    """The stage module of a plan's key, as this process has it (a plugin's as loaded, ``NO_ATTACK`` included), else
+    as a fresh process imports it (a built-in stage, in a helper process that compiles for a plan it was sent)."""
+    if (name, h) in _MODULES:
+        return _MODULES[name, h]
     from signsim.engine import compose
 
     return compose.module_named(name)
@@ -126,8 +128,9 @@ def _own_call(kind: kinds.Kind, call: kinds.Call, module):
     return _make(f"def own(plan, code, {args}):\n    {body}K({args})\n", "own", ns)
 
 
-def _stage_name(key, kind: str) -> str:
-    return next(m for k, m, _ in key if k == kind)
+def _stage(key, kind: str):
+    """The module of ``kind`` in a composition's plan key."""
+    return next(module_named(m, h) for k, m, h in key if k == kind)
 
 
 def _overload(kind: kinds.Kind, call: kinds.Call):
@@ -140,7 +143,7 @@ def _overload(kind: kinds.Kind, call: kinds.Call):
             if plan.builtin:
                 cache[plan.plan_key] = _builtin_call(kind, call)
             else:
-                cache[plan.plan_key] = _own_call(kind, call, module_named(_stage_name(plan.plan_key, kind.name)))
+                cache[plan.plan_key] = _own_call(kind, call, _stage(plan.plan_key, kind.name))
         return cache[plan.plan_key]
 
     return resolve
@@ -164,7 +167,9 @@ for _kind in kinds.TABLE:
         _resolve = _overload(_kind, _call)
         _make(f"def typer(plan, code, {', '.join(_call.args)}):\n    return resolve(plan)\n", "typer",
               _ns := {"resolve": _resolve})
-        overload(_fn, inline="always")(_ns["typer"])
+        # inlined into the loop (Numba compiles the chosen function alone first, to type it: with the runtime, where
+        # returning an array a function was not passed is allowed; the worker step that takes it in runs without)
+        overload(_fn, inline="always", jit_options={"_nrt": True})(_ns["typer"])
         CALLS[_call.loop_name] = _fn
 globals().update(CALLS)
 del _kind, _call, _fn, _resolve, _ns

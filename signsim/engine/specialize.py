@@ -150,7 +150,7 @@ def dispatchers(family: str, noise: str | None = None) -> dict:
         made["add_noise"] = _copy(dispatch.add_noise, f"add_noise__{noise}", nns)
         # (local_gradient calls the worker_gradient made here, and is inlined, as below)
         for name in ("worker_gradient", "local_gradient"):
-            made[name] = _copy(getattr(loop, name), f"{name}__{family}__{noise}", {**vars(loop), **made},
+            made[name] = _copy(getattr(loop, name), f"{name}__{family}__{noise}", {**vars(loop), **made}, _nrt=False,
                                **({"inline": "always"} if name == "local_gradient" else {}))
         return made
     absent = {n: _stand_in(n) for other, names in FAMILIES.items() if other != family for n in names}
@@ -159,13 +159,14 @@ def dispatchers(family: str, noise: str | None = None) -> dict:
     dns.update(made)  # the dispatchers call each other by these names
     made["record"] = _copy(loop.record, f"record__{family}", {**vars(loop), **made})
     # without Numba's runtime, like the worker step that calls it (nothing there allocates)
-    made["worker_gradient"] = _copy(loop.worker_gradient, f"worker_gradient__{family}", {**vars(loop), **made})
+    made["worker_gradient"] = _copy(loop.worker_gradient, f"worker_gradient__{family}", {**vars(loop), **made},
+                                    _nrt=False)
     # a round's H local steps (docs/theory.md §12), inlined into the worker step that calls it once: a call of its own
     # passed about a hundred scalar arguments (the data bundle, the round's buffers) at every worker step, which made
     # SSDM's step on Rosenbrock (d = 10, M = 32) 9 to 10 us an iteration against 7 to 8 inlined (4 December 2026), at
     # the same compile time
     made["local_gradient"] = _copy(loop.local_gradient, f"local_gradient__{family}", {**vars(loop), **made},
-                                   inline="always")
+                                   _nrt=False, inline="always")
     return made
 
 

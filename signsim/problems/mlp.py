@@ -255,7 +255,7 @@ def evaluate(x, pf, pi, A, b, out):
     return s / n + 0.5 * pf[0] * sq_norm(x), hits / n
 
 
-@njit(cache=True)  # allocates its scratch: keeps Numba's runtime when called from the worker step
+@njit(cache=True, _nrt=True)  # allocates its scratch: keeps Numba's runtime when called from the worker step
 def oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
     """Mean of tau per-sample gradients (backpropagation), rows drawn with replacement from the worker's group;
     tau = FULL_BATCH (``--batch-size full``): the exact gradient of the worker's local objective, the mean over
