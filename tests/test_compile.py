@@ -10,14 +10,31 @@ from signsim import methods, noise, problems
 from signsim.commands import compile as compiling
 
 
+def _index(where, family: str, *dtypes):
+    """A run loop's cache index in ``where`` listing a plan of ``family`` for each dtype of x (the loop's arguments:
+    the plan, k0, k1, K, then the bundles; the Server bundle holds x first, gbuf is float64 always)."""
+    import pickle
+
+    from numba import typeof
+    from numba.core import types
+
+    from signsim.engine.plan import plan_for
+
+    def server(dt):
+        return types.Tuple((types.Array(getattr(types, dt), 1, "C"), types.Array(types.float64, 1, "C")))
+
+    keys = {((typeof(plan_for(family)), "k0", "k1", "k", "data", "workers", server(dt), "run", "gens"), "cpu"):
+            "file.nbc" for dt in dtypes}
+    (where / "loop.run_chunk-1.py311.nbi").write_bytes(pickle.dumps("0.68") + pickle.dumps((0, keys)))
+
+
 def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     engine = compiling.PACKAGE / "engine"
     where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
     where.mkdir()
-    for name in ("loop.run_chunk_serial__mlp__gaussian-1.py311.nbi",
-                 "loop.run_chunk_serial__mlp__gaussian-1.py311.1.nbc"):
-        (where / name).write_bytes(b"x")
+    _index(where, "mlp", "float64")
+    (where / "loop.run_chunk-1.py311.1.nbc").write_bytes(b"x")
     (where / "keep.txt").write_text("not a kernel")
     assert compiling.loop_is_cached() and compiling.loop_is_cached("mlp")
     assert not compiling.loop_is_cached("analytic")
@@ -53,13 +70,13 @@ def test_the_compile_notice_reaches_stderr_when_kernels_are_missing(cli, monkeyp
 
 def test_the_compile_notice_says_what_compiles_and_its_command_selects_something():
     """Issue 34 item 5: a composition's own loop is not 'once after an install', and the command works."""
-    every = compiling.notice("run", "analytic", "float64", "run_chunk_serial__analytic__every_noise")
+    every = compiling.notice("run", "analytic", "float64", "run_chunk__analytic__every")
     assert "the analytic loop that runs every composition of built-in stages" in every
     assert "once after an install" in every
-    own = compiling.notice("run", "glm", "float64", "run_chunk__glm__gaussian", "signum: sign, majority")
+    own = compiling.notice("run", "glm", "float64", "worker_step__glm__own", "signum: sign, majority")
     assert "the glm loop of this composition of stages (signum: sign, majority)" in own
     assert "once per composition" in own and "once after an install" not in own
-    at = compiling.notice("diversity", "mlp", "float64", "run_chunk_serial__mlp__gaussian")
+    at = compiling.notice("diversity", "mlp", "float64", "run_chunk__mlp__own")
     assert "--command run --family mlp'" in at  # diversity --at run:K compiles run's loop
     from signsim.engine.specialize import FAMILIES
 
@@ -118,29 +135,17 @@ def test_compile_runs_every_warm_up_command(cli):
 
 def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
     """A float32 run compiles its own copy of the loop: the notice looks for that copy in Numba's index."""
-    import pickle
-
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     engine = compiling.PACKAGE / "engine"
     where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
     where.mkdir()
 
-    def index(*dtypes):
-        from numba.core import types
-
-        def server(dt):  # the Server bundle: x first, then arrays of other types (gbuf is float64 always)
-            return types.Tuple((types.Array(getattr(types, dt), 1, "C"), types.Array(types.float64, 1, "C")))
-
-        keys = {(("k0", "k1", "k", "data", "workers", server(dt), "run", "gens"), "cpu"): "file.nbc" for dt in dtypes}
-        index_file = where / "loop.run_chunk_serial__glm__gaussian-1.py311.nbi"
-        index_file.write_bytes(pickle.dumps("0.68") + pickle.dumps((0, keys)))
-
-    index("float64")
+    _index(where, "glm", "float64")
     assert compiling.loop_is_cached("glm") and compiling.loop_is_cached("glm", "float64")
-    assert not compiling.loop_is_cached("glm", "float32")
-    index("float64", "float32")
+    assert not compiling.loop_is_cached("glm", "float32") and not compiling.loop_is_cached("mlp")
+    _index(where, "glm", "float64", "float32")
     assert compiling.loop_is_cached("glm", "float32")
-    (where / "loop.run_chunk_serial__glm__gaussian-1.py311.nbi").write_bytes(b"damaged")
+    (where / "loop.run_chunk-1.py311.nbi").write_bytes(b"damaged")
     assert compiling.loop_is_cached("glm", "float32")  # unreadable: no notice rather than a wrong one
 
 

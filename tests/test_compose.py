@@ -16,7 +16,7 @@ from pathlib import Path
 
 import signsim
 from signsim.engine import compose
-from signsim.engine.plan import Plan
+from signsim.engine.plan import Stages, plan_for
 from signsim.stages import registry
 from signsim.stages.attacks import alie, alie_opt, ipm, ipm_opt
 from signsim.stages.compressors import sign
@@ -76,24 +76,24 @@ def test_a_plan_s_type_names_its_own_stages_only(monkeypatch):
     from numba import typeof
 
     stages = {"compressor": sign, "error_feedback": clag}
-    before = typeof(Plan(stages))
+    before = typeof(Stages(stages))
     real = compose.source_hash.__wrapped__
 
     def edited(of):  # another stage's source edited: nothing here changes
         return lambda mod: ("edited" if mod is of else real(mod))
 
     monkeypatch.setattr(compose, "source_hash", edited(alie))
-    assert typeof(Plan(stages)) == before
+    assert typeof(Stages(stages)) == before
     monkeypatch.setattr(compose, "source_hash", edited(clag))
-    assert typeof(Plan(stages)) != before
-    assert typeof(Plan(stages)) != typeof(Plan({"compressor": sign}))
+    assert typeof(Stages(stages)) != before
+    assert typeof(Stages(stages)) != typeof(Stages({"compressor": sign}))
 
 
 def test_the_one_loop_key_follows_every_built_in_stage(monkeypatch):
     from numba import typeof
 
     key = compose.builtin_key()
-    assert compose.builtin_key.__wrapped__() == key and key in str(typeof(Plan(None)))
+    assert compose.builtin_key.__wrapped__() == key and key in str(typeof(Stages(None)))
     real = compose.source_hash.__wrapped__
     for mod in (sign, registry.builtin("aggregation")["mean"], alie):
         monkeypatch.setattr(compose, "source_hash", lambda m, of=mod: "edited" if m is of else real(m))
@@ -109,14 +109,16 @@ def test_a_plan_s_type_survives_numba_s_cache_index():
 
     from numba import typeof
 
-    for plan in (Plan(None), Plan({"compressor": sign, "error_feedback": clag, "attack": compose.NO_ATTACK})):
+    for plan in (Stages(None), Stages({"compressor": sign, "error_feedback": clag, "attack": compose.NO_ATTACK})):
         t = typeof(plan)
         assert pickle.loads(pickle.dumps(t)) == t and hash(pickle.loads(pickle.dumps(t))) == hash(t)
-    code = ("import pickle, sys; from numba import typeof; from signsim.engine.plan import Plan; "
-            "from signsim.stages.compressors import sign; sys.stdout.buffer.write(pickle.dumps(typeof(Plan({"
-            "'compressor': sign}))))")
+    full = typeof(plan_for("glm", {"compressor": sign}, "laplace"))
+    assert pickle.loads(pickle.dumps(full)) == full
+    code = ("import pickle, sys; from numba import typeof; from signsim.engine.plan import Stages, plan_for; "
+            "from signsim.stages.compressors import sign; sys.stdout.buffer.write(pickle.dumps((typeof(Stages({"
+            "'compressor': sign})), typeof(plan_for('glm', {'compressor': sign}, 'laplace')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120, check=True).stdout
-    assert pickle.loads(out) == typeof(Plan({"compressor": sign}))
+    assert pickle.loads(out) == (typeof(Stages({"compressor": sign})), full)
 
 
 def test_a_call_on_a_plan_reaches_its_stage_with_the_table_s_arguments(monkeypatch):

@@ -168,35 +168,37 @@ def test_loop_mode_is_read_from_the_environment(monkeypatch):
     assert [compose.mode(f) for f in ("analytic", "glm", "mlp")] == ["builtin", "composed", "builtin"]
     stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
     monkeypatch.setenv(compose.LOOP_ENV, "builtin")
+    from signsim.engine import loop
+
     threaded, serial, every = compose.loops("analytic", stages)
-    assert serial.py_func.__name__ == f"run_chunk_serial__analytic__{compose.EVERY_NOISE}" and every.builtin
-    assert every.key == compose.builtin_key()
+    assert (threaded, serial) == (loop.run_chunk_threaded, loop.run_chunk)  # one loop, compiled for each plan
+    assert every.stages.builtin and every.stages.key == compose.builtin_key()
+    assert (every.problems.family, every.problems.noise) == ("analytic", None)
     _, own, plan = compose.loops("analytic", stages, builtin=False, noise="gaussian")
-    assert own.py_func.__name__ == "run_chunk_serial__analytic__gaussian" and not plan.builtin
-    assert plan.key == tuple((k, m.__name__, compose.source_hash(m)) for k, m in sorted(stages.items()))
+    assert own is serial and not plan.stages.builtin and plan.problems.noise == "gaussian"
+    assert plan.stages.key == tuple((k, m.__name__, compose.source_hash(m)) for k, m in sorted(stages.items()))
 
 
 def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_another():
-    """A composition's own loop is bound to one noise model (``specialize.dispatchers(family, noise)``): the other
+    """A composition's own plan is bound to one noise model (``specialize.dispatchers(family, noise)``): the other
     models' draws are NaN stand-ins there, so a run with another model's code is refused before the loop, never run
     on NaN; the family's one loop takes every model."""
     from signsim.engine import loop, specialize
-    from signsim.engine.plan import Plan
+    from signsim.engine.plan import plan_for
 
     stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
     _, own, plan = compose.loops("analytic", stages, builtin=False, noise="laplace")
-    assert own.py_func.__name__.endswith("__laplace")
-    assert own is not compose.loops("analytic", stages, builtin=False, noise="gaussian")[1]
+    assert plan.problems.noise == "laplace"
     icfg = np.zeros(len(loop.ICFG), dtype=np.int64)
     for name in specialize.NOISE:
         icfg[loop.I_NOISE] = getattr(specialize.dispatch, name).CODE
         assert specialize.noise_name(int(icfg[loop.I_NOISE])) == name
-        compose.check_codes(compose.loops_of_every_composition("analytic")[1], Plan(None), icfg)
+        compose.check_codes(plan_for("analytic"), icfg)
         if name == "laplace":
-            compose.check_codes(own, plan, icfg)
+            compose.check_codes(plan, icfg)
         else:
-            with pytest.raises(ValueError, match="noise code"):
-                compose.check_codes(own, plan, icfg)
+            with pytest.raises(ValueError, match="draws noise laplace"):
+                compose.check_codes(plan, icfg)
     draws = {specialize.dispatchers("analytic", "laplace")["add_noise"].py_func.__globals__[n].draw
              for n in specialize.NOISE if n not in ("none", "laplace")}
     assert draws == {specialize._absent_draw}

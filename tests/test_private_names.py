@@ -39,7 +39,7 @@ REMAINING = {
         "the worker path compiled without Numba's runtime (allocates nothing): with it, SSDM on Rosenbrock (d = 10, "
         "M = 32, K = 20,000) took 0.29 s instead of 0.08 s (benchmarks/bench_engine.py, 5 December 2026)",
     ("engine/plan.py", "no runtime"): "a stage call typed with the runtime, then inlined into the worker path",
-    ("engine/specialize.py", "no runtime"): "as compose.py",
+    ("engine/loop.py", "no runtime"): "the worker step and the worker's gradient, as compose.py",
     ("problems/mlp.py", "no runtime"): "as compose.py",
     ("engine/compose.py", "bytecode copies"): "a stage kernel compiled under a name of its own per composition",
     ("engine/specialize.py", "bytecode copies"): "a loop copied per family of problems",

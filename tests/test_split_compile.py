@@ -42,8 +42,8 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     monkeypatch.setenv(compose.LOOP_ENV, options.pop("loop", "builtin"))
     engine = _engine(monkeypatch, **options)
     kernel = engine.kernel
-    one = engine.plan.builtin
-    assert ("run_chunk_serial" not in kernel.py_func.__name__) == bool(engine.icfg[loop.I_PARALLEL])
+    one = engine.plan.stages.builtin
+    assert (kernel is loop.run_chunk_threaded) == bool(engine.icfg[loop.I_PARALLEL])
     if "workers" in options:
         assert engine.icfg[loop.I_PARALLEL] == (numba.get_num_threads() > 1)
     jobs, (step, signatures) = split_compile.plan(engine, kernel, engine.plan)
@@ -60,12 +60,12 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     # the worker step and record: the cache holds no other float64 signature (a wrong one compiled by the split
     # path would sit next to the loop's own); the worker step's, none other for this plan (it keeps one for each
     # plan it ran, under the plan's type)
-    record = dict(jobs)[("family", "analytic", "record")]
+    recipe = ("module", "signsim.engine.loop", "record")
+    record = dict(jobs)[recipe]
     plan = numba.typeof(engine.plan)
-    for dispatcher, sigs in ((step, signatures), (split_compile.find(("family", "analytic", "record")), [record])):
+    for dispatcher, sigs, first in ((step, signatures, plan), (split_compile.find(recipe), [record], plan.types[0])):
         index = dispatcher._cache._cache_file._load_index()
-        assert {key[0] for key in index if "float32" not in str(key[0])
-                and (dispatcher is not step or key[0][0] == plan)} == set(sigs)
+        assert {key[0] for key in index if "float32" not in str(key[0]) and key[0][0] == first} == set(sigs)
 
 
 def test_cached_says_no_for_a_signature_never_compiled():
@@ -117,13 +117,12 @@ def test_from_an_empty_cache_the_loop_loads_the_helpers_kernels_and_results_matc
                                      for names in (compiled_alone, compiled_here))
     assert split["history"] == alone["history"]
     assert np.array_equal(split["x_final"], alone["x_final"])
-    assert any(n.startswith("record__analytic") for n in compiled_alone)  # the one process compiled everything
-    helpers = {"record__analytic", "step_size", "check_settings", "check_problem__analytic",
+    assert "record" in compiled_alone  # the one process compiled everything
+    helpers = {"record", "step_size", "check_settings", "check_problem__analytic",
                "check_noise", "sparse_broadcast_bits", "finish__mean", "direction__none"}
     assert helpers <= set(compiled_alone)
     assert not helpers & set(compiled_here), compiled_here
-    assert any(n.startswith("worker_step__analytic") for n in compiled_here)
-    assert any(n.startswith("run_chunk_serial__analytic") for n in compiled_here)
+    assert "worker_step" in compiled_here and "run_chunk" in compiled_here
 
 
 def test_later_chunks_call_the_loops_compiled_entry_with_the_same_results(monkeypatch):

@@ -22,23 +22,20 @@ import signsim
 
 PACKAGE = Path(signsim.__file__).resolve().parent
 SUFFIXES = (".nbi", ".nbc")
-#: the kernels whose cache entry says "a run loop of this family of problems is compiled" (one per noise model, and
-#: one for every model, each holding the compositions it ran, ``signsim.engine.compose``)
-LOOP_INDEX = "loop.run_chunk*__{family}__*-*.nbi"
+#: the index files of the run loop (``loop.run_chunk`` and ``loop.run_chunk_threaded``): each lists every plan it was
+#: compiled for (``signsim.engine.plan``: the family of problems, the noise model, the stages)
+LOOP_INDEX = "loop.run_chunk*-*.nbi"
 
 def notice(command: str, family: str | None, dtype: str, kernel: str = "", composition: str = "") -> str:
     """The line a command prints before its first kernel compiles: what compiles (``family``: the problem's
     family, None when not known; ``kernel``: the name of the kernel that compiles first, which tells a run loop
-    of one composition of stages, ``run_chunk*__FAMILY__NOISE``, from the family's one loop of every built-in
-    composition, ``run_chunk*__FAMILY__every_noise``: ``signsim.engine.compose``; ``composition``: the run's
-    stages, named) and the ``signsim compile`` command that does it ahead of time (only one that selects something)."""
+    of one composition of stages, ``run_chunk*__FAMILY__own``, from the family's one loop of every built-in
+    composition, ``run_chunk*__FAMILY__every``, as ``label`` names a compile; ``composition``: the run's stages,
+    named) and the ``signsim compile`` command that does it ahead of time (only one that selects something)."""
     kind = ""
-    if kernel.startswith("run_chunk") and kernel.count("__") >= 2:
-        key = kernel.rsplit("__", 1)[1]
+    if kernel.count("__") >= 2 and kernel.rsplit("__", 1)[1] in ("every", "own"):  # compiled for a run's plan
         family = family or kernel.split("__")[1]
-        from signsim.engine.compose import EVERY_NOISE
-
-        kind = "every" if key == EVERY_NOISE else "own"
+        kind = kernel.rsplit("__", 1)[1]
     of = f"{family} " if family else ""
     if kind == "every":
         what = (f"the {of}loop that runs every composition of built-in stages ({dtype}) for {command}: once after "
@@ -64,6 +61,20 @@ def ahead(command: str, family: str | None, dtype: str) -> str:
     return "signsim compile"
 
 
+def label(data: dict) -> str:
+    """The name of what a Numba compile event compiles: the function's, and for one compiled for a run's plan
+    (``signsim.engine.plan``), ``__FAMILY__every`` (the plan of every built-in stage) or ``__FAMILY__own``."""
+    name = getattr(getattr(data.get("dispatcher"), "py_func", None), "__name__", "")
+    args = data.get("args") or ()
+    if args:
+        from signsim.engine.plan import problems_of, stages_of
+
+        problems, stages = problems_of(args[0]), stages_of(args[0])
+        if problems is not None and stages is not None:
+            return f"{name}__{problems.family}__{'every' if stages.builtin else 'own'}"
+    return name
+
+
 def _ours(event) -> bool:
     """Whether a Numba compile event is for one of signsim's kernels (not, e.g., a typed List's methods, which
     Numba compiles in every process)."""
@@ -74,8 +85,8 @@ def _ours(event) -> bool:
 
 @contextlib.contextmanager
 def watch(first: Callable[[str], None], busy: Callable[[bool], None] = lambda compiling: None) -> Iterator[None]:
-    """While the block runs: ``first(name)`` just before the first of signsim's kernels compiles (``name`` that
-    kernel's, e.g. ``run_chunk_serial__mlp``: a family's copy ends in ``__FAMILY``), and ``busy(True)``
+    """While the block runs: ``first(name)`` just before the first of signsim's kernels compiles (``name`` as
+    ``label`` gives it, e.g. ``worker_step__mlp__own``: a family's copy ends in ``__FAMILY``), and ``busy(True)``
     / ``busy(False)`` around each outermost compile. Numba broadcasts its ``numba:compile`` event only on a cache
     miss (a kernel loaded from the cache is no event), so this says exactly when a compile happens, whatever
     the command and whichever kernels it needs. Imports Numba."""
@@ -94,7 +105,7 @@ def watch(first: Callable[[str], None], busy: Callable[[bool], None] = lambda co
                 state["seen"] = True
             with contextlib.suppress(Exception):  # a display problem must not break a compile
                 if fresh:
-                    first(getattr(getattr(ev.data.get("dispatcher"), "py_func", None), "__name__", ""))
+                    first(label(ev.data))
                 if outermost:
                     busy(True)
 
@@ -133,14 +144,14 @@ def cache_dirs() -> list[Path]:
 
 def loop_is_cached(family: str = "*", dtype: str | None = None) -> bool:
     """Whether a run loop for ``family`` (any family by default) is in the kernel cache; with ``dtype``
-    (``--dtype``: float64 or float32), one compiled for state of that type, read from Numba's index files (this
-    unpickles Numba types, so it imports Numba; without ``dtype`` nothing is imported)."""
+    (``--dtype``: float64 or float32), one compiled for state of that type. Read from Numba's index files, which
+    name each compiled plan's family (this unpickles Numba types, so it imports Numba, unless neither is asked)."""
     engine = PACKAGE / "engine"
     indexes = [p for d in cache_dirs() if d.name.startswith("engine") or d.parent == engine
-               for p in d.glob(LOOP_INDEX.format(family=family))]
-    if dtype is None:
+               for p in d.glob(LOOP_INDEX)]
+    if family == "*" and dtype is None:
         return bool(indexes)
-    return any(_compiled_for(p, dtype) for p in indexes)
+    return any(_compiled_for(p, family, dtype) for p in indexes)
 
 
 def sweep_notices(path, out, plugin: str | None = None) -> list[str]:
@@ -169,16 +180,26 @@ def sweep_notices(path, out, plugin: str | None = None) -> list[str]:
 SERVER_ARGUMENT, X_FIELD = 6, 0
 
 
-def _compiled_for(index: Path, dtype: str) -> bool:
-    """Whether Numba's cache index ``index`` lists a compilation whose x is an array of ``dtype``. An index
-    that cannot be read counts as a yes: better no notice than a wrong one."""
+def _compiled_for(index: Path, family: str, dtype: str | None) -> bool:
+    """Whether Numba's cache index ``index`` lists a compilation for a plan of ``family`` ("*": any) whose x is an
+    array of ``dtype`` (None: any). An index that cannot be read counts as a yes: better no notice than a wrong
+    one."""
     import pickle
+
+    from signsim.engine.plan import problems_of
 
     try:
         with open(index, "rb") as f:
             pickle.load(f)  # Numba's version
             _, overloads = pickle.loads(f.read())
-        return any(f"array({dtype}," in str(key[0][SERVER_ARGUMENT].types[X_FIELD]) for key in overloads)
+        for key in overloads:
+            sig = key[0]
+            problems = problems_of(sig[0])
+            if family != "*" and getattr(problems, "family", None) != family:
+                continue
+            if dtype is None or f"array({dtype}," in str(sig[SERVER_ARGUMENT].types[X_FIELD]):
+                return True
+        return False
     except Exception:  # noqa: BLE001 - a damaged or foreign index file
         return True
 

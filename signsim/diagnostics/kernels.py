@@ -152,12 +152,15 @@ def full_local_gradients(code, x, pf, pi, A, b, ptr, idx, workers):
     family's ``worker_gradient``, which a run of the family has compiled) at tau = FULL_BATCH without noise, which
     draws nothing (the generator it is handed is never used). NumPy reference: the problem's
     ``oracle_ref(x, m, None, "full")``."""
+    import functools
+
     from signsim.codes import Noise
     from signsim.engine import loop, specialize
+    from signsim.engine.plan import Problems
     from signsim.noise.base import N_NOISE_PARAMS
 
     check_problem(code)
-    gradient = specialize.dispatchers(specialize.family_of(code))["worker_gradient"]
+    gradient = functools.partial(loop.worker_gradient, Problems(specialize.family_of(code)))
     icfg = np.zeros(loop.N_ICFG, dtype=np.int64)
     icfg[loop.I_PROBLEM], icfg[loop.I_TAU], icfg[loop.I_NOISE] = code, FULL_BATCH, int(Noise.NONE)
     data = loop.ProblemData(pf, pi, A, b, ptr, idx, np.zeros(N_NOISE_PARAMS))

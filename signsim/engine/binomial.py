@@ -26,7 +26,6 @@ a plugin aggregation is called through a plan of its own (a type of its own: com
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -34,9 +33,8 @@ from numba import njit
 
 from signsim.codes import SignZero, Status
 from signsim.engine import compose, loop, specialize
-from signsim.engine.dispatch import problem_loss, problem_loss_grad
 from signsim.engine.loop import record
-from signsim.engine.plan import Plan, finish_aggregate
+from signsim.engine.plan import finish_aggregate, plan_for, problem_loss, problem_loss_grad
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.noise import bimodal, cauchy, gaussian, laplace, skewed, uniform
@@ -201,6 +199,7 @@ def vote_sum(g, code, p, tau, deterministic, M, byzantine, law, sign_zero, gen, 
         out[i] = float(total)
 
 
+@njit(cache=True, nogil=True)
 def run_chunk(plan, k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams, deterministic, M, icfg, fcfg,
               x_star, hist, counters, up_bits, law, aggregation, fp):
     """Iterations k0 <= k < k1 of a K-iteration signSGD run with drawn vote counts: the exact gradient g at x,
@@ -214,14 +213,14 @@ def run_chunk(plan, k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, np
     code = icfg[loop.I_PROBLEM]
     for k in range(k0, k1):
         if k % every == 0:
-            status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            status = record(plan.problems, k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
             if status != Status.OK:
                 return status
         lr = loop.step_size(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)
-        problem_loss_grad(code, x, pf, pi, A, b, gbuf)
+        problem_loss_grad(plan.problems, code, x, pf, pi, A, b, gbuf)
         vote_sum(gbuf, icfg[loop.I_NOISE], nparams, icfg[loop.I_TAU], deterministic, M, icfg[loop.I_BYZANTINE], law,
                  icfg[loop.I_SIGN_ZERO], gen, agg)
-        finish_aggregate(plan, aggregation, agg, M, fp, icfg[loop.I_TIE], gen)
+        finish_aggregate(plan.stages, aggregation, agg, M, fp, icfg[loop.I_TIE], gen)
         tally[loop.T_UP] += up_bits
         tally[loop.T_UP_MAX] = up_bits
         tally[loop.T_DOWN] += M * fcfg[loop.F_DOWN_BITS]
@@ -229,7 +228,8 @@ def run_chunk(plan, k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, np
         if icfg[loop.I_MONOTONE]:
             for i in range(d):
                 trial[i] = x[i] - lr * (agg[i] + wd * x[i])
-            if problem_loss(code, trial, pf, pi, A, b) <= problem_loss(code, x, pf, pi, A, b):
+            problems = plan.problems
+            if problem_loss(problems, code, trial, pf, pi, A, b) <= problem_loss(problems, code, x, pf, pi, A, b):
                 for i in range(d):
                     x[i] = trial[i]
         else:
@@ -237,19 +237,11 @@ def run_chunk(plan, k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, np
                 x[i] -= lr * (agg[i] + wd * x[i])
         counters[loop.C_DONE] = k + 1
         if tally[loop.T_UP] + tally[loop.T_DOWN] >= fcfg[loop.F_BUDGET]:  # as the per-worker loop stops
-            status = record(k + 1, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            status = record(plan.problems, k + 1, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
             return Status.BUDGET if status == Status.OK else status
     if k1 == K:
-        return record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+        return record(plan.problems, K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
     return Status.OK
-
-
-@functools.cache
-def chunk_for(family: str):
-    """``run_chunk`` for the problems of ``family`` (its dispatchers and ``record``, ``specialize.dispatchers``),
-    compiled and cached on disk for each plan it is called with."""
-    return specialize._copy(run_chunk, f"run_chunk__{family}", {**globals(), **specialize.dispatchers(family)},
-                            nogil=True)
 
 
 def _declaring(kind: str, attr: str) -> str:
@@ -349,7 +341,8 @@ class BinomialEngine(ChunkedState):
         # a built-in aggregation by its code in the generated dispatcher (one loop for all); a plugin's bound into a
         # copy of its own
         # a plugin aggregation's own plan; every built-in one's by its code
-        self.plan = Plan({"aggregation": s.aggregate.module}) if is_plugin(s.aggregate.module) else Plan(None)
+        family = specialize.family_of(problem.code)
+        self.plan = plan_for(family, {"aggregation": s.aggregate.module} if is_plugin(s.aggregate.module) else None)
         self.aggregation = compose.codes({"aggregation": s.aggregate.module})["aggregation"]
         self.fp = s.aggregate.param_array()
         self.nparams = np.asarray(noise_params, dtype=np.float64)
@@ -361,8 +354,7 @@ class BinomialEngine(ChunkedState):
         p = self.problem
         k1 = min(self.K, self.k + n)
         # this family's kernels only (and a plugin aggregation's)
-        chunk = chunk_for(specialize.family_of(p.code))
-        self.status = Status(chunk(
+        self.status = Status(run_chunk(
             self.plan, self.k, k1, self.K, self.x, self.agg, self.gbuf, self.trial, self.tally, self.gen, p.pf, p.pi,
             p.A, p.b, self.nparams, self.deterministic, self.M, self.icfg, self.fcfg, self.x_star, self.hist,
             self.counters, self.up_bits, self.law, self.aggregation, self.fp))

@@ -27,7 +27,6 @@ import importlib
 import os
 import re
 import types
-from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -256,39 +255,6 @@ def codes(stages: dict) -> dict[str, int]:
     return out
 
 
-@functools.cache
-def _loops(family: str, noise: str | None = None):
-    """(threaded, serial) loop of ``family`` whose workers draw from the noise model ``noise`` (None: every model's),
-    for any plan (compiled for each plan's type on first call)."""
-    lns = {**vars(loop), **specialize.dispatchers(family, noise)}
-    lns[BOUND_NOISE] = None if noise is None else getattr(specialize.dispatch, noise).CODE
-    tag = f"{family}__{EVERY_NOISE if noise is None else noise}"
-    # the worker step, and the worker's stage kernels in it, are inlined into the loop by LLVM (``forceinline``):
-    # Numba's own ``inline="always"`` would inline its IR into a loop lowered with reference counts, while the step
-    # (compiled without Numba's runtime) returns views it did not count. Called instead, the step took about 40 ns
-    # a worker and round passing its arguments (about 180 machine words), and its kernels another 1 us of an SSDM
-    # iteration's 5.5 on Rosenbrock (d = 10, M = 32; 4 December 2026)
-    lns["worker_step"] = specialize._copy(loop.worker_step, f"worker_step__{tag}", lns, _nrt=False,
-                                          forceinline=True)
-    # inlined: its sum over the messages stays a parallel loop in the threaded copy
-    lns["server_aggregate"] = specialize._copy(loop.server_aggregate, f"server_aggregate__{tag}", lns,
-                                               inline="always")
-    lns["attack_factor"] = specialize._copy(loop.attack_factor, f"attack_factor__{tag}", lns)
-    # a round of exact gradients from every worker (a two-point estimator's, MARINA's c_k = 1): inlined, its workers
-    # stay a parallel loop in the threaded copy
-    lns["full_round"] = specialize._copy(loop.full_round, f"full_round__{tag}", lns, inline="always")
-    # nogil: the driver keeps handling signals while a chunk runs in its helper thread
-    threaded = specialize._copy(loop.run_chunk_source, f"run_chunk__{tag}", lns, parallel=True, nogil=True)
-    serial = specialize._copy(loop.run_chunk_source, f"run_chunk_serial__{tag}", lns, nogil=True)
-    return threaded, serial
-
-
-#: the name, in a loop's globals, of the noise code its worker steps draw from (None: every model's)
-BOUND_NOISE = "BOUND_NOISE_CODE"
-#: the last part of the name of a loop whose workers draw from every noise model
-EVERY_NOISE = "every_noise"
-
-
 #: which loop a composition of built-in stages runs in: "auto" (``choose``), "builtin" (always the family's one
 #: loop), "composed" (always a loop of its own), or a comma-separated list of families that take their one loop
 #: (the others their composition's own)
@@ -297,16 +263,17 @@ LOOP_MODES = ("auto", "builtin", "composed")
 
 
 def loops(family: str, stages: dict, builtin: bool = True, noise: str | None = None):
-    """(threaded loop, serial loop, plan) for the problems of ``family`` and the stages ``stages`` (kind -> module);
-    compiled (or loaded from the cache) on first call. With ``builtin``, a composition of built-in stages gets the
-    plan of every built-in stage (``Plan(None)``: the family's one loop, for every noise model); otherwise, and for
-    a composition with a plugin, a plan of its own, in the loop whose workers draw from the noise model ``noise``
-    only (a name of ``specialize.NOISE``; None: from every model)."""
-    from signsim.engine.plan import Plan
+    """(threaded loop, serial loop, plan) for the problems of ``family`` and the stages ``stages`` (kind -> module).
+    The loops are ``loop.run_chunk_threaded`` and ``loop.run_chunk``, compiled (or loaded from the cache) for each
+    plan at its first call. With ``builtin``, a composition of built-in stages gets the plan of every built-in stage
+    for every noise model (the family's one loop); otherwise, and for a composition with a plugin, a plan of its
+    own stages, whose workers draw from the noise model ``noise`` only (a name of ``specialize.NOISE``; None: from
+    every model)."""
+    from signsim.engine.plan import plan_for
 
     if builtin and builtin_only(stages):
-        return (*_loops(family), Plan(None))
-    return (*_loops(family, noise), Plan(stages))
+        return loop.run_chunk_threaded, loop.run_chunk, plan_for(family)
+    return loop.run_chunk_threaded, loop.run_chunk, plan_for(family, stages, noise)
 
 
 def counts() -> dict[str, int]:
@@ -316,14 +283,14 @@ def counts() -> dict[str, int]:
     return {k.name: len(registry.BUILTIN[kinds.base(k.name)]) for k in kinds.TABLE}
 
 
-def check_codes(kernel, plan, icfg) -> None:
+def check_codes(plan, icfg) -> None:
     """ValueError for a stage code the plan of every built-in stage does not know (its calls would fall through to
-    the last stage of the kind), or for a noise code other than the one a composition's own loop draws from (it
+    the last stage of the kind), or for a noise code other than the one a composition's own plan draws from (it
     would draw NaN): checked before the loop, like the problem and noise codes."""
-    bound = kernel.py_func.__globals__.get(BOUND_NOISE)
-    if bound is not None and int(icfg[loop.I_NOISE]) != bound:
-        raise ValueError(f"this loop draws noise code {bound}, not {int(icfg[loop.I_NOISE])}")
-    if not plan.builtin:
+    noise = plan.problems.noise
+    if noise is not None and specialize.noise_name(int(icfg[loop.I_NOISE])) != noise:
+        raise ValueError(f"this loop draws noise {noise}, not code {int(icfg[loop.I_NOISE])}")
+    if not plan.stages.builtin:
         return
     for kind, count in counts().items():
         code = int(icfg[loop.ICFG.index(kinds.code_setting(kind))])
@@ -343,11 +310,6 @@ def mode(family: str | None = None) -> str:
     return "auto"
 
 
-def loops_of_every_composition(family: str):
-    """(threaded loop, serial loop) of ``family`` that run every composition of built-in stages (``Plan(None)``)."""
-    return _loops(family)
-
-
 def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None) -> tuple:
     """(the loop a run takes, its plan, whether to compile the family's one loop in the background once it has run),
     for the loop's arguments after the plan of types ``signature``. A composition with a plugin: its own. Otherwise,
@@ -363,8 +325,9 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     only (``loops``), so a composition run with another noise model is another composition here."""
     from numba import typeof
 
+    from signsim.engine import plan as plan_module
     from signsim.engine import warm
-    from signsim.engine.split_compile import cached
+    from signsim.engine.split_compile import cached, cached_signatures
 
     which = 0 if threaded else 1
 
@@ -374,6 +337,10 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
 
     def is_cached(kernel, plan) -> bool:
         return cached(kernel, (typeof(plan), *signature))
+
+    def family_has_loops(kernel) -> bool:  # any loop of the family, of any composition (threaded or serial as asked)
+        return any(getattr(plan_module.problems_of(sig[0]), "family", None) == family
+                   for sig in cached_signatures(kernel) if sig)
 
     if not builtin_only(stages):
         return (*pick(False), False)
@@ -388,15 +355,6 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
         return one, one_plan, False
     if warm.wait(family, threaded, signature) and is_cached(one, one_plan):
         return one, one_plan, False
-    if _family_has_loops(own, family, threaded):
+    if family_has_loops(own):
         return one, one_plan, False
     return own, own_plan, True
-
-
-def _family_has_loops(kernel, family: str, threaded: bool) -> bool:
-    """Whether the kernel cache holds any loop of ``family`` (threaded or serial as asked), of any composition."""
-    folder = kernel.stats.cache_path
-    if not folder:
-        return False
-    prefix = "run_chunk" if threaded else "run_chunk_serial"
-    return any(True for _ in Path(folder).glob(f"*.{prefix}__{family}__*.nbi"))

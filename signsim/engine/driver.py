@@ -496,7 +496,7 @@ class Engine(ChunkedState):
                 self.kernel, self.plan, self.signature = kernel, plan, (typeof(plan), *signature)
                 if warm_after:  # once this loop has run: the family's one loop, in the background
                     self.warm = (family, threaded, signature)
-            compose.check_codes(kernel, self.plan, self.icfg)
+            compose.check_codes(self.plan, self.icfg)
             try:
                 split_compile.compile_loop(self, kernel, self.plan)  # a loop not in the cache: on two cores
                 status = kernel(self.plan, k0, k1, K, *self.bundles())

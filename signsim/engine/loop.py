@@ -35,7 +35,7 @@ Each worker draws only from its own generator, the server only from its own, so 
 whatever the number of Numba threads. The loop is compiled from this one source for each family of problems
 (``signsim.engine.specialize``), with threads and without (a small run loads only the serial one). Its first
 argument, the plan (``signsim.engine.plan``), says by its Numba type which stages the calls
-``compress(plan, code, ...)``, ``momentum_step(plan, code, ...)``, ... reach: every built-in stage, the stage's
+``compress(stages, code, ...)``, ``momentum_step(stages, code, ...)``, ... reach: every built-in stage, the stage's
 code in ``icfg`` picking it, so that one compiled loop runs every composition of built-in stages, or one
 composition's own stages (a plugin's always; ``signsim.engine.compose`` chooses). The driver calls it for
 consecutive ranges of iterations (the state lives in the arrays of the four bundles it passes: ``ProblemData``,
@@ -53,19 +53,12 @@ from signsim import history
 from signsim.codes import Schedule, SignZero, Status, Tie
 from signsim.engine import clock
 from signsim.engine.compress import sparse_broadcast_bits
-from signsim.engine.dispatch import (
+from signsim.engine.dispatch import check_noise
+from signsim.engine.plan import (  # the calls on the stages and the problem, by the plan's types
     add_noise,
-    check_noise,
-    check_problem,
-    problem_accuracy,
-    problem_evaluate,
-    problem_loss,
-    problem_oracle,
-    problem_test_loss,
-)
-from signsim.engine.plan import (  # the stages' calls, by the plan's type
     attack_row,
     attack_rows,
+    check_problem,
     compress,
     compress_down,
     down_ef_after,
@@ -84,6 +77,11 @@ from signsim.engine.plan import (  # the stages' calls, by the plan's type
     pre_aggregate,
     pre_aggregate_2,
     pre_aggregate_3,
+    problem_accuracy,
+    problem_evaluate,
+    problem_loss,
+    problem_oracle,
+    problem_test_loss,
     robust_aggregate,
     server_update,
 )
@@ -189,15 +187,18 @@ def step_size(schedule, lr0, k):
 # indices are drawn by ``signsim.draws``), so its array views and arguments cost no atomic reference counts,
 # which otherwise made up over half of a small problem's step. Kernels it calls that must allocate (the MLP
 # oracle's scratch) ask for the runtime themselves; none returns an array.
-def worker_gradient(m, x, g, gen, data, icfg):
+@njit(cache=True, _nrt=False)
+def worker_gradient(problems, m, x, g, gen, data, icfg):
     """g <- worker m's stochastic gradient at x: the problem's oracle, then the noise model. Compiled once per family
     of problems (``signsim.engine.specialize``) and shared by every composition of stages, so that a new
     composition compiles only its own small ``worker_step`` and loop."""
-    problem_oracle(icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], data.pf, data.pi, data.A, data.b, data.ptr, data.idx, g)
-    add_noise(icfg[I_NOISE], data.nparams, gen, icfg[I_TAU], g)
+    problem_oracle(problems, icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], data.pf, data.pi, data.A, data.b, data.ptr,
+                   data.idx, g)
+    add_noise(problems, icfg[I_NOISE], data.nparams, gen, icfg[I_TAU], g)
 
 
-def local_gradient(m, j, lr, mu, x, G, Y, U, gen, data, icfg, cm, c):
+@njit(inline="always", _nrt=False)
+def local_gradient(problems, m, j, lr, mu, x, G, Y, U, gen, data, icfg, cm, c):
     """Worker m's pseudo-gradient of the round in slot j (docs/theory.md §12): with H = 1 its stochastic gradient
     at x, in G[j]; with H > 1 the exact sum u = sum_{h<H} g(y^h) of its H local SGD steps y^{h+1} = y^h - lr g(y^h)
     from y^0 = x, in U[j] (Y[j] holds y^h, G[j] each g(y^h)). With FedProx's weight mu > 0 (§12.5) each g(y^h)
@@ -207,7 +208,7 @@ def local_gradient(m, j, lr, mu, x, G, Y, U, gen, data, icfg, cm, c):
     H = icfg[I_LOCAL_STEPS]
     g = G[j]
     if H == 1:
-        worker_gradient(m, x, g, gen, data, icfg)
+        worker_gradient(problems, m, x, g, gen, data, icfg)
         if icfg[I_CORRECTS]:
             for i in range(g.shape[0]):
                 g[i] += c[i] - cm[i]
@@ -218,7 +219,7 @@ def local_gradient(m, j, lr, mu, x, G, Y, U, gen, data, icfg, cm, c):
     for i in range(d):
         y[i] = x[i]
     for h in range(H):
-        worker_gradient(m, y, g, gen, data, icfg)
+        worker_gradient(problems, m, y, g, gen, data, icfg)
         if mu != 0.0:  # (zero at h = 0, where y = x)
             for i in range(d):
                 g[i] += mu * (y[i] - x[i])
@@ -236,6 +237,7 @@ def local_gradient(m, j, lr, mu, x, G, Y, U, gen, data, icfg, cm, c):
                 y[i] -= lr * g[i]
 
 
+@njit(cache=True, _nrt=False, forceinline=True)
 def worker_step(plan, m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
     """Worker m's round, in slot j of the round's participants: pseudo-gradient (``local_gradient``), momentum,
     error feedback, compression, attack (the composed stages). The momentum stage sees the worker's own round
@@ -244,47 +246,49 @@ def worker_step(plan, m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
     seen = workers.seen
     shift = workers.shift
     h = shift[0] if shift.shape[0] == 1 else shift[m]  # 1 x 1 without an estimator's shift
-    local_gradient(m, j, lr, mu, x, G, workers.Y, workers.U, gen, data, icfg, h, hbar[0])
+    problems, stages = plan.problems, plan.stages
+    local_gradient(problems, m, j, lr, mu, x, G, workers.Y, workers.U, gen, data, icfg, h, hbar[0])
     g = G[j] if icfg[I_LOCAL_STEPS] == 1 else workers.U[j]
     if icfg[I_TWO_POINT]:  # MARINA's difference: minus the oracle at the previous iterate hbar[2] (H = 1, exact)
         gp = workers.Y[j]
-        worker_gradient(m, hbar[2], gp, gen, data, icfg)
+        worker_gradient(problems, m, hbar[2], gp, gen, data, icfg)
         for i in range(g.shape[0]):
             g[i] -= gp[i]
     mm = mom[0] if mom.shape[0] == 1 else mom[m]  # mom is a 1 x 1 placeholder without momentum
     si = 0 if seen.shape[0] == 1 else m  # seen has one entry without a momentum state
-    v = momentum_step(plan, icfg[I_CODE_MOMENTUM], seen[si], g, mm, sp[SP_MOMENTUM])
+    v = momentum_step(stages, icfg[I_CODE_MOMENTUM], seen[si], g, mm, sp[SP_MOMENTUM])
     seen[si] += 1
     out = msg[j]
     e = err[0] if err.shape[0] == 1 else err[m]  # err is a 1 x 1 placeholder without error feedback
-    v = est_before(plan, icfg[I_CODE_ESTIMATOR], v, g, h, sp[SP_ESTIMATOR])
+    v = est_before(stages, icfg[I_CODE_ESTIMATOR], v, g, h, sp[SP_ESTIMATOR])
     # a Byzantine worker sends every round (the lazy rule is the honest workers')
-    if icfg[I_LAZY] and m >= icfg[I_BYZANTINE] and not ef_sends(plan, icfg[I_CODE_ERROR_FEEDBACK], k, v, e,
+    if icfg[I_LAZY] and m >= icfg[I_BYZANTINE] and not ef_sends(stages, icfg[I_CODE_ERROR_FEEDBACK], k, v, e,
                                                                sp[SP_ERROR_FEEDBACK]):
         for i in range(out.shape[0]):  # nothing sent (CLAG's trigger not met, §8.2): the server adds nothing
             out[i] = 0.0
         wbits[j] = 0.0
     else:
-        u = ef_before(plan, icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
+        u = ef_before(stages, icfg[I_CODE_ERROR_FEEDBACK], lr, v, g, e)
         iw = iwork[0] if iwork.shape[0] == 1 else iwork[j]  # 1 x 1 without a sparsifier
-        wbits[j] = compress(plan, icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
-        ef_after(plan, icfg[I_CODE_ERROR_FEEDBACK], e, out)
-    est_after(plan, icfg[I_CODE_ESTIMATOR], h, hbar, out, sp[SP_ESTIMATOR], icfg[I_LOCAL_STEPS])
+        wbits[j] = compress(stages, icfg[I_CODE_COMPRESSOR], u, out, sp[SP_COMPRESSOR], icfg[I_SIGN_ZERO], gen, iw)
+        ef_after(stages, icfg[I_CODE_ERROR_FEEDBACK], e, out)
+    est_after(stages, icfg[I_CODE_ESTIMATOR], h, hbar, out, sp[SP_ESTIMATOR], icfg[I_LOCAL_STEPS])
     if m < icfg[I_BYZANTINE]:
-        attack_row(plan, icfg[I_CODE_ATTACK], out, sp[SP_ATTACK], gen)
+        attack_row(stages, icfg[I_CODE_ATTACK], out, sp[SP_ATTACK], gen)
 
 
-def server_aggregate(plan, rows, n0, agg, icfg, sp, gen):
+@njit(inline="always")
+def server_aggregate(stages, rows, n0, agg, icfg, sp, gen):
     """The round's chain of pre-aggregations on its n0 messages ``rows`` (in place), then the aggregation into
     ``agg`` (docs/theory.md §8.4, §8.9)."""
     d = agg.shape[0]
-    n1 = pre_aggregate(plan, icfg[I_CODE_PRE_AGGREGATION], rows, n0, sp[SP_PRE_AGGREGATION], gen)
+    n1 = pre_aggregate(stages, icfg[I_CODE_PRE_AGGREGATION], rows, n0, sp[SP_PRE_AGGREGATION], gen)
     if not 1 <= n1 <= n0:  # a pre-aggregation keeps 1..n of its n rows (a plugin's rows(), checked every round)
         return False
-    n2 = pre_aggregate_2(plan, icfg[I_CODE_PRE_AGGREGATION_2], rows, n1, sp[SP_PRE_AGGREGATION_2], gen)
+    n2 = pre_aggregate_2(stages, icfg[I_CODE_PRE_AGGREGATION_2], rows, n1, sp[SP_PRE_AGGREGATION_2], gen)
     if not 1 <= n2 <= n1:
         return False
-    n = pre_aggregate_3(plan, icfg[I_CODE_PRE_AGGREGATION_3], rows, n2, sp[SP_PRE_AGGREGATION_3], gen)
+    n = pre_aggregate_3(stages, icfg[I_CODE_PRE_AGGREGATION_3], rows, n2, sp[SP_PRE_AGGREGATION_3], gen)
     if not 1 <= n <= n2:
         return False
     if icfg[I_SUMMED]:
@@ -293,13 +297,14 @@ def server_aggregate(plan, rows, n0, agg, icfg, sp, gen):
             for j in range(n):
                 s += rows[j, i]
             agg[i] = s
-        finish_aggregate(plan, icfg[I_CODE_AGGREGATION], agg, n, sp[SP_AGGREGATION], icfg[I_TIE], gen)
+        finish_aggregate(stages, icfg[I_CODE_AGGREGATION], agg, n, sp[SP_AGGREGATION], icfg[I_TIE], gen)
     else:
-        robust_aggregate(plan, icfg[I_CODE_AGGREGATION], rows[:n], agg, sp[SP_AGGREGATION])
+        robust_aggregate(stages, icfg[I_CODE_AGGREGATION], rows[:n], agg, sp[SP_AGGREGATION])
     return True
 
 
-def attack_factor(plan, rows, nb, agg, icfg, sp, gen):
+@njit(cache=True)
+def attack_factor(stages, rows, nb, agg, icfg, sp, gen):
     """The factor of a searching attack (its SEARCH flag: alie-opt, ipm-opt; docs/theory.md §8.5) for this round: the
     one that puts the aggregate of the round's messages, after the run's pre-aggregations and aggregation, farthest
     from the mean of the honest rows nb.. (ByzFL's expansion-contraction search: from START, step DELTA doubled while
@@ -329,8 +334,8 @@ def attack_factor(plan, rows, nb, agg, icfg, sp, gen):
                 trial[j, i] = rows[j, i]
         for i in range(d):
             out[i] = agg[i]
-        attack_rows(plan, icfg[I_CODE_ATTACK], trial, nb, q)
-        server_aggregate(plan, trial, S, out, icfg, sp, gen)
+        attack_rows(stages, icfg[I_CODE_ATTACK], trial, nb, q)
+        server_aggregate(stages, trial, S, out, icfg, sp, gen)
         y = 0.0
         for i in range(d):
             y += (out[i] - mean[i]) ** 2
@@ -352,10 +357,10 @@ def attack_factor(plan, rows, nb, agg, icfg, sp, gen):
 
 
 @njit(cache=True)
-def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally):
+def record(problems, k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally):
     """Append one history row at iterate x_k; return Status.DIVERGED when the loss or the iterate is not
     finite, Status.TARGET when the loss is at or below the stop-loss target, else Status.OK."""
-    loss, train_acc = problem_evaluate(icfg[I_PROBLEM], x, pf, pi, A, b, gbuf)
+    loss, train_acc = problem_evaluate(problems, icfg[I_PROBLEM], x, pf, pi, A, b, gbuf)
     l1 = 0.0
     l2 = 0.0
     for i in range(gbuf.shape[0]):
@@ -384,8 +389,8 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     hist[r, H_DIST] = dist
     hist[r, H_EXTRA] = extra
     hist[r, H_TRAIN_ACC] = train_acc
-    hist[r, H_TEST_ACC] = problem_accuracy(icfg[I_PROBLEM], x, pf, pi, A, b, True)
-    hist[r, H_TEST_LOSS] = problem_test_loss(icfg[I_PROBLEM], x, pf, pi, A, b)
+    hist[r, H_TEST_ACC] = problem_accuracy(problems, icfg[I_PROBLEM], x, pf, pi, A, b, True)
+    hist[r, H_TEST_LOSS] = problem_test_loss(problems, icfg[I_PROBLEM], x, pf, pi, A, b)
     # S H oracle calls per round (§12), or as a two-point estimator's rounds made them
     hist[r, H_GRAD_CALLS] = tally[T_CALLS] if icfg[I_TWO_POINT] else k * icfg[I_CLIENTS] * icfg[I_LOCAL_STEPS]
     hist[r, H_BITS_UP] = tally[T_UP]
@@ -399,7 +404,8 @@ def record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, ta
     return Status.OK
 
 
-def full_round(x, agg, G, gens, data, icfg, M):
+@njit(inline="always")
+def full_round(problems, x, agg, G, gens, data, icfg, M):
     """agg <- the mean over all M workers of their exact gradients at x (a round of MARINA's c_k = 1, §8.10),
     computed S at a time in the slots of ``G`` and summed in worker order (so the thread count changes nothing).
     The oracle draws nothing (the run checked it is exact), so each slot is handed the first generator."""
@@ -411,7 +417,7 @@ def full_round(x, agg, G, gens, data, icfg, M):
     for m0 in range(0, M, S):
         n = min(S, M - m0)
         for j in prange(n):
-            worker_gradient(m0 + j, x, G[j], gen, data, icfg)
+            worker_gradient(problems, m0 + j, x, G[j], gen, data, icfg)
         for j in range(n):
             for i in range(d):
                 agg[i] += G[j, i]
@@ -428,6 +434,7 @@ def check_settings(sign_zero, tie):
         raise ValueError("unknown tie code")
 
 
+@njit(inline="always")
 def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
     """Run rounds k0 <= k < k1 of a K-round run; record history every ``eval_every`` rounds and at k = K, or at
     the first round whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the run stops with
@@ -437,6 +444,7 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
     by the driver before the chunk; ``part[0]`` = 0..M-1 when every worker takes part) fill the slots 0..S-1 of
     ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones (worker index < ``byzantine``) come first. Worker
     m's generator in round k is ``gens[(k - k0) S + j]`` for slot j (``gens[m]`` when every worker takes part)."""
+    problems, stages = plan.problems, plan.stages
     pf, pi, A, b = data.pf, data.pi, data.A, data.b
     err, G, msg, wbits = workers.err, workers.G, workers.msg, workers.wbits
     x, srv, agg, gbuf, tally = server.x, server.srv, server.agg, server.gbuf, server.tally
@@ -451,7 +459,7 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
     every = icfg[I_EVAL_EVERY]
     B = icfg[I_BYZANTINE]
     check_settings(icfg[I_SIGN_ZERO], icfg[I_TIE])
-    check_problem(icfg[I_PROBLEM])
+    check_problem(problems, icfg[I_PROBLEM])
     check_noise(icfg[I_NOISE])
     topology = icfg[I_TOPOLOGY]  # the simulated clock's (0: no system model, no clock; docs/theory.md §14)
     # every worker, for the clock: a two-point estimator's broadcast goes to every worker, its full rounds come from
@@ -469,12 +477,12 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
     synced = server.synced
     for k in range(k0, k1):
         if k % every == 0:
-            status = record(k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            status = record(problems, k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
             if status != Status.OK:
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
         row = k - k0 if sampled else 0
-        fresh = est_fresh(plan, icfg[I_CODE_ESTIMATOR], k, server.hbar, sp[SP_ESTIMATOR], server_gen)
+        fresh = est_fresh(stages, icfg[I_CODE_ESTIMATOR], k, server.hbar, sp[SP_ESTIMATOR], server_gen)
         n = M if fresh else S  # the messages the round's aggregate is made of
         # who receives the broadcast: the round's participants; every worker for a two-point estimator (MARINA's g
         # is kept by every worker, so each needs every round's broadcast, §8.10)
@@ -485,7 +493,7 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
         if fresh:
             # every worker sends its exact gradient at x, uncompressed, and receives their mean as floats (MARINA's
             # c_k = 1, §8.10)
-            full_round(x, agg, G, gens, data, icfg, M)
+            full_round(problems, x, agg, G, gens, data, icfg, M)
             for j in range(S):
                 pre[j] = 0.0
             tally[T_UP] += M * FLOAT_BITS * d
@@ -522,14 +530,14 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
                 if 0 < nb < n_in:  # (no honest message to read when every participant is Byzantine, §12)
                     if icfg[I_SEARCH]:  # the factor that hurts this round's aggregate most (alie-opt, ipm-opt)
                         q = np.zeros(sp.shape[1])
-                        q[0] = attack_factor(plan, rows, nb, agg, icfg, sp, server_gen)
-                        attack_rows(plan, icfg[I_CODE_ATTACK], rows, nb, q)
+                        q[0] = attack_factor(stages, rows, nb, agg, icfg, sp, server_gen)
+                        attack_rows(stages, icfg[I_CODE_ATTACK], rows, nb, q)
                     else:
-                        attack_rows(plan, icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
+                        attack_rows(stages, icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])
             # the chain of pre-aggregations (§8.9): each transforms the first n rows in place, and may leave fewer;
             # then the aggregation
             # (nothing in time: no aggregate; agg keeps the last one, where centred clipping starts, §8.4)
-            if not empty and not server_aggregate(plan, rows, n_in, agg, icfg, sp, server_gen):
+            if not empty and not server_aggregate(stages, rows, n_in, agg, icfg, sp, server_gen):
                 return Status.CONTRACT
             tally[T_CALLS] += 2 * S  # (read only for a two-point estimator's run: its oracle at x and at x^{k-1})
             up = S * fcfg[F_EXTRA_UP]  # what a participant sends besides its message (SCAFFOLD's control variate)
@@ -559,10 +567,10 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
                 agg[i] *= S / M
         tally[T_DOWN] += S * fcfg[F_EXTRA_DOWN]  # what the server sends besides the broadcast (SCAFFOLD's c)
         if not empty:  # (a round in which no message arrived in time leaves the server as it was, §14.5)
-            direction = est_direction(plan, icfg[I_CODE_ESTIMATOR],
-                                      ef_direction(plan, icfg[I_CODE_ERROR_FEEDBACK], agg, srv), server.hbar,
+            direction = est_direction(stages, icfg[I_CODE_ESTIMATOR],
+                                      ef_direction(stages, icfg[I_CODE_ERROR_FEEDBACK], agg, srv), server.hbar,
                                       sp[SP_ESTIMATOR], n, M, icfg[I_LOCAL_STEPS])
-            direction = server_update(plan, icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt,
+            direction = server_update(stages, icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt,
                                       sp[SP_SERVER_OPTIMIZER], k)
             scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
             if icfg[I_DOWNLINK]:  # the server broadcasts C(u) of the update u, with its own error feedback (§8.8)
@@ -570,14 +578,14 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
                 u = down[D_UPDATE]
                 for i in range(d):
                     u[i] = scale * direction[i]
-                v = down_ef_before(plan, icfg[I_CODE_DOWN_ERROR_FEEDBACK], 1.0, u, down[D_SCRATCH], down[D_MEMORY])
+                v = down_ef_before(stages, icfg[I_CODE_DOWN_ERROR_FEEDBACK], 1.0, u, down[D_SCRATCH], down[D_MEMORY])
                 out = down[D_OUT]
-                bcast = compress_down(plan, icfg[I_CODE_DOWN_COMPRESSOR], v, out, sp[SP_DOWN_COMPRESSOR],
+                bcast = compress_down(stages, icfg[I_CODE_DOWN_COMPRESSOR], v, out, sp[SP_DOWN_COMPRESSOR],
                                       icfg[I_SIGN_ZERO], server_gen, server.diwork[0])
                 tally[T_DOWN] += S * bcast
                 recv = S
-                down_ef_after(plan, icfg[I_CODE_DOWN_ERROR_FEEDBACK], down[D_MEMORY], out)
-                direction = down_ef_direction(plan, icfg[I_CODE_DOWN_ERROR_FEEDBACK], out, down[D_SERVER])
+                down_ef_after(stages, icfg[I_CODE_DOWN_ERROR_FEEDBACK], down[D_MEMORY], out)
+                direction = down_ef_direction(stages, icfg[I_CODE_DOWN_ERROR_FEEDBACK], out, down[D_SERVER])
                 scale = 1.0
             if icfg[I_TWO_POINT]:  # the iterate the next round's differences start from (MARINA's x^k, §8.10)
                 for i in range(d):
@@ -590,8 +598,8 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
                         trial[i] = x[i] - (scale * direction[i] + lr * wd * x[i])
                     else:
                         trial[i] = x[i] - scale * direction[i]
-                before = problem_loss(icfg[I_PROBLEM], x, pf, pi, A, b)
-                if problem_loss(icfg[I_PROBLEM], trial, pf, pi, A, b) <= before:
+                before = problem_loss(problems, icfg[I_PROBLEM], x, pf, pi, A, b)
+                if problem_loss(problems, icfg[I_PROBLEM], trial, pf, pi, A, b) <= before:
                     for i in range(d):
                         x[i] = trial[i]
             elif wd != 0.0:
@@ -624,13 +632,21 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
         counters[C_DONE] = k + 1
         # the budgets (inf without one), docs/theory.md §12, §14
         if tally[T_UP] + tally[T_DOWN] >= fcfg[F_BUDGET] or tally[clock.T_TIME] >= fcfg[F_BUDGET_SECONDS]:
-            status = record(k + 1, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            status = record(problems, k + 1, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
             return Status.BUDGET if status == Status.OK else status
     if k1 == K:
-        return record(K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+        return record(problems, K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
     return Status.OK
 
 
-#: compiled for each family of problems and composition of stages by ``signsim.engine.compose.loops``
-#: (threaded and serial), never here
-run_chunk_source = _run_chunk
+@njit(cache=True, nogil=True)
+def run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
+    """``_run_chunk`` compiled serially, once per plan (``signsim.engine.plan``: its problems and stages), for a small
+    run or one Numba thread. nogil: the driver keeps handling signals while a chunk runs in its helper thread."""
+    return _run_chunk(plan, k0, k1, K, data, workers, server, run, gens)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def run_chunk_threaded(plan, k0, k1, K, data, workers, server, run, gens):
+    """``_run_chunk`` compiled with its workers' steps (and the sums over messages) in parallel, once per plan."""
+    return _run_chunk(plan, k0, k1, K, data, workers, server, run, gens)

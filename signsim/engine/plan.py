@@ -19,15 +19,18 @@ compiled and cached on their own (``compose.stage_function``); the calls here ar
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 from numba import types
 from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
 
 from signsim.stages import kinds
 
 
-class Plan:
-    """The stages a loop runs: None (every built-in stage, chosen by code) or kind -> module. Its Numba type
-    (``PlanType``) names them; nothing of it is read at run time."""
+class Stages:
+    """The stages a loop runs: None (every built-in stage, chosen by code), kind -> module (a composition's own),
+    or {} (none: a kernel that calls no stage). Its Numba type (``StagesType``) names them; nothing of it is read at
+    run time."""
 
     __slots__ = ("stages", "key")
 
@@ -47,34 +50,94 @@ class Plan:
         return self.stages is None
 
     def __repr__(self) -> str:
-        return f"Plan({self.key!r})"
+        return f"Stages({self.key!r})"
 
 
-class PlanType(types.Type):
-    """The Numba type of a ``Plan``: its key (a string for every built-in stage, else a tuple of (kind, module
+class StagesType(types.Type):
+    """The Numba type of ``Stages``: its key (a string for every built-in stage, else a tuple of (kind, module
     name, source hash)). Pickled into Numba's cache index with each compiled signature."""
 
     def __init__(self, key):
         self.plan_key = key
         name = key if isinstance(key, str) else ";".join(f"{k}={m}@{h}" for k, m, h in key)
-        super().__init__(name=f"Plan({name})")
+        super().__init__(name=f"Stages({name})")
 
     @property
     def builtin(self) -> bool:
         return isinstance(self.plan_key, str)
 
 
-@typeof_impl.register(Plan)
-def _typeof_plan(value, context):
-    return PlanType(value.key)
+class Problems:
+    """The problem and noise kernels a loop can reach: the family of problems (``engine/specialize.py``: a family
+    compiles only its own problems' kernels) and the noise model (None: every model; a name: that one only, the
+    others' codes refused before the loop)."""
+
+    __slots__ = ("family", "noise")
+
+    def __init__(self, family: str, noise: str | None = None):
+        from signsim.engine import specialize
+
+        if family not in specialize.FAMILIES:
+            raise ValueError(f"unknown problem family {family!r}")
+        if noise is not None and noise not in specialize.NOISE:
+            raise ValueError(f"unknown noise model {noise!r}")
+        self.family, self.noise = family, noise
+
+    def __repr__(self) -> str:
+        return f"Problems({self.family!r}, {self.noise!r})"
 
 
-register_model(PlanType)(models.OpaqueModel)  # a value of no content: everything is in the type
+class ProblemsType(types.Type):
+    """The Numba type of ``Problems``."""
+
+    def __init__(self, family: str, noise: str | None):
+        self.family, self.noise = family, noise
+        super().__init__(name=f"Problems({family},{noise or 'every noise'})")
 
 
-@unbox(PlanType)
-def _unbox_plan(typ, obj, c):
-    return NativeValue(c.context.get_dummy_value())
+#: what a run's loop runs (its first argument): the problem and noise kernels it reaches and its stages, both carried
+#: by their Numba types, so that Numba compiles and caches the loop once per plan
+Plan = namedtuple("Plan", "problems stages")
+
+
+def plan_for(family: str, stages: dict | None = None, noise: str | None = None) -> Plan:
+    """The plan of a loop for the problems of ``family`` drawing noise ``noise`` (None: every model) that runs
+    ``stages`` (None: every built-in stage, by code)."""
+    return Plan(Problems(family, noise), Stages(stages))
+
+
+def _field(t, name: str, of: type):
+    fields = dict(zip(getattr(t, "fields", ()), getattr(t, "types", ()), strict=False))
+    found = fields.get(name)
+    return found if isinstance(found, of) else None
+
+
+def problems_of(t):
+    """The ``ProblemsType`` of a plan's Numba type ``t`` (None for another type)."""
+    return _field(t, "problems", ProblemsType)
+
+
+def stages_of(t):
+    """The ``StagesType`` of a plan's Numba type ``t`` (None for another type)."""
+    return _field(t, "stages", StagesType)
+
+
+@typeof_impl.register(Stages)
+def _typeof_stages(value, context):
+    return StagesType(value.key)
+
+
+@typeof_impl.register(Problems)
+def _typeof_problems(value, context):
+    return ProblemsType(value.family, value.noise)
+
+
+for _type in (StagesType, ProblemsType):
+    register_model(_type)(models.OpaqueModel)  # a value of no content: everything is in the type
+
+    @unbox(_type)
+    def _unbox(typ, obj, c):
+        return NativeValue(c.context.get_dummy_value())
 
 
 #: the modules of the plans made in this process, by module name and source hash (a plugin's is not importable by
@@ -137,7 +200,7 @@ def _overload(kind: kinds.Kind, call: kinds.Call):
     cache: dict = {}
 
     def resolve(plan):
-        if not isinstance(plan, PlanType):
+        if not isinstance(plan, StagesType):
             return None
         if plan.plan_key not in cache:
             if plan.builtin:
@@ -174,3 +237,46 @@ for _kind in kinds.TABLE:
 globals().update(CALLS)
 del _kind, _call, _fn, _resolve, _ns
 
+
+
+def _problem_overload(name: str, args: str):
+    cache: dict = {}
+
+    def resolve(problems):
+        if not isinstance(problems, ProblemsType):
+            return None
+        key = (problems.family, problems.noise)
+        if key not in cache:
+            from signsim.engine import dispatch, specialize
+
+            made = specialize.dispatchers(problems.family, problems.noise)
+            ns = {"D": made[name] if name in made else getattr(dispatch, name)}
+            cache[key] = _make(f"def family(problems, {args}):\n    return D({args})\n", "family", ns)
+        return cache[key]
+
+    return resolve
+
+
+def _problem_calls() -> dict:
+    """The loop's calls on its problem's and noise model's kernels (``engine/dispatch.py``), each taking the plan's
+    problems first: the family's dispatcher (``specialize.dispatchers``), drawing from the plan's noise model."""
+    import inspect
+
+    from signsim.engine import dispatch, specialize
+
+    out = {}
+    for name in (*specialize.DISPATCHERS, "add_noise"):
+        args = ", ".join(inspect.signature(getattr(dispatch, name).py_func).parameters)
+        fn = _make(f"def {name}(problems, {args}):\n    raise NotImplementedError\n", name, {})
+        fn.__module__ = __name__
+        fn.__doc__ = f"``engine/dispatch.py``'s {name} for the problems' family and noise model (compiled only)."
+        _make(f"def typer(problems, {args}):\n    return resolve(problems)\n", "typer",
+              ns := {"resolve": _problem_overload(name, args)})
+        overload(fn, inline="always", jit_options={"_nrt": True})(ns["typer"])
+        out[name] = fn
+    return out
+
+
+#: the loop's calls on its problem and noise kernels, by the names ``engine/dispatch.py`` gives them
+PROBLEM_CALLS: dict = _problem_calls()
+globals().update(PROBLEM_CALLS)

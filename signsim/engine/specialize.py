@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from signsim import noise as noise_models
-from signsim.engine import dispatch, loop
+from signsim.engine import dispatch
 
 #: the problem kernel modules, by the names ``engine/dispatch.py`` gives them, in families
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -148,25 +148,11 @@ def dispatchers(family: str, noise: str | None = None) -> dict:
         nns = {**vars(dispatch), **{n: absent for n in NOISE if n not in (noise, "none")}}
         nns["noise_draw"] = _copy(dispatch.noise_draw, f"noise_draw__{noise}", nns)
         made["add_noise"] = _copy(dispatch.add_noise, f"add_noise__{noise}", nns)
-        # (local_gradient calls the worker_gradient made here, and is inlined, as below)
-        for name in ("worker_gradient", "local_gradient"):
-            made[name] = _copy(getattr(loop, name), f"{name}__{family}__{noise}", {**vars(loop), **made}, _nrt=False,
-                               **({"inline": "always"} if name == "local_gradient" else {}))
         return made
     absent = {n: _stand_in(n) for other, names in FAMILIES.items() if other != family for n in names}
     dns = {**vars(dispatch), **absent}
     made = {name: _copy(getattr(dispatch, name), f"{name}__{family}", dns) for name in DISPATCHERS}
     dns.update(made)  # the dispatchers call each other by these names
-    made["record"] = _copy(loop.record, f"record__{family}", {**vars(loop), **made})
-    # without Numba's runtime, like the worker step that calls it (nothing there allocates)
-    made["worker_gradient"] = _copy(loop.worker_gradient, f"worker_gradient__{family}", {**vars(loop), **made},
-                                    _nrt=False)
-    # a round's H local steps (docs/theory.md §12), inlined into the worker step that calls it once: a call of its own
-    # passed about a hundred scalar arguments (the data bundle, the round's buffers) at every worker step, which made
-    # SSDM's step on Rosenbrock (d = 10, M = 32) 9 to 10 us an iteration against 7 to 8 inlined (4 December 2026), at
-    # the same compile time
-    made["local_gradient"] = _copy(loop.local_gradient, f"local_gradient__{family}", {**vars(loop), **made},
-                                   _nrt=False, inline="always")
     return made
 
 
@@ -176,9 +162,3 @@ def kernel(compiled, family: str):
     to ``dispatch``'s problem dispatchers and to ``record`` go to the family's copies."""
     ns = {**compiled.py_func.__globals__, **dispatchers(family)}
     return _copy(compiled, f"{compiled.py_func.__name__}__{family}", ns)
-
-
-def recorder(family: str):
-    """``family``'s copy of ``loop.record``, the one its loops call: a history row written between chunks
-    (Ctrl-C) runs code compiled with the loop instead of compiling every family's kernels."""
-    return dispatchers(family)["record"]

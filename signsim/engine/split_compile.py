@@ -41,8 +41,8 @@ def enabled() -> bool:
     return os.environ.get(ENV) != "0" and (os.cpu_count() or 1) >= 2
 
 
-def plan(engine, kernel, stages_plan, bundles=None) -> tuple[list, tuple]:
-    """(helper jobs, this process's share) for ``engine``'s loop ``kernel`` run with the plan ``stages_plan``
+def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
+    """(helper jobs, this process's share) for ``engine``'s loop ``kernel`` run with the plan ``run_plan``
     (``signsim.engine.plan``): the jobs are ``(recipe, signature)``
     pairs (``find`` makes a recipe's dispatcher in any process), the share is (worker step dispatcher, signatures).
     The signatures are those ``loop._run_chunk`` calls the kernels with; a test checks them against the
@@ -62,8 +62,9 @@ def plan(engine, kernel, stages_plan, bundles=None) -> tuple[list, tuple]:
         return tuple(typeof(a) for a in args)
 
     k = np.int64(0)  # the loop's integer scalars are int64
-    jobs = [(("family", family, "record"), sig(k, server.x, workers.err, server.gbuf, data.pf, data.pi, data.A,
-                                               data.b, icfg, fcfg, run.x_star, run.hist, run.counters, server.tally)),
+    record = sig(run_plan.problems, k, server.x, workers.err, server.gbuf, data.pf, data.pi, data.A, data.b, icfg,
+                 fcfg, run.x_star, run.hist, run.counters, server.tally)
+    jobs = [(("module", "signsim.engine.loop", "record"), record),
             (("family", family, "check_problem"), sig(icfg[loop.I_PROBLEM])),
             (("module", "signsim.engine.dispatch", "check_noise"), sig(icfg[loop.I_NOISE])),
             (("module", "signsim.engine.loop", "check_settings"), sig(icfg[loop.I_SIGN_ZERO], icfg[loop.I_TIE])),
@@ -73,7 +74,7 @@ def plan(engine, kernel, stages_plan, bundles=None) -> tuple[list, tuple]:
     # under the names the table gives them: with the plan of every built-in stage, every built-in stage's function
     # (compiled here whatever the run uses); with a composition's own, its stages' functions. A plugin's functions
     # a fresh process cannot make: compiled in this process with the loop
-    one = stages_plan.builtin
+    one = run_plan.stages.builtin
     if one or compose.builtin_only(stages):
         # a vector of length d is typed as the aggregate (the downlink's rows, ``loop.D_*``, are of the same dtype)
         value = {"msg": workers.msg[:S], "srv": server.srv, "opt": server.opt, "hbar": server.hbar, "gen": server.gen,
@@ -92,12 +93,11 @@ def plan(engine, kernel, stages_plan, bundles=None) -> tuple[list, tuple]:
                 args = sig(*(p if a == "p" else value[a] for a in call.args))
                 jobs += [(("stage", kind.name, m.__name__, call.attr), args) for m in modules]
     if compose.builtin_only(stages):  # a searching attack's line search (1.4 of a first run's 17 CPU-s)
-        bound = kernel.py_func.__globals__.get(compose.BOUND_NOISE)
-        recipe = ("loop", family, None if bound is None else specialize.noise_name(bound), "attack_factor")
-        jobs.append((recipe, sig(stages_plan, workers.msg[:S], k, server.agg, icfg, sp, server.gen)))
-    step = kernel.py_func.__globals__["worker_step"]
+        jobs.append((("module", "signsim.engine.loop", "attack_factor"),
+                     sig(run_plan.stages, workers.msg[:S], k, server.agg, icfg, sp, server.gen)))
     lr = fcfg[loop.F_LR]
-    share = (step, [sig(stages_plan, k, k, k, lr, lr, server.x, server.hbar, workers, gens[0], data, icfg, sp)])
+    share = (loop.worker_step, [sig(run_plan, k, k, k, lr, lr, server.x, server.hbar, workers, gens[0], data, icfg,
+                                    sp)])
     return jobs, share
 
 
@@ -114,11 +114,6 @@ def find(recipe):
         from signsim.engine import compose
 
         return compose.stage_function(compose.module_named(recipe[2]), recipe[3], False)
-    if kind == "loop":  # a function in the namespace of a family's loop for a noise model (``compose._loops``)
-        from signsim.engine import compose
-
-        _, family, noise, name = recipe
-        return compose._loops(family, noise)[1].py_func.__globals__[name]
     raise ValueError(f"unknown recipe {recipe!r}")
 
 
@@ -131,6 +126,15 @@ def cached(dispatcher, signature) -> bool:
         return key in cache._cache_file._load_index()
     except Exception:  # noqa: BLE001 - a Numba without these internals: the helper then finds out itself
         return False
+
+
+def cached_signatures(dispatcher) -> list:
+    """The argument types of every compilation of ``dispatcher`` that Numba's cache index lists (read as
+    ``cached`` reads it; nothing when it cannot be read)."""
+    try:
+        return [key[0] for key in dispatcher._cache._cache_file._load_index()]
+    except Exception:  # noqa: BLE001 - a Numba without these internals, a damaged index
+        return []
 
 
 @contextlib.contextmanager
@@ -159,8 +163,8 @@ def alongside(jobs):
             proc.wait()
 
 
-def compile_loop(engine, kernel, stages_plan) -> None:
-    """Compile ``engine``'s loop ``kernel`` for the plan ``stages_plan`` (not yet compiled in this process) on two
+def compile_loop(engine, kernel, run_plan) -> None:
+    """Compile ``engine``'s loop ``kernel`` for the plan ``run_plan`` (not yet compiled in this process) on two
     cores when it is not in the cache: the helper's jobs in a helper process, the worker step here. The loop itself
     then compiles (or loads) at its first call."""
     from numba import typeof
@@ -168,10 +172,10 @@ def compile_loop(engine, kernel, stages_plan) -> None:
     if not enabled():
         return
     bundles = engine.bundles()
-    signature = tuple(typeof(a) for a in (stages_plan, np.int64(0), np.int64(0), np.int64(0), *bundles))
+    signature = tuple(typeof(a) for a in (run_plan, np.int64(0), np.int64(0), np.int64(0), *bundles))
     if signature in kernel.overloads or cached(kernel, signature):
         return
-    jobs, (step, signatures) = plan(engine, kernel, stages_plan, bundles)
+    jobs, (step, signatures) = plan(engine, kernel, run_plan, bundles)
     with alongside(jobs):
         for signature in signatures:
             step.compile(signature)

@@ -9,6 +9,7 @@ import numpy as np
 
 from signsim.codes import Status
 from signsim.engine import loop, specialize
+from signsim.engine.plan import Problems
 
 
 class ChunkedState:
@@ -39,9 +40,14 @@ class ChunkedState:
                                       self.x_star, self.hist, self.counters, self.tally))
 
     def recorder(self):
-        """The family's copy of ``loop.record``, compiled with the engine's loop (for its dtype): a row written
-        between chunks (Ctrl-C) compiles nothing."""
-        return specialize.recorder(specialize.family_of(self.problem.code))
+        """``loop.record`` for the problems of the engine's plan (``signsim.engine.plan``), compiled with its loop
+        (for its dtype): a row written between chunks (Ctrl-C) compiles nothing. Before the loop is chosen, the
+        family's problems for every noise model."""
+        import functools
+
+        plan = getattr(self, "plan", None)
+        problems = plan.problems if plan is not None else Problems(specialize.family_of(self.problem.code))
+        return functools.partial(loop.record, problems)
 
     def history(self) -> np.ndarray:
         return self.hist[: self.counters[loop.C_ROWS]].copy()

@@ -151,10 +151,10 @@ def _main(fd: int) -> None:
     family, threaded, signature = pickle.load(sys.stdin.buffer)
     from numba import typeof
 
-    from signsim.engine import compose
-    from signsim.engine.plan import Plan
+    from signsim.engine import loop
+    from signsim.engine.plan import plan_for
 
-    compose.loops_of_every_composition(family)[0 if threaded else 1].compile((typeof(Plan(None)), *signature))
+    (loop.run_chunk_threaded if threaded else loop.run_chunk).compile((typeof(plan_for(family)), *signature))
     os.close(fd)
 
 
