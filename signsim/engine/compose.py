@@ -7,12 +7,12 @@ edited stage is never run stale from Numba's cache, which does not notice edits 
 helper functions it calls from its module's namespace (inlined). Every run that uses a stage shares that one
 compiled kernel.
 
-The loop (``loop.run_chunk_source``, with ``loop.worker_step`` and the server's functions) is compiled once per
-family of problems (``engine/specialize.py``) and noise model (``loops``); which stages it calls is the Numba type of
-its first argument, a ``signsim.engine.plan.Plan``: every built-in stage, chosen by its code at each call (the one
-loop), or one composition's own stages. Numba keeps each plan's compiled loop in the same cache files, under the
-plan's type, which names the stages with a hash of their sources (``builtin_key``, ``source_hash``), so that a new
-or edited stage compiles only the loops that call it.
+The loop is one function, ``loop.run_chunk`` (and ``loop.run_chunk_threaded``), whose first argument, a
+``signsim.engine.plan.Plan``, carries in its Numba type the family of problems and noise model it reaches and the
+stages it calls: every built-in stage, chosen by its code at each call (the family's one loop), or one
+composition's own stages (``loops``). Numba compiles and caches the loop once per plan type, in the same cache
+files; the type names the stages with a hash of their sources (``builtin_key``, ``source_hash``), so that a new or
+edited stage compiles only the loops that call it.
 
 The kernels on a worker's path (momentum, error feedback, compressor, blind attack) are compiled without
 Numba's runtime, like ``worker_step`` (nothing there allocates); the server's (aggregation, omniscient attack)

@@ -32,12 +32,14 @@ direction (x <- x - server_lr direction for EF), or by the server optimizer's up
 (FedAvgM, FedAdam; docs/theory.md §12.4).
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
-whatever the number of Numba threads. The loop is compiled from this one source for each family of problems
-(``signsim.engine.specialize``), with threads and without (a small run loads only the serial one). Its first
-argument, the plan (``signsim.engine.plan``), says by its Numba type which stages the calls
-``compress(stages, code, ...)``, ``momentum_step(stages, code, ...)``, ... reach: every built-in stage, the stage's
-code in ``icfg`` picking it, so that one compiled loop runs every composition of built-in stages, or one
-composition's own stages (a plugin's always; ``signsim.engine.compose`` chooses). The driver calls it for
+whatever the number of Numba threads. The loop is this one source, compiled with threads and without
+(``run_chunk_threaded``, ``run_chunk``; a small run loads only the serial one) once for each plan it is given: its
+first argument (``signsim.engine.plan``), whose Numba type says which problem and noise kernels the calls
+``problem_oracle(problems, code, ...)``, ``add_noise(problems, ...)``, ... reach (the family of problems, so that a
+run compiles no other family's kernels, and the noise model) and which stages ``compress(stages, code, ...)``,
+``momentum_step(stages, code, ...)``, ... reach: every built-in stage, the stage's code in ``icfg`` picking it, so
+that one compiled loop runs every composition of built-in stages, or one composition's own stages (a plugin's
+always; ``signsim.engine.compose`` chooses). The driver calls it for
 consecutive ranges of iterations (the state lives in the arrays of the four bundles it passes: ``ProblemData``,
 ``Workers``, ``Server``, ``RunState``), which lets a progress bar and Ctrl-C act between chunks.
 """
@@ -189,9 +191,9 @@ def step_size(schedule, lr0, k):
 # oracle's scratch) ask for the runtime themselves; none returns an array.
 @njit(cache=True, _nrt=False)
 def worker_gradient(problems, m, x, g, gen, data, icfg):
-    """g <- worker m's stochastic gradient at x: the problem's oracle, then the noise model. Compiled once per family
-    of problems (``signsim.engine.specialize``) and shared by every composition of stages, so that a new
-    composition compiles only its own small ``worker_step`` and loop."""
+    """g <- worker m's stochastic gradient at x: the problem's oracle, then the noise model. Compiled once per plan's
+    ``problems`` (family of problems and noise model, ``signsim.engine.plan``) and shared by every composition of
+    stages, so that a new composition compiles only its own small ``worker_step`` and loop."""
     problem_oracle(problems, icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], data.pf, data.pi, data.A, data.b, data.ptr,
                    data.idx, g)
     add_noise(problems, icfg[I_NOISE], data.nparams, gen, icfg[I_TAU], g)

@@ -1,20 +1,25 @@
-"""The composition of a run's stages as the Numba type of the loop's first argument (docs/theory.md §2, §8).
+"""What a run's loop runs, as the Numba type of its first argument (docs/theory.md §2, §8).
 
-The loop (``signsim.engine.loop``) calls its stages by the names of the table of kinds (``signsim.stages.kinds``:
-``compress(plan, code, v, out, p, sign_zero, gen, iwork)``, ...), each made here from the table at import as a
-function with one Numba overload. A ``Plan`` is a small Python value handed to the loop; its Numba type,
-``PlanType``, carries the composition by name:
+A ``Plan`` is a small Python value handed to the loop (``signsim.engine.loop``): ``Plan(problems, stages)``, whose
+two fields carry everything in their Numba types and nothing at run time:
 
-* ``Plan(None)``: every built-in stage. Each call is then a branch over the stage's code (its index in
-  ``registry.BUILTIN``, passed from ``icfg``), so one compiled loop runs every composition of built-in stages;
-* ``Plan(stages)`` (kind -> module): those stages only. Each call is the stage's own function, the code ignored:
-  the smaller, faster loop of one composition (a plugin's always).
+* ``Problems(family, noise)``: the problem and noise kernels the loop's calls ``problem_oracle(problems, code,
+  ...)``, ``add_noise(problems, code, ...)``, ``problem_evaluate(...)``, ... reach (``PROBLEM_CALLS``): the family's
+  dispatchers (``engine/specialize.py``: a run compiles only its family's problem kernels), drawing from one noise
+  model or from every one;
+* ``Stages(None)``: every built-in stage. Each call of the table of kinds (``signsim.stages.kinds``; ``CALLS``:
+  ``compress(stages, code, v, out, p, sign_zero, gen, iwork)``, ...) is then a branch over the stage's code (its
+  index in ``registry.BUILTIN``, passed from ``icfg``), so one compiled loop runs every composition of built-in
+  stages. ``Stages(stages)`` (kind -> module): those stages only, each call the stage's own function, the code
+  ignored: the smaller, faster loop of one composition (a plugin's always).
 
-Numba compiles and caches a function once per argument types, so the loop is one function whose cache holds each
-composition it has run, under a type whose key names its stages with a hash of their code
-(``compose.source_hash``; for ``Plan(None)``, ``compose.builtin_key``): an edited or added stage gives new types
-and compiles only what calls it. Nothing is copied or written to a file. The stage functions themselves are
-compiled and cached on their own (``compose.stage_function``); the calls here are inlined into the loop.
+Each call is a function made here at import, from the table of kinds or from ``engine/dispatch.py``'s dispatchers,
+with one Numba overload that picks its implementation from the types. Numba compiles and caches a function once per
+argument types, so the loop is one function whose cache holds each plan it has run, under a type that names the
+family, the noise model and the stages with a hash of their code (``compose.source_hash``; for every built-in
+stage, ``compose.builtin_key``): an edited or added stage gives new types and compiles only what calls it. Nothing
+is copied or written to a file. The stage functions themselves are compiled and cached on their own
+(``compose.stage_function``); the calls here are inlined into the loop.
 """
 
 from __future__ import annotations

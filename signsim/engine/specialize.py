@@ -1,19 +1,18 @@
-"""The run loop specialized to one family of problems, from one source.
+"""The problem dispatchers specialized to one family of problems, from one source.
 
 Numba compiles every branch of a dispatch on integer codes, so a loop able to run every problem compiles every
 problem's kernels: on the first run of the default Rosenbrock problem, more than half of the compile time went to
 the kernels of the MLP and the GLMs. Each family of problem kernel modules (``FAMILIES``) therefore gets its own
-copy of the loop's functions (``dispatch``'s problem dispatchers, ``loop.worker_gradient``, ``loop.local_gradient``,
-``loop.record``, and through ``signsim.engine.compose`` the worker step and the loop itself, threaded and serial).
-A composition's own loop narrows its copy further to the run's noise model (``dispatchers(family, noise)``): the
-other models' draws are stand-ins there (about 2 of a first run's 17 CPU-s; the family's one loop keeps every
-model, so that it runs every run of the family).
+copy of ``dispatch``'s problem dispatchers, which the loop reaches through its plan's problems
+(``signsim.engine.plan``: the loop itself is compiled once per plan, not copied). A composition's own plan narrows
+them further to the run's noise model (``dispatchers(family, noise)``): the other models' draws are stand-ins there
+(about 2 of a first run's 17 CPU-s; the family's one loop keeps every model, so that it runs every run of the
+family).
 In a family's copy, the names of the kernel modules of the other families point to a stand-in without code: its
 kernels write NaN and its CODE matches no problem, so a problem of another family is an unknown code there, which
-the checks before the loop reject. The copies carry their own names (``record__analytic``,
-``run_chunk__analytic__<stages>``, ...), so Numba caches each family's loop in its own files, and a run compiles or
-loads only its family's. The diagnostics' kernels and the binomial engine's loop are copied the same way
-(``kernel``), and Python callers take the family's dispatchers and ``record`` from ``dispatchers``. A new problem
+the checks before the loop reject. The copies carry their own names (``problem_oracle__analytic``, ...), so Numba
+caches each family's in its own files, and a run compiles or loads only its family's. The diagnostics' kernels are
+copied the same way (``kernel``), and Python callers take the family's dispatchers from ``dispatchers``. A new problem
 module joins one family here (a test checks that every problem code belongs to exactly one, and that a run of one
 family compiles none of another's kernels); a new dispatcher the loop calls joins ``DISPATCHERS``, and a new kind of
 kernel on the problem modules gets its ``_absent_*`` stand-in.
@@ -133,9 +132,8 @@ noise_name = noise_models.module_of
 
 @functools.cache
 def dispatchers(family: str, noise: str | None = None) -> dict:
-    """The family's copies of ``dispatch``'s problem dispatchers (``DISPATCHERS``) and of ``loop.record``, by
-    name; with ``noise`` (a name in ``NOISE``), the worker's gradient and local steps (``worker_gradient``,
-    ``local_gradient``) draw from that noise model only (the other models' codes draw NaN there, and
+    """The family's copies of ``dispatch``'s problem dispatchers (``DISPATCHERS``), by name; with ``noise`` (a name
+    in ``NOISE``), also ``add_noise`` drawing from that noise model only (the other models' codes draw NaN there, and
     ``compose.check_codes`` refuses them before the loop)."""
     if family not in FAMILIES:
         raise ValueError(f"unknown problem family {family!r}")
@@ -158,7 +156,7 @@ def dispatchers(family: str, noise: str | None = None) -> dict:
 
 @functools.cache
 def kernel(compiled, family: str):
-    """A copy of the compiled kernel ``compiled`` (a diagnostics kernel, the binomial engine's loop) whose calls
-    to ``dispatch``'s problem dispatchers and to ``record`` go to the family's copies."""
+    """A copy of the compiled kernel ``compiled`` (a diagnostics kernel) whose calls to ``dispatch``'s problem
+    dispatchers go to the family's copies."""
     ns = {**compiled.py_func.__globals__, **dispatchers(family)}
     return _copy(compiled, f"{compiled.py_func.__name__}__{family}", ns)
