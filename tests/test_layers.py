@@ -2,7 +2,7 @@
 function, and ``importlib.import_module`` of a literal or f-string name) goes to a lower layer or stays in its
 own group:
 
-    entry        cli.py, api.py, engine/generate.py (the generator of the committed catalog, dispatch and docs)
+    entry        cli.py, api.py, engine/generate.py (the generator of the committed catalog and docs)
     commands     commands/
     render       render/                    (reads the history's and the tracked quantities' fields)
     diagnostics  diagnostics/   |  sweep    sweep/
