@@ -89,7 +89,7 @@ def main() -> None:
     ap.add_argument("--rules", default=",".join(RULES))
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args()
-    from signsim.engine.compose import stage_function
+    from signsim.engine.stage_kernels import stage_function
     from signsim.stages import registry
 
     print(f"n = {N}, f = {F}; load average {os.getloadavg()[0]:.2f}")

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from signsim import stages
-from signsim.engine import compose
+from signsim.engine import stage_kernels
 
 
 def main() -> None:
@@ -29,8 +29,8 @@ def main() -> None:
     fb, eb, nnz = [], [], []
     for k in range(a.draws):
         x = rng.standard_normal(a.d)
-        out, b1 = compose.compress_once(fixed, x, 0, np.random.default_rng(k))
-        _, b2 = compose.compress_once(elias, x, 0, np.random.default_rng(k))
+        out, b1 = stage_kernels.compress_once(fixed, x, 0, np.random.default_rng(k))
+        _, b2 = stage_kernels.compress_once(elias, x, 0, np.random.default_rng(k))
         fb.append(b1)
         eb.append(b2)
         nnz.append(np.count_nonzero(out))

@@ -25,8 +25,8 @@ def _kernel_cache_dir(here=None) -> str:
     So signsim keeps its kernels in a cache folder named by a hash of every kernel-bearing source file: new
     sources, new folder, a fresh compile. The stage modules (``signsim/stages/<kind>/``) and the catalog of them
     are left out: the names of the kernels compiled from a stage, and the types of the plans of the loops that
-    call it, carry a hash of its source (``signsim.engine.compose.source_hash``, ``signsim.engine.plan``), so a new
-    or edited stage compiles only what calls it. ``signsim compile --clear`` removes every such folder. (``here``:
+    call it, carry a hash of its source (``signsim.engine.stage_kernels.source_hash``, ``signsim.engine.plan``), so a
+    new or edited stage compiles only what calls it. ``signsim compile --clear`` removes every such folder. (``here``:
     the package folder, for tests.)"""
     import hashlib
     from pathlib import Path
@@ -38,7 +38,7 @@ def _kernel_cache_dir(here=None) -> str:
             name = f.relative_to(here)
             if name.parts[0] == "stages" and (len(name.parts) > 2 and name.name != "__init__.py"
                                              or name.name == "catalog.py"):
-                continue  # hashed per stage (``compose.source_hash``, ``compose.builtin_key``)
+                continue  # hashed per stage (``stage_kernels.source_hash``, ``stage_kernels.builtin_key``)
             h.update(str(name).encode())
             h.update(f.read_bytes())
     # the loop reads its codes and history columns from these; the problems' kernels draw through draws.py and

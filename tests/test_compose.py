@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import signsim
-from signsim.engine import compose
+from signsim.engine import stage_kernels
 from signsim.engine.plan import Stages, plan_for
 from signsim.stages import registry
 from signsim.stages.attacks import alie, alie_opt, ipm, ipm_opt
@@ -55,19 +55,20 @@ def test_the_cache_folder_follows_every_other_kernel_source(tmp_path):
 
 
 def test_a_stage_hashes_the_stages_it_takes_functions_from():
-    names = [m.__name__ for m in compose._stage_dependencies(clag)]
+    names = [m.__name__ for m in stage_kernels._stage_dependencies(clag)]
     assert names == [clag.__name__, ef21.__name__]  # EF21's before/after/direction, by name
-    assert set(compose._stage_dependencies(ipm_opt)) == {ipm_opt, ipm, alie_opt, alie}  # transitively
-    assert compose._stage_dependencies(sign) == [sign]
-    assert compose.source_hash(clag) != compose.source_hash(ef21)
-    assert compose.source_hash(compose.NO_ATTACK) == ""  # no file: nothing compiled from it
+    assert set(stage_kernels._stage_dependencies(ipm_opt)) == {ipm_opt, ipm, alie_opt, alie}  # transitively
+    assert stage_kernels._stage_dependencies(sign) == [sign]
+    assert stage_kernels.source_hash(clag) != stage_kernels.source_hash(ef21)
+    assert stage_kernels.source_hash(stage_kernels.NO_ATTACK) == ""  # no file: nothing compiled from it
 
 
 def test_every_kernel_of_a_stage_carries_its_source_hash():
     for name, mod in (("sign", sign), ("clag", clag)):
         for worker in (True, False):
             attr = "kernel" if mod is sign else "before"
-            assert compose.source_hash(mod) in compose.stage_function(mod, attr, worker).py_func.__name__, name
+            name_of = stage_kernels.stage_function(mod, attr, worker).py_func.__name__
+            assert stage_kernels.source_hash(mod) in name_of, name
 
 
 def test_a_plan_s_type_names_its_own_stages_only(monkeypatch):
@@ -77,14 +78,14 @@ def test_a_plan_s_type_names_its_own_stages_only(monkeypatch):
 
     stages = {"compressor": sign, "error_feedback": clag}
     before = typeof(Stages(stages))
-    real = compose.source_hash.__wrapped__
+    real = stage_kernels.source_hash.__wrapped__
 
     def edited(of):  # another stage's source edited: nothing here changes
         return lambda mod: ("edited" if mod is of else real(mod))
 
-    monkeypatch.setattr(compose, "source_hash", edited(alie))
+    monkeypatch.setattr(stage_kernels, "source_hash", edited(alie))
     assert typeof(Stages(stages)) == before
-    monkeypatch.setattr(compose, "source_hash", edited(clag))
+    monkeypatch.setattr(stage_kernels, "source_hash", edited(clag))
     assert typeof(Stages(stages)) != before
     assert typeof(Stages(stages)) != typeof(Stages({"compressor": sign}))
 
@@ -92,12 +93,12 @@ def test_a_plan_s_type_names_its_own_stages_only(monkeypatch):
 def test_the_one_loop_key_follows_every_built_in_stage(monkeypatch):
     from numba import typeof
 
-    key = compose.builtin_key()
-    assert compose.builtin_key.__wrapped__() == key and key in str(typeof(Stages(None)))
-    real = compose.source_hash.__wrapped__
+    key = stage_kernels.builtin_key()
+    assert stage_kernels.builtin_key.__wrapped__() == key and key in str(typeof(Stages(None)))
+    real = stage_kernels.source_hash.__wrapped__
     for mod in (sign, registry.builtin("aggregation")["mean"], alie):
-        monkeypatch.setattr(compose, "source_hash", lambda m, of=mod: "edited" if m is of else real(m))
-        assert compose.builtin_key.__wrapped__() != key, mod.__name__
+        monkeypatch.setattr(stage_kernels, "source_hash", lambda m, of=mod: "edited" if m is of else real(m))
+        assert stage_kernels.builtin_key.__wrapped__() != key, mod.__name__
 
 
 def test_a_plan_s_type_survives_numba_s_cache_index():
@@ -109,7 +110,7 @@ def test_a_plan_s_type_survives_numba_s_cache_index():
 
     from numba import typeof
 
-    for plan in (Stages(None), Stages({"compressor": sign, "error_feedback": clag, "attack": compose.NO_ATTACK})):
+    for plan in (Stages(None), Stages({"compressor": sign, "error_feedback": clag, "attack": stage_kernels.NO_ATTACK})):
         t = typeof(plan)
         assert pickle.loads(pickle.dumps(t)) == t and hash(pickle.loads(pickle.dumps(t))) == hash(t)
     full = typeof(plan_for("glm", {"compressor": sign}, "laplace"))
@@ -134,7 +135,7 @@ def test_a_call_on_a_plan_reaches_its_stage_with_the_table_s_arguments(monkeypat
             return "result"
         return stage
 
-    monkeypatch.setattr(compose, "stage_function", recorder)
+    monkeypatch.setattr(stage_kernels, "stage_function", recorder)
     for kind in kinds.TABLE:
         modules = list(registry.builtin(kinds.base(kind.name)).values())
         for call in kind.calls:
@@ -159,18 +160,18 @@ def test_the_hash_is_of_the_code_as_loaded_not_of_the_file_now(tmp_path):
 
     from signsim.stages.momentum import ema
 
-    assert compose.source_hash.__wrapped__(ema) == compose.source_hash(ema)
+    assert stage_kernels.source_hash.__wrapped__(ema) == stage_kernels.source_hash(ema)
     code = ("from signsim.engine import compose; from signsim.stages.momentum import ema; "
-            "print(compose.source_hash(ema))")
+            "print(stage_kernels.source_hash(ema))")
     seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                            env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout.strip()
             for seed in ("0", "1", "2")}
-    assert seen == {compose.source_hash(ema)}
+    assert seen == {stage_kernels.source_hash(ema)}
     moved = tmp_path / "ema_copy.py"
     moved.write_text(Path(ema.__file__).read_text() + "\n# only a comment\n")
     original = ema.__file__
     try:
         ema.__file__ = str(moved)  # the file as it reads now differs; the code in memory does not
-        assert compose.source_hash.__wrapped__(ema) == compose.source_hash(ema)
+        assert stage_kernels.source_hash.__wrapped__(ema) == stage_kernels.source_hash(ema)
     finally:
         ema.__file__ = original

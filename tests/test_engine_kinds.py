@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import signsim
-from signsim.engine import compose, generate, loop
+from signsim.engine import compose, generate, loop, stage_kernels
 from signsim.render import stage_tables as tables
 from signsim.seeding import CHILDREN, SERVER, WORKERS, WorkerStreams, generator, run_streams
 from signsim.stages import kinds, plugins, registry
@@ -113,9 +113,9 @@ def test_every_built_in_stage_module_declares_its_kinds_contract():
 
 def test_a_stage_code_is_its_index_among_the_built_in_stages():
     for kind in kinds.TABLE:
-        assert compose.counts()[kind.name] == len(registry.BUILTIN[kinds.base(kind.name)])
+        assert stage_kernels.counts()[kind.name] == len(registry.BUILTIN[kinds.base(kind.name)])
         for i, mod in enumerate(registry.builtin(kind.name).values()):
-            assert compose.codes({kind.name: mod}) == {kind.name: i}
+            assert stage_kernels.codes({kind.name: mod}) == {kind.name: i}
 
 
 def test_a_workers_stream_made_alone_is_the_spawned_child():
@@ -172,11 +172,11 @@ def test_loop_mode_is_read_from_the_environment(monkeypatch):
 
     threaded, serial, every = compose.loops("analytic", stages)
     assert (threaded, serial) == (loop.run_chunk_threaded, loop.run_chunk)  # one loop, compiled for each plan
-    assert every.stages.builtin and every.stages.key == compose.builtin_key()
+    assert every.stages.builtin and every.stages.key == stage_kernels.builtin_key()
     assert (every.problems.family, every.problems.noise) == ("analytic", None)
     _, own, plan = compose.loops("analytic", stages, builtin=False, noise="gaussian")
     assert own is serial and not plan.stages.builtin and plan.problems.noise == "gaussian"
-    assert plan.stages.key == tuple((k, m.__name__, compose.source_hash(m)) for k, m in sorted(stages.items()))
+    assert plan.stages.key == tuple((k, m.__name__, stage_kernels.source_hash(m)) for k, m in sorted(stages.items()))
 
 
 def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_another():

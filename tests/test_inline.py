@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from signsim.engine import compose
+from signsim.engine import stage_kernels
 from signsim.stages import registry
 
 #: a kernel large enough that LLVM does not inline it by itself (12 unrolled passes of transcendental functions)
@@ -60,7 +60,7 @@ def test_forceinline_leaves_no_call_and_without_it_the_call_stays():
 
 def test_the_engine_compiles_worker_path_kernels_with_forceinline_and_server_kernels_without():
     sign = registry.builtin("compressor")["sign"]
-    worker = compose.stage_function(sign, "kernel", True)
-    server = compose.stage_function(sign, "kernel", False)
+    worker = stage_kernels.stage_function(sign, "kernel", True)
+    server = stage_kernels.stage_function(sign, "kernel", False)
     assert worker.targetoptions.get("forceinline") is True
     assert not server.targetoptions.get("forceinline")

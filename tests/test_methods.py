@@ -7,7 +7,7 @@ import pytest
 
 from signsim import methods, stages
 from signsim.codes import SignZero
-from signsim.engine import compose
+from signsim.engine import stage_kernels
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 
@@ -91,11 +91,11 @@ def test_sign_zero_policies_on_a_zero_coordinate():
     gen = np.random.default_rng(0)
     v = np.array([2.0, 0.0, -3.0])
     sign = stages.parse_compressor("sign")
-    assert compose.compress_once(sign, v, SignZero.PLUS, gen)[0].tolist() == [1, 1, -1]
-    assert compose.compress_once(sign, v, SignZero.ZERO, gen)[0].tolist() == [1, 0, -1]
+    assert stage_kernels.compress_once(sign, v, SignZero.PLUS, gen)[0].tolist() == [1, 1, -1]
+    assert stage_kernels.compress_once(sign, v, SignZero.ZERO, gen)[0].tolist() == [1, 0, -1]
     seen = set()
     for _ in range(50):
-        seen.add(compose.compress_once(sign, v, SignZero.RANDOM, gen)[0][1])
+        seen.add(stage_kernels.compress_once(sign, v, SignZero.RANDOM, gen)[0][1])
     assert seen == {-1.0, 1.0}
 
 
@@ -114,7 +114,8 @@ def test_stochastic_sign_is_unbiased_after_scaling():
 def test_error_feedback_compressor_is_scaled_sign():
     """Delta = (||p||_1 / d) sign(p); the error e = p - Delta is what is kept."""
     p = np.array([1.0, -3.0, 0.5, 0.5])
-    out, _ = compose.compress_once(stages.parse_compressor("scaled-sign"), p, SignZero.RANDOM, np.random.default_rng(0))
+    out, _ = stage_kernels.compress_once(stages.parse_compressor("scaled-sign"), p, SignZero.RANDOM,
+                                         np.random.default_rng(0))
     np.testing.assert_allclose(out, 1.25 * np.sign(p))
 
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from signsim.engine.compose import stage_function
+from signsim.engine.stage_kernels import stage_function
 from signsim.numbers import floor_share, to_float, to_int
 from signsim.rounds import clients_per_round
 from signsim.stages import registry

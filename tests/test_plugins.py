@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from signsim.engine import compose, loop
+from signsim.engine import loop, stage_kernels
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 
@@ -151,21 +151,21 @@ def test_an_edited_plugin_compiles_under_a_new_name(tmp_path, plugin):
     from signsim.stages import plugins
 
     mod = plugins.load_file(plugin)
-    before = compose.stage_function(mod, "kernel", True).py_func.__name__
-    assert compose.source_hash(mod) in before
+    before = stage_kernels.stage_function(mod, "kernel", True).py_func.__name__
+    assert stage_kernels.source_hash(mod) in before
     copy = tmp_path / "copy.py"
     copy.write_text(plugin.read_text() + "\n\ndef edited_helper(v):\n    return v\n")
     spec = importlib.util.spec_from_file_location("edited_copy", copy)
     edited = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(edited)
-    assert compose.source_hash(edited) != compose.source_hash(mod)
+    assert stage_kernels.source_hash(edited) != stage_kernels.source_hash(mod)
     mod.__file__ = str(copy)  # the same module object, its file now edited on disk
-    compose.source_hash.cache_clear()
+    stage_kernels.source_hash.cache_clear()
     try:
-        assert compose.source_hash(mod) == before.rsplit("__", 2)[-2]
+        assert stage_kernels.source_hash(mod) == before.rsplit("__", 2)[-2]
     finally:
         mod.__file__ = str(plugin)
-        compose.source_hash.cache_clear()
+        stage_kernels.source_hash.cache_clear()
 
 
 def test_python_api_takes_plugins(plugin):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import signsim
-from signsim.engine import compose
+from signsim.engine import stage_kernels
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.stages import registry
@@ -71,7 +71,7 @@ def test_each_kernel_and_reference_follow_the_definition(name, param, n):
     msgs[-1] *= 10  # one far away
     want = np.array(oracle(name, param, msgs.tolist(), seed=5))
     stage = registry.parse("pre_aggregation", f"{name}:{param:g}")
-    kernel = compose.stage_function(stage.module, "pre", False)
+    kernel = stage_kernels.stage_function(stage.module, "pre", False)
     got = msgs.copy()
     rows = kernel(got, n, stage.param_array(), np.random.default_rng(5))
     assert rows == len(want) == stage.module.rows(n, stage.params)

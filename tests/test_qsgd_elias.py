@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from signsim import accounting, stages
-from signsim.engine import compose, loop
+from signsim.engine import loop, stage_kernels
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.errors import InputError
@@ -130,7 +130,7 @@ levels_s = st.sampled_from([1, 2, 3, 4, 7, 8, 15, 16, 255, 1000, 2 ** 20, 2 ** 3
 
 
 def kernel(spec: str, x: np.ndarray, seed: int):
-    return compose.compress_once(stages.parse_compressor(spec, x.size), x, 0, np.random.default_rng(seed))
+    return stage_kernels.compress_once(stages.parse_compressor(spec, x.size), x, 0, np.random.default_rng(seed))
 
 
 @given(vectors, levels_s, st.integers(0, 2 ** 32 - 1))

@@ -21,7 +21,7 @@ def kernel(spec: str, msgs: np.ndarray) -> np.ndarray:
     stage = registry.parse("aggregation", spec)
     p = np.zeros(4)
     p[:len(stage.params)] = stage.params
-    from signsim.engine.compose import stage_function
+    from signsim.engine.stage_kernels import stage_function
 
     robust = stage_function(stage.module, "robust", False)
     out = np.zeros(msgs.shape[1])
@@ -280,7 +280,7 @@ def test_a_run_with_each_attack_matches_the_numpy_replay(aggregate, attack):
 
 
 def test_the_attacks_send_what_they_say():
-    from signsim.engine.compose import stage_function
+    from signsim.engine.stage_kernels import stage_function
 
     rng = np.random.default_rng(0)
     msgs = rng.standard_normal((6, 4))

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from signsim.engine import compose
+from signsim.engine import stage_kernels
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.stages import registry
@@ -53,7 +53,7 @@ def test_the_kernel_and_the_reference_give_the_papers_updates(name):
     # heterogeneous scales, a zero and a coordinate where Yogi's v meets delta^2 exactly (its sign is 0 there)
     deltas = rng.normal(size=(6, 5)) * np.array([1e-3, 1.0, 10.0, 0.0, 1.0])
     expected = oracle(name, stage.params, deltas)
-    fn = compose.stage_function(stage.module, "update", False)
+    fn = stage_kernels.stage_function(stage.module, "update", False)
     opt, ref_opt = np.zeros((3, 5)), np.zeros((3, 5))
     for k, delta in enumerate(deltas):
         got = np.array(fn(delta.copy(), opt, stage.param_array(), k))
@@ -66,7 +66,7 @@ def test_adam_normalizes_each_coordinate():
     # after one round from v = tau^2: U = (1 - b1) delta / (sqrt(b2 tau^2 + (1 - b2) delta^2) + tau), about
     # (1 - b1) / sqrt(1 - b2) * sign(delta) for |delta| >> tau, whatever its scale
     stage = registry.parse("server_optimizer", "fedadam")
-    fn = compose.stage_function(stage.module, "update", False)
+    fn = stage_kernels.stage_function(stage.module, "update", False)
     delta = np.array([1e2, -1.0, 10.0])
     u = np.array(fn(delta, np.zeros((3, 3)), stage.param_array(), 0))
     np.testing.assert_allclose(u, 0.1 / math.sqrt(0.01) * np.sign(delta), rtol=0.02)

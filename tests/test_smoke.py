@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from signsim.engine import compose, smoke
+from signsim.engine import smoke, stage_kernels
 from signsim.errors import InputError
 from signsim.stages import kinds, registry
 
@@ -36,7 +36,7 @@ def test_the_smoke_test_makes_the_calls_the_loop_makes_under_the_module_flags(mo
                    "flag": lambda *a: False, "": lambda *a: None}
         return lambda *args: made.append((module.NAME, attr)) or results[call.result](*args)
 
-    monkeypatch.setattr(compose, "stage_function", fake)
+    monkeypatch.setattr(stage_kernels, "stage_function", fake)
     D = 8
     for kind, spec in BUILTIN:
         stage = registry.parse(kind, spec, D)

@@ -112,7 +112,7 @@ def test_from_an_empty_cache_the_loop_loads_the_helpers_kernels_and_results_matc
         assert done.returncode == 0, done.stderr
         runs[split] = json.loads(out.read_text()), json.loads(names.read_text())
     (alone, compiled_alone), (split, compiled_here) = runs["0"], runs["1"]
-    # a stage's kernels carry a hash of its source (``compose.source_hash``): compared by the stage's name
+    # a stage's kernels carry a hash of its source (``stage_kernels.source_hash``): compared by the stage's name
     compiled_alone, compiled_here = ([re.sub(r"__[0-9a-f]{12}(?=__worker$|$)", "", n) for n in names]
                                      for names in (compiled_alone, compiled_here))
     assert split["history"] == alone["history"]

@@ -12,7 +12,7 @@ from scipy.stats import norm
 from signsim import stages
 from signsim.codes import SignZero
 from signsim.diagnostics import stage_check as check
-from signsim.engine import compose
+from signsim.engine import stage_kernels
 from signsim.errors import InputError
 from signsim.render import stage_tables
 from signsim.stages import registry
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def kernel(spec, v, gen, sign_zero=SignZero.RANDOM):
-    return compose.compress_once(stages.parse_compressor(spec, v.size), v, sign_zero, gen)
+    return stage_kernels.compress_once(stages.parse_compressor(spec, v.size), v, sign_zero, gen)
 
 
 @pytest.mark.parametrize("spec", [f"{m.NAME}:3" if m.NAME in ("top-k", "rand-k") else m.NAME
@@ -181,7 +181,7 @@ def test_dither_bits_against_the_formula():
 
 def robust(spec, msg, agg):
     stage = stages.parse_aggregate(spec)
-    compose.stage_function(stage.module, "robust", False)(msg, agg, stage.param_array())
+    stage_kernels.stage_function(stage.module, "robust", False)(msg, agg, stage.param_array())
     return agg
 
 

@@ -10,7 +10,7 @@ import pytest
 import signsim
 from signsim import accounting, methods, stages
 from signsim.codes import SignZero
-from signsim.engine import compose, loop
+from signsim.engine import loop, stage_kernels
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.errors import InputError
@@ -104,7 +104,7 @@ def test_nonsense_combinations_exit_2_naming_both_options(cli):
 # --- compressors, one at a time, through the kernel -------------------------------------------------------
 
 def kernel(spec, v, gen, sign_zero=SignZero.RANDOM):
-    return compose.compress_once(stages.parse_compressor(spec, v.size), v, sign_zero, gen)
+    return stage_kernels.compress_once(stages.parse_compressor(spec, v.size), v, sign_zero, gen)
 
 
 UNBIASED = ["identity", "qsgd:1", "qsgd:4", "terngrad", "rand-k:1", "rand-k:3", "natural"]
@@ -251,12 +251,12 @@ def test_ef21_and_top_k_with_ef_leave_the_sign_trap(method):
 
 def robust(spec, msg, agg):
     stage = stages.parse_aggregate(spec)
-    compose.stage_function(stage.module, "robust", False)(msg, agg, stage.param_array())
+    stage_kernels.stage_function(stage.module, "robust", False)(msg, agg, stage.param_array())
 
 
 def omniscient(spec, B, msg):
     stage = stages.parse_attack(spec)
-    compose.stage_function(stage.module, "rows", False)(msg, B, stage.param_array())
+    stage_kernels.stage_function(stage.module, "rows", False)(msg, B, stage.param_array())
 
 
 def test_median_and_trimmed_mean_exact_on_small_inputs():
@@ -297,7 +297,7 @@ def test_unknown_codes_are_errors_not_fallthrough():
     assert np.isnan(out).all()
     majority = registry.parse("aggregation", "majority")
     with pytest.raises(ValueError, match="tie"):
-        compose.stage_function(majority.module, "finish", False)(np.zeros(3), 2, majority.param_array(), 9, gen)
+        stage_kernels.stage_function(majority.module, "finish", False)(np.zeros(3), 2, majority.param_array(), 9, gen)
     good = dict(sign_zero=0, tie=0)
     loop.check_settings(**good)
     for name, word in [("sign_zero", "sign-zero"), ("tie", "tie")]:
@@ -333,9 +333,9 @@ def test_written_out_sorts_against_python_sorted():
         k = int(rng.integers(1, d + 1))
         v = rng.integers(-3, 4, size=d).astype(float)  # many ties in |v|
         heap = np.full(d, -1, dtype=np.int64)
-        compose._helper(top_k_order)(v, k, heap)
+        stage_kernels._helper(top_k_order)(v, k, heap)
         assert list(heap[:k]) == sorted(range(d), key=lambda i: (-abs(v[i]), i))[:k]
         a = rng.standard_normal(int(rng.integers(0, 20)))
         b = a.copy()
-        compose._helper(sort_in_place)(b)
+        stage_kernels._helper(sort_in_place)(b)
         assert b.tolist() == sorted(a.tolist())

@@ -67,7 +67,7 @@ def check(stage, samples: int = 2000, seed: int = 0, sign_zero: int = 0) -> list
     import numpy as np
 
     from signsim import accounting
-    from signsim.engine import compose
+    from signsim.engine import stage_kernels
     from signsim.stages import registry
 
     mod = stage.module
@@ -94,14 +94,14 @@ def check(stage, samples: int = 2000, seed: int = 0, sign_zero: int = 0) -> list
             bits_ok = True
             finite = True
             for s in range(samples):
-                out, bits = compose.compress_once(st, x, sign_zero, gen)
+                out, bits = stage_kernels.compress_once(st, x, sign_zero, gen)
                 outs[s] = out
                 counted = accounting.message_bits(st, x, out, sign_zero)
                 bits_ok &= bool(bits == counted)
                 finite &= bool(np.all(np.isfinite(out)) and math.isfinite(bits))
             ref_ok = True
             for s in range(REFERENCE_DRAWS):
-                a, _ = compose.compress_once(st, x, sign_zero, np.random.default_rng(s))
+                a, _ = stage_kernels.compress_once(st, x, sign_zero, np.random.default_rng(s))
                 b = np.asarray(mod.reference(x.copy(), st.params, sign_zero, np.random.default_rng(s)), dtype=float)
                 ref_ok &= bool(b.shape == a.shape and np.allclose(a, b, rtol=1e-12, atol=1e-300))
             mean = outs.mean(axis=0)

@@ -118,13 +118,13 @@ def _draws(G, p, sign_zero, gens, a, sums, keep, out, iwork):
 
 def _draws_for(module):
     """``_draws`` compiled with the compressor ``module``'s kernel (cached on disk under the compressor's name and a
-    hash of its source, as the loop's copies are: ``signsim.engine.compose.source_hash``)."""
-    from signsim.engine import compose, specialize
+    hash of its source, as the loop's copies are: ``signsim.engine.stage_kernels.source_hash``)."""
+    from signsim.engine import specialize, stage_kernels
 
-    key = (module, compose.source_hash(module))
+    key = (module, stage_kernels.source_hash(module))
     if key not in _COPIES:
-        name = f"transform_draws__{compose._safe(module.NAME)}__{key[1]}"
-        kernel = compose.stage_function(module, "kernel", False)
+        name = f"transform_draws__{stage_kernels._safe(module.NAME)}__{key[1]}"
+        kernel = stage_kernels.stage_function(module, "kernel", False)
         _COPIES[key] = specialize._copy(_draws, name, {**globals(), "_kernel": kernel}, nogil=True)
     return _COPIES[key]
 

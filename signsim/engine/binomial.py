@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from signsim.codes import SignZero, Status
-from signsim.engine import compose, loop, specialize
+from signsim.engine import loop, specialize, stage_kernels
 from signsim.engine.loop import record
 from signsim.engine.plan import finish_aggregate, plan_for, problem_loss, problem_loss_grad
 from signsim.engine.state import ChunkedState
@@ -295,7 +295,7 @@ def check_coordinate_sign(stage) -> None:
         return
     v = np.array([-2.0, -0.25, 0.0, 0.5, 3.0])
     for policy, zero in ((SignZero.PLUS, 1.0), (SignZero.ZERO, 0.0)):
-        out, _ = compose.compress_once(stage, v, int(policy))
+        out, _ = stage_kernels.compress_once(stage, v, int(policy))
         want = np.where(v > 0, 1.0, np.where(v < 0, -1.0, zero))
         if not np.array_equal(out, want):
             raise _fail(stage.module.__file__, f"declares COORDINATE_SIGN, but its kernel sends {out.tolist()} for "
@@ -343,7 +343,7 @@ class BinomialEngine(ChunkedState):
         # a plugin aggregation's own plan; every built-in one's by its code
         family = specialize.family_of(problem.code)
         self.plan = plan_for(family, {"aggregation": s.aggregate.module} if is_plugin(s.aggregate.module) else None)
-        self.aggregation = compose.codes({"aggregation": s.aggregate.module})["aggregation"]
+        self.aggregation = stage_kernels.codes({"aggregation": s.aggregate.module})["aggregation"]
         self.fp = s.aggregate.param_array()
         self.nparams = np.asarray(noise_params, dtype=np.float64)
         self.deterministic = is_deterministic(noise, self.nparams)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from signsim.codes import Schedule, SignZero, Status, Tie, choice
-from signsim.engine import clock, compose, loop, smoke, specialize, split_compile
+from signsim.engine import clock, compose, loop, smoke, specialize, split_compile, stage_kernels
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.interface.interrupts import acknowledge, interruptible, ready
@@ -145,7 +145,7 @@ class Settings:
         """kind -> the module of each stage the loop composes (no attack without Byzantine workers)."""
         out = {kind: stage.module for kind, stage in self.by_kind().items()}
         if not self.byzantine:
-            out["attack"] = compose.NO_ATTACK
+            out["attack"] = stage_kernels.NO_ATTACK
         return out
 
     def stage_list(self) -> list[Stage]:
@@ -319,8 +319,8 @@ class Engine(ChunkedState):
         if parallel is None:  # (gradients from outside the loop: torch's threads compute them, the stages run serially)
             from numba import get_num_threads
 
-            # a plugin's kernels check their indices (``compose.stage_function``): an error raised in a thread of the
-            # threaded loop would be lost, so its composition runs the serial loop (unless its author trusts it)
+            # a plugin's kernels check their indices (``stage_kernels.stage_function``): an error raised in a thread of
+            # the threaded loop would be lost, so its composition runs the serial loop (unless its author trusts it)
             checked = any(plugins.bounds_checked(st.module) for st in s.stage_list())
             parallel = (S * d * max(1.0, oracle_rows(problem, s.batch_size)) * s.local_steps >= PARALLEL_WORK
                         and problem.external is None and get_num_threads() > 1 and not checked)
@@ -360,7 +360,7 @@ class Engine(ChunkedState):
                     track_error=s.error_feedback.module.TRACK_ERROR, sparse_down=sparse_down,
                     local_steps=s.local_steps, clients=clients, workers=workers, downlink=s.downlink)
         stages = s.stages()
-        for kind, code in compose.codes(stages).items():  # the stages' codes and flags (signsim.stages.kinds)
+        for kind, code in stage_kernels.codes(stages).items():  # the stages' codes and flags (signsim.stages.kinds)
             ints[kinds.code_setting(kind)] = code
         for flag, (kind, attr) in kinds.FLAGS.items():
             ints[kinds.flag_setting(flag)] = bool(getattr(stages[kind.name], attr, False))

@@ -16,10 +16,10 @@ two fields carry everything in their Numba types and nothing at run time:
 Each call is a function made here at import, from the table of kinds or from ``engine/dispatch.py``'s dispatchers,
 with one Numba overload that picks its implementation from the types. Numba compiles and caches a function once per
 argument types, so the loop is one function whose cache holds each plan it has run, under a type that names the
-family, the noise model and the stages with a hash of their code (``compose.source_hash``; for every built-in
-stage, ``compose.builtin_key``): an edited or added stage gives new types and compiles only what calls it. Nothing
+family, the noise model and the stages with a hash of their code (``stage_kernels.source_hash``; for every built-in
+stage, ``stage_kernels.builtin_key``): an edited or added stage gives new types and compiles only what calls it. Nothing
 is copied or written to a file. The stage functions themselves are compiled and cached on their own
-(``compose.stage_function``); the calls here are inlined into the loop.
+(``stage_kernels.stage_function``); the calls here are inlined into the loop.
 """
 
 from __future__ import annotations
@@ -40,13 +40,14 @@ class Stages:
     __slots__ = ("stages", "key")
 
     def __init__(self, stages: dict | None = None):
-        from signsim.engine import compose
+        from signsim.engine import stage_kernels
 
         self.stages = None if stages is None else dict(stages)
         if stages is None:
-            self.key = compose.builtin_key()
+            self.key = stage_kernels.builtin_key()
         else:
-            self.key = tuple((kind, mod.__name__, compose.source_hash(mod)) for kind, mod in sorted(stages.items()))
+            self.key = tuple((kind, mod.__name__, stage_kernels.source_hash(mod))
+                             for kind, mod in sorted(stages.items()))
             for (_, name, h), mod in zip(self.key, (m for _, m in sorted(stages.items())), strict=True):
                 _MODULES[name, h] = mod
 
@@ -155,9 +156,9 @@ def module_named(name: str, h: str):
     as a fresh process imports it (a built-in stage, in a helper process that compiles for a plan it was sent)."""
     if (name, h) in _MODULES:
         return _MODULES[name, h]
-    from signsim.engine import compose
+    from signsim.engine import stage_kernels
 
-    return compose.module_named(name)
+    return stage_kernels.module_named(name)
 
 
 def _make(text: str, name: str, namespace: dict):
@@ -169,12 +170,12 @@ def _builtin_call(kind: kinds.Kind, call: kinds.Call):
     """``call`` on every built-in stage of ``kind``: a branch over the stage's code. The last stage is also the
     answer to a code out of range (checked before the loop: ``compose.check_codes``), so that every path returns
     the same type."""
-    from signsim.engine import compose
+    from signsim.engine import stage_kernels
     from signsim.stages import registry
 
     modules = list(registry.builtin(kinds.base(kind.name)).values())
     args = ", ".join(call.args)
-    ns = {f"K{i}": compose.stage_function(mod, call.attr, call.worker) for i, mod in enumerate(modules)}
+    ns = {f"K{i}": stage_kernels.stage_function(mod, call.attr, call.worker) for i, mod in enumerate(modules)}
     lines = [f"def every(plan, code, {args}):"]
     for i in range(len(modules)):
         target = f"K{i}({args})"
@@ -188,11 +189,11 @@ def _builtin_call(kind: kinds.Kind, call: kinds.Call):
 
 def _own_call(kind: kinds.Kind, call: kinds.Call, module):
     """``call`` on the one stage ``module``, the code ignored."""
-    from signsim.engine import compose
+    from signsim.engine import stage_kernels
 
     args = ", ".join(call.args)
     body = "return " if call.returns else ""
-    ns = {"K": compose.stage_function(module, call.attr, call.worker)}
+    ns = {"K": stage_kernels.stage_function(module, call.attr, call.worker)}
     return _make(f"def own(plan, code, {args}):\n    {body}K({args})\n", "own", ns)
 
 

@@ -74,7 +74,7 @@ def makes(call: kinds.Call, module) -> bool:
 
 
 def _smoke(stage, d: int) -> None:
-    from signsim.engine.compose import stage_function
+    from signsim.engine.stage_kernels import stage_function
     from signsim.errors import InputError
     from signsim.interface.interrupts import interruptible
     from signsim.stages.plugins import _fail

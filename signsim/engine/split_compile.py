@@ -49,7 +49,7 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     signatures a compiled loop put in the cache. ``bundles``: ``engine.bundles()``, if already made."""
     from numba import typeof
 
-    from signsim.engine import compose, loop, specialize
+    from signsim.engine import loop, specialize, stage_kernels
     from signsim.stages import kinds
 
     data, workers, server, run, gens = bundles or engine.bundles()
@@ -75,7 +75,7 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     # (compiled here whatever the run uses); with a composition's own, its stages' functions. A plugin's functions
     # a fresh process cannot make: compiled in this process with the loop
     one = run_plan.stages.builtin
-    if one or compose.builtin_only(stages):
+    if one or stage_kernels.builtin_only(stages):
         # a vector of length d is typed as the aggregate (the downlink's rows, ``loop.D_*``, are of the same dtype)
         value = {"msg": workers.msg[:S], "srv": server.srv, "opt": server.opt, "hbar": server.hbar, "gen": server.gen,
                  "tie": icfg[loop.I_TIE], "sign_zero": icfg[loop.I_SIGN_ZERO], "iwork": server.diwork[0],
@@ -92,7 +92,7 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
                     continue
                 args = sig(*(p if a == "p" else value[a] for a in call.args))
                 jobs += [(("stage", kind.name, m.__name__, call.attr), args) for m in modules]
-    if compose.builtin_only(stages):  # a searching attack's line search (1.4 of a first run's 17 CPU-s)
+    if stage_kernels.builtin_only(stages):  # a searching attack's line search (1.4 of a first run's 17 CPU-s)
         jobs.append((("module", "signsim.engine.loop", "attack_factor"),
                      sig(run_plan.stages, workers.msg[:S], k, server.agg, icfg, sp, server.gen)))
     lr = fcfg[loop.F_LR]
@@ -111,9 +111,9 @@ def find(recipe):
     if kind == "module":
         return getattr(importlib.import_module(recipe[1]), recipe[2])
     if kind == "stage":
-        from signsim.engine import compose
+        from signsim.engine import stage_kernels
 
-        return compose.stage_function(compose.module_named(recipe[2]), recipe[3], False)
+        return stage_kernels.stage_function(stage_kernels.module_named(recipe[2]), recipe[3], False)
     raise ValueError(f"unknown recipe {recipe!r}")
 
 

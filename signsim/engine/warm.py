@@ -46,10 +46,10 @@ def lock_file(family: str, threaded: bool, signature: tuple) -> Path:
     """The file whose lock the background compile of ``family``'s one loop for ``signature`` (the types of the
     loop's arguments after its plan) holds (in the kernel cache; the one loop's key, which changes with the built-in
     stages' sources, and the argument types, dtype included, by a hash)."""
-    from signsim.engine import compose
+    from signsim.engine import stage_kernels
 
     root = Path(os.environ.get("NUMBA_CACHE_DIR") or ".")
-    key = hashlib.sha1(repr((compose.builtin_key(), signature)).encode()).hexdigest()[:12]
+    key = hashlib.sha1(repr((stage_kernels.builtin_key(), signature)).encode()).hexdigest()[:12]
     return root / f"signsim-warm-{family}-{'threaded' if threaded else 'serial'}-{key}.lock"
 
 

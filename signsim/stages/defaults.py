@@ -1,5 +1,5 @@
 """The functions a stage module may leave out (``kinds.Call.optional``), each as the stages that leave it out behave:
-the stage functions the loop calls take them from here (``signsim.engine.compose.stage_function``)."""
+the stage functions the loop calls take them from here (``signsim.engine.stage_kernels.stage_function``)."""
 
 
 def sends(k, v, e, p):
