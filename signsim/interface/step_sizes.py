@@ -13,7 +13,7 @@ objective f_m (what its oracle is unbiased for); L_max = max_m L_m; L~ = sqrt(me
 compressor module's ``constant``; M the workers. Known exactly or bounded for quadratic, sign-trap, vote-trap,
 least-squares (exact) and logistic (a bound); no other problem has a global L, and ``--lr theory`` refuses it.
 
-``config.resolve`` calls ``resolve_theory`` when the user gave ``--lr theory``: the run then has the number as its
+``config.resolve`` calls ``theory_step`` when the user gave ``--lr theory``: the run then has the number as its
 ``lr`` and this module's ``TheoryStep`` as the record of where it came from (``lr_theory`` in the results).
 """
 
@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from signsim.errors import InputError
-from signsim.interface.config import THEORY  # noqa: F401 - the word --lr takes besides a number
 
 # ----------------------------------------------------------------------------------------------------------
 # the rules, as functions of their constants

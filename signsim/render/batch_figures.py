@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from signsim.render.figures import legend_below, styled, subplots
-from signsim.render.tables import fmt, new_table
 
 
 def _mark_bound(ax, B_S: dict[str, float | None]) -> None:
@@ -55,19 +54,6 @@ def stability_figure(doc: dict[str, Any]):
     return fig
 
 
-def stability_table(doc: dict[str, Any]) -> list[Any]:
-    e = doc["experiment"]
-    t = new_table(f"stability and generalization at {e['passes']} passes over n = {doc['n']} samples (mean of "
-                    f"{e['pairs']} pairs); B_S {fmt(doc['B_S']['init'])} at the start, "
-                    f"{fmt(doc['B_S']['end_of_serial_run'])} at the end of serial SGD")
-    for col in ("B", "lr", "iters", "||w_S - w_S'||", "|loss diff|", "train loss", "test loss", "gap"):
-        t.add_column(col, justify="right")
-    for s in doc["rows"]:
-        t.add_row(str(s["B"]), fmt(s["lr"]), fmt(s["iters"]), fmt(s["distance"]), fmt(s["loss_diff_mean"]),
-                  fmt(s["loss"]), fmt(s["test_loss"]), fmt(s["gap"]))
-    return [t]
-
-
 @styled
 def conflicts_figure(doc: dict[str, Any]):
     """B_S against conflict + 1 on log-log axes, one marker per value kind (every seed a point), beside the
@@ -89,17 +75,6 @@ def conflicts_figure(doc: dict[str, Any]):
     ax.set_title(f"synthetic:sparse, n = {n}, s = {e['s']}, {e['labels']} labels, at {e['at']}", fontsize=10)
     legend_below(fig)
     return fig
-
-
-def conflicts_table(doc: dict[str, Any]) -> list[Any]:
-    t = new_table("B_S of sparse data against the conflict degree, beside the bound n / (conflict + 1) "
-                    f"(holds in every row: {doc['bound_holds']})")
-    for col in ("values", "conflict", "seed", "n", "B_S", "bound", "B_S / bound"):
-        t.add_column(col, justify="right" if col != "values" else "left")
-    for r in doc["rows"]:
-        t.add_row(r["values"], str(r["conflict"]), str(r["seed"]), fmt(r["n"]), fmt(r["B_S"]), fmt(r["bound"]),
-                  fmt(r["ratio"]))
-    return [t]
 
 
 @styled
@@ -130,15 +105,3 @@ def lower_bound_figure(doc: dict[str, Any]):
                  f"f <= {doc['experiment']['target_ratio']:g} f(x_0)", fontsize=10)
     legend_below(fig)
     return fig
-
-
-def lower_bound_table(doc: dict[str, Any]) -> list[Any]:
-    e = doc["experiment"]
-    t = new_table(f"iterations to f <= {e['target_ratio']:g} f(x_0) (mean of {e['seeds']} seeds, the fewest over "
-                    f"the step factors {e['lr_factors']}); B_S = {fmt(doc['B_S'])}")
-    for col in ("B", "iters", "factor", "speedup", "closed form", "gradients"):
-        t.add_column(col, justify="right")
-    for r in doc["rows"]:
-        t.add_row(str(r["B"]), fmt(r["best_iters"]), fmt(r["best_factor"]), fmt(r["speedup"]),
-                  fmt(r["predicted_optimal"]), fmt(r["gradients"]))
-    return [t]

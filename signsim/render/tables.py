@@ -575,15 +575,47 @@ def experiment_tables(doc: dict[str, Any]) -> list[Any]:
     if doc["command"] == "diversity-heuristics":
         return [*note, *heuristics_table(doc)]
     if doc["command"] == "diversity-stability":
-        from signsim.render import batch_figures
-
-        return [*note, *batch_figures.stability_table(doc)]
+        return [*note, *stability_table(doc)]
     if doc["command"] in ("diversity-conflicts", "diversity-lower-bound"):
-        from signsim.render import batch_figures
-
-        return [*note, *(batch_figures.conflicts_table if doc["command"] == "diversity-conflicts"
-                         else batch_figures.lower_bound_table)(doc)]
+        return [*note, *(conflicts_table if doc["command"] == "diversity-conflicts" else lower_bound_table)(doc)]
     return [*note, replication_table(doc)]
+
+
+# the batch-size experiments of Yin et al. (docs/theory.md §6.1-§6.3; their figures: render/batch_figures.py)
+def stability_table(doc: dict[str, Any]) -> list[Any]:
+    e = doc["experiment"]
+    t = new_table(f"stability and generalization at {e['passes']} passes over n = {doc['n']} samples (mean of "
+                    f"{e['pairs']} pairs); B_S {fmt(doc['B_S']['init'])} at the start, "
+                    f"{fmt(doc['B_S']['end_of_serial_run'])} at the end of serial SGD")
+    for col in ("B", "lr", "iters", "||w_S - w_S'||", "|loss diff|", "train loss", "test loss", "gap"):
+        t.add_column(col, justify="right")
+    for s in doc["rows"]:
+        t.add_row(str(s["B"]), fmt(s["lr"]), fmt(s["iters"]), fmt(s["distance"]), fmt(s["loss_diff_mean"]),
+                  fmt(s["loss"]), fmt(s["test_loss"]), fmt(s["gap"]))
+    return [t]
+
+
+def conflicts_table(doc: dict[str, Any]) -> list[Any]:
+    t = new_table("B_S of sparse data against the conflict degree, beside the bound n / (conflict + 1) "
+                    f"(holds in every row: {doc['bound_holds']})")
+    for col in ("values", "conflict", "seed", "n", "B_S", "bound", "B_S / bound"):
+        t.add_column(col, justify="right" if col != "values" else "left")
+    for r in doc["rows"]:
+        t.add_row(r["values"], str(r["conflict"]), str(r["seed"]), fmt(r["n"]), fmt(r["B_S"]), fmt(r["bound"]),
+                  fmt(r["ratio"]))
+    return [t]
+
+
+def lower_bound_table(doc: dict[str, Any]) -> list[Any]:
+    e = doc["experiment"]
+    t = new_table(f"iterations to f <= {e['target_ratio']:g} f(x_0) (mean of {e['seeds']} seeds, the fewest over "
+                    f"the step factors {e['lr_factors']}); B_S = {fmt(doc['B_S'])}")
+    for col in ("B", "iters", "factor", "speedup", "closed form", "gradients"):
+        t.add_column(col, justify="right")
+    for r in doc["rows"]:
+        t.add_row(str(r["B"]), fmt(r["best_iters"]), fmt(r["best_factor"]), fmt(r["speedup"]),
+                  fmt(r["predicted_optimal"]), fmt(r["gradients"]))
+    return [t]
 
 
 def bound_report(doc: dict[str, Any]) -> list[Any]:
