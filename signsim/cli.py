@@ -487,11 +487,11 @@ class _compile_notice:
         cfg = self.cfg
         if cfg is not None:
             from signsim import problems
-            from signsim.engine.specialize import family_of
+            from signsim.engine.dispatch import family_of
 
             family = family_of(problems.get(cfg.problem).code)
         elif family is not None:
-            from signsim.engine.specialize import FAMILIES
+            from signsim.engine.dispatch import FAMILIES
 
             family = family if family in FAMILIES else None  # not a family's copy (a hash of a plugin's source)
         print(notice(self.command, family, cfg.dtype if cfg is not None else "float64", kernel,

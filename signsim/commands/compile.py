@@ -160,7 +160,7 @@ def sweep_notices(path, out, plugin: str | None = None) -> list[str]:
     ``plugin``: the sweep's ``--plugin`` (its stages are known to the runs)."""
     from signsim import problems
     from signsim.commands.sweep import plan
-    from signsim.engine.specialize import family_of
+    from signsim.engine.dispatch import family_of
     from signsim.sweep.store import Store
 
     _, tasks = plan(path, plugin)
@@ -277,7 +277,7 @@ DTYPES = ("float64", "float32")
 def group(args: list[str]) -> tuple[str, str, str]:
     """(command, family of problems, dtype) of a warm-up command line."""
     from signsim import problems
-    from signsim.engine.specialize import family_of
+    from signsim.engine.dispatch import family_of
 
     problem = args[args.index("--problem") + 1] if "--problem" in args else "rosenbrock"
     dtype = args[args.index("--dtype") + 1] if "--dtype" in args else "float64"
@@ -287,7 +287,7 @@ def group(args: list[str]) -> tuple[str, str, str]:
 def select(commands: list[str] | None = None, families: list[str] | None = None,
            dtype: str | None = None) -> list[list[str]]:
     """The warm-up commands of the given commands, families of problems and dtype (each: all when None)."""
-    from signsim.engine.specialize import FAMILIES
+    from signsim.engine.dispatch import FAMILIES
     from signsim.errors import InputError
 
     for flag, given, known in (("--command", commands, COMMANDS), ("--family", families, tuple(FAMILIES)),

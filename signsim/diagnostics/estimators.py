@@ -127,11 +127,11 @@ def choose(problem: ProblemInstance, noise: NoiseModel, tau: int, requested: str
 def true_gradient(problem: ProblemInstance, x: np.ndarray) -> np.ndarray:
     if problem.external is not None:  # a PyTorch model: its full-data gradient (docs/theory.md §13)
         return np.asarray(problem.grad_ref(x), dtype=np.float64)
-    from signsim.engine import specialize
+    from signsim.engine import dispatch
 
-    loss_grad = specialize.dispatchers(specialize.family_of(problem.code))["problem_loss_grad"]
     g = np.zeros(problem.dim)
-    loss_grad(problem.code, x, problem.pf, problem.pi, problem.A, problem.b, g)
+    dispatch.loss_grad(dispatch.Problems(dispatch.family_of(problem.code)), problem.code, x, problem.pf, problem.pi,
+                       problem.A, problem.b, g)
     return g
 
 

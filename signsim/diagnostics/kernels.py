@@ -13,16 +13,18 @@ everything would: results do not depend on the chunking (nor on the number of th
 import numpy as np
 from numba import njit, prange
 
-from signsim.engine.dispatch import add_noise, check_noise, check_problem, problem_oracle, problem_sample_grad
+from signsim.engine.dispatch import add_noise, check_code, check_noise, problem_oracle, problem_sample_grad
 from signsim.problems.sampling import FULL_BATCH
 
 
 def _for(compiled, code):
-    """The compiled kernel ``compiled`` specialized to the family of problem ``code``: it compiles (and loads)
-    only that family's problem kernels (``signsim.engine.specialize``)."""
-    from signsim.engine import specialize
+    """The compiled kernel ``compiled`` for the family of problem ``code``: its first argument, the family's problems
+    (``signsim.engine.dispatch.Problems``), makes it compile (and load) only that family's problem kernels."""
+    import functools
 
-    return specialize.kernel(compiled, specialize.family_of(code))
+    from signsim.engine.dispatch import Problems, family_of
+
+    return functools.partial(compiled, Problems(family_of(code)))
 
 
 def diversity_sums(code, x, pf, pi, A, b, rows, lo, hi):
@@ -30,7 +32,7 @@ def diversity_sums(code, x, pf, pi, A, b, rows, lo, hi):
     returns (sum_j ||grad f_j||^2, sum_j grad f_j) (docs/theory.md §6)."""
     from signsim.interface.interrupts import chunked
 
-    check_problem(code)
+    check_code(code)
     d = x.shape[0]
     total = np.zeros(d)
     sq = np.zeros(1)
@@ -41,13 +43,13 @@ def diversity_sums(code, x, pf, pi, A, b, rows, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def _diversity_range(code, x, pf, pi, A, b, rows, lo, t0, t1, sq, total):
+def _diversity_range(problems, code, x, pf, pi, A, b, rows, lo, t0, t1, sq, total):
     d = x.shape[0]
     buf = np.empty(d)
     acc = sq[0]
     for t in range(t0, t1):
         j = rows[t] if rows.shape[0] > 0 else lo + t
-        problem_sample_grad(code, x, pf, pi, A, b, j, buf)
+        problem_sample_grad(problems, code, x, pf, pi, A, b, j, buf)
         for i in range(d):
             acc += buf[i] * buf[i]
             total[i] += buf[i]
@@ -61,7 +63,7 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
     Pair r uses worker r mod M."""
     from signsim.interface.interrupts import chunked
 
-    check_problem(code)  # the oracle and noise kernels cannot raise inside the parallel loop
+    check_code(code)  # the oracle and noise kernels cannot raise inside the parallel loop
     check_noise(ncode)
     C = len(gens)
     acc = np.zeros((C, 2))
@@ -76,7 +78,8 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _two_batch_range(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, workers, gens, R, lo, hi, acc):
+def _two_batch_range(problems, code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, workers, gens, R, lo, hi,
+                     acc):
     d = x.shape[0]
     C = len(gens)
     for c in prange(C):
@@ -84,10 +87,10 @@ def _two_batch_range(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big
         gs, gb = np.empty(d), np.empty(d)
         first, last = c * R // C, (c + 1) * R // C
         for r in range(first + lo, min(first + hi, last)):
-            problem_oracle(code, x, r % workers, gen, small, pf, pi, A, b, ptr, idx, gs)
-            add_noise(ncode, nparams, gen, small, gs)
-            problem_oracle(code, x, r % workers, gen, big, pf, pi, A, b, ptr, idx, gb)
-            add_noise(ncode, nparams, gen, big, gb)
+            problem_oracle(problems, code, x, r % workers, gen, small, pf, pi, A, b, ptr, idx, gs)
+            add_noise(problems, ncode, nparams, gen, small, gs)
+            problem_oracle(problems, code, x, r % workers, gen, big, pf, pi, A, b, ptr, idx, gb)
+            add_noise(problems, ncode, nparams, gen, big, gb)
             s_small = 0.0
             s_big = 0.0
             for i in range(d):
@@ -107,7 +110,7 @@ def group_sign_moments(code, x, pf, pi, A, b, rows):
     split into ROW_CHUNKS fixed chunks, summed in chunk order."""
     from signsim.interface.interrupts import chunked
 
-    check_problem(code)  # the per-sample kernels cannot raise inside the parallel loop
+    check_code(code)  # the per-sample kernels cannot raise inside the parallel loop
     d = x.shape[0]
     n = rows.shape[0]
     acc = np.zeros((ROW_CHUNKS, 4, d))
@@ -129,7 +132,7 @@ def _sum_chunks(acc):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _group_range(code, x, pf, pi, A, b, rows, lo, hi, acc):
+def _group_range(problems, code, x, pf, pi, A, b, rows, lo, hi, acc):
     d = x.shape[0]
     n = rows.shape[0]
     for c in prange(ROW_CHUNKS):
@@ -137,7 +140,7 @@ def _group_range(code, x, pf, pi, A, b, rows, lo, hi, acc):
         a = acc[c]
         first, last = c * n // ROW_CHUNKS, (c + 1) * n // ROW_CHUNKS
         for t in range(first + lo, min(first + hi, last)):
-            problem_sample_grad(code, x, pf, pi, A, b, rows[t], buf)
+            problem_sample_grad(problems, code, x, pf, pi, A, b, rows[t], buf)
             for i in range(d):
                 v = buf[i]
                 a[0, i] += 1.0 if v > 0.0 else 0.0
@@ -155,12 +158,12 @@ def full_local_gradients(code, x, pf, pi, A, b, ptr, idx, workers):
     import functools
 
     from signsim.codes import Noise
-    from signsim.engine import loop, specialize
-    from signsim.engine.plan import Problems
+    from signsim.engine import loop
+    from signsim.engine.dispatch import Problems, family_of
     from signsim.noise.base import N_NOISE_PARAMS
 
-    check_problem(code)
-    gradient = functools.partial(loop.worker_gradient, Problems(specialize.family_of(code)))
+    check_code(code)
+    gradient = functools.partial(loop.worker_gradient, Problems(family_of(code)))
     icfg = np.zeros(loop.N_ICFG, dtype=np.int64)
     icfg[loop.I_PROBLEM], icfg[loop.I_TAU], icfg[loop.I_NOISE] = code, FULL_BATCH, int(Noise.NONE)
     data = loop.ProblemData(pf, pi, A, b, ptr, idx, np.zeros(N_NOISE_PARAMS))
@@ -181,7 +184,7 @@ def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, t
     from signsim.interface.interrupts import chunked
     from signsim.resources import require
 
-    check_problem(code)  # the oracle and noise kernels cannot raise inside the parallel loop
+    check_code(code)  # the oracle and noise kernels cannot raise inside the parallel loop
     check_noise(ncode)
     d = x.shape[0]
     C = len(gens)
@@ -208,7 +211,7 @@ def _add_chunks(acc, out, w):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _mc_range(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w, gens, S, lo, hi, acc):
+def _mc_range(problems, code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w, gens, S, lo, hi, acc):
     d = x.shape[0]
     C = len(gens)
     for c in prange(C):
@@ -216,8 +219,8 @@ def _mc_range(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w, gens, S, 
         buf = np.empty(d)
         first, last = c * S // C, (c + 1) * S // C
         for _ in range(first + lo, min(first + hi, last)):
-            problem_oracle(code, x, w, gen, tau, pf, pi, A, b, ptr, idx, buf)
-            add_noise(ncode, nparams, gen, tau, buf)
+            problem_oracle(problems, code, x, w, gen, tau, pf, pi, A, b, ptr, idx, buf)
+            add_noise(problems, ncode, nparams, gen, tau, buf)
             # one fused pass, branch-free: the signs of a minibatch gradient are coin flips near rho = 1/2,
             # so a branch per coordinate would be mispredicted half the time (and would not vectorize)
             for i in range(d):

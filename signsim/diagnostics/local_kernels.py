@@ -12,7 +12,7 @@ generators, summed in chunk order (thread-count independent), and the kernel is 
 import numpy as np
 from numba import njit, prange
 
-from signsim.engine.dispatch import add_noise, check_noise, check_problem, problem_oracle
+from signsim.engine.dispatch import add_noise, check_code, check_noise, problem_oracle
 
 
 def local_round_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, gens, S, H, gamma):
@@ -22,7 +22,7 @@ def local_round_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, 
     from signsim.interface.interrupts import chunked
     from signsim.resources import require
 
-    check_problem(code)  # the oracle and noise kernels cannot raise inside the parallel loop
+    check_code(code)  # the oracle and noise kernels cannot raise inside the parallel loop
     check_noise(ncode)
     d = x.shape[0]
     C = len(gens)
@@ -40,7 +40,7 @@ def local_round_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, 
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _local_range(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w, gens, S, H, gamma, lo, hi, acc):
+def _local_range(problems, code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w, gens, S, H, gamma, lo, hi, acc):
     d = x.shape[0]
     C = len(gens)
     for c in prange(C):
@@ -54,8 +54,8 @@ def _local_range(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w, gens, 
                 y[i] = x[i]
                 u[i] = 0.0
             for _h in range(H):
-                problem_oracle(code, y, w, gen, tau, pf, pi, A, b, ptr, idx, buf)
-                add_noise(ncode, nparams, gen, tau, buf)
+                problem_oracle(problems, code, y, w, gen, tau, pf, pi, A, b, ptr, idx, buf)
+                add_noise(problems, ncode, nparams, gen, tau, buf)
                 for i in range(d):
                     u[i] += buf[i]
                     y[i] -= gamma * buf[i]

@@ -93,43 +93,17 @@ def sample(t: Transform, G: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 # --- a compressor applied by its kernel ------------------------------------------------------------------------
 
-#: the compressor's kernel in a copy of ``_draws`` (bound by ``_draws_for``; this placeholder is never compiled)
-_kernel = None
-
-
-def _draws(G, p, sign_zero, gens, a, sums, keep, out, iwork):
-    """For each draw r, from its own generator gens[r], and each row g_j of G in order: out <- C(g_j) (the
-    compressor's kernel), a[r] += ||out||^2, sums[r] += out, and keep[r, j] = out when ``keep`` has a row per
-    draw. Compiled once per compressor (``_draws_for``)."""
-    n, d = G.shape
-    store = keep.shape[0] == len(gens)
-    for r in range(len(gens)):
-        gen = gens[r]
-        for j in range(n):
-            _kernel(G[j], out, p, sign_zero, gen, iwork)
-            s = 0.0
-            for i in range(d):
-                s += out[i] * out[i]
-                sums[r, i] += out[i]
-                if store:
-                    keep[r, j, i] = out[i]
-            a[r] += s
-
-
 def _draws_for(module):
-    """``_draws`` compiled with the compressor ``module``'s kernel (cached on disk under the compressor's name and a
-    hash of its source, as the loop's copies are: ``signsim.engine.stage_kernels.source_hash``)."""
-    from signsim.engine import specialize, stage_kernels
+    """``transform_kernels.draws`` for the compressor ``module`` (compiled and cached once per compressor, under a
+    type that names it with a hash of its source: ``signsim.engine.plan.Stages``)."""
+    import functools
 
-    key = (module, stage_kernels.source_hash(module))
-    if key not in _COPIES:
-        name = f"transform_draws__{stage_kernels._safe(module.NAME)}__{key[1]}"
-        kernel = stage_kernels.stage_function(module, "kernel", False)
-        _COPIES[key] = specialize._copy(_draws, name, {**globals(), "_kernel": kernel}, nogil=True)
-    return _COPIES[key]
+    from signsim.diagnostics import transform_kernels
+    from signsim.engine.plan import Stages
+
+    return functools.partial(transform_kernels.draws, Stages({"compressor": module}))
 
 
-_COPIES: dict = {}
 #: (stage, d) whose kernels passed ``smoke.smoke_test`` in this process
 _SMOKED: set = set()
 

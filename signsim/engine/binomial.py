@@ -32,9 +32,10 @@ import numpy as np
 from numba import njit
 
 from signsim.codes import SignZero, Status
-from signsim.engine import loop, specialize, stage_kernels
+from signsim.engine import dispatch, loop, stage_kernels
+from signsim.engine.dispatch import problem_loss, problem_loss_grad
 from signsim.engine.loop import record
-from signsim.engine.plan import finish_aggregate, plan_for, problem_loss, problem_loss_grad
+from signsim.engine.plan import finish_aggregate, plan_for
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.noise import bimodal, cauchy, gaussian, laplace, skewed, uniform
@@ -341,7 +342,7 @@ class BinomialEngine(ChunkedState):
         # a built-in aggregation by its code in the generated dispatcher (one loop for all); a plugin's bound into a
         # copy of its own
         # a plugin aggregation's own plan; every built-in one's by its code
-        family = specialize.family_of(problem.code)
+        family = dispatch.family_of(problem.code)
         self.plan = plan_for(family, {"aggregation": s.aggregate.module} if is_plugin(s.aggregate.module) else None)
         self.aggregation = stage_kernels.codes({"aggregation": s.aggregate.module})["aggregation"]
         self.fp = s.aggregate.param_array()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from signsim.engine import loop, specialize, stage_kernels
+from signsim.engine import dispatch, loop, stage_kernels
 from signsim.stages import kinds
 
 #: which loop a composition of built-in stages runs in: "auto" (``choose``), "builtin" (always the family's one
@@ -28,7 +28,7 @@ def loops(family: str, stages: dict, builtin: bool = True, noise: str | None = N
     The loops are ``loop.run_chunk_threaded`` and ``loop.run_chunk``, compiled (or loaded from the cache) for each
     plan at its first call. With ``builtin``, a composition of built-in stages gets the plan of every built-in stage
     for every noise model (the family's one loop); otherwise, and for a composition with a plugin, a plan of its
-    own stages, whose workers draw from the noise model ``noise`` only (a name of ``specialize.NOISE``; None: from
+    own stages, whose workers draw from the noise model ``noise`` only (a name of ``dispatch.NOISE``; None: from
     every model)."""
     from signsim.engine.plan import plan_for
 
@@ -42,7 +42,7 @@ def check_codes(plan, icfg) -> None:
     the last stage of the kind), or for a noise code other than the one a composition's own plan draws from (it
     would draw NaN): checked before the loop, like the problem and noise codes."""
     noise = plan.problems.noise
-    if noise is not None and specialize.noise_name(int(icfg[loop.I_NOISE])) != noise:
+    if noise is not None and dispatch.noise_name(int(icfg[loop.I_NOISE])) != noise:
         raise ValueError(f"this loop draws noise {noise}, not code {int(icfg[loop.I_NOISE])}")
     if not plan.stages.builtin:
         return
@@ -59,7 +59,7 @@ def mode(family: str | None = None) -> str:
     if value in LOOP_MODES:
         return value
     families = {f.strip() for f in value.split(",")}
-    if family is not None and families <= set(specialize.FAMILIES):
+    if family is not None and families <= set(dispatch.FAMILIES):
         return "builtin" if family in families else "composed"
     return "auto"
 

@@ -1,18 +1,28 @@
-"""Integer-code dispatch from the compiled loop to each problem's and each noise model's kernels.
+"""The loop's calls on its problem's and noise model's kernels, by the problem's and the noise model's integer codes,
+made for the family of problems and the noise model that the plan's problems name (``signsim.engine.plan``).
 
-Numba caches a kernel across processes only when it selects behaviour by plain integers, so this file is
-the one place that lists every kernel: a new problem or noise model adds one branch here (and a new
-problem module joins a family in ``signsim.engine.specialize``, which compiles these dispatchers once per
-family). No dispatch falls
-through silently: the ones outside parallel loops raise for a code they do not know; the ones that run inside
-parallel loops (oracles, per-sample gradients, noise draws) cannot raise without making the loop serial, so they
-write NaN (and callers check their codes before the loop with ``check_problem`` and ``check_noise``).
+Numba compiles every branch of a dispatch on integer codes, so a loop able to run every problem compiles every
+problem's kernels: on the first run of the default Rosenbrock problem, more than half of the compile time went to
+the kernels of the MLP and the GLMs. So the problem kernel modules come in families (``FAMILIES``), and each call
+here (``problem_oracle(problems, code, ...)``, ``problem_evaluate(problems, code, ...)``, ...) is a function with one
+Numba overload that, for the type of ``problems``, makes the branch over that family's modules only (``RULES``: what
+each module is asked, by the functions it has), and ``noise_draw`` over the one noise model it names (or every one).
+Nothing is copied: the branches are made from this table when a loop is compiled for a new plan, and inlined into
+it. A problem of another family, or another noise model, is an unknown code there, refused before the loop by
+``check_problem`` and ``compose.check_codes``.
+
+No dispatch falls through silently: the ones outside parallel loops raise for a code they do not know; the ones
+that run inside parallel loops (oracles, per-sample gradients, noise draws) cannot raise without making the loop
+serial, so they write NaN (and callers check their codes before the loop with ``check_problem`` and
+``check_noise``). A new problem kernel module joins one family here; a new noise model joins ``NOISE_MODELS``.
 """
 
 import numba
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
 
+from signsim import noise as noise_registry
 from signsim.noise import bimodal, cauchy, gaussian, laplace, none, skewed, stable, student_t, uniform
 from signsim.noise.base import N_NOISE_PARAMS
 from signsim.problems import (
@@ -33,177 +43,181 @@ from signsim.problems import (
 # the number of threads (public) launches the threading layer.
 numba.get_num_threads()
 
+#: the problem kernel modules of each family, each with the problem codes it serves; a run compiles only its
+#: family's (a test checks that every problem code belongs to exactly one family)
+FAMILIES: dict[str, tuple] = {
+    "analytic": ((rosenbrock, (rosenbrock.CODE,)), (quadratic, (quadratic.CODE,)), (sign_trap, (sign_trap.CODE,)),
+                 (vote_trap, (vote_trap.CODE,))),
+    "glm": ((glm, (logistic.CODE, least_squares.CODE)),),
+    "mlp": ((mlp, (mlp.CODE,)),),
+    "external": ((external, (external.CODE,)),),
+}
+#: the noise models that draw (``none`` adds nothing), by the names of ``signsim.noise``'s list
+NOISE_MODELS = {"gaussian": gaussian, "laplace": laplace, "uniform": uniform, "student_t": student_t,
+                "bimodal": bimodal, "skewed": skewed, "cauchy": cauchy, "stable": stable}
+#: the noise model modules' names (``signsim.noise``'s list), and the name of the one with an integer code
+NOISE = noise_registry.MODULES
+noise_name = noise_registry.module_of
 
-@njit(cache=True)
-def problem_loss(code, x, pf, pi, A, b):
-    if code == rosenbrock.CODE:
-        return rosenbrock.loss(x, pf, pi, A, b)
-    if code == quadratic.CODE:
-        return quadratic.loss(x, pf, pi, A, b)
-    if code == sign_trap.CODE:
-        return sign_trap.loss(x, pf, pi, A, b)
-    if code == vote_trap.CODE:
-        return vote_trap.loss(x, pf, pi, A, b)
-    if code == logistic.CODE or code == least_squares.CODE:
-        return glm.loss(x, pf, pi, A, b)
-    if code == mlp.CODE:
-        return mlp.loss(x, pf, pi, A, b)
-    if code == external.CODE:
-        return external.loss(x, pf, pi, A, b)
-    raise ValueError("unknown problem code")
+class Problems:
+    """The problem and noise kernels a loop can reach (a plan's ``problems``, ``signsim.engine.plan``): the family of
+    problems (``FAMILIES``) and the noise model (None: every model; a name of ``NOISE``: that one only, the others'
+    codes refused before the loop). Its Numba type, ``ProblemsType``, carries both; nothing of it is read at run
+    time."""
 
+    __slots__ = ("family", "noise")
 
-@njit(cache=True)
-def problem_grad(code, x, pf, pi, A, b, out):
-    if code == rosenbrock.CODE:
-        rosenbrock.grad(x, pf, pi, A, b, out)
-    elif code == quadratic.CODE:
-        quadratic.grad(x, pf, pi, A, b, out)
-    elif code == sign_trap.CODE:
-        sign_trap.grad(x, pf, pi, A, b, out)
-    elif code == vote_trap.CODE:
-        vote_trap.grad(x, pf, pi, A, b, out)
-    elif code == logistic.CODE or code == least_squares.CODE:
-        glm.grad(x, pf, pi, A, b, out)
-    elif code == mlp.CODE:
-        mlp.grad(x, pf, pi, A, b, out)
-    elif code == external.CODE:
-        external.grad(x, pf, pi, A, b, out)
-    else:
-        raise ValueError("unknown problem code")
+    def __init__(self, family: str, noise: str | None = None):
+        if family not in FAMILIES:
+            raise ValueError(f"unknown problem family {family!r}")
+        if noise is not None and noise not in NOISE:
+            raise ValueError(f"unknown noise model {noise!r}")
+        self.family, self.noise = family, noise
+
+    def __repr__(self) -> str:
+        return f"Problems({self.family!r}, {self.noise!r})"
 
 
-@njit(cache=True)
-def analytic_loss_grad(code, x, pf, pi, A, b, out):
-    """f(x), with grad f(x) written to ``out`` (first), for the problems without data. It names only those
-    problems' kernels, so that a data problem's family does not compile its own full-data gradient and loss
-    behind a branch its codes never take (the MLP's: a quarter of its first run's compile)."""
-    if code == rosenbrock.CODE:
-        rosenbrock.grad(x, pf, pi, A, b, out)
-        return rosenbrock.loss(x, pf, pi, A, b)
-    if code == quadratic.CODE:
-        quadratic.grad(x, pf, pi, A, b, out)
-        return quadratic.loss(x, pf, pi, A, b)
-    if code == sign_trap.CODE:
-        sign_trap.grad(x, pf, pi, A, b, out)
-        return sign_trap.loss(x, pf, pi, A, b)
-    if code == vote_trap.CODE:
-        vote_trap.grad(x, pf, pi, A, b, out)
-        return vote_trap.loss(x, pf, pi, A, b)
-    raise ValueError("unknown problem code")
+class ProblemsType(types.Type):
+    """The Numba type of ``Problems``: pickled into Numba's cache index with each compiled signature."""
+
+    def __init__(self, family: str, noise: str | None):
+        self.family, self.noise = family, noise
+        super().__init__(name=f"Problems({family},{noise or 'every noise'})")
 
 
-@njit(cache=True)
-def problem_loss_grad(code, x, pf, pi, A, b, out):
-    """f(x), with grad f(x) written to ``out``; one pass over the data where the problem allows it."""
-    if code == logistic.CODE or code == least_squares.CODE:
-        return glm.loss_grad(x, pf, pi, A, b, out)
-    if code == mlp.CODE:
-        return mlp.evaluate(x, pf, pi, A, b, out)[0]
-    if code == external.CODE:
-        return external.loss_grad(x, pf, pi, A, b, out)
-    return analytic_loss_grad(code, x, pf, pi, A, b, out)
+@typeof_impl.register(Problems)
+def _typeof_problems(value, context):
+    return ProblemsType(value.family, value.noise)
 
 
-@njit(cache=True)
-def problem_test_loss(code, x, pf, pi, A, b):
-    """The loss on the held-out samples of a data problem (NaN for the others, which have none)."""
-    if code == logistic.CODE or code == least_squares.CODE:
-        return glm.test_loss(x, pf, pi, A, b)
-    if code == mlp.CODE:
-        return mlp.test_loss(x, pf, pi, A, b)
-    if code == external.CODE:
-        return external.test_loss(x, pf, pi, A, b)
-    return np.nan
+register_model(ProblemsType)(models.OpaqueModel)  # a value of no content: everything is in the type
 
 
-@njit(cache=True)
-def problem_evaluate(code, x, pf, pi, A, b, out):
-    """(f(x), training accuracy), with grad f(x) written to ``out``: what a history row needs, in one pass over
-    the data for the data problems (accuracy NaN where it does not apply)."""
-    if code == logistic.CODE or code == least_squares.CODE:
-        return glm.evaluate(x, pf, pi, A, b, out)
-    if code == mlp.CODE:
-        return mlp.evaluate(x, pf, pi, A, b, out)
-    if code == external.CODE:
-        return external.evaluate(x, pf, pi, A, b, out)
-    return analytic_loss_grad(code, x, pf, pi, A, b, out), np.nan  # (no accuracy without data)
+@unbox(ProblemsType)
+def _unbox_problems(typ, obj, c):
+    return NativeValue(c.context.get_dummy_value())
 
 
-@njit(cache=True, inline="always")
-def problem_oracle(code, x, worker, gen, tau, pf, pi, A, b, ptr, idx, out):
-    if code == rosenbrock.CODE:
-        rosenbrock.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
-    elif code == quadratic.CODE:
-        quadratic.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
-    elif code == sign_trap.CODE:
-        sign_trap.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
-    elif code == vote_trap.CODE:
-        vote_trap.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
-    elif code == logistic.CODE or code == least_squares.CODE:
-        glm.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
-    elif code == mlp.CODE:
-        mlp.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
-    elif code == external.CODE:
-        external.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)
-    else:  # no raise inside a parallel loop (it would run serially): poison the gradient
-        for i in range(out.shape[0]):
-            out[i] = np.nan
+RAISE = 'raise ValueError("unknown problem code")'
+# (no raise inside a parallel loop, which would then run serially: an unknown code poisons the result)
+POISON = "for i in range(out.shape[0]):\n        out[i] = np.nan"
 
 
-@njit(cache=True)
-def problem_sample_grad(code, x, pf, pi, A, b, j, out):
-    """Per-sample gradient of training row j (finite-sum problems only)."""
-    if code == logistic.CODE or code == least_squares.CODE:
-        glm.sample_grad(x, pf, pi, A, b, j, out)
-    elif code == mlp.CODE:
-        mlp.sample_grad(x, pf, pi, A, b, j, out)
-    elif code == external.CODE:
-        external.sample_grad(x, pf, pi, A, b, j, out)
-    else:  # not a finite-sum problem code; no raise inside a parallel loop: poison the gradient
-        for i in range(out.shape[0]):
-            out[i] = np.nan
+def _loss_grad(m, evaluate: bool = False) -> str:
+    """f(x), with grad f(x) in ``out``: one pass over the data where the module allows it."""
+    if hasattr(m, "loss_grad"):
+        return "return M.loss_grad(x, pf, pi, A, b, out)"
+    if hasattr(m, "evaluate"):
+        return "return M.evaluate(x, pf, pi, A, b, out)[0]"
+    return "M.grad(x, pf, pi, A, b, out)\n        return M.loss(x, pf, pi, A, b)" + (", np.nan" if evaluate else "")
 
 
-@njit(cache=True)
-def problem_accuracy(code, x, pf, pi, A, b, test):
-    """Classification accuracy on the training (test=False) or held-out rows; NaN where it does not apply."""
-    if code == logistic.CODE or code == least_squares.CODE:
-        return glm.accuracy(x, pf, pi, A, b, test)
-    if code == mlp.CODE:
-        return mlp.accuracy(x, pf, pi, A, b, test)
-    if code == external.CODE:
-        return external.accuracy(x, pf, pi, A, b, test)
-    if code == rosenbrock.CODE or code == quadratic.CODE or code == sign_trap.CODE or code == vote_trap.CODE:
-        return np.nan
-    raise ValueError("unknown problem code")
+#: each call: its arguments after (problems, code), what a kernel module is asked (None: nothing, the module's codes
+#: fall to the end), and what an unknown code gets
+RULES = {
+    "problem_loss": ("x, pf, pi, A, b", lambda m: "return M.loss(x, pf, pi, A, b)", RAISE),
+    "problem_grad": ("x, pf, pi, A, b, out", lambda m: "M.grad(x, pf, pi, A, b, out)\n        return", RAISE),
+    "problem_loss_grad": ("x, pf, pi, A, b, out", _loss_grad, RAISE),
+    # (f(x), training accuracy), with grad f(x) in ``out``: what a history row needs (accuracy NaN without data)
+    "problem_evaluate": ("x, pf, pi, A, b, out", lambda m: ("return M.evaluate(x, pf, pi, A, b, out)"
+                                                          if hasattr(m, "evaluate") else _loss_grad(m, True)), RAISE),
+    "problem_oracle": ("x, worker, gen, tau, pf, pi, A, b, ptr, idx, out",
+                       lambda m: "M.oracle(x, worker, gen, tau, pf, pi, A, b, ptr, idx, out)\n        return", POISON),
+    # the per-sample gradient of training row j (finite-sum problems only)
+    "problem_sample_grad": ("x, pf, pi, A, b, j, out", lambda m: ("M.sample_grad(x, pf, pi, A, b, j, out)\n"
+                                                                  "        return")
+                            if hasattr(m, "sample_grad") else None, POISON),
+    # classification accuracy on the training (test=False) or held-out rows; NaN where it does not apply
+    "problem_accuracy": ("x, pf, pi, A, b, test", lambda m: ("return M.accuracy(x, pf, pi, A, b, test)"
+                                                            if hasattr(m, "accuracy") else "return np.nan"), RAISE),
+    # the loss on the held-out samples of a data problem (NaN for the others, which have none)
+    "problem_test_loss": ("x, pf, pi, A, b", lambda m: ("return M.test_loss(x, pf, pi, A, b)"
+                                                       if hasattr(m, "test_loss") else None), "return np.nan"),
+    # raise for a problem code outside the family (call before a parallel loop)
+    "check_problem": ("", lambda m: "return", RAISE),
+}
 
 
-@njit(cache=True, inline="always")
-def noise_draw(code, gen, p):
-    """One sample of the noise model ``code`` (0 = none)."""
-    if code == gaussian.CODE:
-        return gaussian.draw(gen, p)
-    if code == laplace.CODE:
-        return laplace.draw(gen, p)
-    if code == uniform.CODE:
-        return uniform.draw(gen, p)
-    if code == student_t.CODE:
-        return student_t.draw(gen, p)
-    if code == bimodal.CODE:
-        return bimodal.draw(gen, p)
-    if code == skewed.CODE:
-        return skewed.draw(gen, p)
-    if code == cauchy.CODE:
-        return cauchy.draw(gen, p)
-    if code == stable.CODE:
-        return stable.draw(gen, p)
-    return np.nan  # no raise inside a parallel loop: an unknown code poisons the gradient
+def _family_function(name: str, family: str):
+    """``name`` (a call of ``RULES``) for the problem modules of ``family``: a branch over their codes."""
+    args, ask, end = RULES[name]
+    params = f"code, {args}" if args else "code"
+    lines, ns = [f"def {name}__{family}({params}):"], {"np": np}
+    for i, (module, codes) in enumerate(FAMILIES[family]):
+        statement = ask(module)
+        if statement is None:
+            continue
+        ns[f"M{i}"] = module
+        test = " or ".join(f"code == {c}" for c in codes)
+        lines.append(f"    if {test}:\n        " + statement.replace("M.", f"M{i}."))
+    lines.append(f"    {end}")
+    made: dict = dict(ns)
+    exec("\n".join(lines) + "\n", made)  # noqa: S102 - text made from RULES and FAMILIES
+    return made[f"{name}__{family}"]
 
 
-@njit(cache=True, inline="always")
-def add_noise(code, p, gen, tau, out):
-    """out_i += s_i * (mean of tau noise draws), coordinate by coordinate (tau draws for coordinate 0 first).
+def _noise_draw(noise: str | None):
+    """One sample of the noise model with the code given, among ``noise`` only (None: every model): a branch."""
+    models = NOISE_MODELS if noise is None else {n: m for n, m in NOISE_MODELS.items() if n == noise}
+    lines, ns = ["def noise_draw(code, gen, p):"], {"np": np}
+    for i, module in enumerate(models.values()):
+        ns[f"M{i}"] = module
+        lines.append(f"    if code == {module.CODE}:\n        return M{i}.draw(gen, p)")
+    lines.append("    return np.nan  # no raise inside a parallel loop: an unknown code poisons the gradient")
+    exec("\n".join(lines) + "\n", ns)  # noqa: S102 - text made from NOISE_MODELS
+    return ns["noise_draw"]
+
+
+def _call(name: str, make):
+    """A function ``name(problems, code, ...)`` with one Numba overload: ``make(problems' type)`` made once per family
+    and noise model, inlined into its caller. Compiled only (it raises in Python)."""
+    args = RULES[name][0] if name in RULES else "gen, p"
+    params = f"problems, code, {args}" if args else "problems, code"
+    stub: dict = {}
+    exec(f"def {name}({params}):\n    raise NotImplementedError\n", stub)  # noqa: S102 - a fixed signature
+    fn = stub[name]
+    fn.__module__ = __name__
+    made: dict = {}
+
+    def resolve(problems):
+        if not isinstance(problems, ProblemsType):
+            return None
+        key = (problems.family, problems.noise)
+        if key not in made:
+            inner = njit(inline="always")(make(problems))
+            ns = {"inner": inner}
+            exec(f"def impl({params}):\n    return inner({params.partition(', ')[2]})\n", ns)  # noqa: S102
+            made[key] = ns["impl"]
+        return made[key]
+
+    typer: dict = {"resolve": resolve}
+    exec(f"def typer({params}):\n    return resolve(problems)\n", typer)  # noqa: S102 - a fixed signature
+    # (typed with Numba's runtime, then inlined into the worker path, which runs without it)
+    overload(fn, inline="always", jit_options={"_nrt": True})(typer["typer"])
+    return fn
+
+
+def _problem_call(name: str):
+    return _call(name, lambda problems: _family_function(name, problems.family))
+
+
+problem_loss = _problem_call("problem_loss")
+problem_grad = _problem_call("problem_grad")
+problem_loss_grad = _problem_call("problem_loss_grad")
+problem_evaluate = _problem_call("problem_evaluate")
+problem_oracle = _problem_call("problem_oracle")
+problem_sample_grad = _problem_call("problem_sample_grad")
+problem_accuracy = _problem_call("problem_accuracy")
+problem_test_loss = _problem_call("problem_test_loss")
+check_problem = _problem_call("check_problem")
+noise_draw = _call("noise_draw", lambda problems: _noise_draw(problems.noise))
+
+
+@njit(inline="always")
+def add_noise(problems, code, p, gen, tau, out):
+    """out_i += s_i * (mean of tau noise draws), coordinate by coordinate (tau draws for coordinate 0 first), from
+    the noise models the plan's ``problems`` reach.
 
     ``p`` holds the model's three parameters, then optionally one scale s_i per coordinate
     (``--noise-scales``, docs/theory.md §10.2; s_i = 1 when absent). Every coordinate draws its variates
@@ -226,17 +240,9 @@ def add_noise(code, p, gen, tau, out):
     for i in range(d):
         acc = 0.0
         for _ in range(tau):
-            acc += noise_draw(code, gen, p)
+            acc += noise_draw(problems, code, gen, p)
         z = acc / tau
         out[i] += p[N_NOISE_PARAMS + i] * z if scaled else z
-
-
-@njit(cache=True)
-def check_problem(code):
-    """Raise for a problem code with no kernels here (call before a parallel loop)."""
-    if not (code == rosenbrock.CODE or code == quadratic.CODE or code == sign_trap.CODE or code == vote_trap.CODE
-            or code == logistic.CODE or code == least_squares.CODE or code == mlp.CODE or code == external.CODE):
-        raise ValueError("unknown problem code")
 
 
 @njit(cache=True)
@@ -246,3 +252,36 @@ def check_noise(code):
             or code == student_t.CODE or code == bimodal.CODE or code == skewed.CODE or code == cauchy.CODE
             or code == stable.CODE):
         raise ValueError("unknown noise code")
+
+
+@njit(cache=True)
+def loss_grad(problems, code, x, pf, pi, A, b, out):
+    """f(x), with grad f(x) written to ``out``, for callers in Python (the diagnostics' exact gradient): compiled
+    and cached for each family of problems."""
+    return problem_loss_grad(problems, code, x, pf, pi, A, b, out)
+
+
+def family_of(code: int) -> str:
+    """The family whose problem modules serve the problem with this code."""
+    for family, modules in FAMILIES.items():
+        if any(code in codes for _, codes in modules):
+            return family
+    raise ValueError(f"problem code {code} belongs to no family of engine/dispatch.py")
+
+
+def check_code(code: int) -> None:
+    """ValueError for a problem code no family serves (a Python caller's check before a parallel kernel)."""
+    if not any(code in codes for modules in FAMILIES.values() for _, codes in modules):
+        raise ValueError("unknown problem code")
+
+
+def compiled(name: str, family: str, noise: str | None = None):
+    """``name`` (a call of ``RULES``) for ``family``'s problems as a function Python can call (``code, ...``),
+    compiled on first call (not cached: for tests and one-off checks)."""
+    import functools
+
+    args = RULES[name][0]
+    params = f"problems, code, {args}" if args else "problems, code"
+    ns = {"call": globals()[name]}
+    exec(f"def entry({params}):\n    return call({params})\n", ns)  # noqa: S102 - a fixed signature
+    return functools.partial(njit(ns["entry"]), Problems(family, noise))

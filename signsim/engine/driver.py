@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from signsim.codes import Schedule, SignZero, Status, Tie, choice
-from signsim.engine import clock, compose, loop, smoke, specialize, split_compile, stage_kernels
+from signsim.engine import clock, compose, dispatch, loop, smoke, split_compile, stage_kernels
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.interface.interrupts import acknowledge, interruptible, ready
@@ -489,8 +489,8 @@ class Engine(ChunkedState):
                 from numba import typeof
 
                 signature = tuple(typeof(a) for a in (np.int64(0), np.int64(0), np.int64(0), *self.bundles()))
-                family, threaded = specialize.family_of(p.code), bool(self.icfg[loop.I_PARALLEL])
-                noise = specialize.noise_name(int(self.icfg[loop.I_NOISE]))
+                family, threaded = dispatch.family_of(p.code), bool(self.icfg[loop.I_PARALLEL])
+                noise = dispatch.noise_name(int(self.icfg[loop.I_NOISE]))
                 kernel, plan, warm_after = compose.choose(family, self.settings.stages(), threaded, signature,
                                                           noise)
                 self.kernel, self.plan, self.signature = kernel, plan, (typeof(plan), *signature)

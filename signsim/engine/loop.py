@@ -55,12 +55,19 @@ from signsim import history
 from signsim.codes import Schedule, SignZero, Status, Tie
 from signsim.engine import clock
 from signsim.engine.compress import sparse_broadcast_bits
-from signsim.engine.dispatch import check_noise
-from signsim.engine.plan import (  # the calls on the stages and the problem, by the plan's types
+from signsim.engine.dispatch import (  # the calls on the problem and noise kernels, by the plan's problems
     add_noise,
+    check_noise,
+    check_problem,
+    problem_accuracy,
+    problem_evaluate,
+    problem_loss,
+    problem_oracle,
+    problem_test_loss,
+)
+from signsim.engine.plan import (  # the calls on the stages, by the plan's stages
     attack_row,
     attack_rows,
-    check_problem,
     compress,
     compress_down,
     down_ef_after,
@@ -79,11 +86,6 @@ from signsim.engine.plan import (  # the calls on the stages and the problem, by
     pre_aggregate,
     pre_aggregate_2,
     pre_aggregate_3,
-    problem_accuracy,
-    problem_evaluate,
-    problem_loss,
-    problem_oracle,
-    problem_test_loss,
     robust_aggregate,
     server_update,
 )

@@ -3,23 +3,23 @@
 A ``Plan`` is a small Python value handed to the loop (``signsim.engine.loop``): ``Plan(problems, stages)``, whose
 two fields carry everything in their Numba types and nothing at run time:
 
-* ``Problems(family, noise)``: the problem and noise kernels the loop's calls ``problem_oracle(problems, code,
-  ...)``, ``add_noise(problems, code, ...)``, ``problem_evaluate(...)``, ... reach (``PROBLEM_CALLS``): the family's
-  dispatchers (``engine/specialize.py``: a run compiles only its family's problem kernels), drawing from one noise
-  model or from every one;
+* ``Problems(family, noise)`` (``engine/dispatch.py``): the problem and noise kernels the loop's calls
+  ``problem_oracle(problems, code, ...)``, ``add_noise(problems, code, ...)``, ``problem_evaluate(...)``, ... reach:
+  the family's (a run compiles only its family's problem kernels), drawing from one noise model or from every one;
 * ``Stages(None)``: every built-in stage. Each call of the table of kinds (``signsim.stages.kinds``; ``CALLS``:
   ``compress(stages, code, v, out, p, sign_zero, gen, iwork)``, ...) is then a branch over the stage's code (its
   index in ``registry.BUILTIN``, passed from ``icfg``), so one compiled loop runs every composition of built-in
   stages. ``Stages(stages)`` (kind -> module): those stages only, each call the stage's own function, the code
   ignored: the smaller, faster loop of one composition (a plugin's always).
 
-Each call is a function made here at import, from the table of kinds or from ``engine/dispatch.py``'s dispatchers,
-with one Numba overload that picks its implementation from the types. Numba compiles and caches a function once per
-argument types, so the loop is one function whose cache holds each plan it has run, under a type that names the
-family, the noise model and the stages with a hash of their code (``stage_kernels.source_hash``; for every built-in
-stage, ``stage_kernels.builtin_key``): an edited or added stage gives new types and compiles only what calls it. Nothing
-is copied or written to a file. The stage functions themselves are compiled and cached on their own
-(``stage_kernels.stage_function``); the calls here are inlined into the loop.
+Each stage call is a function made here at import from the table of kinds (the problem calls are made alike in
+``engine/dispatch.py``), with one Numba overload that picks its implementation from the types. Numba compiles and
+caches a function once per argument types, so the loop is one function whose cache holds each plan it has run,
+under a type that names the family, the noise model and the stages with a hash of their code
+(``stage_kernels.source_hash``; for every built-in stage, ``stage_kernels.builtin_key``): an edited or added stage
+gives new types and compiles only what calls it. Nothing is copied or written to a file. The stage functions
+themselves are compiled and cached on their own (``stage_kernels.stage_function``); the calls here are inlined into
+the loop.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from collections import namedtuple
 from numba import types
 from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
 
+from signsim.engine.dispatch import Problems, ProblemsType
 from signsim.stages import kinds
 
 
@@ -73,34 +74,6 @@ class StagesType(types.Type):
         return isinstance(self.plan_key, str)
 
 
-class Problems:
-    """The problem and noise kernels a loop can reach: the family of problems (``engine/specialize.py``: a family
-    compiles only its own problems' kernels) and the noise model (None: every model; a name: that one only, the
-    others' codes refused before the loop)."""
-
-    __slots__ = ("family", "noise")
-
-    def __init__(self, family: str, noise: str | None = None):
-        from signsim.engine import specialize
-
-        if family not in specialize.FAMILIES:
-            raise ValueError(f"unknown problem family {family!r}")
-        if noise is not None and noise not in specialize.NOISE:
-            raise ValueError(f"unknown noise model {noise!r}")
-        self.family, self.noise = family, noise
-
-    def __repr__(self) -> str:
-        return f"Problems({self.family!r}, {self.noise!r})"
-
-
-class ProblemsType(types.Type):
-    """The Numba type of ``Problems``."""
-
-    def __init__(self, family: str, noise: str | None):
-        self.family, self.noise = family, noise
-        super().__init__(name=f"Problems({family},{noise or 'every noise'})")
-
-
 #: what a run's loop runs (its first argument): the problem and noise kernels it reaches and its stages, both carried
 #: by their Numba types, so that Numba compiles and caches the loop once per plan
 Plan = namedtuple("Plan", "problems stages")
@@ -133,17 +106,12 @@ def _typeof_stages(value, context):
     return StagesType(value.key)
 
 
-@typeof_impl.register(Problems)
-def _typeof_problems(value, context):
-    return ProblemsType(value.family, value.noise)
+register_model(StagesType)(models.OpaqueModel)  # a value of no content: everything is in the type
 
 
-for _type in (StagesType, ProblemsType):
-    register_model(_type)(models.OpaqueModel)  # a value of no content: everything is in the type
-
-    @unbox(_type)
-    def _unbox(typ, obj, c):
-        return NativeValue(c.context.get_dummy_value())
+@unbox(StagesType)
+def _unbox_stages(typ, obj, c):
+    return NativeValue(c.context.get_dummy_value())
 
 
 #: the modules of the plans made in this process, by module name and source hash (a plugin's is not importable by
@@ -244,45 +212,3 @@ globals().update(CALLS)
 del _kind, _call, _fn, _resolve, _ns
 
 
-
-def _problem_overload(name: str, args: str):
-    cache: dict = {}
-
-    def resolve(problems):
-        if not isinstance(problems, ProblemsType):
-            return None
-        key = (problems.family, problems.noise)
-        if key not in cache:
-            from signsim.engine import dispatch, specialize
-
-            made = specialize.dispatchers(problems.family, problems.noise)
-            ns = {"D": made[name] if name in made else getattr(dispatch, name)}
-            cache[key] = _make(f"def family(problems, {args}):\n    return D({args})\n", "family", ns)
-        return cache[key]
-
-    return resolve
-
-
-def _problem_calls() -> dict:
-    """The loop's calls on its problem's and noise model's kernels (``engine/dispatch.py``), each taking the plan's
-    problems first: the family's dispatcher (``specialize.dispatchers``), drawing from the plan's noise model."""
-    import inspect
-
-    from signsim.engine import dispatch, specialize
-
-    out = {}
-    for name in (*specialize.DISPATCHERS, "add_noise"):
-        args = ", ".join(inspect.signature(getattr(dispatch, name).py_func).parameters)
-        fn = _make(f"def {name}(problems, {args}):\n    raise NotImplementedError\n", name, {})
-        fn.__module__ = __name__
-        fn.__doc__ = f"``engine/dispatch.py``'s {name} for the problems' family and noise model (compiled only)."
-        _make(f"def typer(problems, {args}):\n    return resolve(problems)\n", "typer",
-              ns := {"resolve": _problem_overload(name, args)})
-        overload(fn, inline="always", jit_options={"_nrt": True})(ns["typer"])
-        out[name] = fn
-    return out
-
-
-#: the loop's calls on its problem and noise kernels, by the names ``engine/dispatch.py`` gives them
-PROBLEM_CALLS: dict = _problem_calls()
-globals().update(PROBLEM_CALLS)

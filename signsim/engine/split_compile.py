@@ -49,12 +49,11 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     signatures a compiled loop put in the cache. ``bundles``: ``engine.bundles()``, if already made."""
     from numba import typeof
 
-    from signsim.engine import loop, specialize, stage_kernels
+    from signsim.engine import loop, stage_kernels
     from signsim.stages import kinds
 
     data, workers, server, run, gens = bundles or engine.bundles()
     icfg, fcfg, sp = run.icfg, run.fcfg, run.sp
-    family = specialize.family_of(engine.problem.code)
     stages = engine.settings.stages()
     S = icfg[loop.I_CLIENTS]
 
@@ -65,7 +64,6 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     record = sig(run_plan.problems, k, server.x, workers.err, server.gbuf, data.pf, data.pi, data.A, data.b, icfg,
                  fcfg, run.x_star, run.hist, run.counters, server.tally)
     jobs = [(("module", "signsim.engine.loop", "record"), record),
-            (("family", family, "check_problem"), sig(icfg[loop.I_PROBLEM])),
             (("module", "signsim.engine.dispatch", "check_noise"), sig(icfg[loop.I_NOISE])),
             (("module", "signsim.engine.loop", "check_settings"), sig(icfg[loop.I_SIGN_ZERO], icfg[loop.I_TIE])),
             (("module", "signsim.engine.loop", "step_size"), sig(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)),
@@ -104,10 +102,6 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
 def find(recipe):
     """The dispatcher a recipe names, made (or taken) the way the loop's namespace makes it."""
     kind = recipe[0]
-    if kind == "family":
-        from signsim.engine import specialize
-
-        return specialize.dispatchers(recipe[1])[recipe[2]]
     if kind == "module":
         return getattr(importlib.import_module(recipe[1]), recipe[2])
     if kind == "stage":

@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from signsim.codes import Status
-from signsim.engine import loop, specialize
-from signsim.engine.plan import Problems
+from signsim.engine import dispatch, loop
 
 
 class ChunkedState:
@@ -46,7 +45,7 @@ class ChunkedState:
         import functools
 
         plan = getattr(self, "plan", None)
-        problems = plan.problems if plan is not None else Problems(specialize.family_of(self.problem.code))
+        problems = plan.problems if plan is not None else dispatch.Problems(dispatch.family_of(self.problem.code))
         return functools.partial(loop.record, problems)
 
     def history(self) -> np.ndarray:
