@@ -78,7 +78,7 @@ def test_the_compile_notice_says_what_compiles_and_its_command_selects_something
     assert "once per composition" in own and "once after an install" not in own
     at = compiling.notice("diversity", "mlp", "float64", "run_chunk__mlp__own")
     assert "--command run --family mlp'" in at  # diversity --at run:K compiles run's loop
-    from signsim.engine.specialize import FAMILIES
+    from signsim.engine.dispatch import FAMILIES
 
     for command in (*compiling.COMMANDS, "sweep"):
         for family in (*FAMILIES, None):
@@ -99,17 +99,17 @@ def test_warm_up_covers_every_problem_noise_model_and_method():
     for name in methods.registry():
         assert any(f"--method {name} " in c for c in cmds), name
     assert any(c.startswith("check-spb") for c in cmds) and any(c.startswith("diversity") for c in cmds)
-    from signsim.engine import specialize
+    from signsim.engine import dispatch
 
     # your own PyTorch model's family (external) warms its float64 loop where torch is installed, not float32
-    families = {specialize.family_of(problems.get(p).code) for p in problems.registry()} - {"external"}
-    float32 = {specialize.family_of(problems.get(c.split()[2]).code) for c in cmds if "--dtype float32" in c}
+    families = {dispatch.family_of(problems.get(p).code) for p in problems.registry()} - {"external"}
+    float32 = {dispatch.family_of(problems.get(c.split()[2]).code) for c in cmds if "--dtype float32" in c}
     assert float32 == families
 
 
 def test_warm_up_reaches_every_family_threaded_loop():
     """The warm-up runs that should take the threaded loop do: one per family of problems."""
-    from signsim.engine import loop, specialize
+    from signsim.engine import dispatch, loop
     from signsim.engine.build import build
     from signsim.interface import config
 
@@ -122,9 +122,9 @@ def test_warm_up_reaches_every_family_threaded_loop():
         options = {k: (int(v) if v.isdigit() else v) for k, v in options.items()}
         engine = build(config.resolve(options)).engine
         if engine.icfg[loop.I_PARALLEL]:
-            threaded.add(specialize.family_of(engine.problem.code))
+            threaded.add(dispatch.family_of(engine.problem.code))
     # (a model's stages run serially beside torch's threads: the external family has no threaded loop)
-    assert threaded == set(specialize.FAMILIES) - {"external"}
+    assert threaded == set(dispatch.FAMILIES) - {"external"}
 
 
 def test_compile_runs_every_warm_up_command(cli):

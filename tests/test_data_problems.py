@@ -7,7 +7,7 @@ from scipy.optimize import approx_fprime
 from sklearn.metrics import log_loss
 
 from signsim import problems
-from signsim.engine import specialize
+from signsim.engine import dispatch
 from signsim.interface import config
 from signsim.problems import glm, mlp
 
@@ -40,7 +40,8 @@ PROBLEMS = [
 def kernels(p) -> dict:
     """The dispatchers the loops call for ``p``: the copies of its family (compiling the dispatchers of
     ``engine/dispatch.py`` themselves would compile every family's kernels)."""
-    return specialize.dispatchers(specialize.family_of(p.code))
+    family = dispatch.family_of(p.code)
+    return {name: dispatch.compiled(name, family) for name in dispatch.RULES}
 
 
 def kernel_loss_grad(p, x):

@@ -180,28 +180,31 @@ def test_loop_mode_is_read_from_the_environment(monkeypatch):
 
 
 def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_another():
-    """A composition's own plan is bound to one noise model (``specialize.dispatchers(family, noise)``): the other
+    """A composition's own plan is bound to one noise model (``dispatch.Problems(family, noise)``): the other
     models' draws are NaN stand-ins there, so a run with another model's code is refused before the loop, never run
     on NaN; the family's one loop takes every model."""
-    from signsim.engine import loop, specialize
+    from signsim.engine import dispatch, loop
     from signsim.engine.plan import plan_for
 
     stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
     _, own, plan = compose.loops("analytic", stages, builtin=False, noise="laplace")
     assert plan.problems.noise == "laplace"
     icfg = np.zeros(len(loop.ICFG), dtype=np.int64)
-    for name in specialize.NOISE:
-        icfg[loop.I_NOISE] = getattr(specialize.dispatch, name).CODE
-        assert specialize.noise_name(int(icfg[loop.I_NOISE])) == name
+    for name in dispatch.NOISE:
+        icfg[loop.I_NOISE] = getattr(dispatch, name).CODE
+        assert dispatch.noise_name(int(icfg[loop.I_NOISE])) == name
         compose.check_codes(plan_for("analytic"), icfg)
         if name == "laplace":
             compose.check_codes(plan, icfg)
         else:
             with pytest.raises(ValueError, match="draws noise laplace"):
                 compose.check_codes(plan, icfg)
-    draws = {specialize.dispatchers("analytic", "laplace")["add_noise"].py_func.__globals__[n].draw
-             for n in specialize.NOISE if n not in ("none", "laplace")}
-    assert draws == {specialize._absent_draw}
+    draw = dispatch.compiled("noise_draw", "analytic", "laplace")
+    p = np.array([1.0, 0.0, 0.0])
+    assert np.isfinite(draw(dispatch.laplace.CODE, np.random.default_rng(0), p))
+    for name, model in dispatch.NOISE_MODELS.items():  # the other models draw NaN there (and are refused before)
+        if name != "laplace":
+            assert np.isnan(draw(model.CODE, np.random.default_rng(0), p)), name
 
 
 def test_with_one_numba_thread_a_large_step_takes_the_serial_loop_with_the_same_results():

@@ -116,7 +116,7 @@ def test_the_family_help_of_compile_names_every_problem():
 
     from signsim import problems
     from signsim.cli import app
-    from signsim.engine.specialize import family_of
+    from signsim.engine.dispatch import family_of
 
     output = CliRunner().invoke(app, ["compile", "--help"], env={"COLUMNS": "200"}).output
     shown = " ".join(output.replace("│", " ").split())  # a narrower terminal wraps the help inside its box

@@ -42,8 +42,6 @@ REMAINING = {
     ("engine/loop.py", "no runtime"): "the worker step and the worker's gradient, as compose.py",
     ("problems/mlp.py", "no runtime"): "as compose.py",
     ("engine/compose.py", "bytecode copies"): "a stage kernel compiled under a name of its own per composition",
-    ("engine/specialize.py", "bytecode copies"): "a loop copied per family of problems",
-    ("engine/specialize.py", "target options"): "a copy keeps the options of the kernel it copies",
 }
 
 

@@ -5,7 +5,7 @@ import pytest
 from scipy.optimize import approx_fprime, rosen, rosen_der
 
 from signsim import problems
-from signsim.engine import specialize
+from signsim.engine import dispatch
 from signsim.interface import config
 
 RNG = np.random.default_rng(1234)
@@ -18,10 +18,10 @@ def build(**options):
 def kernel_loss_grad(p, x):
     """f and grad f by the dispatchers the loops call: the copies of the problem's family (compiling the
     dispatchers of ``engine/dispatch.py`` themselves would compile every family's kernels)."""
-    kernels = specialize.dispatchers(specialize.family_of(p.code))
+    family = dispatch.family_of(p.code)
     g = np.zeros(p.dim)
-    kernels["problem_grad"](p.code, x, p.pf, p.pi, p.A, p.b, g)
-    return kernels["problem_loss"](p.code, x, p.pf, p.pi, p.A, p.b), g
+    dispatch.compiled("problem_grad", family)(p.code, x, p.pf, p.pi, p.A, p.b, g)
+    return dispatch.compiled("problem_loss", family)(p.code, x, p.pf, p.pi, p.A, p.b), g
 
 
 @pytest.mark.parametrize("d", [2, 3, 10, 50])
@@ -98,7 +98,7 @@ def test_oracle_kernel_matches_reference_draw_for_draw(options):
         for worker in range(3):
             g1, g2 = np.random.default_rng(99), np.random.default_rng(99)
             out = np.zeros(p.dim)
-            oracle = specialize.dispatchers(specialize.family_of(p.code))["problem_oracle"]
+            oracle = dispatch.compiled("problem_oracle", dispatch.family_of(p.code))
             oracle(p.code, x, worker, g1, tau, p.pf, p.pi, p.A, p.b, p.ptr, p.idx, out)
             np.testing.assert_allclose(out, p.oracle_ref(x, worker, g2, tau), rtol=1e-13, atol=1e-13)
 

@@ -8,7 +8,7 @@ import pytest
 
 from signsim import accounting, methods, noise, problems, stages
 from signsim.codes import Noise, Problem, SignZero, Tie
-from signsim.engine import dispatch, specialize
+from signsim.engine import dispatch
 from signsim.engine.driver import simulate
 from signsim.engine.reference import ReferenceRun
 from signsim.stages import registry
@@ -34,28 +34,27 @@ def test_codes_are_assigned_once_and_match_the_registries():
 
 
 def test_every_problem_code_belongs_to_exactly_one_family_of_loops():
-    from signsim.engine import specialize
-
     for spec in problems.registry().values():
-        owners = [f for f, names in specialize.FAMILIES.items()
-                  if any(getattr(getattr(dispatch, n), "CODE", None) == spec.code for n in names)]
+        owners = [f for f, modules in dispatch.FAMILIES.items() if any(spec.code in codes for _, codes in modules)]
         assert len(owners) == 1, (spec.name, owners)
-        assert specialize.family_of(spec.code) == owners[0]
-    modules = [n for names in specialize.FAMILIES.values() for n in names]
+        assert dispatch.family_of(spec.code) == owners[0]
+    modules = [m for family in dispatch.FAMILIES.values() for m, _ in family]
     assert len(modules) == len(set(modules))
     with pytest.raises(ValueError, match="no family"):
-        specialize.family_of(10_000)
+        dispatch.family_of(10_000)
+    with pytest.raises(ValueError, match="unknown problem code"):
+        dispatch.check_code(10_000)
 
 
 def test_a_family_loop_refuses_a_problem_of_another_family():
     """The stand-ins match no code, so a problem outside the family is an unknown code there, checked before
     the loop starts (never a silent NaN run)."""
-    from signsim.engine import loop, specialize
+    from signsim.engine import loop
 
     e, p, *_ = make_engine(problem="quadratic", dim=3, method="signsgd", iters=2)
     icfg = e.icfg.copy()
     icfg[loop.I_PROBLEM] = problems.get("logistic").code
-    assert specialize.family_of(int(icfg[loop.I_PROBLEM])) == "glm"
+    assert dispatch.family_of(int(icfg[loop.I_PROBLEM])) == "glm"
     from signsim.engine import compose
 
     _, serial, plan = compose.loops("analytic", e.settings.stages())
@@ -117,16 +116,17 @@ def test_unknown_codes_raise_in_every_dispatch():
     x = np.zeros(2)
     empty = np.zeros(0)
     with pytest.raises(ValueError, match="problem"):  # (the analytic family's copy, the one the loops call)
-        specialize.dispatchers("analytic")["problem_loss"](99, x, empty, np.zeros(0, dtype=np.int64),
-                                                           np.zeros((0, 0)), empty)
+        dispatch.compiled("problem_loss", "analytic")(99, x, empty, np.zeros(0, dtype=np.int64), np.zeros((0, 0)),
+                                                      empty)
     with pytest.raises(ValueError, match="problem"):  # the history's evaluation of the problems without data
-        specialize.dispatchers("analytic")["analytic_loss_grad"](99, x, empty, np.zeros(0, dtype=np.int64),
-                                                                 np.zeros((0, 0)), empty, np.zeros(2))
-    assert np.isnan(dispatch.noise_draw(99, np.random.default_rng(0), empty))  # inside parallel loops: NaN
+        dispatch.compiled("problem_evaluate", "analytic")(99, x, empty, np.zeros(0, dtype=np.int64),
+                                                          np.zeros((0, 0)), empty, np.zeros(2))
+    # inside parallel loops: NaN
+    assert np.isnan(dispatch.compiled("noise_draw", "analytic")(99, np.random.default_rng(0), empty))
     with pytest.raises(ValueError, match="noise"):
         dispatch.check_noise(99)
     with pytest.raises(ValueError, match="problem"):
-        dispatch.check_problem(99)
+        dispatch.compiled("check_problem", "analytic")(99)
     for code in Problem:
         dispatch.check_problem(int(code))
     for code in Noise:

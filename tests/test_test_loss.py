@@ -9,7 +9,7 @@ from scipy.special import log_softmax
 
 import signsim
 from signsim import problems
-from signsim.engine import specialize
+from signsim.engine import dispatch
 from signsim.interface import config
 from signsim.problems import glm, mlp
 from signsim.problems.sampling import P_NTEST, P_NTRAIN
@@ -61,7 +61,7 @@ def test_kernel_against_numpy(small_data, options):
     rng = np.random.default_rng(1)
     for _ in range(3):
         x = rng.normal(size=p.dim)
-        kernels = specialize.dispatchers(specialize.family_of(p.code))  # the copies the loops call
+        kernels = {n: dispatch.compiled(n, dispatch.family_of(p.code)) for n in ("problem_test_loss", "problem_loss")}
         got = kernels["problem_test_loss"](p.code, x, p.pf, p.pi, p.A, p.b)
         assert got == pytest.approx(numpy_test_loss(options, p.A, p.b, n, x), rel=1e-12)
         # and not the training loss

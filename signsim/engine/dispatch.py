@@ -280,7 +280,7 @@ def compiled(name: str, family: str, noise: str | None = None):
     compiled on first call (not cached: for tests and one-off checks)."""
     import functools
 
-    args = RULES[name][0]
+    args = RULES[name][0] if name in RULES else "gen, p"  # (noise_draw's)
     params = f"problems, code, {args}" if args else "problems, code"
     ns = {"call": globals()[name]}
     exec(f"def entry({params}):\n    return call({params})\n", ns)  # noqa: S102 - a fixed signature
