@@ -118,7 +118,7 @@ def test_from_an_empty_cache_the_loop_loads_the_helpers_kernels_and_results_matc
     assert split["history"] == alone["history"]
     assert np.array_equal(split["x_final"], alone["x_final"])
     assert "record" in compiled_alone  # the one process compiled everything
-    helpers = {"record", "step_size", "check_settings", "check_problem__analytic",
+    helpers = {"record", "step_size", "check_settings",
                "check_noise", "sparse_broadcast_bits", "finish__mean", "direction__none"}
     assert helpers <= set(compiled_alone)
     assert not helpers & set(compiled_here), compiled_here
