@@ -69,7 +69,7 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     for the loop's arguments after the plan of types ``signature``. A composition with a plugin: its own. Otherwise,
     by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in the kernel cache for this signature
     (the one loop chooses each stage by its code at every call; with the worker step inlined (``forceinline``,
-    ``_loops``), the two ran SSDM in about the same time: 0.098 s against 0.105 s on Rosenbrock at d = 10,
+    ``loop.worker_step``), the two ran SSDM in about the same time: 0.098 s against 0.105 s on Rosenbrock at d = 10,
     K = 20,000, and 0.88 s both on the d = 10^6 quadratic, medians of three runs of ``benchmarks/bench_engine.py`` on
     5 December 2026), else the family's one loop when that is cached (nothing compiles), else its own when the cache
     holds no loop of the family yet (a first run compiles the smaller loop: about half the CPU time; then the one

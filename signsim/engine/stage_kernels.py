@@ -199,7 +199,7 @@ def stage_function(module, attr: str, worker_path: bool, inline: bool = False, c
     from signsim.stages.plugins import bounds_checked
 
     bounds = bounds_checked(module)  # a plugin's indices checked (unless TRUSTED): IndexError, not corrupt memory
-    # a worker's kernel is inlined by LLVM into the steps that call it (``forceinline``: see ``_loops``)
+    # a worker's kernel is inlined by LLVM into the steps that call it (``forceinline``: see ``loop.worker_step``)
     if worker_path:
         return njit(cache=True, _nrt=False, forceinline=True, boundscheck=bounds)(copy)
     return njit(cache=True, boundscheck=bounds)(copy)
