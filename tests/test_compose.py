@@ -161,7 +161,7 @@ def test_the_hash_is_of_the_code_as_loaded_not_of_the_file_now(tmp_path):
     from signsim.stages.momentum import ema
 
     assert stage_kernels.source_hash.__wrapped__(ema) == stage_kernels.source_hash(ema)
-    code = ("from signsim.engine import compose; from signsim.stages.momentum import ema; "
+    code = ("from signsim.engine import stage_kernels; from signsim.stages.momentum import ema; "
             "print(stage_kernels.source_hash(ema))")
     seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                            env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout.strip()

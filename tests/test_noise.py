@@ -16,11 +16,16 @@ N = 200_000
 
 
 @njit
-def kernel_samples(code, p, gen, n):
+def _kernel_samples(problems, code, p, gen, n):
     out = np.empty(n)
     for i in range(n):
-        out[i] = dispatch.noise_draw(code, gen, p)
+        out[i] = dispatch.noise_draw(problems, code, gen, p)
     return out
+
+
+def kernel_samples(code, p, gen, n):
+    """n draws of the noise model ``code`` by the loop's draw (every model's, as the family's one loop draws)."""
+    return _kernel_samples(dispatch.Problems("analytic"), code, p, gen, n)
 
 
 def test_every_registered_model_is_tested():

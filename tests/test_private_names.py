@@ -35,13 +35,15 @@ REMAINING = {
         "whether a loop is in the cache for a signature: Numba has no public query",
     ("commands/compile.py", "cache index unpickled"):
         "compile --list reads which dtypes each cached kernel holds from Numba's index files",
-    ("engine/compose.py", "no runtime"):
+    ("engine/stage_kernels.py", "no runtime"):
         "the worker path compiled without Numba's runtime (allocates nothing): with it, SSDM on Rosenbrock (d = 10, "
         "M = 32, K = 20,000) took 0.29 s instead of 0.08 s (benchmarks/bench_engine.py, 5 December 2026)",
     ("engine/plan.py", "no runtime"): "a stage call typed with the runtime, then inlined into the worker path",
-    ("engine/loop.py", "no runtime"): "the worker step and the worker's gradient, as compose.py",
-    ("problems/mlp.py", "no runtime"): "as compose.py",
-    ("engine/compose.py", "bytecode copies"): "a stage kernel compiled under a name of its own per composition",
+    ("engine/dispatch.py", "no runtime"): "a problem or noise call typed with the runtime, as plan.py",
+    ("engine/loop.py", "no runtime"): "the worker step and the worker's gradient, as stage_kernels.py",
+    ("problems/mlp.py", "no runtime"): "the oracle that allocates asks for the runtime back, as stage_kernels.py",
+    ("engine/stage_kernels.py", "bytecode copies"):
+        "a stage's function compiled under a name carrying its source hash (and its worker or server variant)",
 }
 
 

@@ -128,7 +128,8 @@ def test_unknown_codes_raise_in_every_dispatch():
     with pytest.raises(ValueError, match="problem"):
         dispatch.compiled("check_problem", "analytic")(99)
     for code in Problem:
-        dispatch.check_problem(int(code))
+        dispatch.check_code(int(code))
+        dispatch.compiled("check_problem", dispatch.family_of(int(code)))(int(code))
     for code in Noise:
         dispatch.check_noise(int(code))
 

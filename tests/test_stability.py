@@ -36,7 +36,7 @@ def test_sample_losses_average_to_the_test_loss_kernel(options):
     x = np.random.default_rng(0).normal(size=p.dim)
     held = np.arange(n, n + m)
     assert sample_losses(p, x, held).mean() == pytest.approx(
-        dispatch.problem_test_loss(p.code, x, p.pf, p.pi, p.A, p.b), rel=1e-12)
+        dispatch.compiled("problem_test_loss", dispatch.family_of(p.code))(p.code, x, p.pf, p.pi, p.A, p.b), rel=1e-12)
     assert sample_losses(p, x, np.arange(n)).mean() == pytest.approx(p.loss_ref(x), rel=1e-12)
 
 
