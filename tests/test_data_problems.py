@@ -37,11 +37,16 @@ PROBLEMS = [
 ]
 
 
-def kernels(p) -> dict:
+def kernels(p):
     """The dispatchers the loops call for ``p``: the copies of its family (compiling the dispatchers of
     ``engine/dispatch.py`` themselves would compile every family's kernels)."""
     family = dispatch.family_of(p.code)
-    return {name: dispatch.compiled(name, family) for name in dispatch.RULES}
+
+    class Kernels:  # each compiled when first asked for (``dispatch.compiled``: once per process)
+        def __getitem__(self, name):
+            return dispatch.compiled(name, family)
+
+    return Kernels()
 
 
 def kernel_loss_grad(p, x):

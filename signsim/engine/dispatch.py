@@ -17,6 +17,8 @@ serial, so they write NaN (and callers check their codes before the loop with ``
 ``check_noise``). A new problem kernel module joins one family here; a new noise model joins ``NOISE_MODELS``.
 """
 
+import functools
+
 import numba
 import numpy as np
 from numba import njit, types
@@ -275,11 +277,10 @@ def check_code(code: int) -> None:
         raise ValueError("unknown problem code")
 
 
+@functools.cache
 def compiled(name: str, family: str, noise: str | None = None):
     """``name`` (a call of ``RULES``) for ``family``'s problems as a function Python can call (``code, ...``),
-    compiled on first call (not cached: for tests and one-off checks)."""
-    import functools
-
+    compiled on first call, once per process (not cached on disk: for tests and one-off checks)."""
     args = RULES[name][0] if name in RULES else "gen, p"  # (noise_draw's)
     params = f"problems, code, {args}" if args else "problems, code"
     ns = {"call": globals()[name]}
