@@ -117,7 +117,7 @@ def test_a_new_compressor_is_one_file_then_the_generator(tmp_path):
     assert after["compressor"] == (*before["compressor"], ("half_sign", "half-sign", "half-sign", ()))
     assert {k: v for k, v in after.items() if k != "compressor"} == {k: v for k, v in before.items()
                                                                      if k != "compressor"}
-    counts = python("-c", "from signsim.engine import compose; print(stage_kernels.counts()['compressor'])")
+    counts = python("-c", "from signsim.engine import stage_kernels; print(stage_kernels.counts()['compressor'])")
     assert counts.stdout.strip() == "13", counts.stderr  # the plan of every built-in stage: its code is 12
 
     # the docs: only the stage tables changed, and they have the new line
