@@ -38,8 +38,9 @@ REMAINING = {
     ("engine/stage_kernels.py", "no runtime"):
         "the worker path compiled without Numba's runtime (allocates nothing): with it, SSDM on Rosenbrock (d = 10, "
         "M = 32, K = 20,000) took 0.29 s instead of 0.08 s (benchmarks/bench_engine.py, 5 December 2026)",
-    ("engine/plan.py", "no runtime"): "a stage call typed with the runtime, then inlined into the worker path",
-    ("engine/dispatch.py", "no runtime"): "a problem or noise call typed with the runtime, as plan.py",
+    ("engine/dispatch.py", "no runtime"):
+        "the loop's calls (problem, noise and stage: dispatch.overloaded) typed with the runtime, then inlined into "
+        "the worker path",
     ("engine/loop.py", "no runtime"): "the worker step and the worker's gradient, as stage_kernels.py",
     ("problems/mlp.py", "no runtime"): "the oracle that allocates asks for the runtime back, as stage_kernels.py",
     ("engine/stage_kernels.py", "bytecode copies"):

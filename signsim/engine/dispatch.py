@@ -171,33 +171,44 @@ def _noise_draw(noise: str | None):
     return ns["noise_draw"]
 
 
-def _call(name: str, make):
-    """A function ``name(problems, code, ...)`` with one Numba overload: ``make(problems' type)`` made once per family
-    and noise model, inlined into its caller. Compiled only (it raises in Python)."""
-    args = RULES[name][0] if name in RULES else "gen, p"
-    params = f"problems, code, {args}" if args else "problems, code"
+def overloaded(name: str, params: str, module: str, key_of, make):
+    """A function ``name(params)`` that raises in Python and, compiled, is ``make(t)`` for the Numba type ``t`` of its
+    first parameter (a function taking ``params``), made once per ``key_of(t)`` (None: not this overload's type) and
+    inlined into its caller. The loop's calls on its problem (here) and on its stages (``signsim.engine.plan``)."""
     stub: dict = {}
     exec(f"def {name}({params}):\n    raise NotImplementedError\n", stub)  # noqa: S102 - a fixed signature
     fn = stub[name]
-    fn.__module__ = __name__
+    fn.__module__ = module
     made: dict = {}
 
-    def resolve(problems):
-        if not isinstance(problems, ProblemsType):
+    def resolve(t):
+        key = key_of(t)
+        if key is None:
             return None
-        key = (problems.family, problems.noise)
         if key not in made:
-            inner = njit(inline="always")(make(problems))
-            ns = {"inner": inner}
-            exec(f"def impl({params}):\n    return inner({params.partition(', ')[2]})\n", ns)  # noqa: S102
-            made[key] = ns["impl"]
+            made[key] = make(t)
         return made[key]
 
     typer: dict = {"resolve": resolve}
-    exec(f"def typer({params}):\n    return resolve(problems)\n", typer)  # noqa: S102 - a fixed signature
-    # (typed with Numba's runtime, then inlined into the worker path, which runs without it)
+    exec(f"def typer({params}):\n    return resolve({params.partition(',')[0]})\n", typer)  # noqa: S102
+    # inlined into the loop (Numba compiles the chosen function alone first, to type it: with the runtime, where
+    # returning an array a function was not passed is allowed; the worker step that takes it in runs without)
     overload(fn, inline="always", jit_options={"_nrt": True})(typer["typer"])
     return fn
+
+
+def _call(name: str, make):
+    """``name(problems, code, ...)``: ``make(problems' type)``, made once per family and noise model."""
+    args = RULES[name][0] if name in RULES else "gen, p"
+    params = f"problems, code, {args}" if args else "problems, code"
+
+    def impl(problems):
+        ns = {"inner": njit(inline="always")(make(problems))}
+        exec(f"def impl({params}):\n    return inner({params.partition(', ')[2]})\n", ns)  # noqa: S102
+        return ns["impl"]
+
+    return overloaded(name, params, __name__, lambda t: (t.family, t.noise) if isinstance(t, ProblemsType) else None,
+                      impl)
 
 
 def _problem_call(name: str):

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections import namedtuple
 
 from numba import types
-from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
+from numba.extending import NativeValue, models, register_model, typeof_impl, unbox
 
-from signsim.engine.dispatch import Problems, ProblemsType
+from signsim.engine.dispatch import Problems, ProblemsType, overloaded
 from signsim.stages import kinds
 
 
@@ -170,45 +170,22 @@ def _stage(key, kind: str):
     return next(module_named(m, h) for k, m, h in key if k == kind)
 
 
-def _overload(kind: kinds.Kind, call: kinds.Call):
-    cache: dict = {}
+def _stage_call(kind: kinds.Kind, call: kinds.Call):
+    """``call(plan, code, ...)`` of the table of kinds: for the plan of every built-in stage a branch on the code,
+    else the composition's own stage (``dispatch.overloaded``: made once per stages type, inlined into the loop)."""
 
-    def resolve(plan):
-        if not isinstance(plan, StagesType):
-            return None
-        if plan.plan_key not in cache:
-            if plan.builtin:
-                cache[plan.plan_key] = _builtin_call(kind, call)
-            else:
-                cache[plan.plan_key] = _own_call(kind, call, _stage(plan.plan_key, kind.name))
-        return cache[plan.plan_key]
+    def make(t):
+        return _builtin_call(kind, call) if t.builtin else _own_call(kind, call, _stage(t.plan_key, kind.name))
 
-    return resolve
-
-
-def _stub(call: kinds.Call):
-    args = ", ".join(call.args)
-    fn = _make(f"def {call.loop_name}(plan, code, {args}):\n    raise NotImplementedError\n", call.loop_name, {})
-    fn.__module__ = __name__
+    fn = overloaded(call.loop_name, f"plan, code, {', '.join(call.args)}", __name__,
+                    lambda t: t.plan_key if isinstance(t, StagesType) else None, make)
     fn.__doc__ = (f"The run's {call.attr!r} of its stage (``signsim.stages.kinds``), as the plan's type names it: "
                   f"compiled only inside the loop.")
     return fn
 
 
 #: the loop's call of each call of the table of kinds, by its name (``kinds.Call.loop_name``)
-CALLS: dict = {}
-for _kind in kinds.TABLE:
-    for _call in _kind.calls:
-        _fn = _stub(_call)
-        # (the typing function takes the stub's own arguments: Numba matches them by name)
-        _resolve = _overload(_kind, _call)
-        _make(f"def typer(plan, code, {', '.join(_call.args)}):\n    return resolve(plan)\n", "typer",
-              _ns := {"resolve": _resolve})
-        # inlined into the loop (Numba compiles the chosen function alone first, to type it: with the runtime, where
-        # returning an array a function was not passed is allowed; the worker step that takes it in runs without)
-        overload(_fn, inline="always", jit_options={"_nrt": True})(_ns["typer"])
-        CALLS[_call.loop_name] = _fn
+CALLS: dict = {c.loop_name: _stage_call(k, c) for k in kinds.TABLE for c in k.calls}
 globals().update(CALLS)
-del _kind, _call, _fn, _resolve, _ns
 
 
