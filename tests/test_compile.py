@@ -25,7 +25,7 @@ def _index(where, family: str, *dtypes):
 
     keys = {((typeof(plan_for(family)), "k0", "k1", "k", "data", "workers", server(dt), "run", "gens"), "cpu"):
             "file.nbc" for dt in dtypes}
-    (where / "loop.run_chunk-1.py311.nbi").write_bytes(pickle.dumps("0.68") + pickle.dumps((0, keys)))
+    (where / "loop.run_rounds-1.py311.nbi").write_bytes(pickle.dumps("0.68") + pickle.dumps((0, keys)))
 
 
 def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
@@ -34,7 +34,7 @@ def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
     where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
     where.mkdir()
     _index(where, "mlp", "float64")
-    (where / "loop.run_chunk-1.py311.1.nbc").write_bytes(b"x")
+    (where / "loop.run_rounds-1.py311.1.nbc").write_bytes(b"x")
     (where / "keep.txt").write_text("not a kernel")
     assert compiling.loop_is_cached() and compiling.loop_is_cached("mlp")
     assert not compiling.loop_is_cached("analytic")
@@ -70,13 +70,13 @@ def test_the_compile_notice_reaches_stderr_when_kernels_are_missing(cli, monkeyp
 
 def test_the_compile_notice_says_what_compiles_and_its_command_selects_something():
     """Issue 34 item 5: a composition's own loop is not 'once after an install', and the command works."""
-    every = compiling.notice("run", "analytic", "float64", "run_chunk__analytic__every")
+    every = compiling.notice("run", "analytic", "float64", "run_rounds__analytic__every")
     assert "the analytic loop that runs every composition of built-in stages" in every
     assert "once after an install" in every
     own = compiling.notice("run", "glm", "float64", "worker_step__glm__own", "signum: sign, majority")
     assert "the glm loop of this composition of stages (signum: sign, majority)" in own
     assert "once per composition" in own and "once after an install" not in own
-    at = compiling.notice("diversity", "mlp", "float64", "run_chunk__mlp__own")
+    at = compiling.notice("diversity", "mlp", "float64", "run_rounds__mlp__own")
     assert "--command run --family mlp'" in at  # diversity --at run:K compiles run's loop
     from signsim.engine.dispatch import FAMILIES
 
@@ -145,7 +145,7 @@ def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
     assert not compiling.loop_is_cached("glm", "float32") and not compiling.loop_is_cached("mlp")
     _index(where, "glm", "float64", "float32")
     assert compiling.loop_is_cached("glm", "float32")
-    (where / "loop.run_chunk-1.py311.nbi").write_bytes(b"damaged")
+    (where / "loop.run_rounds-1.py311.nbi").write_bytes(b"damaged")
     assert compiling.loop_is_cached("glm", "float32")  # unreadable: no notice rather than a wrong one
 
 

@@ -168,13 +168,18 @@ def test_loop_mode_is_read_from_the_environment(monkeypatch):
     assert [compose.mode(f) for f in ("analytic", "glm", "mlp")] == ["builtin", "composed", "builtin"]
     stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
     monkeypatch.setenv(compose.LOOP_ENV, "builtin")
+    from numba import typeof
+
     from signsim.engine import loop
 
-    threaded, serial, every = compose.loops("analytic", stages)
-    assert (threaded, serial) == (loop.run_chunk_threaded, loop.run_chunk)  # one loop, compiled for each plan
+    threaded, every = compose.loops("analytic", stages, True)
+    serial, every_serial = compose.loops("analytic", stages, False)
+    # one loop, compiled with threads and without for each plan, told apart by the plan's type
+    assert (threaded, serial) == (loop.run_chunk_threaded, loop.run_chunk)
+    assert every.parallel.on and not every_serial.parallel.on and typeof(every) != typeof(every_serial)
     assert every.stages.builtin and every.stages.key == stage_kernels.builtin_key()
     assert (every.problems.family, every.problems.noise) == ("analytic", None)
-    _, own, plan = compose.loops("analytic", stages, builtin=False, noise="gaussian")
+    own, plan = compose.loops("analytic", stages, False, builtin=False, noise="gaussian")
     assert own is serial and not plan.stages.builtin and plan.problems.noise == "gaussian"
     assert plan.stages.key == tuple((k, m.__name__, stage_kernels.source_hash(m)) for k, m in sorted(stages.items()))
 
@@ -187,7 +192,7 @@ def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_ano
     from signsim.engine.plan import plan_for
 
     stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
-    _, own, plan = compose.loops("analytic", stages, builtin=False, noise="laplace")
+    _, plan = compose.loops("analytic", stages, False, builtin=False, noise="laplace")
     assert plan.problems.noise == "laplace"
     icfg = np.zeros(len(loop.ICFG), dtype=np.int64)
     for name in dispatch.NOISE:

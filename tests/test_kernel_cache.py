@@ -70,7 +70,7 @@ def test_a_run_repairs_a_damaged_cache(tmp_path):
     first = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr
     files = sorted((tmp_path / "cache").rglob("*.nb[ic]"))
-    loops = [f for f in files if "run_chunk" in f.name]
+    loops = [f for f in files if "run_rounds" in f.name]
     steps = [f for f in files if "worker_step" in f.name and f.suffix == ".nbi"]
     assert loops and steps
     for f in loops:

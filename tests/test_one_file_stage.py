@@ -217,6 +217,6 @@ def test_a_new_or_edited_stage_compiles_only_what_calls_it(tmp_path):
     assert run() == first
     after = _entries_of(cache)
     assert list(cache.iterdir()) == folders
-    assert {p for p in after if p not in entries and "run_chunk" in str(p)}, "the loop was not compiled anew"
+    assert {p for p in after if p not in entries and "run_rounds" in str(p)}, "the loop was not compiled anew"
     # the old loop left as it was (its index lists the new one beside it: one loop, a plan type for each composition)
-    assert all(after[p] == entries[p] for p in entries if "run_chunk" in str(p) and p.suffix == ".nbc")
+    assert all(after[p] == entries[p] for p in entries if "run_rounds" in str(p) and p.suffix == ".nbc")

@@ -57,7 +57,7 @@ def test_a_family_loop_refuses_a_problem_of_another_family():
     assert dispatch.family_of(int(icfg[loop.I_PROBLEM])) == "glm"
     from signsim.engine import compose
 
-    _, serial, plan = compose.loops("analytic", e.settings.stages())
+    serial, plan = compose.loops("analytic", e.settings.stages(), False)
     data, workers, server, run, gens = e.bundles()
     with pytest.raises(ValueError, match="unknown problem code"):
         serial(plan, 0, 1, 1, data, workers, server, run._replace(icfg=icfg), gens)

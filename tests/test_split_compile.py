@@ -43,7 +43,7 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     engine = _engine(monkeypatch, **options)
     kernel = engine.kernel
     one = engine.plan.stages.builtin
-    assert (kernel is loop.run_chunk_threaded) == bool(engine.icfg[loop.I_PARALLEL])
+    assert (kernel is loop.run_chunk_threaded) == bool(engine.icfg[loop.I_PARALLEL]) == engine.plan.parallel.on
     if "workers" in options:
         assert engine.icfg[loop.I_PARALLEL] == (numba.get_num_threads() > 1)
     jobs, (step, signatures) = split_compile.plan(engine, kernel, engine.plan)
@@ -122,7 +122,7 @@ def test_from_an_empty_cache_the_loop_loads_the_helpers_kernels_and_results_matc
                "check_noise", "sparse_broadcast_bits", "finish__mean", "direction__none"}
     assert helpers <= set(compiled_alone)
     assert not helpers & set(compiled_here), compiled_here
-    assert "worker_step" in compiled_here and "run_chunk" in compiled_here
+    assert "worker_step" in compiled_here and "run_rounds" in compiled_here
 
 
 def test_later_chunks_call_the_loops_compiled_entry_with_the_same_results(monkeypatch):

@@ -81,7 +81,7 @@ def test_a_second_composition_finds_the_one_loop_the_first_run_left_compiling(tm
 
     from signsim.engine.plan import stages_of
 
-    (index,) = tmp_path.glob("*/loop.run_chunk-*.nbi")
+    (index,) = tmp_path.glob("*/loop.run_rounds-*.nbi")
     with open(index, "rb") as f:
         pickle.load(f)
         plans = [stages_of(key[0][0]) for key in pickle.loads(f.read())[1]]
@@ -105,8 +105,8 @@ def test_a_composition_whose_own_loop_is_cached_takes_it_before_the_one_loop(mon
               for k in compose.kinds.TABLE}
     from numba import typeof
 
-    _, own, own_plan = compose.loops("analytic", stages, builtin=False, noise="gaussian")
-    _, one, one_plan = compose.loops("analytic", stages)
+    own, own_plan = compose.loops("analytic", stages, False, builtin=False, noise="gaussian")
+    one, one_plan = compose.loops("analytic", stages, False)
     cached = {typeof(own_plan): own_cached, typeof(one_plan): one_cached}
     monkeypatch.setattr(split_compile, "cached", lambda kernel, sig: cached[sig[0]] and kernel is {
         typeof(own_plan): own, typeof(one_plan): one}[sig[0]])

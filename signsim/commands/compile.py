@@ -22,15 +22,16 @@ import signsim
 
 PACKAGE = Path(signsim.__file__).resolve().parent
 SUFFIXES = (".nbi", ".nbc")
-#: the index files of the run loop (``loop.run_chunk`` and ``loop.run_chunk_threaded``): each lists every plan it was
-#: compiled for (``signsim.engine.plan``: the family of problems, the noise model, the stages)
-LOOP_INDEX = "loop.run_chunk*-*.nbi"
+#: the index file of the run loop (``loop.run_rounds``, compiled as ``loop.run_chunk`` and ``loop.run_chunk_threaded``):
+#: it lists every plan it was compiled for (``signsim.engine.plan``: the family of problems, the noise model, the
+#: stages, threaded or not)
+LOOP_INDEX = "loop.run_rounds-*.nbi"
 
 def notice(command: str, family: str | None, dtype: str, kernel: str = "", composition: str = "") -> str:
     """The line a command prints before its first kernel compiles: what compiles (``family``: the problem's
     family, None when not known; ``kernel``: the name of the kernel that compiles first, which tells a run loop
-    of one composition of stages, ``run_chunk*__FAMILY__own``, from the family's one loop of every built-in
-    composition, ``run_chunk*__FAMILY__every``, as ``label`` names a compile; ``composition``: the run's stages,
+    of one composition of stages, ``run_rounds__FAMILY__own``, from the family's one loop of every built-in
+    composition, ``run_rounds__FAMILY__every``, as ``label`` names a compile; ``composition``: the run's stages,
     named) and the ``signsim compile`` command that does it ahead of time (only one that selects something)."""
     kind = ""
     if kernel.count("__") >= 2 and kernel.rsplit("__", 1)[1] in ("every", "own"):  # compiled for a run's plan
@@ -175,7 +176,7 @@ def sweep_notices(path, out, plugin: str | None = None) -> list[str]:
     return [notice("sweep", family, dtype) for family, dtype in sorted(needed) if not loop_is_cached(family, dtype)]
 
 
-#: where x is among the run loop's arguments (``loop._run_chunk``: its plan, k0, k1, K, then the bundles): the first
+#: where x is among the run loop's arguments (``loop.run_rounds``: its plan, k0, k1, K, then the bundles): the first
 #: field of its ``Server`` bundle
 SERVER_ARGUMENT, X_FIELD = 6, 0
 

@@ -1,12 +1,13 @@
 """Each run's loop and plan: the family's one loop that runs every composition of built-in stages, or the plan of
 the one composition it uses (docs/theory.md §2, §8; ``choose`` decides, ``SIGNSIM_LOOP`` overrides).
 
-The loop is one function, ``loop.run_chunk`` (and ``loop.run_chunk_threaded``), whose first argument, a
-``signsim.engine.plan.Plan``, carries in its Numba type the family of problems and noise model it reaches and the
-stages it calls: every built-in stage, chosen by its code at each call (the family's one loop), or one
-composition's own stages (``loops``). Numba compiles and caches the loop once per plan type, in the same cache
-files; the type names the stages with a hash of their sources (``signsim.engine.stage_kernels``), so that a new or
-edited stage compiles only the loops that call it.
+The loop is one function, ``loop.run_rounds``, compiled serially (``loop.run_chunk``) and with threads
+(``loop.run_chunk_threaded``), whose first argument, a ``signsim.engine.plan.Plan``, carries in its Numba type the
+family of problems and noise model it reaches, whether it runs with threads, and the stages it calls: every
+built-in stage, chosen by its code at each call (the family's one loop), or one composition's own stages
+(``loops``). Numba compiles and caches the loop once per plan type, in the same cache files; the type names the
+stages with a hash of their sources (``signsim.engine.stage_kernels``), so that a new or edited stage compiles only
+the loops that call it.
 """
 
 from __future__ import annotations
@@ -23,18 +24,20 @@ LOOP_ENV = "SIGNSIM_LOOP"
 LOOP_MODES = ("auto", "builtin", "composed")
 
 
-def loops(family: str, stages: dict, builtin: bool = True, noise: str | None = None):
-    """(threaded loop, serial loop, plan) for the problems of ``family`` and the stages ``stages`` (kind -> module).
-    The loops are ``loop.run_chunk_threaded`` and ``loop.run_chunk``, compiled (or loaded from the cache) for each
-    plan at its first call. With ``builtin``, a composition of built-in stages gets the plan of every built-in stage
-    for every noise model (the family's one loop); otherwise, and for a composition with a plugin, a plan of its
-    own stages, whose workers draw from the noise model ``noise`` only (a name of ``dispatch.NOISE``; None: from
-    every model)."""
+def loops(family: str, stages: dict, threaded: bool, builtin: bool = True, noise: str | None = None):
+    """(loop, plan) for the problems of ``family`` and the stages ``stages`` (kind -> module), run in parallel or not
+    (``threaded``). The loop is ``loop.run_chunk_threaded`` or ``loop.run_chunk`` (``loop.compiled``), compiled (or
+    loaded from the cache) for each plan at its first call. With ``builtin``, a composition of built-in stages gets
+    the plan of every built-in stage for every noise model (the family's one loop); otherwise, and for a composition
+    with a plugin, a plan of its own stages, whose workers draw from the noise model ``noise`` only (a name of
+    ``dispatch.NOISE``; None: from every model)."""
     from signsim.engine.plan import plan_for
 
     if builtin and stage_kernels.builtin_only(stages):
-        return loop.run_chunk_threaded, loop.run_chunk, plan_for(family)
-    return loop.run_chunk_threaded, loop.run_chunk, plan_for(family, stages, noise)
+        plan = plan_for(family, parallel=threaded)
+    else:
+        plan = plan_for(family, stages, noise, parallel=threaded)
+    return loop.compiled(plan), plan
 
 
 def check_codes(plan, icfg) -> None:
@@ -83,11 +86,8 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     from signsim.engine import warm
     from signsim.engine.split_compile import cached, cached_signatures
 
-    which = 0 if threaded else 1
-
     def pick(builtin: bool):
-        pair_plan = loops(family, stages, builtin=builtin, noise=noise)
-        return pair_plan[which], pair_plan[2]
+        return loops(family, stages, threaded, builtin=builtin, noise=noise)
 
     def is_cached(kernel, plan) -> bool:
         return cached(kernel, (typeof(plan), *signature))

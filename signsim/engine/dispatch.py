@@ -88,17 +88,15 @@ class ProblemsType(types.Type):
         super().__init__(name=f"Problems({family},{noise or 'every noise'})")
 
 
-@typeof_impl.register(Problems)
-def _typeof_problems(value, context):
-    return ProblemsType(value.family, value.noise)
+def opaque(cls: type, numba_type: type, type_of) -> None:
+    """Register the values of ``cls`` with Numba as values of no content whose Numba type (a ``numba_type``,
+    ``type_of(value)``) carries everything: passed to a compiled function, they select what it compiles."""
+    typeof_impl.register(cls)(lambda value, context: type_of(value))
+    register_model(numba_type)(models.OpaqueModel)
+    unbox(numba_type)(lambda typ, obj, c: NativeValue(c.context.get_dummy_value()))
 
 
-register_model(ProblemsType)(models.OpaqueModel)  # a value of no content: everything is in the type
-
-
-@unbox(ProblemsType)
-def _unbox_problems(typ, obj, c):
-    return NativeValue(c.context.get_dummy_value())
+opaque(Problems, ProblemsType, lambda value: ProblemsType(value.family, value.noise))
 
 
 RAISE = 'raise ValueError("unknown problem code")'

@@ -32,7 +32,7 @@ direction (x <- x - server_lr direction for EF), or by the server optimizer's up
 (FedAvgM, FedAdam; docs/theory.md §12.4).
 
 Each worker draws only from its own generator, the server only from its own, so a run is reproducible
-whatever the number of Numba threads. The loop is this one source, compiled with threads and without
+whatever the number of Numba threads. The loop is one function, ``run_rounds``, compiled with threads and without
 (``run_chunk_threaded``, ``run_chunk``; a small run loads only the serial one) once for each plan it is given: its
 first argument (``signsim.engine.plan``), whose Numba type says which problem and noise kernels the calls
 ``problem_oracle(problems, code, ...)``, ``add_noise(problems, ...)``, ... reach (the family of problems, so that a
@@ -446,8 +446,7 @@ def check_settings(sign_zero, tie):
         raise ValueError("unknown tie code")
 
 
-@njit(inline="always")
-def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
+def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
     """Run rounds k0 <= k < k1 of a K-round run; record history every ``eval_every`` rounds and at k = K, or at
     the first round whose bits (up + down) reach the budget ``fcfg[F_BUDGET]``, where the run stops with
     Status.BUDGET (docs/theory.md §12). The arguments are the four bundles (``ProblemData``, ``Workers``,
@@ -623,8 +622,9 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
         if topology != 0:  # the round's simulated time (docs/theory.md §14)
             if fresh:  # every worker computes its gradient and sends it, then receives the mean (floats)
                 full = np.full(M, np.float64(FLOAT_BITS * d))
-                clock.advance(topology, everyone, M, 1, full, 0.0, FLOAT_BITS * d, everyone, server.system,
-                              fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally, np.inf, np.zeros(M))
+                # (typed as the call below, so that ``advance`` compiles once)
+                clock.advance(topology, everyone, M, np.int64(1), full, 0.0, np.float64(FLOAT_BITS * d), everyone,
+                              server.system, fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally, np.inf, np.zeros(M))
             else:
                 clock.advance(topology, part[row], S, steps, wbits, fcfg[F_EXTRA_UP], bcast + fcfg[F_EXTRA_DOWN],
                               everyone if recv == M and S < M else part[row], server.system, fcfg[F_LATENCY],
@@ -651,14 +651,14 @@ def _run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
     return Status.OK
 
 
-@njit(cache=True, nogil=True)
-def run_chunk(plan, k0, k1, K, data, workers, server, run, gens):
-    """``_run_chunk`` compiled serially, once per plan (``signsim.engine.plan``: its problems and stages), for a small
-    run or one Numba thread. nogil: the driver keeps handling signals while a chunk runs in its helper thread."""
-    return _run_chunk(plan, k0, k1, K, data, workers, server, run, gens)
+#: ``run_rounds`` compiled serially, once per plan (``signsim.engine.plan``) whose ``parallel`` is off: for a small
+#: run or one Numba thread. nogil: the driver keeps handling signals while a chunk runs in its helper thread
+run_chunk = njit(cache=True, nogil=True)(run_rounds)
+#: ``run_rounds`` compiled with its workers' steps (and the sums over messages) in parallel, once per plan whose
+#: ``parallel`` is on (the same function compiled with other flags: the plan's type tells them apart in the cache)
+run_chunk_threaded = njit(cache=True, nogil=True, parallel=True)(run_rounds)
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def run_chunk_threaded(plan, k0, k1, K, data, workers, server, run, gens):
-    """``_run_chunk`` compiled with its workers' steps (and the sums over messages) in parallel, once per plan."""
-    return _run_chunk(plan, k0, k1, K, data, workers, server, run, gens)
+def compiled(plan):
+    """The loop ``plan`` runs in: ``run_chunk_threaded`` or ``run_chunk``, as its ``parallel`` says."""
+    return run_chunk_threaded if plan.parallel.on else run_chunk

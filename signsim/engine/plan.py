@@ -1,7 +1,7 @@
 """What a run's loop runs, as the Numba type of its first argument (docs/theory.md §2, §8).
 
-A ``Plan`` is a small Python value handed to the loop (``signsim.engine.loop``): ``Plan(problems, stages)``, whose
-two fields carry everything in their Numba types and nothing at run time:
+A ``Plan`` is a small Python value handed to the loop (``signsim.engine.loop``): ``Plan(problems, stages,
+parallel)``, whose three fields carry everything in their Numba types and nothing at run time:
 
 * ``Problems(family, noise)`` (``engine/dispatch.py``): the problem and noise kernels the loop's calls
   ``problem_oracle(problems, code, ...)``, ``add_noise(problems, code, ...)``, ``problem_evaluate(...)``, ... reach:
@@ -10,7 +10,9 @@ two fields carry everything in their Numba types and nothing at run time:
   ``compress(stages, code, v, out, p, sign_zero, gen, iwork)``, ...) is then a branch over the stage's code (its
   index in ``registry.BUILTIN``, passed from ``icfg``), so one compiled loop runs every composition of built-in
   stages. ``Stages(stages)`` (kind -> module): those stages only, each call the stage's own function, the code
-  ignored: the smaller, faster loop of one composition (a plugin's always).
+  ignored: the smaller, faster loop of one composition (a plugin's always);
+* ``Parallel(on)``: whether the loop runs its workers in parallel (``loop.run_chunk_threaded``, compiled with
+  threads) or not (``loop.run_chunk``): one function compiled both ways, told apart in the cache by this type.
 
 Each stage call is a function made here at import from the table of kinds (the problem calls are made alike in
 ``engine/dispatch.py``), with one Numba overload that picks its implementation from the types. Numba compiles and
@@ -27,9 +29,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 from numba import types
-from numba.extending import NativeValue, models, register_model, typeof_impl, unbox
 
-from signsim.engine.dispatch import Problems, ProblemsType, overloaded
+from signsim.engine.dispatch import Problems, ProblemsType, opaque, overloaded
 from signsim.stages import kinds
 
 
@@ -74,15 +75,16 @@ class StagesType(types.Type):
         return isinstance(self.plan_key, str)
 
 
-#: what a run's loop runs (its first argument): the problem and noise kernels it reaches and its stages, both carried
-#: by their Numba types, so that Numba compiles and caches the loop once per plan
-Plan = namedtuple("Plan", "problems stages")
+#: what a run's loop runs (its first argument): the problem and noise kernels it reaches, its stages and whether it
+#: runs its workers in parallel, all carried by their Numba types, so that Numba compiles and caches the loop once
+#: per plan
+Plan = namedtuple("Plan", "problems stages parallel")
 
 
-def plan_for(family: str, stages: dict | None = None, noise: str | None = None) -> Plan:
+def plan_for(family: str, stages: dict | None = None, noise: str | None = None, parallel: bool = False) -> Plan:
     """The plan of a loop for the problems of ``family`` drawing noise ``noise`` (None: every model) that runs
-    ``stages`` (None: every built-in stage, by code)."""
-    return Plan(Problems(family, noise), Stages(stages))
+    ``stages`` (None: every built-in stage, by code), its workers in parallel or not."""
+    return Plan(Problems(family, noise), Stages(stages), Parallel(parallel))
 
 
 def _field(t, name: str, of: type):
@@ -101,17 +103,32 @@ def stages_of(t):
     return _field(t, "stages", StagesType)
 
 
-@typeof_impl.register(Stages)
-def _typeof_stages(value, context):
-    return StagesType(value.key)
+opaque(Stages, StagesType, lambda value: StagesType(value.key))
 
 
-register_model(StagesType)(models.OpaqueModel)  # a value of no content: everything is in the type
+class Parallel:
+    """Whether the loop runs its workers in parallel (``loop.run_chunk_threaded``) or one after the other
+    (``loop.run_chunk``): the two are one Python function compiled with and without threads, so Numba's cache tells
+    their compilations apart by this field's type (``ParallelType``)."""
+
+    __slots__ = ("on",)
+
+    def __init__(self, on: bool):
+        self.on = bool(on)
+
+    def __repr__(self) -> str:
+        return f"Parallel({self.on})"
 
 
-@unbox(StagesType)
-def _unbox_stages(typ, obj, c):
-    return NativeValue(c.context.get_dummy_value())
+class ParallelType(types.Type):
+    """The Numba type of ``Parallel``."""
+
+    def __init__(self, on: bool):
+        self.on = on
+        super().__init__(name=f"Parallel({on})")
+
+
+opaque(Parallel, ParallelType, lambda value: ParallelType(value.on))
 
 
 #: the modules of the plans made in this process, by module name and source hash (a plugin's is not importable by

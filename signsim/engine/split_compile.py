@@ -45,7 +45,7 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     """(helper jobs, this process's share) for ``engine``'s loop ``kernel`` run with the plan ``run_plan``
     (``signsim.engine.plan``): the jobs are ``(recipe, signature)``
     pairs (``find`` makes a recipe's dispatcher in any process), the share is (worker step dispatcher, signatures).
-    The signatures are those ``loop._run_chunk`` calls the kernels with; a test checks them against the
+    The signatures are those ``loop.run_rounds`` calls the kernels with; a test checks them against the
     signatures a compiled loop put in the cache. ``bundles``: ``engine.bundles()``, if already made."""
     from numba import typeof
 
@@ -68,6 +68,12 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
             (("module", "signsim.engine.loop", "check_settings"), sig(icfg[loop.I_SIGN_ZERO], icfg[loop.I_TIE])),
             (("module", "signsim.engine.loop", "step_size"), sig(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)),
             (("module", "signsim.engine.compress", "sparse_broadcast_bits"), sig(server.agg))]
+    # the simulated clock (docs/theory.md §14): compiled into every loop, run only with a system model
+    who, f = server.part[0], fcfg[loop.F_LATENCY]
+    jobs += [(("module", "signsim.engine.clock", "advance"),
+              sig(k, who, k, k, workers.wbits, f, f, who, server.system, f, f, server.tally, f, workers.wbits)),
+             (("module", "signsim.engine.clock", "select"),
+              sig(who, k, k, workers.wbits, f, workers.wbits, server.system, f, f, k, who))]
     # the server's calls on its stages (``kinds.Call`` with ``worker`` False), each with the arguments the loop passes
     # under the names the table gives them: with the plan of every built-in stage, every built-in stage's function
     # (compiled here whatever the run uses); with a composition's own, its stages' functions. A plugin's functions

@@ -154,7 +154,8 @@ def _main(fd: int) -> None:
     from signsim.engine import loop
     from signsim.engine.plan import plan_for
 
-    (loop.run_chunk_threaded if threaded else loop.run_chunk).compile((typeof(plan_for(family)), *signature))
+    plan = plan_for(family, parallel=threaded)
+    loop.compiled(plan).compile((typeof(plan), *signature))
     os.close(fd)
 
 
