@@ -7,8 +7,10 @@ history's ``record`` with the problem's evaluation, the server's stages, the che
 do not depend on each other, and together they are most of a first run's compile. So when a run's loop is not in
 the kernel cache, ``alongside`` starts ``python -m signsim.engine.split_compile``, which compiles those other
 callees into the cache (``jobs``: each named by how a fresh process finds its dispatcher, with the signature the
-loop calls it with), this process compiles the worker step meanwhile, waits for the helper to end (its exit is the
-readiness signal), and then compiles the loop, which loads the helper's kernels from the cache.
+loop calls it with) from the first, while this process compiles the worker step, then the helper's jobs from the
+last until the two meet (each job claimed before it starts, so that none compiles twice but at the meeting
+point), waits for the helper to end (its exit is the readiness signal), and then compiles the loop, which loads
+the helper's kernels from the cache.
 
 Nothing here changes what is compiled, only which process compiles it, so results do not change. The helper ends
 when its stdin closes (this process ended or was interrupted), and anything it did not compile this process
@@ -137,30 +139,67 @@ def cached_signatures(dispatcher) -> list:
         return []
 
 
+class _Helper:
+    """The helper process compiling ``todo`` (``(recipe, signature)`` pairs) in order, from the first. It writes each
+    job's index to its stdout as it starts it; this process may take jobs from the end of the list (``steal``),
+    telling the helper by a line on its stdin, so that the two meet wherever their shares end."""
+
+    def __init__(self, todo):
+        self.todo = todo
+        self.started = -1  # the last index the helper said it started
+        self.proc = subprocess.Popen([sys.executable, "-m", "signsim.engine.split_compile"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            self.proc.stdin.write(pickle.dumps(todo))
+            self.proc.stdin.flush()
+        except OSError:
+            pass
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            with contextlib.suppress(ValueError):
+                self.started = max(self.started, int(line))
+
+    def steal(self) -> None:
+        """Compile the jobs the helper has not started, from the last, each claimed first (never its first job:
+        the helper's own from its start); stop where the helper's have reached."""
+        for i in range(len(self.todo) - 1, 0, -1):
+            if i <= self.started:
+                return
+            try:
+                self.proc.stdin.write(f"{i}\n".encode())
+                self.proc.stdin.flush()
+            except OSError:
+                return
+            recipe, signature = self.todo[i]
+            with contextlib.suppress(Exception):  # the loop compiles whatever is missing, and reports it
+                find(recipe).compile(signature)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # the helper's signal to stop, if it still runs
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
 @contextlib.contextmanager
 def alongside(jobs):
     """While the block runs, a helper process compiles the ``jobs`` that are not cached (none: no helper); at the
-    block's end, wait for it to finish."""
+    block's end, this process compiles those the helper has not started, from the last, and waits for the helper
+    to finish its own."""
     todo = [(r, s) for r, s in jobs if not cached(find(r), s)]
     if not todo or not enabled():
         yield
         return
-    proc = subprocess.Popen([sys.executable, "-m", "signsim.engine.split_compile"], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        proc.stdin.write(pickle.dumps(todo))
-        proc.stdin.flush()
-    except OSError:
-        pass
+    helper = _Helper(todo)
     try:
         yield
-        proc.wait()
+        helper.steal()
+        helper.proc.wait()  # its exit is the readiness signal: its last job is in the cache
     finally:
-        with contextlib.suppress(OSError):
-            proc.stdin.close()  # the helper's signal to stop, if it still runs
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        helper.close()
 
 
 def compile_loop(engine, kernel, run_plan) -> None:
@@ -182,15 +221,22 @@ def compile_loop(engine, kernel, run_plan) -> None:
 
 
 def _helper() -> None:
-    """The helper process: read the jobs from stdin, compile each into the cache; exit when stdin closes."""
+    """The helper process: read the jobs from stdin, compile each into the cache in order, first writing its index
+    to stdout; skip those claimed by a line on stdin (the parent compiles them); exit when stdin closes."""
     jobs = pickle.load(sys.stdin.buffer)
+    claimed: set[int] = set()
 
     def watch():
-        sys.stdin.buffer.read()  # returns at EOF: the parent closed the pipe or ended
+        for line in sys.stdin.buffer:  # ends at EOF: the parent closed the pipe or ended
+            with contextlib.suppress(ValueError):
+                claimed.add(int(line))
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True).start()
-    for recipe, signature in jobs:
+    for i, (recipe, signature) in enumerate(jobs):
+        if i in claimed:
+            break  # the parent took the rest, from the last
+        print(i, flush=True)
         with contextlib.suppress(Exception):  # the parent compiles whatever is missing
             find(recipe).compile(signature)
 
