@@ -1,6 +1,7 @@
 """What the simulated clock costs (issue 48; docs/theory.md §14): the same runs with and without a system model.
 
-    python benchmarks/bench_system.py            # the default run, and M = 10^6 clients with S = 100 a round
+    python benchmarks/bench_system.py            # the default run, M = 10^6 clients with S = 100 a round, and an
+                                                 # asynchronous run of 10^4 clients and 10^4 server steps
     python benchmarks/bench_system.py --quick    # fewer rounds
 
 Each run is its own process (after a warm-up of each composition that loads or compiles its kernels), alternating
@@ -63,6 +64,17 @@ def main() -> None:
         off, on = med["without"], med["with"]
         print(f"{name:<46} {off['total']:>9.2f} {on['total']:>9.2f} {off['loop']:>8.3f} {on['loop']:>8.3f} "
               f"{on['total'] / off['total']:>8.3f} {on['loop'] / off['loop']:>6.3f}")
+    # asynchronous buffered aggregation (docs/theory.md §14.6): 10^4 clients, 100 training at a time, a server step
+    # every 10 uploads, 10^4 server steps (10^5 client updates), heterogeneous devices; the clock is its event order
+    steps = 1000 if a.quick else 10_000
+    opts = dict(problem="quadratic", dim=100, workers=10_000, clients_per_round=100, method="ssdm",
+                asynchronous="buffer:10:poly:0.5", iters=steps, eval_every=steps, **SYSTEM)
+    opts.pop("server_bandwidth")  # (asynchronous clients are timed on their own links)
+    measure({**opts, "iters": 2})
+    done = [measure(opts) for _ in range(a.repeats)]
+    total, loop = (statistics.median(r[f] for r in done) for f in ("total", "loop"))
+    print(f"asynchronous, M = 10^4, C = 100, B = 10, {steps} server steps: process {total:.2f} s, loop {loop:.3f} s "
+          f"({loop / steps * 1e6:.0f} us a server step), simulated {done[0]['time']:.1f} s")
 
 
 if __name__ == "__main__":

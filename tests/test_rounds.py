@@ -102,7 +102,7 @@ def test_each_worker_takes_part_with_frequency_s_over_m():
     M, S, R = 10, 3, 20_000
     gen = np.random.default_rng(11)
     rounds = np.empty((R, S), dtype=np.int64)
-    sample_rounds(gen, M, rounds)
+    sample_rounds(gen, M, rounds, True)
     counts = np.zeros(M)
     pairs = np.zeros((M, M))
     for chosen in rounds:
@@ -123,7 +123,7 @@ def test_the_compiled_sample_equals_the_replays():
     gen = np.random.default_rng(5)
     ref.sampler = np.random.default_rng(5)
     rounds = np.empty((200, 4), dtype=np.int64)
-    sample_rounds(gen, cfg.workers, rounds)
+    sample_rounds(gen, cfg.workers, rounds, True)
     for row in rounds:
         assert list(row) == ref.participants()
 
@@ -134,7 +134,7 @@ def test_the_sparse_shuffle_equals_a_dense_fisher_yates(M, S):
     (an independent NumPy copy, or positions drawn by NumPy for M too large to hold), from the same draws."""
     gen, ref = np.random.default_rng(M % 97), np.random.default_rng(M % 97)
     rounds = np.empty((30, S), dtype=np.int64)
-    sample_rounds(gen, M, rounds)
+    sample_rounds(gen, M, rounds, True)
     for row in rounds:
         if M <= 10**4:  # the whole permutation
             order = list(range(M))

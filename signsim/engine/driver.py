@@ -316,6 +316,10 @@ class Engine(ChunkedState):
         self.M, self.S = M, S
         from signsim.stages import plugins
 
+        #: asynchronous buffered aggregation (``signsim.engine.buffered``; None: synchronous rounds)
+        self.buffer = s.system.buffer if s.system is not None else None
+        if self.buffer is not None:
+            parallel = False  # (its clients start one at a time, at the instants the clock gives)
         if parallel is None:  # (gradients from outside the loop: torch's threads compute them, the stages run serially)
             from numba import get_num_threads
 
@@ -325,6 +329,16 @@ class Engine(ChunkedState):
             parallel = (S * d * max(1.0, oracle_rows(problem, s.batch_size)) * s.local_steps >= PARALLEL_WORK
                         and problem.external is None and get_num_threads() > 1 and not checked)
         self.parallel = bool(parallel)
+        self.queue = None
+        if self.buffer is not None:  # the asynchronous server's state (``buffered.Queue``); rows drawn as needed
+            from signsim.engine import buffered
+
+            self.queue = buffered.Queue(client=np.full(S, -1, dtype=np.int64), version=np.zeros(S, dtype=np.int64),
+                                        finish=np.zeros(S), start=np.zeros(S), phase=np.zeros((S, 2)),
+                                        held=np.zeros(M, dtype=np.int64), busy=np.zeros(M, dtype=np.bool_),
+                                        buf=np.zeros((self.buffer.size, d), dtype=dt), now=np.zeros(1),
+                                        count=np.zeros(3, dtype=np.int64),
+                                        rows=np.zeros((0, S) if S < M else (1, 1), dtype=np.int64))
         if S < M:  # each chunk's participants and their generators are drawn before it (``_sample``)
             self.part = np.zeros((1, S), dtype=np.int64)
             self.gens = worker_generators([self.streams[0]], parallel)
@@ -367,12 +381,15 @@ class Engine(ChunkedState):
         floats = dict(lr=s.lr, stop_loss=s.stop_loss, weight_decay=s.weight_decay, down_bits=down_bits,
                       budget=s.budget, server_lr=s.server_lr, prox_mu=s.prox_mu, latency=0.0,
                       server_bandwidth=np.inf, budget_seconds=np.inf)
-        ints.update(topology=0, keep=s.keep or 0, catch_up=s.catch_up)
-        floats["deadline"] = np.inf
+        ints.update(topology=0, keep=s.keep or 0, catch_up=s.catch_up, buffer=0)
+        floats.update(deadline=np.inf, staleness=0.0)
         if s.system is not None:  # the simulated clock's settings (docs/theory.md §14)
             ints["topology"] = s.system.code
             floats.update(latency=s.system.latency, server_bandwidth=s.system.server_bandwidth,
                           budget_seconds=s.system.budget_seconds, deadline=s.system.deadline)
+            if s.system.buffer is not None:
+                ints["buffer"] = s.system.buffer.size
+                floats["staleness"] = s.system.buffer.staleness
         extra = declared(s.estimator.module, "extra_bits", problem.dim, result="pair")  # (SCAFFOLD's control variates)
         floats["extra_up"], floats["extra_down"] = extra
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
@@ -397,15 +414,35 @@ class Engine(ChunkedState):
 
         k1 = min(k1, self.k + max(1, CHUNK_SLOTS // self.S))
         self.part = np.empty((k1 - self.k, self.S), dtype=np.int64)
-        sample_rounds(self.part_gen, np.int64(self.M), self.part)
+        sample_rounds(self.part_gen, np.int64(self.M), self.part, True)
         self.gens = worker_generators([self.streams[m] for m in self.part.ravel().tolist()], self.parallel)
         return k1
+
+    def _candidates(self, k1: int) -> None:
+        """An asynchronous run's candidate rows for server steps k..k1-1 (``buffered``: a step starts clients at most
+        B + 1 times, each time from the next row), after the rows not used yet, with their generators; at most
+        about ``CHUNK_SLOTS`` slots beyond the B + 2 rows a step may need."""
+        from signsim.engine.participants import sample_rounds
+
+        q, B = self.queue, self.buffer.size
+        left = q.rows[int(q.count[2]):]
+        want = min((k1 - self.k) * (B + 1) + 1, max(B + 2, CHUNK_SLOTS // self.S))
+        new = np.empty((max(0, want - left.shape[0]), self.S), dtype=np.int64)
+        sample_rounds(self.part_gen, np.int64(self.M), new, False)
+        rows = np.concatenate([left, new])
+        self.queue = q._replace(rows=rows)
+        q.count[2] = 0
+        self.gens = worker_generators([self.streams[m] for m in rows.ravel().tolist()], self.parallel)
 
     def advance(self, n: int) -> Status:
         if self.external is not None:
             return self._advance_external(n)
         p = self.problem
         k1 = min(self.K, self.k + n)
+        if self.buffer is not None:
+            if self.S < self.M and k1 > self.k:
+                self._candidates(k1)
+            return self._run_loop(p, self.k, k1, self.K)
         if self.S < self.M and k1 > self.k:
             k1 = self._sample(k1)
         return self._run_loop(p, self.k, k1, self.K)
@@ -470,6 +507,8 @@ class Engine(ChunkedState):
         call of an SSDM run at d = 10, M = 32: a fifth of a small model's round; 4 December 2026), once
         ``argument_kinds`` finds its arguments of those types (else it goes through the dispatcher again: an entry
         point fed other types reads their bytes as the types it was compiled for)."""
+        if self.buffer is not None:
+            return self._run_buffered(p, k0, k1, K)
         entry = self.entry
         if entry:
             bundles = self.bundles()
@@ -512,6 +551,26 @@ class Engine(ChunkedState):
             except Exception as e:
                 self._plugin_error(e)
             self.status = self._contract(Status(status))
+        self.k = int(self.counters[loop.C_DONE])
+        return self.status
+
+    def _run_buffered(self, p, k0: int, k1: int, K: int) -> Status:
+        """Server steps k0..k1-1 of an asynchronous run (``buffered.run_buffered``, fewer when its candidate rows run
+        out) in the composition's own plan, through Numba's dispatcher."""
+        from signsim.engine import buffered
+
+        if self.plan is None:
+            family, noise = dispatch.family_of(p.code), dispatch.noise_name(int(self.icfg[loop.I_NOISE]))
+            _, self.plan = compose.loops(family, self.settings.stages(), False, builtin=False, noise=noise)
+        compose.check_codes(self.plan, self.icfg)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Numba's type-safety notes
+            try:
+                status = buffered.run_buffered(self.plan, np.int64(k0), np.int64(k1), np.int64(K), *self.bundles(),
+                                               self.queue)
+            except Exception as e:
+                self._plugin_error(e)
+        self.status = self._contract(Status(status))
         self.k = int(self.counters[loop.C_DONE])
         return self.status
 

@@ -108,15 +108,15 @@ RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 #: ``aggregate`` and ``attack`` are read by the binomial engine only (``engine/binomial.py``)
 ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
         "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients", "workers", "downlink", "topology",
-        "keep", "catch_up",
+        "keep", "catch_up", "buffer",
         # the run's stage of each kind, by its code (``signsim.engine.plan``), and the stages' flags
         *(kinds.code_setting(k) for k in kinds.NAMES), *(kinds.flag_setting(f) for f in kinds.FLAGS))
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
 FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "prox_mu", "extra_up", "extra_down",
-        "latency", "server_bandwidth", "budget_seconds", "deadline")
+        "latency", "server_bandwidth", "budget_seconds", "deadline", "staleness")
 (I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
  I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK,
- I_TOPOLOGY, I_KEEP, I_CATCH_UP) = range(21)
+ I_TOPOLOGY, I_KEEP, I_CATCH_UP, I_BUFFER) = range(22)
 (I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
  I_CODE_SERVER_OPTIMIZER, I_CODE_ESTIMATOR, I_CODE_DOWN_COMPRESSOR, I_CODE_DOWN_ERROR_FEEDBACK,
  I_CODE_PRE_AGGREGATION, I_CODE_PRE_AGGREGATION_2, I_CODE_PRE_AGGREGATION_3) = (
@@ -129,7 +129,7 @@ I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS, I_SEARCH, I_TWO
                                                 "SEARCH", "TWO_POINT", "LAZY"))
 N_ICFG = len(ICFG)
 (F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU, F_EXTRA_UP, F_EXTRA_DOWN, F_LATENCY,
- F_SERVER_BANDWIDTH, F_BUDGET_SECONDS, F_DEADLINE) = range(len(FCFG))
+ F_SERVER_BANDWIDTH, F_BUDGET_SECONDS, F_DEADLINE, F_STALENESS) = range(len(FCFG))
 N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters: one row for the stage of each kind (``kinds.NAMES``, in that order), its
 #: kernels' ``p`` (``signsim.stages.base``); momentum's holds (beta, beta2)
@@ -368,6 +368,39 @@ def attack_factor(stages, rows, nb, agg, icfg, sp, gen):
     return best_x
 
 
+@njit(inline="always")
+def server_direction(stages, icfg, agg, server, sp, n, M, k):
+    """The server's step direction from the aggregate ``agg`` of n messages (of M workers) in round k: the error
+    feedback's, then the estimator's, then the server optimizer's (docs/theory.md §8, §12.4)."""
+    direction = est_direction(stages, icfg[I_CODE_ESTIMATOR],
+                              ef_direction(stages, icfg[I_CODE_ERROR_FEEDBACK], agg, server.srv), server.hbar,
+                              sp[SP_ESTIMATOR], n, M, icfg[I_LOCAL_STEPS])
+    return server_update(stages, icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt, sp[SP_SERVER_OPTIMIZER], k)
+
+
+@njit(inline="always")
+def move(problems, icfg, x, direction, scale, lr, wd, trial, pf, pi, A, b):
+    """x <- x - scale direction (- lr wd x with weight decay); with ``monotone``, only if f does not increase
+    (signSGD's "option 2": x <- argmin{f(x), f(x - step)}; ``trial``: scratch of length d)."""
+    d = x.shape[0]
+    if icfg[I_MONOTONE]:
+        for i in range(d):
+            if wd != 0.0:
+                trial[i] = x[i] - (scale * direction[i] + lr * wd * x[i])
+            else:
+                trial[i] = x[i] - scale * direction[i]
+        before = problem_loss(problems, icfg[I_PROBLEM], x, pf, pi, A, b)
+        if problem_loss(problems, icfg[I_PROBLEM], trial, pf, pi, A, b) <= before:
+            for i in range(d):
+                x[i] = trial[i]
+    elif wd != 0.0:
+        for i in range(d):
+            x[i] -= scale * direction[i] + lr * wd * x[i]
+    else:
+        for i in range(d):
+            x[i] -= scale * direction[i]
+
+
 @njit(cache=True)
 def record(problems, k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally):
     """Append one history row at iterate x_k; return Status.DIVERGED when the loss or the iterate is not
@@ -403,8 +436,9 @@ def record(problems, k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, co
     hist[r, H_TRAIN_ACC] = train_acc
     hist[r, H_TEST_ACC] = problem_accuracy(problems, icfg[I_PROBLEM], x, pf, pi, A, b, True)
     hist[r, H_TEST_LOSS] = problem_test_loss(problems, icfg[I_PROBLEM], x, pf, pi, A, b)
-    # S H oracle calls per round (§12), or as a two-point estimator's rounds made them
-    hist[r, H_GRAD_CALLS] = tally[T_CALLS] if icfg[I_TWO_POINT] else k * icfg[I_CLIENTS] * icfg[I_LOCAL_STEPS]
+    # S H oracle calls per round (§12), or as a two-point estimator's rounds or an asynchronous run's clients made them
+    hist[r, H_GRAD_CALLS] = (tally[T_CALLS] if icfg[I_TWO_POINT] or icfg[I_BUFFER]
+                             else k * icfg[I_CLIENTS] * icfg[I_LOCAL_STEPS])
     hist[r, H_BITS_UP] = tally[T_UP]
     hist[r, H_BITS_DOWN] = tally[T_DOWN]
     hist[r, H_TIME] = tally[clock.T_TIME] if icfg[I_TOPOLOGY] != 0 else np.nan  # (no system model: no clock)
@@ -458,7 +492,7 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
     problems, stages = plan.problems, plan.stages
     pf, pi, A, b = data.pf, data.pi, data.A, data.b
     err, G, msg, wbits = workers.err, workers.G, workers.msg, workers.wbits
-    x, srv, agg, gbuf, tally = server.x, server.srv, server.agg, server.gbuf, server.tally
+    x, agg, gbuf, tally = server.x, server.agg, server.gbuf, server.tally
     server_gen, part = server.gen, server.part
     icfg, fcfg, sp, x_star, hist, counters = run.icfg, run.fcfg, run.sp, run.x_star, run.hist, run.counters
     M = icfg[I_WORKERS]
@@ -578,11 +612,7 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
                 agg[i] *= S / M
         tally[T_DOWN] += S * fcfg[F_EXTRA_DOWN]  # what the server sends besides the broadcast (SCAFFOLD's c)
         if not empty:  # (a round in which no message arrived in time leaves the server as it was, §14.5)
-            direction = est_direction(stages, icfg[I_CODE_ESTIMATOR],
-                                      ef_direction(stages, icfg[I_CODE_ERROR_FEEDBACK], agg, srv), server.hbar,
-                                      sp[SP_ESTIMATOR], n, M, icfg[I_LOCAL_STEPS])
-            direction = server_update(stages, icfg[I_CODE_SERVER_OPTIMIZER], direction, server.opt,
-                                      sp[SP_SERVER_OPTIMIZER], k)
+            direction = server_direction(stages, icfg, agg, server, sp, n, M, k)
             scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
             if icfg[I_DOWNLINK]:  # the server broadcasts C(u) of the update u, with its own error feedback (§8.8)
                 down = server.down
@@ -601,24 +631,8 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
             if icfg[I_TWO_POINT]:  # the iterate the next round's differences start from (MARINA's x^k, §8.10)
                 for i in range(d):
                     server.hbar[2, i] = x[i]
-            if icfg[I_MONOTONE]:
-                # signSGD "option 2": x <- argmin{f(x), f(x - step)}; G[0] is free scratch until the next iteration
-                trial = G[0]
-                for i in range(d):
-                    if wd != 0.0:
-                        trial[i] = x[i] - (scale * direction[i] + lr * wd * x[i])
-                    else:
-                        trial[i] = x[i] - scale * direction[i]
-                before = problem_loss(problems, icfg[I_PROBLEM], x, pf, pi, A, b)
-                if problem_loss(problems, icfg[I_PROBLEM], trial, pf, pi, A, b) <= before:
-                    for i in range(d):
-                        x[i] = trial[i]
-            elif wd != 0.0:
-                for i in range(d):
-                    x[i] -= scale * direction[i] + lr * wd * x[i]
-            else:
-                for i in range(d):
-                    x[i] -= scale * direction[i]
+            # (G[0] is free scratch until the next iteration)
+            move(problems, icfg, x, direction, scale, lr, wd, G[0], pf, pi, A, b)
         if topology != 0:  # the round's simulated time (docs/theory.md §14)
             if fresh:  # every worker computes its gradient and sends it, then receives the mean (floats)
                 full = np.full(M, np.float64(FLOAT_BITS * d))

@@ -28,9 +28,10 @@ def _find(keys, mask, key):
 
 
 @njit(cache=True)
-def sample_rounds(gen, M, out):
-    """out[r, :] <- the S = out.shape[1] participants of round r (ascending) among M workers, for each row r in
-    order, drawn from ``gen`` as ``ReferenceRun.participants`` draws them. Needs S < M."""
+def sample_rounds(gen, M, out, ascending):
+    """out[r, :] <- the S = out.shape[1] participants of round r among M workers (ascending, or in the order drawn:
+    an asynchronous server's candidates, ``signsim.engine.buffered``), for each row r in order, drawn from ``gen``
+    as ``ReferenceRun.participants`` draws them. Needs S < M."""
     R, S = out.shape
     T = 1
     while T < 4 * S:
@@ -54,7 +55,8 @@ def sample_rounds(gen, M, out):
         for i in range(S):
             h = _find(keys, mask, i)
             out[r, i] = vals[h]
-        out[r].sort()
+        if ascending:
+            out[r].sort()
 
 
 @njit(cache=True)

@@ -63,7 +63,8 @@ _shown = _options.shown
 
 
 def option_name(field: str) -> str:
-    return "--" + field.replace("_", "-")
+    o = RECORD.get(field)
+    return o.flag if o is not None else "--" + field.replace("_", "-")
 
 
 def read_toml(path: Path, where: str) -> dict[str, Any]:

@@ -86,7 +86,11 @@ class Option:
 
     @property
     def flag(self) -> str:
-        return flag(self.name)
+        """The flag as the command line takes it: --name with - for _, or its one declared flag (``--async`` for
+        ``asynchronous``, a Python keyword)."""
+        if len(self.decls) == 1 and "/" not in self.decls[0]:
+            return self.decls[0]
+        return "--" + self.name.replace("_", "-")
 
     @property
     def api(self) -> tuple[str, ...]:
@@ -149,6 +153,9 @@ def _system_options() -> tuple[Option, ...]:
              what="the deadline", **kw),
         _run("over_select", "float", "sample S + ceil(F S) clients a round (at most M) and aggregate the first S to "
              "finish", P_SYSTEM, lo=0, lo_open=True, hi=MAX_SIZE, what="the over-selection fraction", **kw),
+        _run("asynchronous", "str", "asynchronous buffered aggregation (FedBuff): buffer:B[:const|:poly:A], the server "
+             "steps after B uploads, each weighted by (1+tau)^-A for tau steps of staleness; --clients-per-round "
+             "clients train at a time", P_SYSTEM, decls=("--async",), **kw),
         _run("budget_seconds", "float", "stop once the simulated clock reaches T seconds", P_SYSTEM, lo=0,
              lo_open=True, what="the time budget", **kw),
         _run("target", "str", "report the first recorded iteration at which loss:V or test_loss:V (<= V), or "
@@ -427,7 +434,7 @@ RECORD_ORDER = (
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
     "grad_estimator", "model", "down_compressor", "down_feedback", "prox_mu", "pre_aggregate",
     "compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds", "target",
-    "deadline", "over_select", "catch_up", "heterogeneity",
+    "deadline", "over_select", "catch_up", "heterogeneity", "asynchronous",
 )
 
 
@@ -436,7 +443,9 @@ OMIT_UNSET = {o.name: o.default for o in TABLE if o.omit_unset}
 
 
 def flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+    """The flag of option ``name``: --name with - for _ (``Option.flag`` where an option declares its own)."""
+    o = next((o for o in TABLE if o.name == name), None)
+    return o.flag if o is not None else "--" + name.replace("_", "-")
 
 
 def of_command(command: str) -> dict[str, Option]:

@@ -19,7 +19,47 @@ from signsim.system import laws
 
 #: the run options that make a system model (any one of them given turns the clock on)
 OPTIONS = ("compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds", "deadline",
-           "over_select")
+           "over_select", "asynchronous")
+#: ``--async``'s forms (docs/theory.md §14.6)
+ASYNC_FORMS = "buffer:B | buffer:B:const | buffer:B:poly:A"
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """Asynchronous buffered aggregation (FedBuff): the server steps once ``size`` uploads have arrived, each weighted
+    by (1 + tau)^-``staleness`` (0: by 1), tau the server steps since its client downloaded the model."""
+
+    size: int
+    staleness: float = 0.0
+    spec: str = ""
+
+
+def parse_buffer(spec: str) -> Buffer:
+    """``--async`` SPEC: ``buffer:B`` (B >= 1 updates a server step), ``buffer:B:const`` (the same), or
+    ``buffer:B:poly:A`` (weights (1 + tau)^-A, A >= 0 finite)."""
+    from signsim.interface.options import MAX_SIZE
+    from signsim.numbers import to_float, to_int
+
+    where = f"--async {spec!r}"
+    parts = spec.split(":")
+    if parts[0] != "buffer" or len(parts) not in (2, 3, 4) or (len(parts) == 3 and parts[2] != "const") or (
+            len(parts) == 4 and parts[2] != "poly"):
+        raise InputError(f"{where}: expected {ASYNC_FORMS}")
+    try:
+        size = to_int(parts[1])
+    except ValueError:
+        raise InputError(f"{where}: B must be a whole number of updates, got {parts[1]!r}") from None
+    if not 1 <= size <= MAX_SIZE:
+        raise InputError(f"{where}: B must be between 1 and {MAX_SIZE}, got {size}")
+    staleness = 0.0
+    if len(parts) == 4:
+        try:
+            staleness = to_float(parts[3])
+        except ValueError:
+            raise InputError(f"{where}: A must be a number, got {parts[3]!r}") from None
+        if not (0.0 <= staleness < math.inf):
+            raise InputError(f"{where}: A must be finite and >= 0, got {parts[3]!r}")
+    return Buffer(size, staleness, spec)
 
 
 @dataclass(frozen=True)
@@ -33,6 +73,8 @@ class SystemModel:
     budget_seconds: float = math.inf
     deadline: float = math.inf
     over_select: float | None = None
+    #: asynchronous buffered aggregation (None: synchronous rounds)
+    buffer: Buffer | None = None
 
     @property
     def code(self) -> int:
@@ -78,6 +120,8 @@ def of_config(cfg) -> SystemModel | None:
     for name in ("latency", "server_bandwidth", "topology", "budget_seconds", "deadline", "over_select"):
         if getattr(cfg, name) is not None:
             kw[name] = getattr(cfg, name)
+    if getattr(cfg, "asynchronous", None) is not None:
+        kw["buffer"] = parse_buffer(cfg.asynchronous)
     return SystemModel(**kw)
 
 
@@ -90,6 +134,8 @@ def refusal(model: SystemModel, settings, cfg) -> str | None:
     if cfg.votes == "binomial":
         return ("--votes binomial: not with a system model (it draws the vote counts, not the workers whose "
                 "messages the clock times); drop one of the two")
+    if model.buffer is not None:
+        return async_refusal(model, settings, cfg)
     reason = selection_refusal(model, settings, cfg)
     if reason is not None or model.topology == "ps":
         return reason
@@ -112,6 +158,36 @@ def refusal(model: SystemModel, settings, cfg) -> str | None:
         pre = [st.spec for st in settings.pre_aggregation if st.spec != "none"]
         if pre:
             return f"{where}: --pre-aggregate {pre[0]} reads every message; use --topology allgather or ps"
+    return None
+
+
+def async_refusal(model: SystemModel, settings, cfg) -> str | None:
+    """Why the run cannot aggregate asynchronously (``--async``, §14.6), or None: it needs a parameter server without
+    a shared link (each client's own links time it), no rounds to cut (a deadline, over-selection), no compressed
+    broadcast (a client downloads the model it starts from), stages that keep no server state made of every
+    worker's messages in step (EF21, CLAG, DIANA, SCAFFOLD, MARINA), no attack that reads a round's honest messages,
+    and gradients computed in the loop (not your own PyTorch model's rounds)."""
+    where = f"--async {model.buffer.spec}"
+    if model.topology != "ps":
+        return f"{where}: asynchronous clients talk to a parameter server; use --topology ps"
+    if model.server_bandwidth != math.inf:
+        return f"{where}: not with --server-bandwidth (the clients' uploads are timed on their own links)"
+    if model.deadline != math.inf or model.over_select is not None:
+        return f"{where}: there are no rounds to cut short; drop --deadline and --over-select"
+    if settings.downlink:
+        return (f"{where}: a client downloads the model it starts from, not a compressed broadcast; drop "
+                f"--down-compressor")
+    if getattr(cfg, "model", None) is not None:
+        return f"{where}: not with --model yet (your model's gradients are taken a round at a time)"
+    ef, est, att = settings.error_feedback, settings.estimator, settings.attack
+    if getattr(ef.module, "SERVER_STATE", False) or getattr(ef.module, "LAZY", False):
+        return (f"{where}: --error-feedback {ef.spec} keeps a server state made of every worker's messages in step; "
+                "use none or ef")
+    if (getattr(est.module, "STATE", False) or getattr(est.module, "SERVER_STATE", False)
+            or getattr(est.module, "TWO_POINT", False)):
+        return f"{where}: --grad-estimator {est.spec} keeps state made of every worker's messages in step"
+    if getattr(att.module, "OMNISCIENT", False):
+        return f"{where}: --attack {att.spec} reads a round's honest messages; an asynchronous server has no rounds"
     return None
 
 
