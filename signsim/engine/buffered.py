@@ -65,11 +65,12 @@ from signsim.engine.loop import (
 from signsim.stages.base import FLOAT_BITS
 
 #: the asynchronous server's state, kept between chunks: each slot's client (-1: free), the model version it
-#: downloaded, when its upload arrives and when it started, with its download, compute and upload seconds
-#: (``phase``, C x 3); the version each client holds (``held``, M), whether it trains (``busy``, M); the buffer of
-#: weighted messages (B x d); ``now`` = [the clock's time]; ``count`` = [messages in the buffer, the server's version,
-#: candidate rows used]; ``rows``: the server's candidate rows (R x C clients, in the order drawn; 1 x 1 when C = M)
-Queue = namedtuple("Queue", "client version finish start phase held busy buf now count rows")
+#: downloaded, when its upload arrives and when it started, with its download and compute seconds (``phase``,
+#: C x 2); the version each client holds (``held``, M), whether it trains (``busy``, M), where its generator is in
+#: the loop's list of generators (``gen_of``, M; -1: not there yet); the buffer of weighted messages (B x d);
+#: ``now`` = [the clock's time]; ``count`` = [messages in the buffer, the server's version, candidate rows used];
+#: ``rows``: the server's candidate rows (R x C clients, in the order drawn; 1 x 1 when C = M)
+Queue = namedtuple("Queue", "client version finish start phase held busy gen_of buf now count rows")
 Q_IN_BUFFER, Q_VERSION, Q_ROWS_USED = 0, 1, 2
 
 
@@ -112,7 +113,7 @@ def _start(plan, queue, k, lr, data, workers, server, run, gens):
         for m in range(M):
             if not busy[m]:
                 who[n] = m
-                where[n] = m
+                where[n] = queue.gen_of[m]
                 n += 1
     else:
         r = count[Q_ROWS_USED]
@@ -124,7 +125,7 @@ def _start(plan, queue, k, lr, data, workers, server, run, gens):
             m = queue.rows[r, i]
             if n < free and not busy[m]:
                 who[n] = m
-                where[n] = r * C + i
+                where[n] = queue.gen_of[m]
                 n += 1
         for a in range(1, n):  # sorted by client (insertion: n <= C)
             m, w = who[a], where[a]
@@ -163,7 +164,6 @@ def _start(plan, queue, k, lr, data, workers, server, run, gens):
         queue.start[j] = now
         queue.phase[j, 0] = down
         queue.phase[j, 1] = compute
-        queue.phase[j, 2] = up
         queue.finish[j] = now + down + compute + up
     return True
 

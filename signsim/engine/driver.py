@@ -40,6 +40,8 @@ CHUNK_SECONDS = 0.1
 #: with sampled participants, a chunk holds at most this many (round, participant) slots: their generators are
 #: handed to the loop as a list made for the chunk
 CHUNK_SLOTS = 16_384
+#: the most candidate clients an asynchronous run draws ahead of a chunk (``Engine._candidates``)
+ROW_SLOTS = 1 << 20
 
 #: the field of ``Settings`` that holds the stage of a kind whose name it does not take (``Settings.by_kind``)
 FIELDS = {"momentum": "momentum_kind", "aggregation": "aggregate"}
@@ -336,15 +338,21 @@ class Engine(ChunkedState):
             self.queue = buffered.Queue(client=np.full(S, -1, dtype=np.int64), version=np.zeros(S, dtype=np.int64),
                                         finish=np.zeros(S), start=np.zeros(S), phase=np.zeros((S, 2)),
                                         held=np.zeros(M, dtype=np.int64), busy=np.zeros(M, dtype=np.bool_),
+                                        gen_of=(np.full(M, -1, dtype=np.int64) if S < M
+                                                else np.arange(M, dtype=np.int64)),
                                         buf=np.zeros((self.buffer.size, d), dtype=dt), now=np.zeros(1),
                                         count=np.zeros(3, dtype=np.int64),
                                         rows=np.zeros((0, S) if S < M else (1, 1), dtype=np.int64))
         if S < M:  # each chunk's participants and their generators are drawn before it (``_sample``)
             self.part = np.zeros((1, S), dtype=np.int64)
-            self.gens = worker_generators([self.streams[0]], parallel)
+            # (an asynchronous run's list grows with each client's first appearance, ``_candidates``)
+            self.gens = None if self.buffer is not None else worker_generators([self.streams[0]], parallel)
         else:
             self.part = np.arange(M, dtype=np.int64).reshape(1, M)
-            self.gens = worker_generators([self.streams[m] for m in range(M)], parallel)
+            # (an asynchronous run calls its loop for a few server steps at a time: a typed list, which is not
+            # unboxed generator by generator at each call)
+            self.gens = worker_generators([self.streams[m] for m in range(M)], parallel or self.buffer is not None)
+        self.known = 0  # the generators in an asynchronous run's list
         sparse_down = accounting.broadcast_is_sparse(s.compressor, s.aggregate)
         down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, S, d, s.sign_zero, s.tie)
         self.icfg, self.fcfg = self.settings_arrays(problem, noise, s, eval_every, parallel, sparse_down, down, S, M)
@@ -420,19 +428,28 @@ class Engine(ChunkedState):
 
     def _candidates(self, k1: int) -> None:
         """An asynchronous run's candidate rows for server steps k..k1-1 (``buffered``: a step starts clients at most
-        B + 1 times, each time from the next row), after the rows not used yet, with their generators; at most
-        about ``CHUNK_SLOTS`` slots beyond the B + 2 rows a step may need."""
-        from signsim.engine.participants import sample_rounds
+        B + 1 times, each time from the next row), after the rows not used yet, at most about ``ROW_SLOTS`` clients
+        beyond the B + 2 rows a step may need; the generators of the clients that appear for the first time join the
+        loop's list (``Queue.gen_of``: where each client's is)."""
+        from signsim.engine.participants import extend, sample_rounds, typed_list
 
         q, B = self.queue, self.buffer.size
         left = q.rows[int(q.count[2]):]
-        want = min((k1 - self.k) * (B + 1) + 1, max(B + 2, CHUNK_SLOTS // self.S))
+        want = min((k1 - self.k) * (B + 1) + 1, max(B + 2, ROW_SLOTS // self.S))
         new = np.empty((max(0, want - left.shape[0]), self.S), dtype=np.int64)
         sample_rounds(self.part_gen, np.int64(self.M), new, False)
-        rows = np.concatenate([left, new])
-        self.queue = q._replace(rows=rows)
+        fresh = np.unique(new)
+        fresh = fresh[q.gen_of[fresh] < 0]
+        if fresh.size:
+            q.gen_of[fresh] = np.arange(self.known, self.known + fresh.size, dtype=np.int64)
+            self.known += fresh.size
+            more = [self.streams[m] for m in fresh.tolist()]
+            if self.gens is None:
+                self.gens = typed_list(more)
+            else:
+                extend(self.gens, more)
+        self.queue = q._replace(rows=np.concatenate([left, new]))
         q.count[2] = 0
-        self.gens = worker_generators([self.streams[m] for m in rows.ravel().tolist()], self.parallel)
 
     def advance(self, n: int) -> Status:
         if self.external is not None:

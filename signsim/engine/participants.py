@@ -67,3 +67,11 @@ def typed_list(gens):
     for g in gens:
         out.append(g)
     return out
+
+
+@njit(cache=True)
+def extend(out, gens):
+    """Append the generators of the (reflected) list ``gens`` to the typed list ``out``, in compiled code: an
+    asynchronous run's list grows as clients first take part (``Engine._candidates``)."""
+    for g in gens:
+        out.append(g)
