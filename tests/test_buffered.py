@@ -144,7 +144,22 @@ def test_stale_updates_weigh_less_and_the_clock_orders_arrivals():
     (("--async", "buffer:2", "--method", "ef21"), "--error-feedback ef21"),
     (("--async", "buffer:2", "--method", "marina"), "--grad-estimator"),
     (("--async", "buffer:2", "--byzantine", "1", "--attack", "alie"), "--attack alie"),
+    # a server step aggregates B messages: a rule that needs more is refused as a round's is for S
+    (("--async", "buffer:2", "--byzantine", "1", "--aggregate", "mda:1", "--method", "sgd"), "2 messages a server step"),
+    (("--async", "buffer:4", "--byzantine", "1", "--aggregate", "krum:1", "--method", "sgd"), "Krum needs"),
 ])
 def test_what_cannot_run_asynchronously_is_refused_in_one_line(cli, args, says):
     r = cli("run", "--workers", "6", "--clients-per-round", "3", "--iters", "2", *args)
     assert_one_line_error(r, says)
+
+
+def test_a_run_of_no_step_and_the_declared_bits_of_a_step():
+    none = signsim.run(problem="quadratic", dim=6, workers=8, clients_per_round=4, iters=0, compute="const:1",
+                       asynchronous="buffer:2")
+    assert list(none.history["iter"]) == [0]
+    # B uploads and, per upload, at most one model downloaded by the client started in its place
+    doc = signsim.run(problem="quadratic", dim=6, workers=8, clients_per_round=4, iters=30, compute="lognormal:1:1",
+                      downlink="const:1000", asynchronous="buffer:9").to_dict()
+    declared, final = doc["bits_per_iter"], doc["final"]
+    assert final["bits_down"] / 30 <= declared["down"] == 9 * 32 * 6
+    assert final["bits_up"] / 30 <= declared["up"]

@@ -161,12 +161,18 @@ def checked_target(cfg: RunConfig, recorded):
 def declared_bits(settings, workers: int, d: int):
     """The declared bits of one iteration of a run (``accounting.bits_per_iteration``, its upper bounds): S
     participants' messages, the estimator's extra bits, and for a two-point estimator (MARINA) its rounds in which
-    every worker sends its exact gradient."""
+    every worker sends its exact gradient; of an asynchronous run's server step, B messages up and B models down."""
     from signsim import accounting
 
     two_point = getattr(settings.estimator.module, "TWO_POINT", False)
     extra = declared(settings.estimator.module, "extra_bits", d, result="pair")
     S = settings.participants(workers)
+    buffer = settings.system.buffer if settings.system is not None else None
+    if buffer is not None:  # a server step of an asynchronous run (docs/theory.md §14.6): B uploads, and the model
+        # downloaded by each client started in their place
+        up = accounting.bits_per_iteration(settings.compressor, settings.aggregate, buffer.size, d,
+                                           settings.sign_zero, settings.tie, None, extra).up
+        return accounting.BitsPerIteration(up=up, down=buffer.size * accounting.FLOAT_BITS * d)
     return accounting.bits_per_iteration(settings.compressor, settings.aggregate, S, d, settings.sign_zero,
                                          settings.tie, settings.down_compressor, extra, workers if two_point else 0,
                                          S if S < workers and settings.catch_up and not two_point else 0)

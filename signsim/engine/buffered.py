@@ -14,7 +14,8 @@ free clients of the next row of the server's sampling stream (``participants.sam
 sorted into the free slots), or, when every client trains at once (C = M), the clients that just finished.
 
 A client computes its message when it starts, from what it then holds, and the message waits for its arrival: the
-same message as computed at the end of its training. With B = C = S, constant times and A = 0, every client of a
+same message as computed at the end of its training. With B = C = S, A = 0 and every client taking the same time
+(constant compute times, and constant links with messages of a fixed size, or unlimited links), every client of a
 "round" starts and arrives together, so the server steps on the S messages of the round's participants, drawn as
 a synchronous round draws them: the run is the synchronous one (tested bit for bit).
 """

@@ -457,7 +457,7 @@ class Engine(ChunkedState):
         p = self.problem
         k1 = min(self.K, self.k + n)
         if self.buffer is not None:
-            if self.S < self.M and k1 > self.k:
+            if self.S < self.M and (k1 > self.k or self.gens is None):  # (a run of 0 steps still calls the loop)
                 self._candidates(k1)
             return self._run_loop(p, self.k, k1, self.K)
         if self.S < self.M and k1 > self.k:
@@ -585,6 +585,8 @@ class Engine(ChunkedState):
             try:
                 status = buffered.run_buffered(self.plan, np.int64(k0), np.int64(k1), np.int64(K), *self.bundles(),
                                                self.queue)
+                if self.kinds is None:  # a chunk has returned: the loop is compiled (``_stopped_at_chunk_start``)
+                    self.kinds = argument_kinds(self.bundles())
             except Exception as e:
                 self._plugin_error(e)
         self.status = self._contract(Status(status))

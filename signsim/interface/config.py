@@ -357,6 +357,27 @@ def _check_pre_aggregate(cfg: RunConfig, chosen) -> None:
                          f"{cfg.aggregate}, but {need}")
 
 
+def _check_buffer(cfg: RunConfig, chosen) -> None:
+    """An asynchronous server aggregates B messages a step (``--async buffer:B``, docs/theory.md §14.6): its
+    pre-aggregations and aggregation need enough of them, as a round's need enough of its S."""
+    if getattr(cfg, "asynchronous", None) is None:
+        return
+    from signsim import stages
+    from signsim.system.model import parse_buffer
+
+    B = parse_buffer(cfg.asynchronous).size
+    where = f"--async {cfg.asynchronous}"
+    n = B
+    if chosen.pre_aggregation:
+        try:
+            n = stages.pre_aggregated_rows(chosen.pre_aggregation, B)
+        except InputError as e:
+            raise InputError(f"{where} with --pre-aggregate {cfg.pre_aggregate}: {e}") from None
+    need = _aggregation_needs(cfg, n)
+    if need is not None:
+        raise InputError(f"{where} with --aggregate {cfg.aggregate}: {n} messages a server step, but {need}")
+
+
 def _check_data_oracle(cfg: RunConfig, chosen) -> None:
     """What needs the samples of a data problem: ``--batch-size full``, the exact gradient of each worker's local
     objective (docs/theory.md §5), and an attack whose Byzantine workers flip their labels (its LABELS flag:
@@ -424,6 +445,7 @@ def validate(cfg: RunConfig) -> None:
     chosen = plan.of_config(cfg, method)  # every stage spec parsed, once (the layers below read these)
     _check_data_oracle(cfg, chosen)
     _check_pre_aggregate(cfg, chosen)
+    _check_buffer(cfg, chosen)
     if cfg.momentum2 is not None:
         _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
     stages.check_composition(cfg, method, chosen)
