@@ -145,7 +145,8 @@ def test_stale_updates_weigh_less_and_the_clock_orders_arrivals():
     (("--async", "buffer:2", "--method", "marina"), "--grad-estimator"),
     (("--async", "buffer:2", "--byzantine", "1", "--attack", "alie"), "--attack alie"),
     # a server step aggregates B messages: a rule that needs more is refused as a round's is for S
-    (("--async", "buffer:2", "--byzantine", "1", "--aggregate", "mda:1", "--method", "sgd"), "2 messages a server step"),
+    (("--async", "buffer:2", "--byzantine", "1", "--aggregate", "mda:1", "--method", "sgd"),
+     "2 messages a server step"),
     (("--async", "buffer:4", "--byzantine", "1", "--aggregate", "krum:1", "--method", "sgd"), "Krum needs"),
 ])
 def test_what_cannot_run_asynchronously_is_refused_in_one_line(cli, args, says):
