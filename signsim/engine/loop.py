@@ -59,6 +59,7 @@ from signsim.engine.dispatch import (  # the calls on the problem and noise kern
     add_noise,
     check_noise,
     check_problem,
+    overloaded,
     problem_accuracy,
     problem_evaluate,
     problem_loss,
@@ -66,6 +67,7 @@ from signsim.engine.dispatch import (  # the calls on the problem and noise kern
     problem_test_loss,
 )
 from signsim.engine.plan import (  # the calls on the stages, by the plan's stages
+    StagesType,
     attack_row,
     attack_rows,
     compress,
@@ -87,6 +89,7 @@ from signsim.engine.plan import (  # the calls on the stages, by the plan's stag
     pre_aggregate_2,
     pre_aggregate_3,
     robust_aggregate,
+    searches,
     server_update,
 )
 from signsim.stages import kinds
@@ -401,6 +404,21 @@ def move(problems, icfg, x, direction, scale, lr, wd, trial, pf, pi, A, b):
             x[i] -= scale * direction[i]
 
 
+def _searching(stages, rows, nb, agg, icfg, sp, gen):
+    return attack_factor(stages, rows, nb, agg, icfg, sp, gen)
+
+
+def _not_searching(stages, rows, nb, agg, icfg, sp, gen):
+    return 0.0  # (never called: the loop searches only under the SEARCH flag of its composition's attack)
+
+
+#: ``attack_factor`` for a loop whose stages may search (``plan.searches``), else nothing to compile: a composition
+#: whose attack does not search (most) skips the line search's compile, and that of the aggregation inside it
+search_factor = overloaded("search_factor", "stages, rows, nb, agg, icfg, sp, gen", __name__,
+                           lambda t: t.plan_key if isinstance(t, StagesType) else None,
+                           lambda t: _searching if searches(t) else _not_searching)
+
+
 @njit(cache=True)
 def record(problems, k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally):
     """Append one history row at iterate x_k; return Status.DIVERGED when the loss or the iterate is not
@@ -575,7 +593,7 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
                 if 0 < nb < n_in:  # (no honest message to read when every participant is Byzantine, §12)
                     if icfg[I_SEARCH]:  # the factor that hurts this round's aggregate most (alie-opt, ipm-opt)
                         q = np.zeros(sp.shape[1])
-                        q[0] = attack_factor(stages, rows, nb, agg, icfg, sp, server_gen)
+                        q[0] = search_factor(stages, rows, nb, agg, icfg, sp, server_gen)
                         attack_rows(stages, icfg[I_CODE_ATTACK], rows, nb, q)
                     else:
                         attack_rows(stages, icfg[I_CODE_ATTACK], rows, nb, sp[SP_ATTACK])

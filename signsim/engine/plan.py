@@ -187,6 +187,12 @@ def _stage(key, kind: str):
     return next(module_named(m, h) for k, m, h in key if k == kind)
 
 
+def searches(t) -> bool:
+    """Whether a loop of the stages type ``t`` may search an attack's factor (``loop.attack_factor``): the plan of
+    every built-in stage, or a composition whose attack sets SEARCH (alie-opt, ipm-opt; docs/theory.md §8.5)."""
+    return t.builtin or bool(getattr(_stage(t.plan_key, "attack"), "SEARCH", False))
+
+
 def _stage_call(kind: kinds.Kind, call: kinds.Call):
     """``call(plan, code, ...)`` of the table of kinds: for the plan of every built-in stage a branch on the code,
     else the composition's own stage (``dispatch.overloaded``: made once per stages type, inlined into the loop)."""

@@ -52,6 +52,7 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     from numba import typeof
 
     from signsim.engine import loop, stage_kernels
+    from signsim.engine.plan import searches
     from signsim.stages import kinds
 
     data, workers, server, run, gens = bundles or engine.bundles()
@@ -98,7 +99,8 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
                     continue
                 args = sig(*(p if a == "p" else value[a] for a in call.args))
                 jobs += [(("stage", kind.name, m.__name__, call.attr), args) for m in modules]
-    if stage_kernels.builtin_only(stages):  # a searching attack's line search (1.4 of a first run's 17 CPU-s)
+    # a searching attack's line search (1.4 of a first run's 17 CPU-s), in the loops that may search
+    if stage_kernels.builtin_only(stages) and searches(typeof(run_plan.stages)):
         jobs.append((("module", "signsim.engine.loop", "attack_factor"),
                      sig(run_plan.stages, workers.msg[:S], k, server.agg, icfg, sp, server.gen)))
     lr = fcfg[loop.F_LR]
