@@ -84,6 +84,16 @@ def _overlap(a0, a1, b0, b1):
 
 
 @njit(inline="always")
+def _earliest(client, finish):
+    """The slot whose upload arrives first (the lowest slot on a tie), -1 when no client trains."""
+    j = -1
+    for s in range(client.shape[0]):
+        if client[s] >= 0 and (j < 0 or finish[s] < finish[j]):
+            j = s
+    return j
+
+
+@njit(inline="always")
 def take_step(plan, k, lr, n, M, data, workers, server, run):
     """The server's step k from the aggregate of its buffer's n messages, as a round's server takes it."""
     icfg, fcfg = run.icfg, run.fcfg
@@ -201,18 +211,12 @@ def run_buffered(plan, k0, k1, K, data, workers, server, run, gens, queue):
         up = 0.0
         while count[Q_IN_BUFFER] < B:
             now = queue.now[0]
-            j = -1  # the next arrival: the earliest, the lowest slot first
-            for s in range(C):
-                if client[s] >= 0 and (j < 0 or queue.finish[s] < queue.finish[j]):
-                    j = s
+            j = _earliest(client, queue.finish)  # the next arrival
             if j < 0 or queue.finish[j] > now:
                 # every upload of this instant is in: the free slots start, then the clock moves to the next arrival
                 if not _start(plan, queue, k, lr, data, workers, server, run, gens):
                     return Status.CONTRACT  # (rows are checked above: not reached)
-                j = -1
-                for s in range(C):
-                    if client[s] >= 0 and (j < 0 or queue.finish[s] < queue.finish[j]):
-                        j = s
+                j = _earliest(client, queue.finish)
                 t = queue.finish[j]
                 # the wait is the awaited client's: its download, compute and upload phases that fall in it
                 s0 = queue.start[j]

@@ -431,10 +431,11 @@ class Engine(ChunkedState):
         B + 1 times, each time from the next row), after the rows not used yet, at most about ``ROW_SLOTS`` clients
         beyond the B + 2 rows a step may need; the generators of the clients that appear for the first time join the
         loop's list (``Queue.gen_of``: where each client's is)."""
+        from signsim.engine.buffered import Q_ROWS_USED
         from signsim.engine.participants import extend, sample_rounds, typed_list
 
         q, B = self.queue, self.buffer.size
-        left = q.rows[int(q.count[2]):]
+        left = q.rows[int(q.count[Q_ROWS_USED]):]
         want = min((k1 - self.k) * (B + 1) + 1, max(B + 2, ROW_SLOTS // self.S))
         new = np.empty((max(0, want - left.shape[0]), self.S), dtype=np.int64)
         sample_rounds(self.part_gen, np.int64(self.M), new, False)
@@ -449,7 +450,7 @@ class Engine(ChunkedState):
             else:
                 extend(self.gens, more)
         self.queue = q._replace(rows=np.concatenate([left, new]))
-        q.count[2] = 0
+        q.count[Q_ROWS_USED] = 0
 
     def advance(self, n: int) -> Status:
         if self.external is not None:
