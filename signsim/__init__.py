@@ -49,9 +49,56 @@ def _kernel_cache_dir(here=None) -> str:
     return str(root / h.hexdigest()[:16])
 
 
+#: free bytes the kernel cache's disk must have for signsim to keep compiled kernels there (a first run writes about
+#: 10 MB, every kernel of every family about 50 MB). With less, kernels compile into a temporary folder removed at
+#: exit (``UNCACHED`` says why; the compile notice tells the user) instead of a full disk stopping the run.
+CACHE_MIN_FREE = 64 * 2**20
+
+
+def _free_bytes(folder: str) -> int | None:
+    """Free bytes on the disk that holds ``folder`` (its nearest existing parent), None if that cannot be known."""
+    import shutil
+    from pathlib import Path
+
+    for q in (Path(folder), *Path(folder).parents):
+        if q.exists():
+            try:
+                return shutil.disk_usage(q).free
+            except OSError:
+                return None
+    return None
+
+
+def _uncached_fallback(folder: str, need: int = CACHE_MIN_FREE) -> str | None:
+    """A temporary folder for Numba's cache (removed at exit) when ``folder``'s disk has less than ``need`` bytes
+    free and the temporary folder's disk has them; otherwise None (``folder`` is used)."""
+    free = _free_bytes(folder)
+    if free is None or free >= need:
+        return None
+    import atexit
+    import shutil
+    import tempfile
+
+    try:
+        tmp = tempfile.mkdtemp(prefix="signsim-kernels-")
+    except OSError:
+        return None
+    if (_free_bytes(tmp) or 0) < need:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None
+    atexit.register(shutil.rmtree, tmp, True)
+    return tmp
+
+
 # a value the user set wins (and then keeping it consistent is theirs)
 if "NUMBA_CACHE_DIR" not in os.environ:
     os.environ["NUMBA_CACHE_DIR"] = _kernel_cache_dir()
+#: (the kernel cache folder, its disk's free bytes) when that disk was too full and kernels compile into a
+#: temporary folder this process removes at exit; None normally
+UNCACHED: tuple[str, int] | None = None
+if (_tmp := _uncached_fallback(os.environ["NUMBA_CACHE_DIR"])) is not None:
+    UNCACHED = (os.environ["NUMBA_CACHE_DIR"], _free_bytes(os.environ["NUMBA_CACHE_DIR"]) or 0)
+    os.environ["NUMBA_CACHE_DIR"] = _tmp
 
 __version__ = "0.2.0"
 

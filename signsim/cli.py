@@ -15,8 +15,18 @@ import sys
 
 #: signals that arrive while the command line starts (imports) are remembered and acted on by ``main``
 _EARLY: list[int] = []
+
+
+def _is_entry(name: str, argv0: str) -> bool:
+    """Whether this process is the signsim command: ``signsim`` (the console script), ``python -m signsim``
+    (argv[0] is then the package's ``__main__.py``) or ``python -m signsim.cli``; not a program or test
+    importing the module."""
+    path = argv0.replace(os.sep, "/").split("/")
+    return name == "__main__" or path[-1] == "signsim" or path[-2:] == ["signsim", "__main__.py"]
+
+
 #: this process is the signsim command (not a program or test importing the module)
-_ENTRY = __name__ == "__main__" or bool(sys.argv) and sys.argv[0].rsplit("/", 1)[-1] == "signsim"
+_ENTRY = _is_entry(__name__, sys.argv[0] if sys.argv else "")
 if _ENTRY:
     for _sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(_sig, lambda signum, frame: _EARLY.append(signum))
@@ -652,6 +662,11 @@ def _main(argv: list[str] | None) -> int:
             return EXIT_INTERRUPTED
         _fail(f"unexpected end of input ({' '.join(str(cause).split()) or type(cause).__name__})")
     except OSError as e:
+        from signsim.interface.kernel_cache import writing_cache
+
+        if writing_cache(e):  # the disk filled (or a quota ran out) while a kernel was being saved
+            _fail(f"the kernel cache folder {os.environ.get('NUMBA_CACHE_DIR')}: {e.strerror or e} (free space "
+                  "there, or set NUMBA_CACHE_DIR to a folder with room)")
         where = f"{e.filename}: " if e.filename else ""
         _fail(f"{where}{e.strerror or e}")
     return code if isinstance(code, int) else 0

@@ -19,6 +19,7 @@ The summary line "kernels compiled (N cache entries), by the test file that need
 file costs.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -342,3 +343,77 @@ def wait_until_ready(proc: subprocess.Popen, ready: Path, timeout: float = 600) 
             proc.kill()
             pytest.fail(f"signsim did not report its work under way within {timeout:g} s")
         time.sleep(0.02)
+
+
+# --- signals: "acts within about a second", in the signalled process's own CPU time ------------------------------
+
+#: CPU seconds a signalled signsim process (its threads and its children) may use from the signal to its exit:
+#: "acts within about a second" measured in the process's own CPU time, which a machine loaded by other work does
+#: not stretch as it stretches wall time (issue 50: no test depends on wall time)
+ACT_WITHIN_CPU = 2.0
+#: wall seconds after a signal past which a process counts as hung: a guard far above any loaded machine's delay
+HANG_SECONDS = 120.0
+
+
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def cpu_of(pid: int) -> float:
+    """CPU seconds process ``pid`` and its descendants have used so far: utime, stime, cutime and cstime of
+    /proc/PID/stat (its threads and its children already reaped), and the same of each living descendant (a
+    sweep's workers), whose whole CPU time reaches the process's own once they are reaped."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                parents.setdefault(int(_stat(int(entry.name))[1]), []).append(int(entry.name))
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        with contextlib.suppress(OSError):
+            total += sum(int(v) for v in _stat(p)[11:15])
+        todo += parents.get(p, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_cpu(proc: subprocess.Popen, seconds: float, timeout: float = 600) -> None:
+    """Wait until ``proc`` has used ``seconds`` more CPU seconds (e.g. to land a signal well inside a compile)
+    rather than sleeping for a guessed wall time; fail if it ends first."""
+    start, end = cpu_of(proc.pid), time.monotonic() + timeout
+    while cpu_of(proc.pid) - start < seconds:
+        if proc.poll() is not None or time.monotonic() > end:
+            pytest.fail(f"signsim ended or stalled before using {seconds:g} CPU seconds")
+        time.sleep(0.02)
+
+
+def exit_after_signal(proc: subprocess.Popen, cpu_at_signal: float, timeout: float = HANG_SECONDS,
+                      pump=None) -> tuple[str, float]:
+    """Wait for ``proc`` (text pipes, or ``pump()`` reading its terminal) to exit after a signal; return (its
+    stderr, the CPU seconds it and its children used after the signal: ``cpu_of`` read just before it). A process
+    still running ``timeout`` wall seconds later is hung: its session is killed and the test fails."""
+    import threading
+
+    box: dict[str, str] = {}
+    readers = [threading.Thread(target=lambda k=k, f=f: box.__setitem__(k, f.read()), daemon=True)
+               for k, f in (("out", proc.stdout), ("err", proc.stderr)) if f is not None]
+    for t in readers:
+        t.start()
+    end = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > end:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, 9)
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"still running {timeout:g} s after the signal")
+        if pump is not None:
+            pump()
+        time.sleep(0.02)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for t in readers:
+        t.join(timeout)
+    return box.get("err", ""), usage.ru_utime + usage.ru_stime - cpu_at_signal

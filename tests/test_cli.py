@@ -165,3 +165,19 @@ def test_help_does_not_import_heavy_modules():
 def test_console_script_runs_without_arguments():
     r = run_subprocess()
     assert r.code == 0 and "run" in r.out
+
+
+@pytest.mark.parametrize(("name", "argv0", "entry"), [
+    ("signsim.cli", "/venv/bin/signsim", True),
+    ("signsim.cli", "/src/signsim/__main__.py", True),  # python -m signsim (it was missed: a late Ctrl-C gave -2)
+    ("__main__", "/src/signsim/cli.py", True),  # python -m signsim.cli
+    ("signsim.cli", "/usr/bin/pytest", False),
+    ("signsim.cli", "/src/other/__main__.py", False),
+    ("signsim.cli", "", False),
+])
+def test_the_command_knows_it_is_the_command(name, argv0, entry):
+    """Only the command itself installs the early signal handlers and leaves with os._exit after an interrupt;
+    a program importing signsim keeps its own."""
+    from signsim.cli import _is_entry
+
+    assert _is_entry(name, argv0) is entry

@@ -20,8 +20,8 @@ import pytest
 
 from signsim.interface import interrupts
 
-ACT_WITHIN = 2.5  # seconds from the signal to the exit (about one second, plus a loaded machine's slack)
-
+from .conftest import ACT_WITHIN_CPU as ACT_WITHIN
+from .conftest import cpu_of, exit_after_signal
 
 # --- finding 2: a long or compiling chunk does not hold the signal back --------------------------------------
 
@@ -149,25 +149,25 @@ def _until_running(args, pattern: bytes, timeout: float = 300):
     return p, master, seen
 
 
-def _drain_until_exit(p, master, timeout: float = 60) -> bytes:
-    out = b""
-    end = time.monotonic() + timeout
-    while p.poll() is None and time.monotonic() < end:
-        if select.select([master], [], [], 0.1)[0]:
+def _drain_until_exit(p, master, cpu: float) -> tuple[bytes, float]:
+    """The terminal's output until ``p`` exits, and the CPU seconds it used after the signal (``cpu``: its
+    ``cpu_of`` just before)."""
+    out = bytearray()
+
+    def pump() -> None:
+        while select.select([master], [], [], 0)[0]:
             try:
-                out += os.read(master, 65536)
-            except OSError:
-                break
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal closed with the process
+                return
+            if not chunk:
+                return
+            out.extend(chunk)
+
+    _, took = exit_after_signal(p, cpu, pump=pump)
+    pump()
     os.close(master)
-    try:
-        p.wait(max(1.0, end - time.monotonic()))  # the terminal closes just before the process exits
-    except subprocess.TimeoutExpired:
-        pass
-    if p.poll() is None:  # it did not stop: end it (and its session) so that nothing is left running
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
-        pytest.fail(f"still running {timeout} s after the signal: {out[-2000:]!r}")
-    return out
+    return bytes(out), took
 
 
 @pytest.mark.slow
@@ -180,13 +180,13 @@ def test_an_experiment_stops_entirely_on_the_first_signal(tmp_path, kind, sig, c
                       + "eval_every = 1000\n")
     out = tmp_path / "e.json"
     p, master, _ = _until_running(["diversity", "--config", config, "--out", out], rb"\d+/100000000")
-    start = time.monotonic()
+    cpu = cpu_of(p.pid)
     if sig == signal.SIGINT:
         os.killpg(p.pid, sig)  # as a terminal does
     else:
         os.kill(p.pid, sig)
-    err = _drain_until_exit(p, master).decode(errors="replace")
-    took = time.monotonic() - start
+    raw, took = _drain_until_exit(p, master, cpu)
+    err = raw.decode(errors="replace")
     assert p.returncode == code and took < ACT_WITHIN, (p.returncode, took, err[-2000:])
     assert "Traceback" not in err
     doc = json.loads(out.read_text())

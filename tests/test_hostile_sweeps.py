@@ -5,11 +5,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
-from .conftest import wait_until_ready
+from .conftest import ACT_WITHIN_CPU, cpu_of, exit_after_signal, wait_until_ready
 from .test_hostile import one_line
 
 QUICK = 'problem = "quadratic"\niters = 200\n[grid]\nlr = [0.1, 0.01, 0.001, 0.0001]\n'
@@ -81,10 +82,10 @@ def popen_ready(tmp_path, *args):
 ])
 def test_sweep_files_are_validated_completely_at_plan_time(cli, tmp_path, text, words):
     p = write(tmp_path, text)
-    start = time.time()
+    start = time.process_time()
     one_line(cli("sweep", p, "--dry-run", "--out", tmp_path / "o"), str(p) if "split" not in text else "--split",
              *words)
-    assert time.time() - start < 20
+    assert time.process_time() - start < 20  # CPU seconds: planned, not run
 
 
 def test_jobs_are_capped_at_the_cores_unless_forced(cli, tmp_path):
@@ -170,7 +171,8 @@ def test_pool_workers_exit_when_the_sweep_process_dies(tmp_path):
     assert len(workers) >= 2, workers
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(30)
-    assert wait_for(lambda: not any(alive(w) for w in workers), 10), "pool workers outlived the sweep"
+    # (a hang guard: the workers look for their parent every 0.5 s)
+    assert wait_for(lambda: not any(alive(w) for w in workers), 120), "pool workers outlived the sweep"
 
 
 # --- signals --------------------------------------------------------------------------------------------
@@ -182,7 +184,7 @@ def test_interrupting_a_sweep_keeps_results_and_tables(tmp_path, sig, code, twic
     out = tmp_path / "o"
     proc, ready = popen_ready(tmp_path, "sweep", p, "--out", out, "--jobs", "2", "--quiet")
     wait_until_ready(proc, ready)  # a worker has loaded the compiled kernels and runs
-    start = time.time()
+    cpu = cpu_of(proc.pid)
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)  # as a terminal does: the whole process group
         if twice:
@@ -190,9 +192,9 @@ def test_interrupting_a_sweep_keeps_results_and_tables(tmp_path, sig, code, twic
             os.killpg(proc.pid, sig)
     else:
         os.kill(proc.pid, sig)  # SIGTERM to the sweep process only
-    _, err = proc.communicate(timeout=60)
+    err, took = exit_after_signal(proc, cpu)
     assert proc.returncode == code, err
-    assert time.time() - start < 5
+    assert took < 2 * ACT_WITHIN_CPU, took  # the sweep and its two workers' CPU seconds
     assert "Traceback" not in err
     # the pool is shut down before the command exits: no "leaked semaphore objects" from the resource tracker
     assert "resource_tracker" not in err and "leaked" not in err, err
@@ -210,11 +212,11 @@ def test_interrupting_a_dask_sweep_stores_the_runs_in_flight_as_interrupted(tmp_
     proc, ready = popen_ready(tmp_path, "sweep", p, "--out", out, "--executor", "dask", "--scheduler", "local",
                               "--jobs", "2", "--quiet")
     wait_until_ready(proc, ready)  # a run is in flight on a Dask worker
-    start = time.time()
+    cpu = cpu_of(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    err, took = exit_after_signal(proc, cpu)
     assert proc.returncode == 130, err
-    assert time.time() - start < 8 and "Traceback" not in err, err
+    assert took < 2 * ACT_WITHIN_CPU and "Traceback" not in err, (took, err)
     statuses = [r["status"] for r in json.loads((out / "manifest.json").read_text())["runs"]]
     assert "interrupted" in statuses and set(statuses) <= {"interrupted", "missing", "ok"}
     assert (out / "results.csv").exists()
@@ -251,3 +253,64 @@ def test_a_dry_run_resolves_and_checks_each_grid_point_once(cli, tmp_path, monke
     assert "600 runs (600 to run)" in r.err and "the first 5 of 600 runs" in r.err, r.err
     runs = spec_module.expand(spec_module.load(p))
     assert len({t.run_id for t in runs}) == 600 and len({t.config["seed"] for t in runs}) == 300
+
+
+WORKER_SIGNALS = """
+import os, signal, sys, tempfile
+from signsim.interface import interrupts
+from signsim.sweep.worker import execute
+
+interrupts.worker_init(os.getppid())
+marker = tempfile.mkdtemp()
+os.kill(os.getpid(), signal.SIGINT)  # while the worker is idle or starting up: recorded, not raised
+print("alive", interrupts.received() == signal.SIGINT)
+print("next task", execute({"index": 0, "marker_dir": marker, "config": {}}, None))
+interrupts._state["received"] = None
+
+def runner(cfg):
+    os.kill(os.getpid(), signal.SIGINT)  # inside a run: raised, for the run to keep its partial results
+    return "not interrupted"
+
+try:
+    execute({"index": 1, "marker_dir": marker, "config": {"problem": "quadratic"}}, runner)
+except KeyboardInterrupt:
+    print("run interrupted")
+"""
+
+
+def test_a_pool_worker_interrupted_outside_a_run_neither_dies_nor_starts_one():
+    """A SIGINT that reaches a sweep's pool worker while it starts up (imports, unpickles its task) or waits for
+    a task is recorded; the worker then returns its next task unstarted. Before, it raised wherever it was and the
+    worker died printing a traceback ("Process SpawnProcess-1: ... KeyboardInterrupt")."""
+    p = subprocess.run([sys.executable, "-c", WORKER_SIGNALS], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert p.stdout.split("\n")[:3] == ["alive True", "next task None", "run interrupted"], p.stdout + p.stderr
+
+
+class _Pool:
+    _processes: dict = {}
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
+def test_the_drain_waits_only_for_runs_in_progress(tmp_path):
+    """After Ctrl-C the sweep collects the partial results of the runs in progress (their marker files exist) and
+    does not wait for a task whose run has not begun (its worker still starting up): that one has nothing to
+    report and stays missing. Before, the drain waited for it up to DRAIN_SECONDS and called it interrupted."""
+    from concurrent.futures import Future
+
+    from signsim.sweep.executors import LocalExecutor
+
+    ex = LocalExecutor(jobs=1)
+    ex.pool, ex.marker_dir = _Pool(), str(tmp_path)
+    begun, unstarted, reported = Future(), Future(), Future()
+    begun.set_running_or_notify_cancel()
+    unstarted.set_running_or_notify_cancel()  # taken by a worker still importing: it never completes here
+    ex.futures = {begun: 0, unstarted: 1, reported: 2}
+    ex.tasks = {i: {"index": i, "config": {}} for i in range(3)}
+    ex.reported = {reported}
+    (tmp_path / "0").write_text(str(os.getpid()))
+    threading.Timer(0.2, begun.set_result, [{"status": "interrupted", "history": [1]}]).start()
+    out = dict(ex.drain())
+    assert out == {0: {"status": "interrupted", "history": [1]}}

@@ -81,3 +81,59 @@ def test_a_run_repairs_a_damaged_cache(tmp_path):
     assert again.returncode == 0, again.stderr
     assert "was unreadable" in again.stderr and "Traceback" not in again.stderr
     assert json.loads(again.stdout)["history"] == json.loads(first.stdout)["history"]
+
+
+# --- a full disk: kernels compile into a temporary folder (not kept); a disk that fills names the folder -------
+
+FULL = "/proc/signsim-kernels"  # /proc reports no free space: a folder under it stands for one on a full disk
+
+
+def test_a_cache_folder_on_a_full_disk_gives_way_to_a_temporary_one(tmp_path, monkeypatch):
+    import tempfile
+
+    import signsim
+
+    assert signsim._free_bytes(FULL) == 0
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    tmp = signsim._uncached_fallback(FULL)
+    assert tmp is not None and os.path.dirname(tmp) == str(tmp_path) and os.path.isdir(tmp)
+    assert signsim._uncached_fallback(str(tmp_path / "cache")) is None  # room: the folder itself
+    assert signsim._uncached_fallback(str(tmp_path / "cache"), need=1 << 62) is None  # no room anywhere: as before
+
+
+def test_the_compile_notice_says_the_kernels_are_not_kept(monkeypatch):
+    import signsim
+    from signsim.commands.compile import notice
+
+    monkeypatch.setattr(signsim, "UNCACHED", (FULL, 3 * 2**20))
+    line = notice("run", "analytic", "float64", "run_rounds__analytic__own", "ssdm: sto-sign, mean")
+    assert line.startswith("signsim: compiling ") and f"not kept: the kernel cache folder {FULL} has 3 MB free" in line
+
+
+def test_a_disk_that_fills_while_a_kernel_is_saved_names_the_cache_folder(cli, monkeypatch, tmp_path):
+    """The OSError raised inside Numba's cache writer (code compiled under its file name) becomes one line naming
+    NUMBA_CACHE_DIR, not the bare "No space left on device" it was."""
+    import errno
+
+    from signsim import api
+
+    ns = {"errno": errno}
+    exec(compile("def save(*a, **k):\n    raise OSError(errno.ENOSPC, 'No space left on device')\n", READER, "exec"),
+         ns)  # noqa: S102 - the fixed source above
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "full"))
+    monkeypatch.setattr(api, "execute", ns["save"])
+    r = cli("run", "--problem", "quadratic", "--iters", "2")
+    assert r.code == 2 and r.err.strip().splitlines() == [
+        f"signsim: error: the kernel cache folder {tmp_path / 'full'}: No space left on device (free space there, "
+        "or set NUMBA_CACHE_DIR to a folder with room)"], r.err
+
+
+@pytest.mark.slow  # a composition compiled from empty (~15 s)
+def test_a_run_with_its_cache_on_a_full_disk_runs_and_keeps_nothing(tmp_path):
+    (tmp_path / "t").mkdir()
+    env = {**os.environ, "NUMBA_CACHE_DIR": FULL, "SIGNSIM_WARM": "0", "TMPDIR": str(tmp_path / "t")}
+    p = subprocess.run([sys.executable, "-m", "signsim", "run", "--problem", "quadratic", "--workers", "2", "--iters",
+                        "3", "--json"], env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert f"not kept: the kernel cache folder {FULL} has 0 MB free" in p.stderr
+    assert json.loads(p.stdout)["history"] and list((tmp_path / "t").iterdir()) == []  # the temporary folder gone

@@ -47,6 +47,10 @@ def notice(command: str, family: str | None, dtype: str, kernel: str = "", compo
     else:
         what = f"the {of}kernels ({dtype}) for {command}: once after an install or an upgrade"
     how = ahead("run" if kind else command, family, dtype)  # a diagnostic --at run:K compiles run's loop
+    if signsim.UNCACHED is not None:  # the cache's disk is full: this process's kernels are not kept
+        folder, free = signsim.UNCACHED
+        return (f"signsim: compiling {what}, seconds to minutes on 2 cores; not kept: the kernel cache folder "
+                f"{folder} has {free / 2**20:.0f} MB free (NUMBA_CACHE_DIR names another)")
     return f"signsim: compiling {what}, seconds to minutes on 2 cores; '{how}' does it ahead of time"
 
 

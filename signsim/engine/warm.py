@@ -39,7 +39,11 @@ NOTIFY: Callable[[str], None] = lambda message: None  # noqa: E731
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV) != "0" and os.name == "posix" and (os.cpu_count() or 1) >= 2
+    """Not when kernels are not kept (``signsim.UNCACHED``: their temporary folder goes with this process)."""
+    import signsim
+
+    return (os.environ.get(ENV) != "0" and os.name == "posix" and (os.cpu_count() or 1) >= 2
+            and signsim.UNCACHED is None)
 
 
 def lock_file(family: str, threaded: bool, signature: tuple) -> Path:

@@ -229,7 +229,21 @@ def chunked(total: int, step: Callable[[int, int], None], first: int = 1, limit:
 def _worker_handler(signum, frame) -> None:
     if _state["received"] is None:  # the first signal stops the run; later ones are ignored
         _state["received"] = signum
-        raise KeyboardInterrupt()
+        if _state.get("in_run"):  # outside a run (the worker starting up or idle) it is only recorded
+            raise KeyboardInterrupt()
+
+
+@contextlib.contextmanager
+def worker_run() -> Iterator[bool]:
+    """A pool worker's run: yields whether a signal already arrived (then start nothing). Inside, the first
+    SIGINT raises KeyboardInterrupt, which the run turns into its partial results; outside, while the worker
+    imports, unpickles its next task or waits for one, the signal is only recorded, so a worker interrupted while
+    it starts up neither dies with a traceback nor breaks the pool: it takes its next task and returns at once."""
+    _state["in_run"] = True
+    try:
+        yield _state["received"] is not None
+    finally:
+        _state["in_run"] = False
 
 
 def _watch_parent(parent: int) -> None:

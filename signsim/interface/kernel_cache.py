@@ -48,6 +48,16 @@ def damaged_files(exc: BaseException) -> list[Path] | None:
     return found
 
 
+def writing_cache(exc: BaseException) -> bool:
+    """Whether ``exc`` (an OSError: a full disk, a quota) was raised while Numba wrote its cache."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.endswith(_READER):
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def _say(line: str) -> None:
     print(f"signsim: {line}", file=sys.stderr, flush=True)
 

@@ -90,6 +90,10 @@ class LocalExecutor:
                                         mp_context=multiprocessing.get_context("spawn"),
                                         initializer=worker_init, initargs=(os.getpid(),))
 
+    def _begun(self, index: int) -> bool:
+        """Whether task ``index``'s run is in progress in a worker (its marker file exists)."""
+        return (Path(self.marker_dir) / str(index)).exists() if self.marker_dir else True
+
     def _in_flight(self) -> dict[int, int]:
         """Task index -> process id of the runs in progress (their marker files)."""
         out = {}
@@ -161,7 +165,10 @@ class LocalExecutor:
     def drain(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """After Ctrl-C or SIGTERM: cancel queued runs, tell the running ones to stop (SIGINT) and collect
         their partial results within DRAIN_SECONDS; a run that does not report is stored as interrupted."""
+        import time
         from concurrent.futures import wait
+
+        from signsim.interface import interrupts
 
         if self.pool is None:
             return
@@ -171,9 +178,14 @@ class LocalExecutor:
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 os.kill(p.pid, signal.SIGINT)
         running = [f for f in self.futures if f not in self.reported and not f.cancelled()]
-        done, not_done = wait(running, timeout=DRAIN_SECONDS)
-        yield from _results((self.futures[f], f) for f in done)
-        for f in not_done:
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while running and time.monotonic() < deadline:
+            done, not_done = wait(running, timeout=interrupts.SIGNAL_POLL)
+            yield from _results((self.futures[f], f) for f in done)
+            # a task whose run has not begun (its worker still starting up, or about to take it) has no partial
+            # results to wait for: it returns nothing when its worker gets to it, and stays missing
+            running = [f for f in not_done if self._begun(self.futures[f])]
+        for f in running:
             i = self.futures[f]
             yield i, failed(self.tasks[i], "interrupted before it reported its results", "interrupted")
         self.close(kill=True)

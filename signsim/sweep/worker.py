@@ -30,13 +30,20 @@ def execute(task: dict[str, Any], runner: Callable[[Any], dict[str, Any]]) -> di
     ``<marker_dir>/<index>`` holds this process's id while the run is in progress (so that the sweep can
     tell which run a dead worker process was running). A pool worker that was already interrupted starts
     nothing more and returns None (the run stays missing)."""
-    from signsim.errors import InputError
     from signsim.interface import interrupts
 
-    if task.get("marker_dir") and interrupts.received() is not None:
-        return None
+    if not task.get("marker_dir"):  # not a pool worker's (a Dask worker's, or a run in this process)
+        return _execute(task, runner, None)
+    with interrupts.worker_run() as interrupted:
+        if interrupted:
+            return None
+        return _execute(task, runner, Path(task["marker_dir"]) / str(task["index"]))
 
-    marker = Path(task["marker_dir"]) / str(task["index"]) if task.get("marker_dir") else None
+
+def _execute(task: dict[str, Any], runner: Callable[[Any], dict[str, Any]],
+             marker: Path | None) -> dict[str, Any] | None:
+    from signsim.errors import InputError
+
     if marker is not None:
         marker.write_text(str(os.getpid()))
     try:
