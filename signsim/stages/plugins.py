@@ -126,7 +126,7 @@ def declared(mod: ModuleType, attr: str, *args, result: str = "bits", rows: int 
         value = fn(*args)
     except InputError:  # the plugin's own refusal of these arguments (rows: a link that needs more messages)
         raise
-    except Exception as e:  # noqa: BLE001 - the plugin's own code
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the plugin's own code (sys.exit() ended signsim with 0)
         raise _fail(where, f"{attr}() raised {type(e).__name__}: {e}") from None
     if result == "rows":
         import numbers

@@ -1,0 +1,178 @@
+"""FLUTE's cross-device workload, multinomial logistic regression on MNIST-shaped data (issue 49, item 4).
+
+    python benchmarks/bench_flute.py              # 1,000 clients, 10 a round, 100 rounds, 3 processes each
+    python benchmarks/bench_flute.py --quick      # 10 rounds, 1 process each
+    python benchmarks/bench_flute.py --clients 100000
+
+The workload FLUTE published (Dimitriadis et al. 2022, its LR-MNIST task): M clients hold equal shares of 60,000
+images of 28 x 28 = 784 pixels, 10 classes (synthetic here, of MNIST's shapes: pixels uniform in [0, 1), labels the
+argmax of a fixed random linear teacher; nothing is downloaded); each round 10 clients, sampled without
+replacement, take 6 local SGD steps (minibatches of 10 of their own rows, step 0.1) of the model 784 -> 10 with
+softmax cross-entropy from the server's model, and the server averages their models (FedAvg, server step 1).
+
+The same work four ways, each in a process of its own:
+- signsim: ``signsim run --model FILE --method sgd --local-steps 6 ...`` (the model file defines the model, its
+  loss and the data); ``--no-heterogeneity`` (no measurement at x_0) and history only at the start and the end;
+  the kernels are compiled beforehand, as after an install (``signsim compile`` or a first run);
+- a hand-batched PyTorch loop: the 10 clients' models stacked, one ``bmm`` for the forward and two for the
+  gradient per local step, the gradient written out (no autograd): what one writes for speed;
+- a plain PyTorch loop: per client, an ``nn.Linear`` copy, ``torch.optim.SGD`` and autograd, the models averaged;
+- Flower's simulation and pfl-research are not run here (each needs its own framework's set-up); the benchmark
+  says whether they are installed.
+Each prints the process's wall time (imports, data, everything) and the training loop's; medians over the processes.
+Ratios are the contender's time over signsim's (above 1: signsim faster). Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+D, CLASSES, ROWS, PER_ROUND, LOCAL_STEPS, BATCH, LR = 784, 10, 60_000, 10, 6, 10, 0.1
+
+#: the data every contender trains on, generated in its own process from seed 0
+DATA = f"""
+import numpy as np
+def make_data():
+    rng = np.random.default_rng(0)
+    X = rng.random(({ROWS}, {D}), dtype=np.float32)
+    teacher = rng.standard_normal(({D}, {CLASSES})).astype(np.float32)
+    return X, np.argmax((X - 0.5) @ teacher, axis=1).astype(np.int64)
+"""
+
+#: the model file signsim runs
+MODEL = DATA + f"""
+import torch
+from torch import nn
+def model():
+    return nn.Linear({D}, {CLASSES})
+def loss(output, target):
+    return nn.functional.cross_entropy(output, target)
+def data():
+    return make_data()
+"""
+
+#: what both hand-written loops do first: time from here is the process's; the loop's starts at t0
+SETUP = DATA + """
+import json, resource, sys, time
+import numpy as np, torch
+M, K = int(sys.argv[1]), int(sys.argv[2])
+X, y = (torch.as_tensor(a) for a in make_data())
+rng = np.random.default_rng(1)
+shards = torch.as_tensor(rng.permutation(X.shape[0])[: X.shape[0] // M * M].reshape(M, -1))
+torch.manual_seed(0)
+"""
+REPORT = """print(json.dumps({"loop": time.perf_counter() - t0}))
+"""
+
+BATCHED = SETUP + f"""
+W, b = torch.zeros({D}, {CLASSES}), torch.zeros({CLASSES})
+t0 = time.perf_counter()
+for k in range(K):
+    clients = torch.as_tensor(rng.choice(M, {PER_ROUND}, replace=False))
+    Wc, bc = W.expand({PER_ROUND}, -1, -1).clone(), b.expand({PER_ROUND}, -1).clone()
+    for h in range({LOCAL_STEPS}):
+        pick = torch.as_tensor(rng.integers(0, shards.shape[1], ({PER_ROUND}, {BATCH})))
+        rows = torch.gather(shards[clients], 1, pick)
+        xb, yb = X[rows], y[rows]
+        p = torch.softmax(torch.baddbmm(bc[:, None, :], xb, Wc), dim=2)
+        p.scatter_add_(2, yb[:, :, None], torch.full(yb.shape + (1,), -1.0))
+        p /= {BATCH}
+        Wc -= {LR} * torch.bmm(xb.transpose(1, 2), p)
+        bc -= {LR} * p.sum(1)
+    W, b = Wc.mean(0), bc.mean(0)
+""" + REPORT
+
+PLAIN = SETUP + f"""
+from torch import nn
+net = nn.Linear({D}, {CLASSES})
+t0 = time.perf_counter()
+for k in range(K):
+    states = []
+    for c in rng.choice(M, {PER_ROUND}, replace=False):
+        local = nn.Linear({D}, {CLASSES})
+        local.load_state_dict(net.state_dict())
+        opt = torch.optim.SGD(local.parameters(), lr={LR})
+        for h in range({LOCAL_STEPS}):
+            rows = shards[c][torch.as_tensor(rng.integers(0, shards.shape[1], {BATCH}))]
+            opt.zero_grad()
+            nn.functional.cross_entropy(local(X[rows]), y[rows]).backward()
+            opt.step()
+        states.append(local.state_dict())
+    net.load_state_dict({{n: torch.stack([s[n] for s in states]).mean(0) for n in states[0]}})
+""" + REPORT
+
+
+def _signsim_args(model: Path, clients: int, rounds: int) -> list[str]:
+    return [sys.executable, "-m", "signsim", "run", "--model", str(model), "--method", "sgd", "--workers",
+            str(clients), "--clients-per-round", str(PER_ROUND), "--local-steps", str(LOCAL_STEPS), "--batch-size",
+            str(BATCH), "--lr", str(LR), "--split", "iid", "--no-heterogeneity", "--iters", str(rounds),
+            "--eval-every", str(rounds), "--quiet", "--json"]
+
+
+def _timed(args: list[str]) -> tuple[float, float]:
+    """(process wall seconds, training loop seconds) of one process."""
+    start = time.perf_counter()
+    p = subprocess.run(args, capture_output=True, text=True)
+    process = time.perf_counter() - start
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(args[:4])}... failed: {p.stderr[-2000:]}")
+    doc = json.loads(p.stdout.strip().splitlines()[-1] if args[1] != "-m" else p.stdout)
+    return process, doc["loop"] if "loop" in doc else doc["final"]["wall_time"]
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clients", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="10 rounds, one process each")
+    a = ap.parse_args()
+    rounds, repeats = (10, 1) if a.quick else (a.rounds, a.repeats)
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "flute_lr.py"
+        model.write_text(MODEL)
+        scripts = {}
+        for name, src in (("batched", BATCHED), ("plain", PLAIN)):
+            scripts[name] = Path(tmp) / f"{name}.py"
+            scripts[name].write_text(src)
+        # the kernels compiled (and the data's first read) before any timing, as after `signsim compile`
+        subprocess.run(_signsim_args(model, a.clients, 2), capture_output=True, check=True)
+        contenders = {"signsim": _signsim_args(model, a.clients, rounds),
+                      "hand-batched PyTorch": [sys.executable, str(scripts["batched"]), str(a.clients), str(rounds)],
+                      "plain PyTorch": [sys.executable, str(scripts["plain"]), str(a.clients), str(rounds)]}
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
+        for _ in range(repeats):  # in turn, so that the machine's drift falls on every contender alike
+            for name, args in contenders.items():
+                times[name].append(_timed(args))
+    print(f"FLUTE LR-MNIST shape: {a.clients:,} clients, {PER_ROUND} a round, {LOCAL_STEPS} local steps of "
+          f"{BATCH}, {rounds} rounds; {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"torch threads default; medians of {repeats}")
+    ours = [statistics.median(t[i] for t in times["signsim"]) for i in (0, 1)]
+    print(f"{'contender':<22}{'process s':>11}{'loop s':>9}{'process ratio':>15}{'loop ratio':>12}")
+    for name, t in times.items():
+        proc, loop = (statistics.median(x[i] for x in t) for i in (0, 1))
+        print(f"{name:<22}{proc:>11.2f}{loop:>9.2f}{proc / ours[0]:>15.2f}{loop / ours[1]:>12.2f}")
+    for module, label in (("flwr", "Flower's simulation"), ("pfl", "pfl-research")):
+        print(f"{label:<22}  {'installed, but' if _installed(module) else 'not installed:'} not run by this "
+              "benchmark (the issue's figures for it were measured by hand)")
+    print("signsim's loop time is its run's wall_time (the loop, its set-up and the two history rows); a ratio "
+          "above 1: signsim faster")
+
+
+if __name__ == "__main__":
+    main()
