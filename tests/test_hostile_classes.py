@@ -945,6 +945,14 @@ def test_a_server_rule_at_any_size_is_refused_before_it_allocates_or_runs(cli, d
     one_line_error(r)
 
 
+def test_a_loop_of_symbolic_links_as_a_model_file_is_one_line(cli, tmp_path):
+    """Issue 50, class 4: ``--model`` naming a loop of links gave Python's RuntimeError traceback."""
+    (tmp_path / "a.py").symlink_to(tmp_path / "b.py")
+    (tmp_path / "b.py").symlink_to(tmp_path / "a.py")
+    r = cli("run", "--model", tmp_path / "a.py", "--iters", "2")
+    one_line_error(r, "--model", "a.py", "cannot follow its links")
+
+
 def test_zz_report_case_counts(capsys):
     with capsys.disabled():
         print(f"\nhostile classes, cases run: {json.dumps(COUNTS, sort_keys=True)} ({sum(COUNTS.values())} in all)")

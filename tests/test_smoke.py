@@ -37,6 +37,7 @@ def test_the_smoke_test_makes_the_calls_the_loop_makes_under_the_module_flags(mo
         return lambda *args: made.append((module.NAME, attr)) or results[call.result](*args)
 
     monkeypatch.setattr(stage_kernels, "stage_function", fake)
+    monkeypatch.setattr(smoke, "_same_bits", lambda *a: None)  # (the fake kernels count no real message)
     D = 8
     for kind, spec in BUILTIN:
         stage = registry.parse(kind, spec, D)
@@ -204,3 +205,19 @@ def test_every_call_of_the_table_declares_a_known_result_and_a_flag_of_its_kind(
             assert call.result in kinds.RESULTS, (kind.name, call.attr)
             if call.when:
                 assert call.when.lstrip("!") in kind.flags.values(), (kind.name, call.attr, call.when)
+
+
+def test_a_compressor_whose_kernel_and_declaration_count_different_bits_is_refused(cli, tmp_path):
+    """Issue 50 (a newcomer's finding 5): check-stage showed the two counts apart, but a run accepted the plugin and
+    recorded the kernel's count while the budget and the clock used the declared one."""
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[1] / "configs" / "plugins" / "scaled_sto_sign.py").read_text()
+    assert "    return d + 32\n" in src
+    p = tmp_path / "disagree.py"
+    p.write_text(src.replace("    return d + 32\n", "    return d + 31\n").replace(
+        'NAME = "scaled-sto-sign"', 'NAME = "bits-disagree"'))
+    r = cli("run", "--plugin", p, "--compressor", "bits-disagree", "--aggregate", "mean", "--iters", "3", "--quiet")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert "disagree.py" in lines[0] and "counts 42 bits for a message whose declared count is 41" in lines[0]

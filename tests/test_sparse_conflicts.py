@@ -133,6 +133,8 @@ def test_lower_bound_optimal_step_and_prediction():
     assert predicted_iterations(1.0 / s * 2, 1, K, s, 1e-3) is None  # q = 1: never
     # K = 2, s = 1, B = 1, gamma = 1/2: q = 1 - 1/2 + 1/4 * 2/4 = 5/8, and 0.625^3 = 0.244 <= 1/4 < 0.625^2
     assert predicted_iterations(0.5, 1, 2, 1, 0.25) == 3
+    # issue 50: a step of 1e300 (lr-factors = [1e300]) raised OverflowError; its q is inf, never reached
+    assert q_factor(1e300, 1, K, s) == float("inf") and predicted_iterations(1e300, 1, K, s, 1e-3) is None
 
 
 def test_engine_one_step_matches_the_closed_form_in_mean():

@@ -196,6 +196,13 @@ BAD = {
                      "the model's forward must return one tensor"),
     "shape mismatch": (SMALL_FILE.replace("nn.Linear(5, 4), nn.Tanh()", "nn.Linear(7, 4), nn.Tanh()"),
                        "model and loss fail on a minibatch"),
+    # issue 50: a forward pass that ends Python exited 0 having done nothing
+    "forward exits": (SMALL_FILE.replace("return nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))",
+                                         "class M(nn.Module):\n        def __init__(self):\n"
+                                         "            super().__init__()\n            self.l = nn.Linear(5, 3)\n"
+                                         "        def forward(self, x):\n"
+                                         "            import sys\n            sys.exit(0)\n    return M()"),
+                      "model and loss fail on a minibatch of data(): SystemExit"),
 }
 
 

@@ -28,8 +28,10 @@ from signsim.interface.experiment_config import LowerBoundExperiment
 
 
 def q_factor(gamma: float, B: int, K: int, s: int) -> float:
-    """E f_{k+1} / E f_k on the construction (module docstring)."""
-    return 1.0 - 2.0 * gamma * s / K + gamma**2 * s**2 * (K - 1 + B) / (B * K**2)
+    """E f_{k+1} / E f_k on the construction (module docstring); inf for a step so large that its square overflows
+    (products, not ``**``, which raised OverflowError for lr-factors = [1e300])."""
+    gs = gamma * s
+    return 1.0 - 2.0 * gs / K + gs * gs * (K - 1 + B) / (B * K * K)
 
 
 def predicted_iterations(gamma: float, B: int, K: int, s: int, ratio: float) -> float | None:

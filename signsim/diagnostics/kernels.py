@@ -61,6 +61,7 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
     call of the worker's own oracle (so a split-batch worker picks one label group per minibatch, as in a run).
     Returns the sums over the pairs of |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent).
     Pair r uses worker r mod M."""
+    from signsim.engine import loop
     from signsim.interface.interrupts import chunked
 
     check_code(code)  # the oracle and noise kernels cannot raise inside the parallel loop
@@ -68,8 +69,8 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
     C = len(gens)
     acc = np.zeros((C, 2))
     k = _for(_two_batch_range, code)
-    chunked(-(-R // C), lambda lo, hi: k(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big,
-                                                          workers, gens, R, lo, hi, acc))
+    data = loop.ProblemData(pf, pi, A, b, ptr, idx, nparams)
+    chunked(-(-R // C), lambda lo, hi: k(code, x, data, ncode, small, big, workers, gens, R, lo, hi, acc))
     out = np.zeros(2)
     for c in range(C):
         out[0] += acc[c, 0]
@@ -78,8 +79,8 @@ def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, 
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _two_batch_range(problems, code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, workers, gens, R, lo, hi,
-                     acc):
+def _two_batch_range(problems, code, x, data, ncode, small, big, workers, gens, R, lo, hi, acc):
+    pf, pi, A, b, ptr, idx, nparams = data.pf, data.pi, data.A, data.b, data.ptr, data.idx, data.nparams
     d = x.shape[0]
     C = len(gens)
     for c in prange(C):
@@ -181,6 +182,7 @@ def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, t
     summed in chunk order (thread-count independent); chunk c draws worker 0's samples, then worker 1's, ...
     from generator c. Returns W x d arrays: the number of draws > 0 and exactly 0, and the sum and sum of
     squares of the draws. Memory: O(len(gens) d) besides the result, whatever W."""
+    from signsim.engine import loop
     from signsim.interface.interrupts import chunked
     from signsim.resources import require
 
@@ -192,11 +194,11 @@ def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, t
             "reduce --workers or --dim")
     out = np.zeros((4, W, d))
     acc = np.zeros((4, C, d))
+    data = loop.ProblemData(pf, pi, A, b, ptr, idx, nparams)
     k = _for(_mc_range, code)
     for w in range(W):
         acc[:] = 0.0
-        chunked(-(-S // C), lambda lo, hi, w=w: k(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w,
-                                                            gens, S, lo, hi, acc))
+        chunked(-(-S // C), lambda lo, hi, w=w: k(code, x, data, ncode, tau, w, gens, S, lo, hi, acc))
         _add_chunks(acc, out, w)
     return out[0], out[1], out[2], out[3]
 
@@ -211,7 +213,8 @@ def _add_chunks(acc, out, w):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _mc_range(problems, code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w, gens, S, lo, hi, acc):
+def _mc_range(problems, code, x, data, ncode, tau, w, gens, S, lo, hi, acc):
+    pf, pi, A, b, ptr, idx, nparams = data.pf, data.pi, data.A, data.b, data.ptr, data.idx, data.nparams
     d = x.shape[0]
     C = len(gens)
     for c in prange(C):

@@ -19,6 +19,7 @@ def local_round_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, 
     """W x d arrays: per worker oracle w < W, over S rounds of H local steps from x with step gamma, the number
     of rounds whose u_i > 0 and u_i = 0, and the sum and sum of squares of u_i."""
     from signsim.diagnostics.kernels import _add_chunks, _for
+    from signsim.engine import loop
     from signsim.interface.interrupts import chunked
     from signsim.resources import require
 
@@ -30,17 +31,18 @@ def local_round_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, 
             "reduce --workers or --dim")
     out = np.zeros((4, W, d))
     acc = np.zeros((4, C, d))
+    data = loop.ProblemData(pf, pi, A, b, ptr, idx, nparams)
     k = _for(_local_range, code)
     for w in range(W):
         acc[:] = 0.0
-        chunked(-(-S // C), lambda lo, hi, w=w: k(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w, gens,
-                                                  S, H, gamma, lo, hi, acc))
+        chunked(-(-S // C), lambda lo, hi, w=w: k(code, x, data, ncode, tau, w, gens, S, H, gamma, lo, hi, acc))
         _add_chunks(acc, out, w)
     return out[0], out[1], out[2], out[3]
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _local_range(problems, code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, w, gens, S, H, gamma, lo, hi, acc):
+def _local_range(problems, code, x, data, ncode, tau, w, gens, S, H, gamma, lo, hi, acc):
+    pf, pi, A, b, ptr, idx, nparams = data.pf, data.pi, data.A, data.b, data.ptr, data.idx, data.nparams
     d = x.shape[0]
     C = len(gens)
     for c in prange(C):

@@ -27,6 +27,7 @@ a plugin aggregation is called through a plan of its own (a type of its own: com
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -200,14 +201,27 @@ def vote_sum(g, code, p, tau, deterministic, M, byzantine, law, sign_zero, gen, 
         out[i] = float(total)
 
 
+#: what a ``--votes binomial`` run keeps between chunks besides the problem's data and the history: the iterate
+#: ``x``, the broadcast ``agg``, the gradient ``gbuf``, a ``trial`` iterate (``--monotone``), the bits' ``tally``,
+#: the server's generator ``gen`` (every count is drawn from it), whether the noise is ``deterministic``, the M
+#: workers, the ``up_bits`` of a round, the Byzantine workers' sign ``law``, and the aggregation's code and
+#: parameters (``aggregation``, ``fp``)
+Votes = namedtuple("Votes", "x agg gbuf trial tally gen deterministic M up_bits law aggregation fp")
+
+
 @njit(cache=True, nogil=True)
-def run_chunk(plan, k0, k1, K, x, agg, gbuf, trial, tally, gen, pf, pi, A, b, nparams, deterministic, M, icfg, fcfg,
-              x_star, hist, counters, up_bits, law, aggregation, fp):
+def run_chunk(plan, k0, k1, K, data, votes, run):
     """Iterations k0 <= k < k1 of a K-iteration signSGD run with drawn vote counts: the exact gradient g at x,
     the vote sums from ``vote_sum`` (the Byzantine workers' ``law``), the broadcast by the aggregation's ``finish``
     (its code ``aggregation`` and parameters ``fp``), then x <- x - gamma_k (broadcast + lambda x). History rows as
-    the per-worker loop records them (``loop.record``); bits counted as if every worker had sent. Compiled once per
-    family of problems (``chunk_for``)."""
+    the per-worker loop records them (``loop.record``); bits counted as if every worker had sent. The arguments are
+    the problem's data (``loop.ProblemData``), the state of the votes (``Votes``) and the run's settings and history
+    (``loop.RunState``). Compiled once per family of problems (``chunk_for``)."""
+    pf, pi, A, b, nparams = data.pf, data.pi, data.A, data.b, data.nparams
+    x, agg, gbuf, trial, tally, gen = votes.x, votes.agg, votes.gbuf, votes.trial, votes.tally, votes.gen
+    M, up_bits, law, aggregation, fp = votes.M, votes.up_bits, votes.law, votes.aggregation, votes.fp
+    deterministic = votes.deterministic
+    icfg, fcfg, x_star, hist, counters = run.icfg, run.fcfg, run.x_star, run.hist, run.counters
     err = np.zeros((1, 1))
     every = icfg[loop.I_EVAL_EVERY]
     wd = fcfg[loop.F_WEIGHT_DECAY]
@@ -356,8 +370,9 @@ class BinomialEngine(ChunkedState):
         k1 = min(self.K, self.k + n)
         # this family's kernels only (and a plugin aggregation's)
         self.status = Status(run_chunk(
-            self.plan, self.k, k1, self.K, self.x, self.agg, self.gbuf, self.trial, self.tally, self.gen, p.pf, p.pi,
-            p.A, p.b, self.nparams, self.deterministic, self.M, self.icfg, self.fcfg, self.x_star, self.hist,
-            self.counters, self.up_bits, self.law, self.aggregation, self.fp))
+            self.plan, self.k, k1, self.K, loop.ProblemData(p.pf, p.pi, p.A, p.b, p.ptr, p.idx, self.nparams),
+            Votes(self.x, self.agg, self.gbuf, self.trial, self.tally, self.gen, self.deterministic, self.M,
+                  self.up_bits, self.law, self.aggregation, self.fp),
+            loop.RunState(self.icfg, self.fcfg, np.zeros(0), self.x_star, self.hist, self.counters)))
         self.k = int(self.counters[loop.C_DONE])
         return self.status

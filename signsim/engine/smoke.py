@@ -94,6 +94,8 @@ def _smoke(stage, d: int) -> None:
                 fn = stage_function(mod, call.attr, False, checked=True)  # (one compile: the function is cached)
                 result = interruptible(lambda fn=fn, args=args: fn(*args))
                 _check(call, result, given, d, kind.finite, lambda what: _fail(where, what))
+                if kinds.base(stage.kind) == "compressor" and call.result == "bits":
+                    _same_bits(stage, result, given, lambda what: _fail(where, what))
                 state.update({a: given[a] for a in call.args if a in kept(kind)})
         if kinds.base(stage.kind) == "compressor":
             ref = np.asarray(mod.reference(np.linspace(-1.0, 1.5, d), stage.params, 0, np.random.default_rng(0)))
@@ -108,6 +110,19 @@ def _smoke(stage, d: int) -> None:
     except Exception as e:  # noqa: BLE001 - Numba's typing errors and the kernel's own: one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise _fail(where, f"its {stage.kind} kernel does not compile or run: {type(e).__name__}: {first}") from None
+
+
+def _same_bits(stage, bits, given: dict, fail) -> None:
+    """A compressor's kernel counts the bits of the message it wrote as its declared count does (``message_bits``
+    where declared, else ``bits`` of its non-zero entries): the two disagreeing is a plugin fault that ``check-stage``
+    shows and a run would have recorded silently, the kernel's count in the history and the declared one in the
+    budgets and the clock."""
+    from signsim import accounting
+
+    counted = accounting.message_bits(stage, given["v"], given["out"], int(given["sign_zero"]))
+    if bits != counted:
+        raise fail(f"its kernel counts {bits:g} bits for a message whose declared count is {counted:g} (d = "
+                   f"{given['v'].size}; signsim check-stage {stage.spec} shows both)")
 
 
 def _check(call: kinds.Call, result, given: dict, d: int, finite: bool, fail) -> int | None:

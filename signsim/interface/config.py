@@ -203,9 +203,9 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     from signsim.torch.model_file import PREFIX  # (pure Python: torch is imported by a model, not here)
 
     if cfg.model is not None and not str(cfg.model).startswith(PREFIX):  # an absolute path: sweep workers (Dask
-        from signsim.interface.paths import home_expanded  # ones too) load the same file; python:NAME is in memory
+        from signsim.interface.paths import resolved  # ones too) load the same file; python:NAME is in memory
 
-        cfg.model = str(home_expanded(cfg.model, "--model").resolve())
+        cfg.model = str(resolved(cfg.model, "--model"))
     check_system(cfg)
     from signsim import rounds
 

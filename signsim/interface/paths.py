@@ -40,6 +40,18 @@ def home_expanded(path: str | Path, where: str) -> Path:
         raise InputError(f"{where} {path}: cannot expand '{user}': no such user or no home directory") from None
 
 
+def resolved(path: str | Path, where: str) -> Path:
+    """``path`` expanded (``home_expanded``) and made absolute with its links followed, so that a sweep's workers
+    load the same file; a loop of links or a name the file system refuses is one-line InputError naming the path,
+    not Python's RuntimeError or OSError."""
+    try:
+        return home_expanded(path, where).resolve()
+    except RuntimeError as e:  # Python 3.11-3.12: "Symlink loop from ..."
+        raise InputError(f"{where} {path}: cannot follow its links ({e})") from None
+    except OSError as e:  # a loop of links (ELOOP, Python >= 3.13), a name too long, ...
+        raise InputError(f"{where} {path}: cannot follow its links ({e.strerror})") from None
+
+
 def _expanded(text: str, option: str) -> str:
     """An output path with its leading ``~`` or ``~user`` expanded (a folder literally named ``~nouser`` is never
     created: a user that does not exist is one line naming the path)."""

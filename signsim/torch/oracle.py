@@ -100,7 +100,7 @@ class ModelOracle:
         try:
             with torch.no_grad():
                 out = self._output(self.flat(), self.X_train[:2])
-        except Exception as e:  # the user's model does not take the data's rows
+        except (Exception, SystemExit) as e:  # the user's model does not take the data's rows (or ends Python)
             from signsim.torch.model_file import culprit
 
             raise InputError(f"{where}: model and loss fail on a minibatch of data(): {culprit(e, path)}") from None
