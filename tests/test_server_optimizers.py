@@ -159,11 +159,17 @@ def test_a_plugin_server_optimizer_that_writes_past_its_state_is_one_line(cli, t
     ("fedavgm:0.9", lambda es, g: es * g, lambda t, g: t, False),
     ("fedadam:0.9:0.99:0.001", lambda es, g: es * g, lambda t, g: g * t, True),  # eta = eta_s gamma, tau = gamma tau
     ("fedadam:0.9:0.99:0.001", lambda es, g: es * g, lambda t, g: t, False),  # the paper's tau left unscaled
+    # issue 50: the audit found FedYogi and FedAdagrad need the same scaling (3.6% and 4e-4 apart without it)
+    ("fedyogi:0.9:0.99:0.001", lambda es, g: es * g, lambda t, g: g * t, True),
+    ("fedyogi:0.9:0.99:0.001", lambda es, g: es * g, lambda t, g: t, False),
+    ("fedadagrad:0.9:0.99:0.001", lambda es, g: es * g, lambda t, g: g * t, True),
+    ("fedadagrad:0.9:0.99:0.001", lambda es, g: es * g, lambda t, g: t, False),
 ])
 def test_the_papers_server_step_as_theory_12_4_maps_it(opt, eta_of, tau_of, agrees):
     """docs/theory.md §12.4: signsim's server step, written with the papers' Delta (the clients' model change,
-    gamma times the direction), is Flower's FedAvgM with eta = eta_s, and Reddi et al.'s FedAdam with eta = eta_s gamma
-    and tau = gamma tau. The papers' forms are written out here (one worker, exact gradients, one local step)."""
+    gamma times the direction), is Flower's FedAvgM with eta = eta_s, and Reddi et al.'s FedAdam, FedYogi and
+    FedAdagrad with eta = eta_s gamma and tau = gamma tau. The papers' forms are written out here (one worker, exact
+    gradients, one local step)."""
     K, g, es, tau = 8, 0.05, 1.5, 1e-3
     engine, problem, *_ = make_engine(iters=K, eval_every=K, problem="quadratic", dim=4, workers=1, noise="none",
                                       method="sgd", lr=g, server_opt=opt, server_lr=es)
@@ -176,9 +182,14 @@ def test_the_papers_server_step_as_theory_12_4_maps_it(opt, eta_of, tau_of, agre
         if opt.startswith("fedavgm"):  # Flower's FedAvgM: v <- beta v + pseudo-gradient; x <- x - eta v
             v = 0.9 * v - delta
             x = x - eta * v
-        else:  # Reddi et al. 2021, Algorithm 2 (FedAdam)
+        else:  # Reddi et al. 2021, Algorithm 2 (FedAdam, FedYogi, FedAdagrad)
             m = 0.9 * m + 0.1 * delta
-            vv = 0.99 * vv + 0.01 * delta ** 2
+            if opt.startswith("fedadam"):
+                vv = 0.99 * vv + 0.01 * delta ** 2
+            elif opt.startswith("fedyogi"):
+                vv = vv - 0.01 * delta ** 2 * np.sign(vv - delta ** 2)
+            else:
+                vv = vv + delta ** 2
             x = x + eta * m / (np.sqrt(vv) + taup)
     close = np.allclose(engine.x, x, rtol=1e-9, atol=1e-12)
     assert close == agrees, np.abs(engine.x - x).max()

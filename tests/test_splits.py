@@ -266,3 +266,23 @@ def test_run_reports_the_split(cli, tmp_path):
     assert sp["labels_max"] <= 2 and h["zeta_sq"] > 0
     line = " ".join(r.err.split())
     assert "split shards:2: samples per worker" in line and "zeta^2 at x_0 = " in line
+
+
+def test_a_worker_s_share_of_a_label_is_beta_as_theory_9_8_says():
+    """Issue 50 (the oracle audit's citation finding): under ``label-skew:α`` worker m's share of label c's rows is
+    Beta(α, (M - 1) α) (NIID-Bench's law over the workers for each label), which §9.8 states; Hsu et al. 2019's
+    per-client Dir(α p) law would give a variance p_c (1 - p_c) / (α + 1) instead. 600 independent splits of two
+    labels of 10,000 rows each: a Kolmogorov-Smirnov test against the Beta law, and the Hsu variance far off."""
+    from scipy import stats
+
+    M, alpha, n = 5, 0.5, 10_000
+    labels = np.repeat([0.0, 1.0], n)
+    shares = []
+    for seed in range(600):
+        s = make_split(f"label-skew:{alpha}", labels, M, np.random.default_rng(seed))
+        shares.append(np.count_nonzero(labels[s.group(0)] == 0.0) / n)
+    shares = np.asarray(shares)
+    assert stats.kstest(shares, stats.beta(alpha, (M - 1) * alpha).cdf).pvalue > 1e-3
+    beta_var = (M - 1) / (M**2 * (M * alpha + 1))  # 0.0457
+    hsu_var = 0.5 * 0.5 / (alpha + 1)  # 0.167 (p_c = 1/2)
+    assert abs(shares.var() - beta_var) < 0.25 * beta_var and shares.var() < 0.5 * hsu_var
