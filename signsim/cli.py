@@ -229,6 +229,8 @@ def run(**opts: Any) -> None:
     doc = _execute("run", opts)
     _emit(doc, opts["json"])
     runs = doc["runs"] if "comparison" in doc else [doc]
+    if failed := [d for d in runs if d.get("status") == "failed"]:  # a stage broke its contract mid-run: the
+        _fail(failed[0]["error"])  # results so far are written (--out, --json), then one line, exit 2
     if plot is not None:
         from signsim.render.figures import runs_overview, save
 

@@ -59,3 +59,16 @@ def test_a_plugin_whose_kernel_and_reference_disagree_fails(cli, tmp_path, stage
 def test_an_ambiguous_or_bad_spec_is_one_line(cli, args, says):
     r = cli("check-stage", *args)
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and says in r.err, r.err
+
+
+def test_a_kernel_that_indexes_outside_an_array_in_some_draws_is_one_line(cli, tmp_path):
+    """Issue 50 (class 4): check-stage on a plugin whose kernel writes past ``out`` in about one draw in 100 (the
+    smoke test's few calls miss it, the contract's thousands meet it) gave an IndexError traceback."""
+    from .test_hostile_classes import FAULT_PLUGIN
+
+    p = tmp_path / "rare_oob.py"
+    p.write_text(FAULT_PLUGIN)
+    r = cli("check-stage", "--plugin", p, "generated-fault:0:0.01:4")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1 and "Traceback" not in r.err, r.err
+    assert "rare_oob.py" in lines[0] and "outside an array" in lines[0], lines[0]

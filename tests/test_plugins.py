@@ -281,17 +281,23 @@ def test_a_pre_aggregation_that_keeps_rows_it_does_not_have_is_one_line(cli, tmp
 ])
 def test_a_kernel_fault_off_the_smoke_tests_path_stops_the_run_in_one_line(cli, tmp_path, body, says):
     """The fault happens in about one call in 200 (random draws of the run's own streams): the smoke test's few calls
-    rarely meet it, the run's 800 calls do. Either way: exit 2, one line naming the file, no corrupted memory."""
+    rarely meet it, the run's 800 calls do. Either way: exit 2, one line naming the file, no corrupted memory, and
+    the results up to the faulty round kept (status "failed", the line as its error; issue 50: they were lost)."""
     name = f"rare-fault-{tmp_path.name[-12:]}"
     src = example_source().replace('NAME = "scaled-sto-sign"', f'NAME = "{name}"')
     src = src.replace("    return d + 32.0\n", "    if gen.random() < 0.005:\n    " + body + "    return d + 32.0\n")
     p = tmp_path / "rare_fault.py"
     p.write_text(src)
+    out = tmp_path / "partial.json"
     r = cli("run", "--plugin", p, "--compressor", name, "--aggregate", "mean", "--workers", "8",
-            "--iters", "100", "--quiet")
+            "--iters", "100", "--eval-every", "1", "--out", out, "--quiet")
     lines = r.err.strip().splitlines()
     assert r.code == 2 and len(lines) == 1, r.err
     assert "rare_fault.py" in lines[0] and says in lines[0] and "Traceback" not in r.err, lines[0]
+    doc = json.loads(out.read_text())
+    k = doc["final"]["iters_done"]
+    assert doc["status"] == "failed" and lines[0] == f"signsim: error: {doc['error']}" and f"round {k}" in lines[0]
+    assert 0 < k < 100 and [row["iter"] for row in doc["history"]] == list(range(k + 1))
 
 
 def test_a_trusted_plugin_is_compiled_without_bounds_checks():

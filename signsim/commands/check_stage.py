@@ -50,5 +50,10 @@ def check_stage(spec: str, plugin: str | None = None, samples: int | str = 2000,
     stage = registry.parse("compressor", spec, option="check-stage")
     d = check.DIMS[-1]  # a plugin's kernels compile and behave, or one error line naming it
     smoke_test(registry.parse("compressor", spec, d, option="check-stage"), d)
-    rows = check.check(stage, samples, seed)
+    try:
+        rows = check.check(stage, samples, seed)
+    except IndexError:  # a plugin's kernel, compiled with bounds checks, indexed outside an array off the smoke
+        where = getattr(stage.module, "__file__", stage.spec)  # test's path (in some draws only)
+        raise InputError(f"plugin {where}: its compressor kernel indexed outside an array (index out of bounds) "
+                         "in one of check-stage's draws; unchecked, a run would corrupt memory") from None
     return check.table(stage, rows), all(not r.failures for r in rows)

@@ -234,16 +234,23 @@ def owned_state(stages: dict, M: int, S: int, d: int, dt) -> dict[str, np.ndarra
     return out
 
 
+class StageFault(InputError):
+    """A stage broke its contract while the run ran (a plugin's kernel indexed outside an array, or returned bits
+    or rows its contract forbids): the run stops there, its results so far are kept with status "failed", and the
+    command ends with this one line (exit 2)."""
+
+
 @dataclass
 class EngineOutput:
     history: np.ndarray  # rows of loop.HIST
-    status: str  # ok | diverged | interrupted | budget
+    status: str  # ok | diverged | interrupted | budget | failed (``error`` says why)
     iters_done: int
     wall_time: float
     x: np.ndarray
     reached_target: bool = False  # stopped early: the loss reached --stop-loss
     tally: np.ndarray | None = None  # the bits sent up to iters_done (loop.T_UP, loop.T_DOWN), a copy
     idle: np.ndarray | None = None  # each worker's idle seconds on the simulated clock (None: no system model)
+    error: str | None = None  # a failed run's one line (StageFault)
 
 
 class Engine(ChunkedState):
@@ -601,7 +608,7 @@ class Engine(ChunkedState):
 
         names = ", ".join(m.__file__ for m in self.plugins)
         if self.plugins and isinstance(e, IndexError):
-            raise InputError(f"plugin {names}: a kernel indexed outside an array ({e}) in round "
+            raise StageFault(f"plugin {names}: a kernel indexed outside an array ({e}) in round "
                              f"{int(self.counters[loop.C_DONE])}") from None
         if not (self.plugins and isinstance(e, NumbaError)):
             raise e
@@ -615,7 +622,7 @@ class Engine(ChunkedState):
             return status
         k = int(self.counters[loop.C_DONE])
         who = f"plugin {', '.join(m.__file__ for m in self.plugins)}" if self.plugins else "a built-in stage"
-        raise InputError(f"{who}: in round {k}, a stage returned what its contract forbids (a message's bits must "
+        raise StageFault(f"{who}: in round {k}, a stage returned what its contract forbids (a message's bits must "
                          "be a finite number >= 0, a pre-aggregation keeps 1 to n of its n rows)")
 
 
@@ -715,7 +722,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
     included, k = K too), between chunks: chunks end at those iterations; x_k is float64 (a copy when the state
     is float32). A hook must not modify x."""
     start = time.perf_counter()
-    status = "ok"
+    status, error = "ok", None
     reached = False
     chunk = 1
     hooks = hooks or []
@@ -742,6 +749,9 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
         elif engine.status == Status.BUDGET:
             status = "budget"
         reached = engine.status == Status.TARGET
+    except StageFault as e:  # the history up to the faulty round is kept; the round itself is not recorded
+        status, error = "failed", str(e)
+        engine.k = int(engine.counters[loop.C_DONE])
     except KeyboardInterrupt:
         acknowledge()
         status = "interrupted"
@@ -754,4 +764,4 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
         engine.k = int(engine.counters[loop.C_DONE])
         engine.record_now()
     return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy(), reached,
-                        engine.tally.copy(), _idle(engine))
+                        engine.tally.copy(), _idle(engine), error)
