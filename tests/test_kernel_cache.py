@@ -110,6 +110,16 @@ def test_the_compile_notice_says_the_kernels_are_not_kept(monkeypatch):
     assert line.startswith("signsim: compiling ") and f"not kept: the kernel cache folder {FULL} has 3 MB free" in line
 
 
+def test_compiling_ahead_of_time_into_a_full_disk_s_cache_is_one_line(cli, monkeypatch):
+    import signsim
+
+    monkeypatch.setattr(signsim, "UNCACHED", (FULL, 0))
+    r = cli("compile", "--command", "bound")
+    assert r.code == 2 and r.err.strip().splitlines() == [
+        f"signsim: error: the kernel cache folder {FULL} has 0 MB free: nothing compiled would be kept (free space "
+        "there, or set NUMBA_CACHE_DIR to a folder with room)"], r.err
+
+
 def test_a_disk_that_fills_while_a_kernel_is_saved_names_the_cache_folder(cli, monkeypatch, tmp_path):
     """The OSError raised inside Numba's cache writer (code compiled under its file name) becomes one line naming
     NUMBA_CACHE_DIR, not the bare "No space left on device" it was."""

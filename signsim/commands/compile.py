@@ -300,6 +300,10 @@ def select(commands: list[str] | None = None, families: list[str] | None = None,
         for value in given or ():
             if value not in known:
                 raise InputError(f"{flag} {value}: choose from {', '.join(known)}")
+    if signsim.UNCACHED is not None:  # compiling ahead of time into a folder removed at exit would keep nothing
+        folder, free = signsim.UNCACHED
+        raise InputError(f"the kernel cache folder {folder} has {free / 2**20:.0f} MB free: nothing compiled would be "
+                         "kept (free space there, or set NUMBA_CACHE_DIR to a folder with room)")
     return [c for c in warm_commands() if (lambda g: (not commands or g[0] in commands)
                                            and (not families or g[1] in families) and (not dtype or g[2] == dtype))
             (group(c))]
