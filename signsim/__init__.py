@@ -56,26 +56,26 @@ CACHE_MIN_FREE = 64 * 2**20
 
 
 def _free_bytes(folder: str) -> int | None:
-    """Free bytes on the disk that holds ``folder`` (its nearest existing parent), None if that cannot be known."""
+    """Free bytes on the disk that holds ``folder`` (its nearest existing parent), None if that cannot be known
+    (a name too long, a folder this user may not look into, ...)."""
     import shutil
     from pathlib import Path
 
-    for q in (Path(folder), *Path(folder).parents):
-        if q.exists():
-            try:
+    try:
+        for q in (Path(folder), *Path(folder).parents):
+            if q.exists():
                 return shutil.disk_usage(q).free
-            except OSError:
-                return None
+    except OSError:
+        return None
     return None
 
 
-def _uncached_fallback(folder: str, need: int = CACHE_MIN_FREE) -> str | None:
-    """A temporary folder for Numba's cache (removed at exit) when ``folder``'s disk has less than ``need`` bytes
-    free and the temporary folder's disk has them; otherwise None (``folder`` is used)."""
+def _uncached_fallback(folder: str, need: int = CACHE_MIN_FREE) -> tuple[str, int] | None:
+    """(a temporary folder for Numba's cache, the free bytes of ``folder``'s disk) when that disk has less than
+    ``need`` bytes free and the temporary folder's disk has them; otherwise None (``folder`` is used)."""
     free = _free_bytes(folder)
     if free is None or free >= need:
         return None
-    import atexit
     import shutil
     import tempfile
 
@@ -86,19 +86,36 @@ def _uncached_fallback(folder: str, need: int = CACHE_MIN_FREE) -> str | None:
     if (_free_bytes(tmp) or 0) < need:
         shutil.rmtree(tmp, ignore_errors=True)
         return None
-    atexit.register(shutil.rmtree, tmp, True)
-    return tmp
+    return tmp, free
+
+
+def remove_temporary_kernels() -> None:
+    """Remove the temporary kernel folder this process made (``UNCACHED``), if any: at exit, and before the command
+    line leaves with ``os._exit`` after an interrupt (which runs no exit handler)."""
+    if _TEMPORARY is not None:
+        import shutil
+
+        shutil.rmtree(_TEMPORARY, ignore_errors=True)
 
 
 # a value the user set wins (and then keeping it consistent is theirs)
 if "NUMBA_CACHE_DIR" not in os.environ:
     os.environ["NUMBA_CACHE_DIR"] = _kernel_cache_dir()
 #: (the kernel cache folder, its disk's free bytes) when that disk was too full and kernels compile into a
-#: temporary folder this process removes at exit; None normally
+#: temporary folder instead, removed when the process that made it ends; None normally. Its child processes (a
+#: sweep's workers, the split compile's helper) inherit it through SIGNSIM_UNCACHED ("FREE_BYTES:FOLDER").
 UNCACHED: tuple[str, int] | None = None
-if (_tmp := _uncached_fallback(os.environ["NUMBA_CACHE_DIR"])) is not None:
-    UNCACHED = (os.environ["NUMBA_CACHE_DIR"], _free_bytes(os.environ["NUMBA_CACHE_DIR"]) or 0)
-    os.environ["NUMBA_CACHE_DIR"] = _tmp
+_TEMPORARY: str | None = None  # the temporary folder, when this process made it
+if (_given := os.environ.get("SIGNSIM_UNCACHED", "")).partition(":")[0].isdigit():
+    UNCACHED = (_given.partition(":")[2], int(_given.partition(":")[0]))
+elif (_fallback := _uncached_fallback(os.environ["NUMBA_CACHE_DIR"])) is not None:
+    import atexit
+
+    _TEMPORARY, _free = _fallback
+    UNCACHED = (os.environ["NUMBA_CACHE_DIR"], _free)
+    os.environ["SIGNSIM_UNCACHED"] = f"{_free}:{os.environ['NUMBA_CACHE_DIR']}"
+    os.environ["NUMBA_CACHE_DIR"] = _TEMPORARY
+    atexit.register(remove_temporary_kernels)
 
 __version__ = "0.2.0"
 

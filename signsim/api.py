@@ -614,8 +614,11 @@ def run(config: Any = None, *, out: str | Path | None = None,
 
     ``data=(X, y)`` takes arrays (NumPy, or a SciPy sparse X) instead of a file; ``x0`` a number or a vector
     of length d. ``progress(done, total)`` is called as the run advances; ``out`` writes the results JSON.
-    A run stopped by Ctrl-C returns its partial history with status ``interrupted``. The warnings the
-    command line prints (``result["warnings"]``) are also issued as ``UserWarning``. ``plugins``: files of your own
+    A run stopped by Ctrl-C returns its partial history with status ``interrupted``; one stopped by a plugin
+    stage that broke its contract (an index outside an array, bits or rows it may not return) returns its history
+    up to the round before with status ``failed`` and the reason as ``result["error"]``, also issued as a
+    ``UserWarning``. The warnings the command line prints (``result["warnings"]``) are also issued as
+    ``UserWarning``. ``plugins``: files of your own
     stages, a path or a list (the ``plugin`` option, docs/api.md)."""
     if plugins is not None:
         from signsim.stages.plugins import paths
@@ -636,6 +639,9 @@ def _warned(doc: dict[str, Any]) -> Result:
     doc.setdefault("warnings", [])
     for w in sorted({w for d in [doc, *doc.get("runs", [])] for w in d.get("warnings", None) or []}):
         warnings.warn(w, UserWarning, stacklevel=3)
+    for d in [doc, *doc.get("runs", [])]:
+        if d.get("status") == "failed" and d.get("error"):  # a plugin stage's fault: the results up to it
+            warnings.warn(f"the run failed: {d['error']}", UserWarning, stacklevel=3)
     return Result(doc)
 
 

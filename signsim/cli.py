@@ -636,6 +636,9 @@ def main(argv: list[str] | None = None) -> None:
         # re-raise SIGINT (exit -2 instead of 130)
         sys.stdout.flush()
         sys.stderr.flush()
+        import signsim
+
+        signsim.remove_temporary_kernels()
         os._exit(code)
     sys.exit(code)
 
@@ -666,9 +669,13 @@ def _main(argv: list[str] | None) -> int:
     except OSError as e:
         from signsim.interface.kernel_cache import writing_cache
 
-        if writing_cache(e):  # the disk filled (or a quota ran out) while a kernel was being saved
-            _fail(f"the kernel cache folder {os.environ.get('NUMBA_CACHE_DIR')}: {e.strerror or e} (free space "
-                  "there, or set NUMBA_CACHE_DIR to a folder with room)")
+        if writing_cache(e):  # the disk filled (or a quota ran out, or the folder is read-only) while saving a kernel
+            import errno
+
+            full = e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+            _fail(f"the kernel cache folder {os.environ.get('NUMBA_CACHE_DIR')}: {e.strerror or e} ("
+                  + ("free space there, or set NUMBA_CACHE_DIR to a folder with room)" if full
+                     else "set NUMBA_CACHE_DIR to a folder you can write)"))
         where = f"{e.filename}: " if e.filename else ""
         _fail(f"{where}{e.strerror or e}")
     return code if isinstance(code, int) else 0

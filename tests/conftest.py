@@ -359,22 +359,34 @@ def _stat(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
-def cpu_of(pid: int) -> float:
-    """CPU seconds process ``pid`` and its descendants have used so far: utime, stime, cutime and cstime of
-    /proc/PID/stat (its threads and its children already reaped), and the same of each living descendant (a
-    sweep's workers), whose whole CPU time reaches the process's own once they are reaped."""
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its living descendants."""
     parents: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError, IndexError):
                 parents.setdefault(int(_stat(int(entry.name))[1]), []).append(int(entry.name))
-    total, todo = 0, [pid]
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
-        with contextlib.suppress(OSError):
-            total += sum(int(v) for v in _stat(p)[11:15])
+        out.append(p)
         todo += parents.get(p, [])
-    return total / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def cpu_by_process(pid: int) -> dict[int, float]:
+    """Each process's own CPU seconds so far (utime + stime of /proc/PID/stat: its threads, not its children),
+    for ``pid`` and each of its living descendants (a zombie's too: its final count)."""
+    out = {}
+    for p in _tree(pid):
+        with contextlib.suppress(OSError, IndexError):
+            out[p] = sum(int(v) for v in _stat(p)[11:13]) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def cpu_of(pid: int) -> float:
+    """CPU seconds process ``pid`` and its living descendants have used so far (each its own)."""
+    return sum(cpu_by_process(pid).values())
 
 
 def wait_for_cpu(proc: subprocess.Popen, seconds: float, timeout: float = 600) -> None:
@@ -387,11 +399,11 @@ def wait_for_cpu(proc: subprocess.Popen, seconds: float, timeout: float = 600) -
         time.sleep(0.02)
 
 
-def exit_after_signal(proc: subprocess.Popen, cpu_at_signal: float, timeout: float = HANG_SECONDS,
-                      pump=None) -> tuple[str, float]:
-    """Wait for ``proc`` (text pipes, or ``pump()`` reading its terminal) to exit after a signal; return (its
-    stderr, the CPU seconds it and its children used after the signal: ``cpu_of`` read just before it). A process
-    still running ``timeout`` wall seconds later is hung: its session is killed and the test fails."""
+def exit_after_signal(proc: subprocess.Popen, timeout: float = HANG_SECONDS, pump=None) -> tuple[str, float]:
+    """Wait for ``proc`` (text pipes, or ``pump()`` reading its terminal) to exit after a signal just sent; return
+    (its stderr, the CPU seconds it and its descendants used from now to its exit: each process's own count, polled
+    every 20 ms until it ends, less its count now). A process still running ``timeout`` wall seconds later is hung:
+    its session is killed and the test fails."""
     import threading
 
     box: dict[str, str] = {}
@@ -399,9 +411,12 @@ def exit_after_signal(proc: subprocess.Popen, cpu_at_signal: float, timeout: flo
                for k, f in (("out", proc.stdout), ("err", proc.stderr)) if f is not None]
     for t in readers:
         t.start()
+    start = cpu_by_process(proc.pid)
+    last = dict(start)
     end = time.monotonic() + timeout
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        last.update(cpu_by_process(proc.pid))  # (a zombie's final count, before it is reaped just below)
+        pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
         if time.monotonic() > end:
@@ -415,5 +430,5 @@ def exit_after_signal(proc: subprocess.Popen, cpu_at_signal: float, timeout: flo
         time.sleep(0.02)
     proc.returncode = os.waitstatus_to_exitcode(status)
     for t in readers:
-        t.join(timeout)
-    return box.get("err", ""), usage.ru_utime + usage.ru_stime - cpu_at_signal
+        t.join(10)  # (a descendant left running may hold the pipes: its output is not waited for)
+    return box.get("err", ""), sum(last[p] - start.get(p, 0.0) for p in last)

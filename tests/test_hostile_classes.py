@@ -953,6 +953,17 @@ def test_a_loop_of_symbolic_links_as_a_model_file_is_one_line(cli, tmp_path):
     one_line_error(r, "--model", "a.py", "cannot follow its links")
 
 
+def test_a_loop_of_links_is_one_line_where_resolve_says_nothing(cli, tmp_path, monkeypatch):
+    """Python >= 3.13 resolves a loop of links to itself without an error: the stat after it names the loop."""
+    import pathlib
+
+    (tmp_path / "a.py").symlink_to(tmp_path / "b.py")
+    (tmp_path / "b.py").symlink_to(tmp_path / "a.py")
+    monkeypatch.setattr(pathlib.Path, "resolve", lambda self, strict=False: self.absolute())
+    r = cli("run", "--model", tmp_path / "a.py", "--iters", "2")
+    one_line_error(r, "--model", "a.py", "cannot follow its links")
+
+
 def test_zz_report_case_counts(capsys):
     with capsys.disabled():
         print(f"\nhostile classes, cases run: {json.dumps(COUNTS, sort_keys=True)} ({sum(COUNTS.values())} in all)")

@@ -21,7 +21,7 @@ import pytest
 from signsim.interface import interrupts
 
 from .conftest import ACT_WITHIN_CPU as ACT_WITHIN
-from .conftest import cpu_of, exit_after_signal
+from .conftest import exit_after_signal
 
 # --- finding 2: a long or compiling chunk does not hold the signal back --------------------------------------
 
@@ -149,9 +149,8 @@ def _until_running(args, pattern: bytes, timeout: float = 300):
     return p, master, seen
 
 
-def _drain_until_exit(p, master, cpu: float) -> tuple[bytes, float]:
-    """The terminal's output until ``p`` exits, and the CPU seconds it used after the signal (``cpu``: its
-    ``cpu_of`` just before)."""
+def _drain_until_exit(p, master) -> tuple[bytes, float]:
+    """The terminal's output until ``p`` exits, and the CPU seconds it used after the signal."""
     out = bytearray()
 
     def pump() -> None:
@@ -164,7 +163,7 @@ def _drain_until_exit(p, master, cpu: float) -> tuple[bytes, float]:
                 return
             out.extend(chunk)
 
-    _, took = exit_after_signal(p, cpu, pump=pump)
+    _, took = exit_after_signal(p, pump=pump)
     pump()
     os.close(master)
     return bytes(out), took
@@ -180,12 +179,11 @@ def test_an_experiment_stops_entirely_on_the_first_signal(tmp_path, kind, sig, c
                       + "eval_every = 1000\n")
     out = tmp_path / "e.json"
     p, master, _ = _until_running(["diversity", "--config", config, "--out", out], rb"\d+/100000000")
-    cpu = cpu_of(p.pid)
     if sig == signal.SIGINT:
         os.killpg(p.pid, sig)  # as a terminal does
     else:
         os.kill(p.pid, sig)
-    raw, took = _drain_until_exit(p, master, cpu)
+    raw, took = _drain_until_exit(p, master)
     err = raw.decode(errors="replace")
     assert p.returncode == code and took < ACT_WITHIN, (p.returncode, took, err[-2000:])
     assert "Traceback" not in err

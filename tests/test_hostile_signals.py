@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ACT_WITHIN_CPU as ACT_WITHIN
-from .conftest import cpu_of, exit_after_signal, wait_for_cpu, wait_until_ready
+from .conftest import exit_after_signal, wait_for_cpu, wait_until_ready
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,7 +52,6 @@ def interrupt(args, sig=signal.SIGINT, after_import=None, twice=False, env=None)
                 if line.startswith("import time:") and line.rsplit("|", 1)[-1].strip() == after_import:
                     break
             assert not ready.exists() and p.poll() is None, (early, p.communicate())
-        cpu = cpu_of(p.pid)
         if sig == signal.SIGINT:
             os.killpg(p.pid, sig)
             if twice:
@@ -60,7 +59,7 @@ def interrupt(args, sig=signal.SIGINT, after_import=None, twice=False, env=None)
                 os.killpg(p.pid, sig)
         else:
             os.kill(p.pid, sig)
-        err, took = exit_after_signal(p, cpu)
+        err, took = exit_after_signal(p)
         return p.returncode, early + err, took
 
 
@@ -182,12 +181,11 @@ def test_a_signal_while_the_loop_compiles_acts_at_once(tmp_path, sig, code):
             break
     assert p.poll() is None, seen + p.communicate()[1]
     wait_for_cpu(p, 3.0)  # into the compile (tens of CPU seconds from an empty cache), whatever the machine's load
-    cpu = cpu_of(p.pid)
     if sig == signal.SIGINT:
         os.killpg(p.pid, sig)
     else:
         os.kill(p.pid, sig)
-    err, took = exit_after_signal(p, cpu)
+    err, took = exit_after_signal(p)
     assert p.returncode == code, seen + err
     assert took < ACT_WITHIN, (took, seen + err)
     assert_clean(seen + err)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from .conftest import ACT_WITHIN_CPU, cpu_of, exit_after_signal, wait_until_ready
+from .conftest import ACT_WITHIN_CPU, exit_after_signal, wait_until_ready
 from .test_hostile import one_line
 
 QUICK = 'problem = "quadratic"\niters = 200\n[grid]\nlr = [0.1, 0.01, 0.001, 0.0001]\n'
@@ -184,7 +184,6 @@ def test_interrupting_a_sweep_keeps_results_and_tables(tmp_path, sig, code, twic
     out = tmp_path / "o"
     proc, ready = popen_ready(tmp_path, "sweep", p, "--out", out, "--jobs", "2", "--quiet")
     wait_until_ready(proc, ready)  # a worker has loaded the compiled kernels and runs
-    cpu = cpu_of(proc.pid)
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)  # as a terminal does: the whole process group
         if twice:
@@ -192,7 +191,7 @@ def test_interrupting_a_sweep_keeps_results_and_tables(tmp_path, sig, code, twic
             os.killpg(proc.pid, sig)
     else:
         os.kill(proc.pid, sig)  # SIGTERM to the sweep process only
-    err, took = exit_after_signal(proc, cpu)
+    err, took = exit_after_signal(proc)
     assert proc.returncode == code, err
     assert took < 2 * ACT_WITHIN_CPU, took  # the sweep and its two workers' CPU seconds
     assert "Traceback" not in err
@@ -212,9 +211,8 @@ def test_interrupting_a_dask_sweep_stores_the_runs_in_flight_as_interrupted(tmp_
     proc, ready = popen_ready(tmp_path, "sweep", p, "--out", out, "--executor", "dask", "--scheduler", "local",
                               "--jobs", "2", "--quiet")
     wait_until_ready(proc, ready)  # a run is in flight on a Dask worker
-    cpu = cpu_of(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)
-    err, took = exit_after_signal(proc, cpu)
+    err, took = exit_after_signal(proc)
     assert proc.returncode == 130, err
     assert took < 2 * ACT_WITHIN_CPU and "Traceback" not in err, (took, err)
     statuses = [r["status"] for r in json.loads((out / "manifest.json").read_text())["runs"]]

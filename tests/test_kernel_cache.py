@@ -95,10 +95,11 @@ def test_a_cache_folder_on_a_full_disk_gives_way_to_a_temporary_one(tmp_path, mo
 
     assert signsim._free_bytes(FULL) == 0
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    tmp = signsim._uncached_fallback(FULL)
-    assert tmp is not None and os.path.dirname(tmp) == str(tmp_path) and os.path.isdir(tmp)
+    tmp, free = signsim._uncached_fallback(FULL)
+    assert os.path.dirname(tmp) == str(tmp_path) and os.path.isdir(tmp) and free == 0
     assert signsim._uncached_fallback(str(tmp_path / "cache")) is None  # room: the folder itself
     assert signsim._uncached_fallback(str(tmp_path / "cache"), need=1 << 62) is None  # no room anywhere: as before
+    assert signsim._free_bytes("/tmp/" + "a" * 300 + "/k") is None  # a name too long: unknown, not a traceback
 
 
 def test_the_compile_notice_says_the_kernels_are_not_kept(monkeypatch):
@@ -147,3 +148,33 @@ def test_a_run_with_its_cache_on_a_full_disk_runs_and_keeps_nothing(tmp_path):
     assert p.returncode == 0, p.stderr
     assert f"not kept: the kernel cache folder {FULL} has 0 MB free" in p.stderr
     assert json.loads(p.stdout)["history"] and list((tmp_path / "t").iterdir()) == []  # the temporary folder gone
+    # a child process (a sweep's worker) compiles into its parent's temporary folder and knows the kernels are not
+    # kept (no background compile of its own)
+    code = ("import os, signsim\nfrom signsim.engine import warm\nprint(signsim.UNCACHED, "
+            "os.environ['NUMBA_CACHE_DIR'] == os.environ['PARENT_TMP'], warm.enabled())")
+    parent = ("import os, subprocess, sys, signsim\nos.environ['PARENT_TMP'] = os.environ['NUMBA_CACHE_DIR']\n"
+              f"subprocess.run([sys.executable, '-c', {code!r}], check=True)")
+    child = subprocess.run([sys.executable, "-c", parent], env=env, capture_output=True, text=True, timeout=120)
+    assert child.stdout.strip() == f"('{FULL}', 0) True False", child.stdout + child.stderr
+
+
+@pytest.mark.slow  # a composition compiled from empty (~15 s), then a real Ctrl-C
+def test_an_interrupted_run_removes_its_temporary_kernel_folder_too(tmp_path):
+    """After Ctrl-C the command leaves with os._exit (no exit handlers): the temporary folder is removed first."""
+    import signal
+
+    from .conftest import exit_after_signal, wait_until_ready
+
+    (tmp_path / "t").mkdir()
+    ready = tmp_path / "ready"
+    env = {**os.environ, "NUMBA_CACHE_DIR": FULL, "SIGNSIM_WARM": "0", "TMPDIR": str(tmp_path / "t"),
+           "SIGNSIM_READY_FILE": str(ready)}
+    p = subprocess.Popen([sys.executable, "-m", "signsim", "run", "--problem", "quadratic", "--iters", "100000000",
+                          "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    wait_until_ready(p, ready)
+    assert len(list((tmp_path / "t").iterdir())) == 1  # the temporary kernel folder, in use
+    os.killpg(p.pid, signal.SIGINT)
+    err, _ = exit_after_signal(p)
+    assert p.returncode == 130, err
+    assert list((tmp_path / "t").iterdir()) == [], err

@@ -342,3 +342,25 @@ def test_a_bad_down_bits_is_one_line(cli, tmp_path, value, says):
     lines = r.err.strip().splitlines()
     assert r.code == 2 and len(lines) == 1, r.err
     assert "down.py" in lines[0] and says in lines[0], lines[0]
+
+
+def test_a_fault_mid_run_returns_the_results_so_far_from_python_and_stops_a_comparison(tmp_path, cli):
+    """``signsim.run`` returns a run a plugin's fault stopped (status failed, its line as error, also a warning); a
+    [[compare]] stops at it and says failed."""
+    import signsim
+
+    from .test_hostile_classes import FAULT_PLUGIN
+
+    p = tmp_path / "generated_fault.py"
+    p.write_text(FAULT_PLUGIN)
+    with pytest.warns(UserWarning, match="the run failed: plugin .*generated_fault.py: a kernel indexed outside"):
+        res = signsim.run(plugins=[p], compressor="generated-fault:0:0.05:4", aggregate="mean", problem="quadratic",
+                          workers=8, iters=100, eval_every=1)
+    assert res.status == "failed" and "outside an array" in res["error"] and 0 < res["final"]["iters_done"] < 100
+    config = tmp_path / "c.toml"
+    config.write_text(f'problem = "quadratic"\nworkers = 8\niters = 100\nplugin = "{p}"\n[[compare]]\nlabel = "a"\n'
+                      'compressor = "generated-fault:0:0.05:4"\naggregate = "mean"\n[[compare]]\nlabel = "b"\n')
+    r = cli("run", "--config", config, "--json", "--quiet")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+    doc = r.json()
+    assert doc["status"] == "failed" and [d["label"] for d in doc["runs"]] == ["a"]

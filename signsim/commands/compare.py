@@ -23,7 +23,7 @@ def value_at_budget(history: list[dict[str, Any]], key: str, budget_bits: int) -
 
 def stopped_at(doc: dict[str, Any]) -> str:
     """Why a run ended: ``budget`` (its bits reached the communication budget), ``iters`` (it ran all its
-    iterations), ``stop_loss`` (the loss reached --stop-loss), else its status (diverged, interrupted)."""
+    iterations), ``stop_loss`` (the loss reached --stop-loss), else its status (diverged, interrupted, failed)."""
     if doc["status"] == "budget":
         return "budget"
     if doc["status"] != "ok":
@@ -44,8 +44,8 @@ def compare(base: dict[str, Any], variants: list[dict[str, Any]], overrides: dic
         doc = run(cfg, progress(label) if progress else None)
         doc["label"] = label
         runs.append(doc)
-        if doc["status"] == "interrupted":
-            break  # Ctrl-C or SIGTERM stops the whole comparison, not just this variant
+        if doc["status"] in ("interrupted", "failed"):
+            break  # Ctrl-C or SIGTERM, or a plugin stage's fault, stops the whole comparison, not just this variant
     given = {budget_bits(d["config"]) for d in runs}
     given_budget = given.pop() if len(given) == 1 and math.isfinite(next(iter(given))) else None
     if given_budget is not None:  # every run stopped at the budget (or at its iters, having sent less)
@@ -67,5 +67,6 @@ def compare(base: dict[str, Any], variants: list[dict[str, Any]], overrides: dic
         })
     return {"command": "run", "comparison": {"budget_bits": budget, "budget_megabytes": budget / 8e6,
                                              "budget_given": given_budget is not None, "rows": rows},
-            "runs": runs, "status": "interrupted" if any(d["status"] == "interrupted" for d in runs) else "ok",
+            "runs": runs,
+            "status": next((st for st in ("failed", "interrupted") if any(d["status"] == st for d in runs)), "ok"),
             "signsim_version": runs[0]["signsim_version"]}

@@ -46,11 +46,11 @@ def notice(command: str, family: str | None, dtype: str, kernel: str = "", compo
         what = f"the {of}loop of this composition of stages{named} ({dtype}) for {command}: once per composition"
     else:
         what = f"the {of}kernels ({dtype}) for {command}: once after an install or an upgrade"
-    how = ahead("run" if kind else command, family, dtype)  # a diagnostic --at run:K compiles run's loop
     if signsim.UNCACHED is not None:  # the cache's disk is full: this process's kernels are not kept
         folder, free = signsim.UNCACHED
         return (f"signsim: compiling {what}, seconds to minutes on 2 cores; not kept: the kernel cache folder "
                 f"{folder} has {free / 2**20:.0f} MB free (NUMBA_CACHE_DIR names another)")
+    how = ahead("run" if kind else command, family, dtype)  # a diagnostic --at run:K compiles run's loop
     return f"signsim: compiling {what}, seconds to minutes on 2 cores; '{how}' does it ahead of time"
 
 
@@ -139,9 +139,15 @@ def source_dirs() -> list[Path]:
     return sorted({p.parent for p in PACKAGE.rglob("*.py")})
 
 
-def cache_dirs() -> list[Path]:
-    """Where Numba keeps (or would keep) the cache of each signsim source folder."""
-    user = os.environ.get("NUMBA_CACHE_DIR")
+def _cache_root() -> str | None:
+    """NUMBA_CACHE_DIR, or the kernel cache folder it replaced when that folder's disk was full (``UNCACHED``)."""
+    return signsim.UNCACHED[0] if signsim.UNCACHED is not None else os.environ.get("NUMBA_CACHE_DIR")
+
+
+def cache_dirs(user: str | None = None) -> list[Path]:
+    """Where Numba keeps (or would keep) the cache of each signsim source folder (under ``user``, by default
+    NUMBA_CACHE_DIR)."""
+    user = user or os.environ.get("NUMBA_CACHE_DIR")
     if user:
         return [Path(user) / f"{d.name}_{hashlib.sha1(str(d).encode()).hexdigest()}" for d in source_dirs()]
     return [d / "__pycache__" for d in source_dirs()]
@@ -213,8 +219,8 @@ def clear() -> int:
     """Remove every cached kernel of signsim (also those of earlier sources: the sibling folders of signsim's
     own cache folder); return the number of files removed."""
     removed = 0
-    dirs = list(cache_dirs())
-    user = os.environ.get("NUMBA_CACHE_DIR")
+    user = _cache_root()  # (a full disk's folder, not the temporary one this process compiles into)
+    dirs = list(cache_dirs(user))
     if user and Path(user).parent.name == "numba" and Path(user).parent.parent.name == "signsim":
         for other in Path(user).parent.glob("*"):
             if other.is_dir() and other != Path(user):

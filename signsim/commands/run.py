@@ -83,7 +83,7 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     hooks = [(q.every, recorder(q, tracks[q.name])) for q in quantities]
     if on_start is not None:
         on_start()
-    out = simulate(engine, progress, hooks)
+    out = simulate(engine, progress, hooks, keep_failed=True)
     warnings += [w for q in quantities for w in q.warnings()]
 
     S = settings.participants(cfg.workers)

@@ -236,8 +236,8 @@ def owned_state(stages: dict, M: int, S: int, d: int, dt) -> dict[str, np.ndarra
 
 class StageFault(InputError):
     """A stage broke its contract while the run ran (a plugin's kernel indexed outside an array, or returned bits
-    or rows its contract forbids): the run stops there, its results so far are kept with status "failed", and the
-    command ends with this one line (exit 2)."""
+    or rows its contract forbids): the run stops there and the command ends with this one line (exit 2); ``signsim
+    run`` first keeps its results so far, with status "failed" (``simulate``'s ``keep_failed``)."""
 
 
 @dataclass
@@ -715,8 +715,10 @@ def _float64(x: np.ndarray) -> np.ndarray:
 
 
 def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
-             hooks: list[Hook] | None = None) -> EngineOutput:
-    """Run ``engine`` to the end in chunks of about CHUNK_SECONDS; Ctrl-C stops it and keeps the history.
+             hooks: list[Hook] | None = None, keep_failed: bool = False) -> EngineOutput:
+    """Run ``engine`` to the end in chunks of about CHUNK_SECONDS; Ctrl-C stops it and keeps the history. A stage's
+    fault (``StageFault``) is raised, or with ``keep_failed`` (``signsim run``) ends the run with status "failed",
+    its history up to the round before and the fault's line as ``error``.
 
     ``hooks`` are (every, fn) pairs: fn(k, x_k) is called at every k that is a multiple of ``every`` (k = 0
     included, k = K too), between chunks: chunks end at those iterations; x_k is float64 (a copy when the state
@@ -750,6 +752,8 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             status = "budget"
         reached = engine.status == Status.TARGET
     except StageFault as e:  # the history up to the faulty round is kept; the round itself is not recorded
+        if not keep_failed:
+            raise
         status, error = "failed", str(e)
         engine.k = int(engine.counters[loop.C_DONE])
     except KeyboardInterrupt:

@@ -239,8 +239,8 @@ def worker_run() -> Iterator[bool]:
     SIGINT raises KeyboardInterrupt, which the run turns into its partial results; outside, while the worker
     imports, unpickles its next task or waits for one, the signal is only recorded, so a worker interrupted while
     it starts up neither dies with a traceback nor breaks the pool: it takes its next task and returns at once."""
-    _state["in_run"] = True
     try:
+        _state["in_run"] = True
         yield _state["received"] is not None
     finally:
         _state["in_run"] = False

@@ -49,13 +49,9 @@ def damaged_files(exc: BaseException) -> list[Path] | None:
 
 
 def writing_cache(exc: BaseException) -> bool:
-    """Whether ``exc`` (an OSError: a full disk, a quota) was raised while Numba wrote its cache."""
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename.endswith(_READER):
-            return True
-        tb = tb.tb_next
-    return False
+    """Whether ``exc`` (an OSError: a full disk, a quota, a read-only folder) was raised inside Numba's cache code
+    (``damaged_files`` finds the frames; writing, or reading a file it cannot open)."""
+    return damaged_files(exc) is not None
 
 
 def _say(line: str) -> None:

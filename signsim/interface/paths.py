@@ -44,12 +44,21 @@ def resolved(path: str | Path, where: str) -> Path:
     """``path`` expanded (``home_expanded``) and made absolute with its links followed, so that a sweep's workers
     load the same file; a loop of links or a name the file system refuses is one-line InputError naming the path,
     not Python's RuntimeError or OSError."""
+    import errno
+
+    p = home_expanded(path, where)
     try:
-        return home_expanded(path, where).resolve()
+        p = p.resolve()
+        p.stat()  # Python >= 3.13 resolves a loop of links to itself without a word: its stat is ELOOP
     except RuntimeError as e:  # Python 3.11-3.12: "Symlink loop from ..."
         raise InputError(f"{where} {path}: cannot follow its links ({e})") from None
-    except OSError as e:  # a loop of links (ELOOP, Python >= 3.13), a name too long, ...
-        raise InputError(f"{where} {path}: cannot follow its links ({e.strerror})") from None
+    except FileNotFoundError:
+        return p  # (said by the reader: "no such file")
+    except OSError as e:  # a loop of links (ELOOP), a name too long, ...
+        if e.errno == errno.ELOOP:
+            raise InputError(f"{where} {path}: cannot follow its links ({e.strerror})") from None
+        return p  # (the reader names what else is wrong)
+    return p
 
 
 def _expanded(text: str, option: str) -> str:

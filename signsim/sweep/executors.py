@@ -91,8 +91,13 @@ class LocalExecutor:
                                         initializer=worker_init, initargs=(os.getpid(),))
 
     def _begun(self, index: int) -> bool:
-        """Whether task ``index``'s run is in progress in a worker (its marker file exists)."""
+        """Whether task ``index``'s run began in a worker and its result has not reached this process (its marker
+        file, which the worker writes as the run starts and this process removes once it has the result)."""
         return (Path(self.marker_dir) / str(index)).exists() if self.marker_dir else True
+
+    def _done(self, index: int) -> None:
+        if self.marker_dir:
+            (Path(self.marker_dir) / str(index)).unlink(missing_ok=True)
 
     def _in_flight(self) -> dict[int, int]:
         """Task index -> process id of the runs in progress (their marker files)."""
@@ -134,6 +139,7 @@ class LocalExecutor:
                         broken = True
                         continue
                     self.reported.add(f)
+                    self._done(i)
                     if doc is None:  # the worker was interrupted before it started this run
                         continue
                     pending.pop(i, None)
@@ -163,8 +169,9 @@ class LocalExecutor:
                 shutil.rmtree(self.marker_dir, ignore_errors=True)
 
     def drain(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """After Ctrl-C or SIGTERM: cancel queued runs, tell the running ones to stop (SIGINT) and collect
-        their partial results within DRAIN_SECONDS; a run that does not report is stored as interrupted."""
+        """After Ctrl-C or SIGTERM: cancel queued runs, tell the running ones to stop (SIGINT) and collect the partial
+        results of those that began (``_begun``) within DRAIN_SECONDS; one of them that does not report is stored as
+        interrupted, and a task whose run had not begun stays missing."""
         import time
         from concurrent.futures import wait
 

@@ -27,9 +27,9 @@ def execute(task: dict[str, Any], runner: Callable[[Any], dict[str, Any]]) -> di
     """Run one configured run (``runner(resolved config)``, a module-level function so that it pickles by
     name) and return its results document; a run that raises returns a document with
     status ``failed`` and the error instead (the sweep goes on). With ``marker_dir`` in the task, a file
-    ``<marker_dir>/<index>`` holds this process's id while the run is in progress (so that the sweep can
-    tell which run a dead worker process was running). A pool worker that was already interrupted starts
-    nothing more and returns None (the run stays missing)."""
+    ``<marker_dir>/<index>`` holds this process's id from the run's start until the sweep process has its result
+    (so that the sweep can tell which run a dead worker process was running, and which runs began). A pool worker
+    that was already interrupted starts nothing more and returns None (the run stays missing)."""
     from signsim.interface import interrupts
 
     if not task.get("marker_dir"):  # not a pool worker's (a Dask worker's, or a run in this process)
@@ -66,6 +66,5 @@ def _execute(task: dict[str, Any], runner: Callable[[Any], dict[str, Any]],
     except Exception as e:  # noqa: BLE001 - recorded, not hidden: the sweep must go on
         last = traceback.extract_tb(e.__traceback__)[-1]
         return failed(task, f"{type(e).__name__}: {e} ({last.filename}:{last.lineno})")
-    finally:
-        if marker is not None:
-            marker.unlink(missing_ok=True)
+    # the marker stays until the sweep process has the result (``LocalExecutor``): removed here, a result still on
+    # its way back would look like a run that never began
