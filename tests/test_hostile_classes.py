@@ -1,9 +1,9 @@
 """Issue #25: generated cases for each class of hostile input that was found to fail (findings 3, 4, 6, 8, 9
 and 10): hostile JSON results files, gradients of extreme magnitude, transformation specs, noise scales, data
 files, sweep grids and directories, memory, full disks; and issue 50's classes: plugin faults off the smoke test's
-path, damaged kernel caches, plugin declarations, a model's stdout under --json, server rules at any size. Each
-class has its generator (hypothesis) and a property: a clear one-line refusal (InputError, exit 2) or a correct
-result, never a traceback.
+path, damaged kernel caches, signals, plugin declarations, a model's stdout under --json, server rules at any size,
+robustness metrics. Each class has its generator (hypothesis) and a property: a clear one-line refusal
+(InputError, exit 2) or a correct result, never a traceback.
 
 The quick profile (default) draws a few cases per class; ``HYPOTHESIS_PROFILE=long`` draws
 ``LONG_CASES`` per class (more than 10,000 in all) and the last test prints the counts."""
@@ -685,8 +685,8 @@ def test_a_number_spelled_with_lookalikes_is_refused_by_every_option(case, name)
 
 
 # --- issue 50's hostile pass: a generator per class that was found to fail ------------------------------------
-# Classes 3 (signals) and 5 (numbers in lookalike characters) have theirs elsewhere: every generated invocation of
-# tests/test_hostile_fuzz.py ends with a Ctrl-C if still running, and test_a_number_spelled_with_lookalikes above.
+# Class 5 (numbers in lookalike characters) has its generator above (test_a_number_spelled_with_lookalikes...); every
+# generated invocation of tests/test_hostile_fuzz.py also ends with a Ctrl-C if still running (class 3).
 
 FAULT_PLUGIN = '''"""A compressor whose faults strike off the smoke test's path, as its parameters say: in about
 one call in 1/rate, a write at out[d + off] (off = -1: the last entry, in bounds) and a bit count of ``bits``."""
@@ -908,6 +908,69 @@ def test_what_a_model_writes_to_stdout_never_corrupts_json(tmp_path_factory, how
     r = run_subprocess(command[0], "--model", str(path), "--workers", "2", *command[1:], "--json", timeout=600)
     assert r.code in (0, 1), (r.code, r.err)
     assert isinstance(json.loads(r.out), dict), r.out[:500]
+
+
+#: long commands a signal may stop, each with a file its partial results go to (``{out}``)
+SIGNALLED = [
+    ("run", "--problem", "quadratic", "--iters", "100000000", "--out", "{out}"),
+    ("run", "--problem", "logistic", "--workers", "4", "--iters", "100000000", "--out", "{out}"),
+    ("check-spb", "--problem", "quadratic", "--dim", "50", "--estimator", "monte-carlo", "--samples", "1000000000"),
+    ("diversity", "--problem", "quadratic", "--dim", "50", "--estimator", "two-batch", "--pairs", "1000000000"),
+]
+
+
+@cases(20, quick=2)
+@given(st.sampled_from(range(len(SIGNALLED))), st.sampled_from(["SIGINT", "SIGTERM"]),
+       st.sampled_from([0.0, 0.3, 1.0]))
+def test_a_signal_at_any_point_of_a_long_command_stops_it_in_one_line(tmp_path_factory, which, name, later):
+    """Class 3: SIGINT (to the process group, as a terminal sends it) or SIGTERM, once the command's work is under way
+    or ``later`` CPU seconds into it: exit 130 / 143, the one line "signsim: interrupted" / "terminated", within
+    about a second of the command's own CPU time, and a run's partial results in its --out file."""
+    import subprocess
+
+    from .conftest import ACT_WITHIN_CPU, exit_after_signal, wait_for_cpu, wait_until_ready
+
+    counted("50.3-signals")
+    sig = getattr(signal, name)
+    tmp = tmp_path_factory.mktemp("signal")
+    out, ready = tmp / "r.json", tmp / "ready"
+    args = [a.replace("{out}", str(out)) for a in SIGNALLED[which]]
+    p = subprocess.Popen([sys.executable, "-m", "signsim.cli", *args, "--quiet"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env={**os.environ, "SIGNSIM_READY_FILE": str(ready)})
+    wait_until_ready(p, ready)
+    if later:
+        wait_for_cpu(p, later)
+    os.killpg(p.pid, sig) if sig == signal.SIGINT else os.kill(p.pid, sig)
+    err, took = exit_after_signal(p)
+    code, line = (130, "signsim: interrupted") if sig == signal.SIGINT else (143, "signsim: terminated")
+    assert p.returncode == code and err.strip().splitlines() == [line], (p.returncode, err)
+    assert took < ACT_WITHIN_CPU, took
+    if "--out" in args:
+        assert json.loads(out.read_text())["status"] == "interrupted"
+
+
+@cases()
+@given(st.sampled_from([("quadratic", ""), ("logistic", "data = \"builtin:breast-cancer\"\n"),
+                        ("mlp", "hidden = 4\n")]),
+       st.sampled_from(["loss", "test_loss", "train_acc", "test_acc", "accuracy", "f1", "", "LOSS", "loss "]))
+def test_a_robustness_metric_is_checked_before_the_first_run(cli, tmp_path_factory, problem, metric):
+    """Class 8: a ``[robustness]`` table's metric, of any name, on a problem that may not record it: the plan takes
+    it or refuses it in one line naming it, before any run (a dry run writes nothing); quadratic records the loss
+    only."""
+    counted("50.8-robustness-metric")
+    tmp = tmp_path_factory.mktemp("metric")
+    p = tmp / "s.toml"
+    p.write_text(f'problem = "{problem[0]}"\nworkers = 6\niters = 5\n{problem[1]}[robustness]\naggregate = '
+                 f'["mean"]\nattack = ["alie"]\nbyzantine = [1]\nmetric = "{metric}"\n')
+    r = cli("sweep", p, "--out", tmp / "o", "--dry-run")
+    if r.code == 0:
+        assert metric in ("loss", "test_loss", "train_acc", "test_acc") and (problem[0] != "quadratic"
+                                                                               or metric == "loss"), r.err
+        return
+    one_line_error(r, "metric", repr(metric) if metric not in ("loss", "test_loss", "train_acc", "test_acc")
+                   else metric)
+    assert not (tmp / "o" / "runs").exists()
 
 
 def _spec(module) -> str:
