@@ -573,6 +573,7 @@ def compile_(**opts: Any) -> None:
         print(f"removed {compiling.clear()} cached kernel files", file=sys.stderr)
         return
     cmds = compiling.select(opts["command"], opts["family"], opts["dtype"])
+    compiling.check_kept()
     print(f"signsim: {len(cmds)} warm-up commands: about {compiling.estimate(cmds):.0f} s on 2 cores",
           file=sys.stderr, flush=True)
     start = time.monotonic()

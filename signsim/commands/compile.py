@@ -47,9 +47,8 @@ def notice(command: str, family: str | None, dtype: str, kernel: str = "", compo
     else:
         what = f"the {of}kernels ({dtype}) for {command}: once after an install or an upgrade"
     if signsim.UNCACHED is not None:  # the cache's disk is full: this process's kernels are not kept
-        folder, free = signsim.UNCACHED
-        return (f"signsim: compiling {what}, seconds to minutes on 2 cores; not kept: the kernel cache folder "
-                f"{folder} has {free / 2**20:.0f} MB free (NUMBA_CACHE_DIR names another)")
+        return (f"signsim: compiling {what}, seconds to minutes on 2 cores; not kept: {_full_folder()} "
+                "(NUMBA_CACHE_DIR names another)")
     how = ahead("run" if kind else command, family, dtype)  # a diagnostic --at run:K compiles run's loop
     return f"signsim: compiling {what}, seconds to minutes on 2 cores; '{how}' does it ahead of time"
 
@@ -137,6 +136,22 @@ def watch(first: Callable[[str], None], busy: Callable[[bool], None] = lambda co
 
 def source_dirs() -> list[Path]:
     return sorted({p.parent for p in PACKAGE.rglob("*.py")})
+
+
+def _full_folder() -> str:
+    """The words for ``signsim.UNCACHED``: the kernel cache folder and its disk's free space."""
+    folder, free = signsim.UNCACHED
+    return f"the kernel cache folder {folder} has {free / 2**20:.0f} MB free"
+
+
+def check_kept() -> None:
+    """Compiling ahead of time is refused when nothing compiled would be kept (``signsim.UNCACHED``: the kernels go
+    to a temporary folder removed at exit)."""
+    from signsim.errors import InputError
+
+    if signsim.UNCACHED is not None:
+        raise InputError(f"{_full_folder()}: nothing compiled would be kept (free space there, or set "
+                         "NUMBA_CACHE_DIR to a folder with room)")
 
 
 def _cache_root() -> str | None:
@@ -306,10 +321,6 @@ def select(commands: list[str] | None = None, families: list[str] | None = None,
         for value in given or ():
             if value not in known:
                 raise InputError(f"{flag} {value}: choose from {', '.join(known)}")
-    if signsim.UNCACHED is not None:  # compiling ahead of time into a folder removed at exit would keep nothing
-        folder, free = signsim.UNCACHED
-        raise InputError(f"the kernel cache folder {folder} has {free / 2**20:.0f} MB free: nothing compiled would be "
-                         "kept (free space there, or set NUMBA_CACHE_DIR to a folder with room)")
     return [c for c in warm_commands() if (lambda g: (not commands or g[0] in commands)
                                            and (not families or g[1] in families) and (not dtype or g[2] == dtype))
             (group(c))]
