@@ -10,14 +10,6 @@ import os
 
 from signsim.errors import InputError
 
-# Numba's parallel loops run on libgomp (the "omp" threading layer). By default a libgomp thread that finishes
-# its share spins for ~300,000 iterations before sleeping; on a machine whose cores are busy with other work
-# that spinning takes the CPU from the sibling thread the barrier waits for, and the engine's parallel loop
-# over workers (two barriers per iteration) ran 4-10x slower than one thread (issue #17, 2 shared cores).
-# Passive waiting sleeps at once. Must be set before libgomp loads (at the first parallel kernel); a value
-# the user set wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-
 
 def _kernel_cache_dir(here=None) -> str:
     """Numba's on-disk cache checks only the file that defines a cached function, not the files whose kernels it

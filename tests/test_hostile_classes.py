@@ -916,6 +916,9 @@ SIGNALLED = [
     ("run", "--problem", "logistic", "--workers", "4", "--iters", "100000000", "--out", "{out}"),
     ("check-spb", "--problem", "quadratic", "--dim", "50", "--estimator", "monte-carlo", "--samples", "1000000000"),
     ("diversity", "--problem", "quadratic", "--dim", "50", "--estimator", "two-batch", "--pairs", "1000000000"),
+    # a PyTorch model's rounds run in the main thread once its loop is loaded (``driver.HERE_SECONDS``)
+    ("run", "--model", "{model}", "--workers", "4", "--iters", "100000000", "--model-gradients", "grouped", "--out",
+     "{out}"),
 ]
 
 
@@ -935,6 +938,12 @@ def test_a_signal_at_any_point_of_a_long_command_stops_it_in_one_line(tmp_path_f
     tmp = tmp_path_factory.mktemp("signal")
     out, ready = tmp / "r.json", tmp / "ready"
     args = [a.replace("{out}", str(out)) for a in SIGNALLED[which]]
+    if "{model}" in args:
+        pytest.importorskip("torch")
+        from .test_torch_model import SMALL_FILE
+
+        (tmp / "model.py").write_text(SMALL_FILE)
+        args = [a.replace("{model}", str(tmp / "model.py")) for a in args]
     p = subprocess.Popen([sys.executable, "-m", "signsim.cli", *args, "--quiet"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True,
                          env={**os.environ, "SIGNSIM_READY_FILE": str(ready)})

@@ -178,6 +178,8 @@ def test_choices_are_those_of_their_sources():
                 values["problem"] = "rosenbrock"
             if name == "activation":
                 values["problem"] = "mlp"
+            if name == "model_gradients":
+                values["problem"] = "model"
             if name == "votes" and choice == "binomial":
                 values["method"] = "signsgd"
             config.resolve(values)
@@ -220,7 +222,7 @@ def test_reference_tables_list_every_option_of_the_table():
     for command in ("check-spb", "diversity", "bound"):
         run_only = {"--server-opt", "--prox-mu", "--catch-up"}
         rounds = s["Rounds"] - run_only if command != "diversity" else set()
-        only = tracks | ({"--model"} if command == "bound" else set())  # --model: not bound (the table says so)
+        only = tracks | ({"--model", "--model-gradients"} if command == "bound" else set())  # not bound (the table)
         assert (run_sections - only - s["Rounds"]) | rounds | s[command] == flags(command), command
     for command in ("sweep", "plot", "compile"):
         assert s[command] - {"FILE", "RESULTS..."} == flags(command), command

@@ -77,12 +77,12 @@ def write(tmp_path, text: str, name: str = "model.py") -> str:
     return str(p)
 
 
-def both(tmp_path, hidden=8, workers=4, seed=3, split="shared", **options):
+def both(tmp_path, hidden=8, workers=4, seed=3, split="shared", model_gradients="vmap", **options):
     """(history, final x) of the built-in MLP and of the same network as a torch model file."""
     path = write(tmp_path, MLP_FILE.format(hidden=hidden, workers=workers, seed=seed, split=split))
     common = dict(workers=workers, seed=seed, split=split, **options)
     out = []
-    for problem in (dict(problem="mlp", hidden=hidden), dict(model=path)):
+    for problem in (dict(problem="mlp", hidden=hidden), dict(model=path, model_gradients=model_gradients)):
         engine, *_ = make_engine(**problem, **common)
         r = simulate(engine)
         assert r.status in ("ok", "budget"), r.status
@@ -95,7 +95,9 @@ def both(tmp_path, hidden=8, workers=4, seed=3, split="shared", **options):
     pytest.param(dict(method="signum", iters=30, lr=0.01, batch_size=4), marks=pytest.mark.slow),
     dict(method="sgd", iters=12, lr=0.05, clients_per_round=2, local_steps=3, batch_size=5, split="iid"),
     pytest.param(dict(method="ef-signsgd", iters=200, lr=0.05, budget_mb=0.2, batch_size=3), marks=pytest.mark.slow),
-], ids=["sgd", "signum", "rounds", "budget"])
+    dict(method="sgd", iters=12, lr=0.05, clients_per_round=2, local_steps=3, batch_size=5, split="iid",
+         model_gradients="grouped"),
+], ids=["sgd", "signum", "rounds", "budget", "rounds-grouped"])
 def test_model_file_runs_the_builtin_mlp(tmp_path, options):
     (h_mlp, x_mlp), (h_torch, x_torch) = both(tmp_path, **options)
     assert h_mlp.shape == h_torch.shape

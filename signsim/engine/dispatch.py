@@ -18,6 +18,7 @@ serial, so they write NaN (and callers check their codes before the loop with ``
 """
 
 import functools
+import os
 
 import numba
 import numpy as np
@@ -39,11 +40,34 @@ from signsim.problems import (
     vote_trap,
 )
 
-# Cached kernels may call parallel ones (the data problems' full-data passes): a process that loads them from
-# the cache must have Numba's threading layer running first, or LLVM cannot resolve its scheduler's symbols
-# ("Symbol not found: allocate_sched") and the process aborts. Every kernel module imports this one. Asking for
-# the number of threads (public) launches the threading layer.
-numba.get_num_threads()
+
+def _launch() -> None:
+    """Launch Numba's threading layer, its libgomp waiting passively (``OMP_WAIT_POLICY``, unless set).
+
+    Cached kernels may call parallel ones (the data problems' full-data passes): a process that loads them from
+    the cache must have Numba's threading layer running first, or LLVM cannot resolve its scheduler's symbols
+    ("Symbol not found: allocate_sched") and the process aborts. Every kernel module imports this one. Asking for
+    the number of threads (public) launches the threading layer.
+
+    Numba's parallel loops run on the system's libgomp (the "omp" layer), which reads ``OMP_WAIT_POLICY`` when
+    it loads, here. By default a libgomp thread that finishes its share spins for ~300,000 iterations before
+    sleeping; on a machine whose cores are busy with other work that spinning takes the CPU from the sibling thread
+    the barrier waits for, and the engine's parallel loop over workers (two barriers per iteration) ran 4-10x
+    slower than one thread (issue #17, 2 shared cores): passive waiting sleeps at once. The variable is removed
+    again once the layer runs: PyTorch loads its own libgomp, whose many short parallel regions on a small model
+    ran 3x slower waiting passively (a gradient step of FLUTE's logistic regression, 1.6 ms against 5.3 ms;
+    6 December 2026). A value the user set is left as it is, for both."""
+    ours = "OMP_WAIT_POLICY" not in os.environ
+    if ours:
+        os.environ["OMP_WAIT_POLICY"] = "passive"
+    try:
+        numba.get_num_threads()
+    finally:
+        if ours:
+            del os.environ["OMP_WAIT_POLICY"]
+
+
+_launch()
 
 #: the problem kernel modules of each family, each with the problem codes it serves; a run compiles only its
 #: family's (a test checks that every problem code belongs to exactly one family)

@@ -17,7 +17,7 @@ from signsim.codes import Schedule, SignZero, Status, Tie, choice
 from signsim.engine import clock, compose, dispatch, loop, smoke, split_compile, stage_kernels
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
-from signsim.interface.interrupts import acknowledge, interruptible, ready
+from signsim.interface.interrupts import acknowledge, deferred, interruptible, ready
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -661,11 +661,23 @@ def worker_generators(gens: list[np.random.Generator], parallel: bool):
 Hook = tuple[int, Callable[[int, np.ndarray], None]]
 
 
-def _advance(engine: Engine, step: int) -> None:
+#: a round of a PyTorch model that took less than this (seconds) runs its next chunks in the main thread
+HERE_SECONDS = 0.25
+
+
+def _advance(engine: Engine, step: int, here: bool = False) -> None:
     """``engine.advance(step)`` in a helper thread (``interrupts.interruptible``: the compiled loop releases the
     GIL), so that the main thread acts on Ctrl-C and SIGTERM at once, even when one iteration (a huge
     minibatch) takes minutes or the loop compiles; an abandoned chunk leaves ``engine.abandoned`` holding x as
-    the chunk began."""
+    the chunk began. ``here``: in the main thread, a signal deferred to the chunk's end (the rounds of a PyTorch
+    model once its loop is loaded, each shorter than HERE_SECONDS, a chunk about CHUNK_SECONDS: torch's OpenMP team
+    runs an operation on a small model 2-3 times slower from a helper thread, 6 December 2026); the results then
+    keep the whole chunk. (An exception raised by the signal's handler wherever the main thread is, inside a
+    call from C into Python, crashed the process.)"""
+    if here:
+        with deferred():
+            engine.advance(step)
+        return
     before = Abandoned(engine.x.copy(), engine.k, int(engine.counters[loop.C_ROWS]), engine.tally.copy(),
                        _idle(engine))
     interruptible(lambda: engine.advance(step), lambda: setattr(engine, "abandoned", before))
@@ -727,6 +739,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
     status, error = "ok", None
     reached = False
     chunk = 1
+    here = False
     hooks = hooks or []
     try:
         for _, fn in hooks:
@@ -736,9 +749,10 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             for every, _ in hooks:
                 step = min(step, every - engine.k % every)
             t = time.perf_counter()
-            _advance(engine, step)
+            _advance(engine, step, here)
             ready()
             per_iter = (time.perf_counter() - t) / step
+            here = getattr(engine, "external", None) is not None and per_iter < HERE_SECONDS
             chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
             if engine.status in (Status.OK, Status.BUDGET):
                 for every, fn in hooks:

@@ -222,6 +222,10 @@ TABLE: tuple[Option, ...] = (
     _run("model", "str", "your PyTorch model: a Python file defining model(), loss(output, target) and data() "
          "(docs/api.md; needs signsim[torch]; sets --problem model)", P_PROBLEM, problem=True,
          commands=("run", "check-spb", "diversity")),
+    _run("model_gradients", "str", "with --model: vmap (torch.func.vmap over the workers) | grouped (every worker's "
+         "minibatch gradient from one forward and backward pass: models whose trained layers are Linear and Conv; "
+         "equal to rounding) | auto (grouped where the model allows; default: vmap)", P_PROBLEM, problem=True,
+         choices=("vmap", "grouped", "auto"), commands=("run", "check-spb", "diversity"), omit_unset=True),
     _run("method", "str", "sgd | signsgd | signum | ssdm | ef-signsgd | sto-sign | lion | qsgd | terngrad | topk-ef "
          "| randk | ef21 | ef21-bc | ef21-hb | clag | diana | marina | fedprox | scaffold | natural | onebit-sgd "
          "(signsim list; default: ssdm)",
@@ -434,7 +438,7 @@ RECORD_ORDER = (
     "replicate", "positive_class", "l2", "hidden", "activation", "server_opt",
     "grad_estimator", "model", "down_compressor", "down_feedback", "prox_mu", "pre_aggregate",
     "compute", "uplink", "downlink", "latency", "server_bandwidth", "topology", "budget_seconds", "target",
-    "deadline", "over_select", "catch_up", "heterogeneity", "asynchronous",
+    "deadline", "over_select", "catch_up", "heterogeneity", "asynchronous", "model_gradients",
 )
 
 

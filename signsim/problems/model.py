@@ -195,7 +195,8 @@ def build(cfg) -> ProblemInstance:
         module = model_file.call(mf, "model")
         if not isinstance(module, torch.nn.Module):
             raise InputError(f"{where}: model() must return a torch.nn.Module, got {type(module).__name__}")
-        oracle = ModelOracle(module, mf.module.loss, X_train, y_train, X_test, y_test, where, mf.path)
+        oracle = ModelOracle(module, mf.module.loss, X_train, y_train, X_test, y_test, where, mf.path,
+                             cfg.model_gradients)
         x0 = oracle.flat().to(torch.float64).numpy().copy()
     _check_loss(oracle, mf, where, split, cfg.batch_size)
     pf, b = np.zeros(N_PF), np.zeros(oracle.dim)
@@ -228,7 +229,8 @@ def build(cfg) -> ProblemInstance:
     inst.external = grads
     inst.extra_facts = {"model_file": mf.path, "model_sha256": mf.sha256, "n_train": n,
                         "n_test": int(oracle.X_test.shape[0]), "shard_sizes": np.diff(split.ptr).tolist(),
-                        "parameters": oracle.dim, "torch_dtype": str(oracle.dtype).replace("torch.", "")}
+                        "parameters": oracle.dim, "torch_dtype": str(oracle.dtype).replace("torch.", ""),
+                        "model_gradients": "vmap" if oracle.grouped is None else "grouped"}
     return inst
 
 
@@ -271,7 +273,7 @@ def _check_loss(oracle, mf, where: str, split, tau: int) -> None:
 SPEC = ProblemSpec(
     name="model", code=CODE,
     summary="your PyTorch model (--model FILE.py defining model(), loss(output, target), data()); needs torch",
-    options=frozenset({"model", "split", "test_fraction"}),
-    defaults={"model": None, "split": "shared", "test_fraction": 0.2, "batch_size": 32},
+    options=frozenset({"model", "split", "test_fraction", "model_gradients"}),
+    defaults={"model": None, "split": "shared", "test_fraction": 0.2, "batch_size": 32, "model_gradients": "vmap"},
     build=build,
 )

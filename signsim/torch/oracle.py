@@ -67,7 +67,8 @@ class ModelOracle:
     make the model a classifier (accuracy = argmax of the output equals the target)."""
 
     def __init__(self, module: torch.nn.Module, loss_fn, X_train: torch.Tensor, y_train: torch.Tensor,
-                 X_test: torch.Tensor, y_test: torch.Tensor, where: str = "--model", path: str = ""):
+                 X_test: torch.Tensor, y_test: torch.Tensor, where: str = "--model", path: str = "",
+                 gradients: str = "vmap"):
         self.module, self.loss_fn, self.where, self.path = module, loss_fn, where, path
         # x holds the trainable parameters; frozen ones (requires_grad False) stay as they are, like buffers
         params = {n: p for n, p in module.named_parameters() if p.requires_grad}
@@ -111,6 +112,57 @@ class ModelOracle:
         # columns are multi-label: no accuracy)
         self.classifier = (out.ndim == 2 and out.shape[1] > 1 and self.y_train.ndim == 1
                            and not self.y_train.is_floating_point())
+        #: the per-worker gradients from one forward and backward pass (``--model-gradients``), or None: vmap
+        self.grouped = None if gradients == "vmap" else self._grouped(gradients == "grouped")
+
+    def _grouped(self, required: bool):
+        """The model run grouped (``signsim.torch.grouped``) once a probe agrees with each worker's own gradient;
+        a model that cannot be is one error line when ``required``, else None (the vmap path)."""
+        from signsim.torch.grouped import Grouped, NotGroupable
+
+        try:
+            g = Grouped(self.module, self.loss_fn, self.names, self.shapes, self.offsets)
+            try:  # the loss of all rows at once, or (a loss that is not a mean over its rows) one call per worker
+                self._probe(g)
+            except NotGroupable:
+                g.mean = False
+                self._probe(g)
+            return g
+        except NotGroupable as e:
+            if required:
+                raise InputError(f"{self.where}: --model-gradients grouped: {e}; use vmap or auto") from None
+            return None
+
+    def _probe(self, g) -> None:
+        """Two workers, two rows each, at x0 and at x0 moved by a fixed draw, the model in evaluation mode: the
+        grouped gradients equal each worker's own ``torch.autograd`` gradient to rounding, or ``NotGroupable``."""
+        from signsim.torch.grouped import NotGroupable
+
+        rows = torch.arange(4) % self.n
+        x0 = self.flat()
+        shift = torch.randn(x0.shape, generator=torch.Generator().manual_seed(0), dtype=x0.dtype)
+        Y = torch.stack([x0, x0 + 0.1 * shift * (x0.abs().mean() + 1)])
+        X, y = self.X_train[rows], self.y_train[rows]
+        self.module.eval()
+        try:
+            G = g.gradients(Y, X, y)
+            want = []
+            for j in range(2):
+                p = Y[j].clone().requires_grad_(True)
+                with torch.enable_grad():
+                    part = self.loss_fn(self._output(p, X[2 * j:2 * j + 2]), y[2 * j:2 * j + 2])
+                    want.append(torch.autograd.grad(part, p)[0])
+        except NotGroupable:
+            raise
+        except Exception as e:  # noqa: BLE001 - the traced forward fails where the model's own does not
+            raise NotGroupable(f"its traced forward fails ({type(e).__name__})") from None
+        finally:
+            self.module.train()
+        want = torch.stack(want)
+        scale = float(want.abs().max()) + 1.0
+        if not float((G - want).abs().max()) <= 1e3 * torch.finfo(self.dtype).eps * scale:
+            raise NotGroupable("its gradients grouped differ from each worker's own (its forward mixes the "
+                               "samples of a batch?)")
 
     # -- data ---------------------------------------------------------------------------------------------------
     def _features(self, X: torch.Tensor) -> torch.Tensor:
@@ -154,6 +206,9 @@ class ModelOracle:
         dest = torch.from_numpy(out[:S])
         xt = self._x(x)
         self.module.train()
+        if self.grouped is not None:
+            self._grouped_steps(xt, rows, lr, dest)
+            return
         if H == 1:
             r = torch.from_numpy(rows[0])
             g = self._shared(self.unflatten(xt), self.X_train[r], self.y_train[r])
@@ -170,32 +225,48 @@ class ModelOracle:
                 Y -= lr * G
         dest.copy_(U)
 
+    def _grouped_steps(self, xt: torch.Tensor, rows: np.ndarray, lr: float, dest: torch.Tensor) -> None:
+        """``worker_gradients`` with each step's S minibatch gradients from one forward and backward pass."""
+        H, S = rows.shape[0], rows.shape[1]
+        Y = xt.unsqueeze(0).expand(S, -1)
+        U = None
+        for h in range(H):
+            r = torch.from_numpy(rows[h].reshape(-1))
+            G = self.grouped.gradients(Y, self.X_train[r], self.y_train[r])
+            U = G if U is None else U.add_(G)
+            if h < H - 1:
+                Y = Y - lr * G
+        dest.copy_(U)
+
+    def _groups(self, xt: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """The gradient of the mean loss over each row of ``r`` (G x s rows) at x: vmap over the groups, or grouped."""
+        if self.grouped is not None:
+            return self.grouped.gradients(xt.unsqueeze(0).expand(r.shape[0], -1), self.X_train[r.reshape(-1)],
+                                          self.y_train[r.reshape(-1)])
+        out = torch.empty((r.shape[0], self.dim), dtype=self.dtype)
+        self._write(self._shared(self.unflatten(xt), self.X_train[r], self.y_train[r]), out)
+        return out
+
     @guarded("the per-sample gradients")
     def sample_gradients(self, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Per-sample gradients of the training rows ``rows`` at x, one row each (float64)."""
         r = torch.as_tensor(np.asarray(rows, dtype=np.int64))
-        out = torch.empty((r.shape[0], self.dim), dtype=self.dtype)
         self.module.eval()
         try:
-            g = self._shared(self.unflatten(self._x(x)), self.X_train[r].unsqueeze(1), self.y_train[r].unsqueeze(1))
+            return self._groups(self._x(x), r.unsqueeze(1)).to(torch.float64).numpy()
         finally:
             self.module.train()
-        self._write(g, out)
-        return out.to(torch.float64).numpy()
 
     @guarded("the gradients of the workers' shards")
     def group_gradients(self, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """The gradient of the mean loss over each row of ``rows`` (G groups of s training rows each) at x, one row
         each (float64): ``torch.func.vmap`` over the groups, the model in evaluation mode (as ``sample_gradients``)."""
         r = torch.as_tensor(np.asarray(rows, dtype=np.int64))
-        out = torch.empty((r.shape[0], self.dim), dtype=self.dtype)
         self.module.eval()
         try:
-            g = self._shared(self.unflatten(self._x(x)), self.X_train[r], self.y_train[r])
+            return self._groups(self._x(x), r).to(torch.float64).numpy()
         finally:
             self.module.train()
-        self._write(g, out)
-        return out.to(torch.float64).numpy()
 
     # -- evaluation ---------------------------------------------------------------------------------------------
     def _output(self, xt: torch.Tensor, X: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,264 @@
+"""Every worker's gradient from one forward and one backward pass (``--model-gradients grouped``,
+``signsim.torch.grouped``; docs/theory.md §13.2).
+
+The oracle shares none of the grouped path's code: each worker's own gradient by ``torch.autograd.grad`` of the loss
+of the model itself (``torch.func.functional_call``) on that worker's rows at that worker's parameters, one worker
+at a time, in float64, so that the two agree to rounding. Models that cannot be grouped are refused (``grouped``) or
+left to vmap (``auto``), never run wrong; a loss that is not a mean over its rows is summed per worker.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+if os.environ.get("SIGNSIM_REQUIRE_TORCH") == "1":
+    import torch
+else:
+    torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+
+from signsim.errors import InputError  # noqa: E402
+from signsim.torch.oracle import ModelOracle  # noqa: E402
+
+
+class Custom(nn.Module):
+    """A forward of its own: functional calls, a view by the batch's size, a frozen layer, a layer without bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3, stride=2, padding=1, dilation=1, bias=False)
+        self.frozen = nn.Linear(12, 12)
+        self.frozen.requires_grad_(False)
+        self.head = nn.Linear(12, 4)
+
+    def forward(self, x):
+        h = torch.tanh(self.conv(x))
+        h = h.view(h.size(0), -1)
+        return self.head(torch.relu(self.frozen(h)) + 0.5 * h)
+
+
+#: (name, model maker, the shape of one sample): every kind of grouped layer, and layers run as they are
+MODELS = {
+    "mlp": (lambda: nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3)), (5,)),
+    "one-linear": (lambda: nn.Linear(6, 3), (6,)),
+    "cnn": (lambda: nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 6, 2, padding=1),
+                                  nn.GELU(), nn.Flatten(), nn.Dropout(0.3), nn.Linear(6 * 4 * 4, 3)), (1, 8, 8)),
+    "conv1d-groups": (lambda: nn.Sequential(nn.Conv1d(4, 6, 3, groups=2, dilation=2), nn.ELU(), nn.Flatten(),
+                                            nn.Linear(6 * 5, 3)), (4, 9)),
+    "conv3d": (lambda: nn.Sequential(nn.Conv3d(1, 2, 2), nn.Sigmoid(), nn.AdaptiveAvgPool3d(1), nn.Flatten(),
+                                     nn.Linear(2, 3)), (1, 3, 3, 3)),
+    "custom": (Custom, (2, 4, 4)),
+}
+
+
+def oracle(name: str, gradients: str = "grouped", n: int = 40, loss=None, seed: int = 0) -> ModelOracle:
+    make, shape = MODELS[name]
+    torch.manual_seed(seed)
+    module = make().double()
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn((n, *shape), generator=g, dtype=torch.float64)
+    y = torch.randint(0, 3, (n,), generator=g)
+    loss = loss or (lambda out, t: nn.functional.cross_entropy(out, t))
+    return ModelOracle(module, loss, X, y, X[:4], y[:4], gradients=gradients)
+
+
+def own_gradients(o: ModelOracle, Y: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+    """Row j: worker j's gradient at Y[j] on its rows, by autograd through the model itself, one worker at a time."""
+    out = []
+    for j in range(Y.shape[0]):
+        p = Y[j].clone().requires_grad_(True)
+        r = torch.from_numpy(rows[j])
+        part = o.loss_fn(o._output(p, o.X_train[r]), o.y_train[r])
+        out.append(torch.autograd.grad(part, p)[0])
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("S, tau", [(1, 1), (3, 5), (6, 2)])
+def test_grouped_gradients_are_each_workers_own_at_its_own_parameters(name, S, tau):
+    o = oracle(name)
+    assert o.grouped is not None
+    rng = np.random.default_rng(S * 10 + tau)
+    rows = rng.integers(0, o.n, (S, tau))
+    Y = o.flat().unsqueeze(0) + 0.3 * torch.from_numpy(rng.standard_normal((S, o.dim)))  # a different x per worker
+    o.module.eval()  # (dropout off: the oracle draws no mask)
+    got = o.grouped.gradients(Y, o.X_train[torch.from_numpy(rows.reshape(-1))],
+                              o.y_train[torch.from_numpy(rows.reshape(-1))])
+    want = own_gradients(o, Y, rows)
+    assert got.shape == (S, o.dim)
+    torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+    assert float(want.abs().max()) > 1e-3  # the gradients compared are not all zero
+
+
+@pytest.mark.parametrize("name", ["mlp", "conv1d-groups", "custom"])
+@pytest.mark.parametrize("H", [1, 4])
+def test_a_rounds_pseudo_gradients_equal_the_vmap_paths_to_rounding(name, H):
+    """``worker_gradients`` with local steps: the sum of each worker's H steps' gradients, grouped and vmap."""
+    a, b = oracle(name, "vmap"), oracle(name, "grouped")
+    assert a.grouped is None and b.grouped is not None
+    rows = np.random.default_rng(H).integers(0, a.n, (H, 5, 3))
+    x = a.flat().numpy().copy()
+    ga, gb = np.zeros((7, a.dim)), np.zeros((7, a.dim))
+    a.worker_gradients(x, rows, 0.05, ga)
+    b.worker_gradients(x, rows, 0.05, gb)
+    np.testing.assert_allclose(gb, ga, rtol=1e-10, atol=1e-12)
+    assert not np.any(gb[5:]) and np.abs(gb[:5]).max() > 1e-3  # rows past S untouched, the rest moved
+
+
+def test_sample_and_group_gradients_equal_the_vmap_paths():
+    a, b = oracle("mlp", "vmap"), oracle("mlp", "grouped")
+    x = a.flat().numpy().copy()
+    rows = np.arange(12)
+    np.testing.assert_allclose(b.sample_gradients(x, rows), a.sample_gradients(x, rows), rtol=1e-10, atol=1e-13)
+    groups = rows.reshape(3, 4)
+    np.testing.assert_allclose(b.group_gradients(x, groups), a.group_gradients(x, groups), rtol=1e-10, atol=1e-13)
+
+
+def test_a_loss_that_is_not_a_mean_is_summed_worker_by_worker():
+    """A sum over the rows (not the contract's mean, yet a loss a user may write): the probe finds that S times the
+    loss of all rows is not the workers' sum, and the grouped path calls the loss once per worker."""
+    o = oracle("mlp", loss=lambda out, t: nn.functional.cross_entropy(out, t, reduction="sum"))
+    assert o.grouped is not None and o.grouped.mean is False
+    m = oracle("mlp")
+    assert m.grouped.mean is True
+    rows = np.random.default_rng(1).integers(0, o.n, (4, 3))
+    Y = o.flat().unsqueeze(0).repeat(4, 1)
+    flat = torch.from_numpy(rows.reshape(-1))
+    torch.testing.assert_close(o.grouped.gradients(Y, o.X_train[flat], o.y_train[flat]), own_gradients(o, Y, rows),
+                               rtol=1e-10, atol=1e-12)
+
+
+class Mixing(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.lin(x - x.mean(0))  # every sample's output depends on the batch
+
+
+class Branching(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.lin(x) if x.sum() > 0 else -self.lin(x)  # control flow on values: fx cannot trace it
+
+
+class OwnParameter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(5, 3))
+
+    def forward(self, x):
+        return x @ self.w
+
+
+#: models that cannot be grouped, and the words their refusal has
+REFUSED = {
+    "batch-norm": (lambda: nn.Sequential(nn.Linear(5, 4), nn.BatchNorm1d(4), nn.Linear(4, 3)), "mixes the samples"),
+    "layer-norm": (lambda: nn.Sequential(nn.Linear(5, 4), nn.LayerNorm(4), nn.Linear(4, 3)), "only Linear and Conv"),
+    "mixing": (Mixing, "differ from each worker's own"),
+    "branching": (Branching, "torch.fx cannot trace"),
+    "own-parameter": (OwnParameter, "parameter w outside a Linear or Conv"),
+    "reflect-padding": (lambda: nn.Sequential(nn.Conv1d(5, 2, 1, padding=1, padding_mode="reflect"), nn.Flatten(),
+                                              nn.Linear(2 * 5, 3)), "pads with 'reflect'"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_model_that_cannot_be_grouped_is_refused_or_left_to_vmap(name):
+    make, words = REFUSED[name]
+    shape = (5, 3) if name == "reflect-padding" else (5,)
+    X, y = torch.randn((20, *shape), dtype=torch.float64), torch.randint(0, 3, (20,))
+
+    def build(how):
+        torch.manual_seed(0)
+        return ModelOracle(make().double(), lambda o, t: nn.functional.cross_entropy(o, t), X, y, X[:2], y[:2],
+                           where="--model m.py", gradients=how)
+
+    with pytest.raises(InputError) as e:
+        build("grouped")
+    text = str(e.value)
+    assert text.startswith("--model m.py: --model-gradients grouped: ") and words in text and "\n" not in text, text
+    assert build("auto").grouped is None  # auto: the vmap path
+    assert build("vmap").grouped is None
+
+
+def write(tmp_path, text: str) -> str:
+    p = tmp_path / "model.py"
+    p.write_text(textwrap.dedent(text))
+    return str(p)
+
+
+def test_the_command_line_option_runs_grouped_records_it_and_refuses_in_one_line(tmp_path, cli):
+    import json
+
+    from .test_torch_model import SMALL_FILE
+
+    path = write(tmp_path, SMALL_FILE)
+    docs = {}
+    for how in ("vmap", "grouped", "auto"):
+        r = cli("run", "--model", path, "--workers", "3", "--iters", "20", "--method", "sgd", "--lr", "0.1",
+                "--model-gradients", how, "--json")
+        assert r.code == 0, r.err
+        docs[how] = json.loads(r.out)
+    assert [docs[h]["problem"]["model_gradients"] for h in docs] == ["vmap", "grouped", "grouped"]
+    assert docs["vmap"]["config"].get("model_gradients", "vmap") == "vmap"
+    assert docs["grouped"]["config"]["model_gradients"] == "grouped"
+    loss = {h: [row["loss"] for row in d["history"]] for h, d in docs.items()}
+    np.testing.assert_allclose(loss["grouped"], loss["vmap"], rtol=1e-5)  # float32: equal to rounding
+    assert loss["grouped"] == loss["auto"]
+    bad = write(tmp_path, SMALL_FILE.replace("nn.Tanh()", "nn.LayerNorm(4)"))
+    r = cli("run", "--model", bad, "--workers", "3", "--iters", "2", "--model-gradients", "grouped")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "LayerNorm" in r.err, r.err
+    r = cli("run", "--model", bad, "--workers", "3", "--iters", "2", "--model-gradients", "auto", "--json")
+    assert r.code == 0 and json.loads(r.out)["problem"]["model_gradients"] == "vmap", r.err
+
+
+RUN = """
+import sys, signsim
+signsim.run(model=sys.argv[1], workers=3, iters=5, model_gradients=sys.argv[2], heterogeneity=True, split="iid")
+print("torch._dynamo" in sys.modules, "sympy" in sys.modules)
+"""
+
+
+def test_a_grouped_run_imports_neither_torch_dynamo_nor_sympy(tmp_path):
+    """torch.func.grad imports torch._dynamo (about a second), vmap's first call sympy: the grouped path needs
+    neither, also for the heterogeneity at x0 (the vmap run shows the check can fail)."""
+    from .test_torch_model import SMALL_FILE
+
+    path = write(tmp_path, SMALL_FILE)
+    seen = {}
+    for how in ("grouped", "vmap"):
+        done = subprocess.run([sys.executable, "-c", RUN, path, how], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        seen[how] = done.stdout.split()
+    assert seen == {"grouped": ["False", "False"], "vmap": ["True", "True"]}
+
+
+PROBE = """
+import os, sys
+import signsim.engine.dispatch
+print(os.environ.get("OMP_WAIT_POLICY", "unset"))
+"""
+
+
+@pytest.mark.parametrize("given", [None, "active"])
+def test_numbas_passive_wait_policy_is_not_left_for_torch(given):
+    """OMP_WAIT_POLICY=passive is for Numba's own libgomp only, while it loads: torch's, loaded by a model file
+    later, keeps its default (passive made a small model's step 3x slower); a value the user set stays."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given:
+        env["OMP_WAIT_POLICY"] = given
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (given or "unset")
