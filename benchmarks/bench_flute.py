@@ -5,10 +5,11 @@
     python benchmarks/bench_flute.py --clients 100000
 
 The workload FLUTE published (Dimitriadis et al. 2022, its LR-MNIST task): M clients hold equal shares of 60,000
-images of 28 x 28 = 784 pixels, 10 classes (synthetic here, of MNIST's shapes: pixels uniform in [0, 1), labels the
-argmax of a fixed random linear teacher; nothing is downloaded); each round 10 clients, sampled without
-replacement, take 6 local SGD steps (minibatches of 10 of their own rows, step 0.1) of the model 784 -> 10 with
-softmax cross-entropy from the server's model, and the server averages their models (FedAvg, server step 1).
+images (beyond 60,000 clients, one each: 10^5 clients hold 10^5 rows) of 28 x 28 = 784 pixels, 10 classes
+(synthetic here, of MNIST's shapes: pixels uniform in [0, 1), labels the argmax of a fixed random linear teacher;
+nothing is downloaded); each round 10 clients, sampled without replacement, take 6 local SGD steps (minibatches
+of 10 of their own rows, step 0.1) of the model 784 -> 10 with softmax cross-entropy from the server's model, and
+the server averages their models (FedAvg, server step 1).
 
 The same work four ways, each in a process of its own:
 - signsim: ``signsim run --model FILE --method sgd --local-steps 6 ...`` (the model file defines the model, its
@@ -38,12 +39,13 @@ from pathlib import Path
 
 D, CLASSES, ROWS, PER_ROUND, LOCAL_STEPS, BATCH, LR = 784, 10, 60_000, 10, 6, 10, 0.1
 
-#: the data every contender trains on, generated in its own process from seed 0
+#: the data every contender trains on, generated in its own process from seed 0 (ROWS: the line each script
+#: starts with, ``rows_line``)
 DATA = f"""
 import numpy as np
 def make_data():
     rng = np.random.default_rng(0)
-    X = rng.random(({ROWS}, {D}), dtype=np.float32)
+    X = rng.random((ROWS, {D}), dtype=np.float32)
     teacher = rng.standard_normal(({D}, {CLASSES})).astype(np.float32)
     return X, np.argmax((X - 0.5) @ teacher, axis=1).astype(np.int64)
 """
@@ -111,11 +113,17 @@ for k in range(K):
 """ + REPORT
 
 
+def rows_line(clients: int) -> str:
+    """The data's size: 60,000 rows (MNIST's), or one per client beyond 60,000 clients (each client then holds
+    one row, and draws its minibatches of 10 from it with replacement)."""
+    return f"ROWS = {max(ROWS, clients)}\n"
+
+
 def _signsim_args(model: Path, clients: int, rounds: int, gradients: str = "grouped") -> list[str]:
     return [sys.executable, "-m", "signsim", "run", "--model", str(model), "--method", "sgd", "--workers",
             str(clients), "--clients-per-round", str(PER_ROUND), "--local-steps", str(LOCAL_STEPS), "--batch-size",
-            str(BATCH), "--lr", str(LR), "--split", "iid", "--no-heterogeneity", "--iters", str(rounds),
-            "--eval-every", str(rounds), "--model-gradients", gradients, "--quiet", "--json"]
+            str(BATCH), "--lr", str(LR), "--split", "iid", "--test-fraction", "0", "--no-heterogeneity", "--iters",
+            str(rounds), "--eval-every", str(rounds), "--model-gradients", gradients, "--quiet", "--json"]
 
 
 def _timed(args: list[str]) -> tuple[float, float]:
@@ -145,11 +153,11 @@ def main() -> None:
     rounds, repeats = (10, 1) if a.quick else (a.rounds, a.repeats)
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "flute_lr.py"
-        model.write_text(MODEL)
+        model.write_text(rows_line(a.clients) + MODEL)
         scripts = {}
         for name, src in (("batched", BATCHED), ("plain", PLAIN)):
             scripts[name] = Path(tmp) / f"{name}.py"
-            scripts[name].write_text(src)
+            scripts[name].write_text(rows_line(a.clients) + src)
         # the kernels compiled (and the data's first read) before any timing, as after `signsim compile`
         subprocess.run(_signsim_args(model, a.clients, 2), capture_output=True, check=True)
         contenders = {"signsim grouped": _signsim_args(model, a.clients, rounds),

@@ -262,3 +262,23 @@ def test_numbas_passive_wait_policy_is_not_left_for_torch(given):
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (given or "unset")
+
+
+MAPS = """
+import os, sys, signsim
+signsim.run(model=sys.argv[1], workers=3, iters=2)
+print(sorted({line.split()[-1].rsplit("/", 2)[-2] for line in open(f"/proc/{os.getpid()}/maps") if "libgomp" in line}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/PID/maps (Linux)")
+def test_a_model_run_has_torch_load_its_own_openmp_runtime(tmp_path):
+    """Numba's libgomp (made to wait passively) would serve torch too, torch linking the runtime by the name it
+    answers to: a model's run imports torch first, and torch's own copy is loaded beside the system's."""
+    from .test_torch_model import SMALL_FILE
+
+    done = subprocess.run([sys.executable, "-c", MAPS, write(tmp_path, SMALL_FILE)], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    folders = eval(done.stdout.strip().splitlines()[-1])  # the folders of the libgomp files mapped
+    assert "lib" in folders, folders  # torch/lib/libgomp.so.1: torch's own

@@ -54,9 +54,11 @@ def _launch() -> None:
     sleeping; on a machine whose cores are busy with other work that spinning takes the CPU from the sibling thread
     the barrier waits for, and the engine's parallel loop over workers (two barriers per iteration) ran 4-10x
     slower than one thread (issue #17, 2 shared cores): passive waiting sleeps at once. The variable is removed
-    again once the layer runs: PyTorch loads its own libgomp, whose many short parallel regions on a small model
-    ran 3x slower waiting passively (a gradient step of FLUTE's logistic regression, 1.6 ms against 5.3 ms;
-    6 December 2026). A value the user set is left as it is, for both."""
+    again once the layer runs, so that processes started later do not inherit it. PyTorch's many short parallel
+    regions on a small model ran 3x slower waiting passively (a gradient step of FLUTE's logistic regression,
+    5.3 ms against 1.6 ms; 6 December 2026); torch links the same runtime by the name this libgomp answers to, and
+    would share it, so a model's run imports torch first (``config._torch_first``) and torch's own libgomp serves
+    it with its defaults. A value the user set is left as it is, for both."""
     ours = "OMP_WAIT_POLICY" not in os.environ
     if ours:
         os.environ["OMP_WAIT_POLICY"] = "passive"

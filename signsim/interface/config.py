@@ -159,8 +159,22 @@ def unknown_option(name: str, known=RECORD) -> InputError:
     return _options.unknown_option(name, known)
 
 
+def _torch_first() -> None:
+    """A PyTorch model's run imports torch before Numba's threading layer loads (``signsim.engine.dispatch``).
+    Both link the OpenMP runtime by one name, libgomp.so.1, and the first one loaded serves both: loaded by Numba,
+    with ``OMP_WAIT_POLICY=passive``, it made a small model's gradient step 3x slower (FLUTE's logistic
+    regression: 5.3 ms against 1.6 ms, 6 December 2026). Loaded by torch, it keeps torch's default; the model's
+    loop in Numba is serial. Without torch nothing happens here (the problem says what is missing)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+
+
 def resolve(explicit: dict[str, Any]) -> RunConfig:
     """Fill the options the user did not set and validate the result."""
+    if explicit.get("model") is not None or explicit.get("problem") == "model":
+        _torch_first()
     from signsim import methods, problems
 
     explicit = {k: v for k, v in explicit.items() if v is not None}
