@@ -254,14 +254,30 @@ print(os.environ.get("OMP_WAIT_POLICY", "unset"))
 
 @pytest.mark.parametrize("given", [None, "active"])
 def test_numbas_passive_wait_policy_is_not_left_for_torch(given):
-    """OMP_WAIT_POLICY=passive is for Numba's own libgomp only, while it loads: torch's, loaded by a model file
-    later, keeps its default (passive made a small model's step 3x slower); a value the user set stays."""
+    """OMP_WAIT_POLICY=passive is for Numba's own libgomp only, while it loads (libgomp says so itself, under
+    OMP_DISPLAY_ENV), and is gone from the environment after; a value the user set stays, and libgomp takes it."""
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["OMP_DISPLAY_ENV"] = "VERBOSE"
     if given:
         env["OMP_WAIT_POLICY"] = given
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (given or "unset")
+    shown = omp_settings(done.stderr)
+    if given:
+        assert shown["OMP_WAIT_POLICY"] == ["ACTIVE"], done.stderr
+    else:  # passive: no spinning (libgomp's default spins 300,000 times, and shows 'PASSIVE' too)
+        assert shown["GOMP_SPINCOUNT"] == ["0"], done.stderr
+
+
+def omp_settings(stderr: str) -> dict[str, list[str]]:
+    """What each libgomp loaded showed under OMP_DISPLAY_ENV=VERBOSE, by setting, in load order."""
+    out: dict[str, list[str]] = {}
+    for line in stderr.splitlines():
+        name, eq, value = line.strip().partition(" = ")
+        if eq:
+            out.setdefault(name, []).append(value.strip("'"))
+    return out
 
 
 MAPS = """
@@ -278,7 +294,96 @@ def test_a_model_run_has_torch_load_its_own_openmp_runtime(tmp_path):
     from .test_torch_model import SMALL_FILE
 
     done = subprocess.run([sys.executable, "-c", MAPS, write(tmp_path, SMALL_FILE)], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, env={**os.environ, "OMP_DISPLAY_ENV": "VERBOSE"})
     assert done.returncode == 0, done.stderr
     folders = eval(done.stdout.strip().splitlines()[-1])  # the folders of the libgomp files mapped
     assert "lib" in folders, folders  # torch/lib/libgomp.so.1: torch's own
+    if "OMP_WAIT_POLICY" not in os.environ:  # torch's spins as its default says, Numba's not at all
+        assert omp_settings(done.stderr)["GOMP_SPINCOUNT"] == ["300000", "0"], done.stderr
+
+
+@pytest.mark.parametrize("loss", [
+    lambda out, t: nn.functional.cross_entropy(out, t, weight=torch.tensor([1.0, 5.0, 0.2], dtype=out.dtype)),
+    lambda out, t: nn.functional.cross_entropy(out, torch.where(t == 2, -100, t)),  # ignore_index
+    lambda out, t: 1e-6 * nn.functional.cross_entropy(out, t, reduction="sum"),  # small gradients, a sum
+], ids=["weighted", "ignore-index", "tiny-sum"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_loss_that_is_not_the_plain_mean_of_its_rows_is_never_called_once_for_all(loss, dtype):
+    """A weighted mean divides by the weights of the rows it is given, an ignored target by the rows it keeps, a sum
+    by nothing: S times the loss of all rows is then not the workers' sum, whatever rows the probe draws. The
+    grouped path calls the loss per worker, and each worker's gradient is its own (sorted data: the first rows
+    share a class)."""
+    make, shape = MODELS["mlp"]
+    torch.manual_seed(0)
+    X = torch.randn((60, *shape), dtype=dtype)
+    y = torch.sort(torch.randint(0, 3, (60,))).values
+    o = ModelOracle(make().to(dtype), loss, X, y, X[:2], y[:2], gradients="grouped")
+    assert o.grouped is not None and o.grouped.mean is False
+    rows = np.random.default_rng(0).integers(0, 60, (4, 6))
+    Y = o.flat().unsqueeze(0).repeat(4, 1)
+    flat = torch.from_numpy(rows.reshape(-1))
+    got, want = o.grouped.gradients(Y, o.X_train[flat], o.y_train[flat]), own_gradients(o, Y, rows)
+    tol = 1e3 * torch.finfo(dtype).eps * float(want.abs().max())
+    assert float((got - want).abs().max()) <= tol and float(want.abs().max()) > 0
+
+
+class Branch(nn.Module):
+    """A forward that reads ``self.training`` (fx freezes it at trace time)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.lin(x * 3.0 if self.training else x)
+
+
+def test_the_training_modes_forward_is_traced_in_training_mode():
+    """model() returned in evaluation mode, with a branch for training: the rounds (training mode) follow the
+    training branch, as vmap's do."""
+    X, y = torch.randn((30, 5), dtype=torch.float64), torch.randint(0, 3, (30,))
+    oracles = []
+    for how in ("vmap", "grouped"):
+        torch.manual_seed(0)
+        m = Branch().double().eval()
+        oracles.append(ModelOracle(m, lambda o, t: nn.functional.cross_entropy(o, t), X, y, X[:2], y[:2],
+                                   gradients=how))
+    rows = np.random.default_rng(2).integers(0, 30, (1, 4, 5))
+    x = oracles[0].flat().numpy().copy()
+    a, b = np.zeros((4, oracles[0].dim)), np.zeros((4, oracles[0].dim))
+    oracles[0].worker_gradients(x, rows, 0.1, a)
+    oracles[1].worker_gradients(x, rows, 0.1, b)
+    np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+
+
+def test_half_precision_and_duplicated_first_rows_do_not_fool_the_probe():
+    """bf16 is too coarse for the probe (refused); a forward that mixes the batch is found even when the first
+    rows of the data are all the same (the probe draws its rows from the whole training set)."""
+    X, y = torch.randn((40, 5)), torch.randint(0, 3, (40,))
+    with pytest.raises(InputError, match="bfloat16"):
+        ModelOracle(nn.Linear(5, 3).bfloat16(), lambda o, t: nn.functional.cross_entropy(o.float(), t), X, y,
+                    X[:2], y[:2], gradients="grouped")
+    X[:10] = X[0]
+    with pytest.raises(InputError, match="differ from each worker's own"):
+        ModelOracle(Mixing().double(), lambda o, t: nn.functional.cross_entropy(o, t), X.double(), y, X[:2].double(),
+                    y[:2], gradients="grouped")
+
+
+def test_a_broken_loss_is_reported_as_such_and_never_ends_python(tmp_path, cli):
+    """The loss's own faults are checked before the grouped path is chosen: its message names them, as vmap's does;
+    sys.exit() in the loss is one line, exit 2."""
+    from .test_torch_model import SMALL_FILE
+
+    cases = {
+        "sys.exit": ("    return nn.functional.cross_entropy(output, target)",
+                     "    import sys; sys.exit('bye')", "SystemExit"),
+        "not a scalar": ("    return nn.functional.cross_entropy(output, target)",
+                         "    return nn.functional.cross_entropy(output, target, reduction='none')",
+                         "must return a scalar tensor"),
+    }
+    for name, (old, new, words) in cases.items():
+        path = tmp_path / f"{name.replace(' ', '_').replace('.', '_')}.py"
+        path.write_text(SMALL_FILE.replace(old, new))
+        for how in ("grouped", "auto"):
+            r = cli("run", "--model", str(path), "--workers", "3", "--iters", "2", "--model-gradients", how)
+            assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and words in r.err, (name, how, r.err)

@@ -500,3 +500,42 @@ def test_the_shards_mean_gradients_in_one_batched_pass_are_each_shards_own(tmp_p
     eps = 1e-6
     fd = np.array([(shard_loss(x + eps * e) - shard_loss(x - eps * e)) / (2 * eps) for e in np.eye(p.dim)])
     np.testing.assert_allclose(means[3], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_a_models_rounds_run_in_the_main_thread_only_while_rounds_and_evaluations_are_short(tmp_path, monkeypatch):
+    """After the first chunk (which loads the loop in a helper thread), a model's chunks run in the main thread,
+    a signal held to the round's end, unless a round or an evaluation of the history took HERE_SECONDS or more
+    (a signal would then wait for it) or the process's SIGINT is not signsim's own (a sweep's pool worker)."""
+    import time
+
+    from signsim.engine import driver
+    from signsim.interface import interrupts
+    from signsim.problems.model import Gradients
+
+    seen = []
+    advance = driver._advance
+    monkeypatch.setattr(driver, "_advance", lambda engine, step, here=False: (seen.append(here),
+                                                                              advance(engine, step, here))[1])
+    path = write(tmp_path, SMALL_FILE)
+
+    def heres(**options):
+        seen.clear()
+        engine, *_ = make_engine(model=path, workers=3, iters=40, eval_every=5, **options)
+        previous = interrupts.install()
+        try:
+            simulate(engine)
+        finally:
+            interrupts.restore(previous)
+        return list(seen)
+
+    quick = heres()
+    assert quick[0] is False and quick[-1] is True, quick  # (the first chunk's round loads the loop: long)
+    monkeypatch.setattr(interrupts, "handled_here", lambda: False)
+    monkeypatch.setattr(driver, "handled_here", lambda: False)
+    assert not any(heres())  # another SIGINT handler: the helper thread throughout
+    monkeypatch.undo()
+    monkeypatch.setattr(driver, "_advance", lambda engine, step, here=False: (seen.append(here),
+                                                                              advance(engine, step, here))[1])
+    evaluate = Gradients.evaluate
+    monkeypatch.setattr(Gradients, "evaluate", lambda self, x: (time.sleep(driver.HERE_SECONDS), evaluate(self, x)))
+    assert not any(heres())  # a slow evaluation: the helper thread throughout

@@ -17,7 +17,7 @@ from signsim.codes import Schedule, SignZero, Status, Tie, choice
 from signsim.engine import clock, compose, dispatch, loop, smoke, split_compile, stage_kernels
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
-from signsim.interface.interrupts import acknowledge, deferred, interruptible, ready
+from signsim.interface.interrupts import acknowledge, deferred, handled_here, interruptible, pending, ready
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -481,13 +481,15 @@ class Engine(ChunkedState):
         end = min(self.K, self.k + n)
         budget, seconds = self.fcfg[loop.F_BUDGET], self.fcfg[loop.F_BUDGET_SECONDS]
         while self.k < end:
+            if pending():  # a signal held back (``_advance`` in the main thread): the chunk ends at this round
+                return self.status
             k = self.k
             if self.S < self.M:
                 self._sample(k + 1)
             workers = self.part[0]
             gens = [self.streams[int(m)] for m in workers]
             if k % int(self.icfg[loop.I_EVAL_EVERY]) == 0:
-                ext.evaluate(_float64(self.x))
+                self._evaluate()
             lr = loop.step_size.py_func(s.schedule, s.lr, k)  # gamma_k, as the loop's local steps take it
             ext.round(self.x, workers, gens, lr, self.G)
             # the loop must not record at a budget with a stale evaluation
@@ -514,9 +516,16 @@ class Engine(ChunkedState):
         it), through ``_run_loop``."""
         return self._run_loop(self.problem, k, k + 1, self.K + 1)
 
+    def _evaluate(self) -> None:
+        """The external problem's evaluation at x (its arrays the history reads), timed: ``eval_seconds`` keeps the
+        longest (``simulate`` runs the rounds in the main thread only while it is short)."""
+        t = time.perf_counter()
+        self.external.evaluate(_float64(self.x))
+        self.eval_seconds = max(getattr(self, "eval_seconds", 0.0), time.perf_counter() - t)
+
     def record_row(self) -> Status:
         if self.external is not None:  # the problem's arrays must hold the evaluation at the current x
-            self.external.evaluate(_float64(self.x))
+            self._evaluate()
         return super().record_row()
 
     def history(self) -> np.ndarray:
@@ -669,11 +678,12 @@ def _advance(engine: Engine, step: int, here: bool = False) -> None:
     """``engine.advance(step)`` in a helper thread (``interrupts.interruptible``: the compiled loop releases the
     GIL), so that the main thread acts on Ctrl-C and SIGTERM at once, even when one iteration (a huge
     minibatch) takes minutes or the loop compiles; an abandoned chunk leaves ``engine.abandoned`` holding x as
-    the chunk began. ``here``: in the main thread, a signal deferred to the chunk's end (the rounds of a PyTorch
-    model once its loop is loaded, each shorter than HERE_SECONDS, a chunk about CHUNK_SECONDS: torch's OpenMP team
-    runs an operation on a small model 2-3 times slower from a helper thread, 6 December 2026); the results then
-    keep the whole chunk. (An exception raised by the signal's handler wherever the main thread is, inside a
-    call from C into Python, crashed the process.)"""
+    the chunk began. ``here``: in the main thread, a signal held back until the round in progress ends (the
+    rounds of a PyTorch model once its loop is loaded, while a round and an evaluation of the history each take
+    less than HERE_SECONDS, under signsim's own signal handler: torch's OpenMP team runs an operation on a small
+    model 2-3 times slower from a helper thread, 6 December 2026); the results then keep the rounds done. (An
+    exception raised by the signal's handler wherever the main thread is, inside a call from C into Python,
+    crashed the process.)"""
     if here:
         with deferred():
             engine.advance(step)
@@ -752,7 +762,8 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             _advance(engine, step, here)
             ready()
             per_iter = (time.perf_counter() - t) / step
-            here = getattr(engine, "external", None) is not None and per_iter < HERE_SECONDS
+            here = (getattr(engine, "external", None) is not None and per_iter < HERE_SECONDS
+                    and getattr(engine, "eval_seconds", 0.0) < HERE_SECONDS and handled_here())
             chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
             if engine.status in (Status.OK, Status.BUDGET):
                 for every, fn in hooks:

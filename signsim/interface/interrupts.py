@@ -59,6 +59,12 @@ def release() -> None:
     _state["pending"] = None
 
 
+def handled_here() -> bool:
+    """Whether this process's SIGINT is signsim's own handler (``install``), which ``deferred()`` holds back: a
+    sweep's pool worker has another, which raises at once."""
+    return signal.getsignal(signal.SIGINT) is _handler
+
+
 def abandon() -> None:
     """Note that compiled work was left running in a helper thread (see ``signsim.engine.driver``)."""
     _state["abandoned"] = True
@@ -82,6 +88,8 @@ def _unraisable(info) -> None:
 
 
 def pending() -> bool:
+    """Whether a signal arrived that is not yet raised (inside ``deferred()``, or where Python could not raise
+    it): work in progress stops at its next checkpoint."""
     return _state["pending"] is not None
 
 

@@ -195,10 +195,11 @@ def build(cfg) -> ProblemInstance:
         module = model_file.call(mf, "model")
         if not isinstance(module, torch.nn.Module):
             raise InputError(f"{where}: model() must return a torch.nn.Module, got {type(module).__name__}")
-        oracle = ModelOracle(module, mf.module.loss, X_train, y_train, X_test, y_test, where, mf.path,
-                             cfg.model_gradients)
+        oracle = ModelOracle(module, mf.module.loss, X_train, y_train, X_test, y_test, where, mf.path)
         x0 = oracle.flat().to(torch.float64).numpy().copy()
     _check_loss(oracle, mf, where, split, cfg.batch_size)
+    oracle.choose_gradients(cfg.model_gradients)  # (after the loss's check: a broken loss is reported as such)
+    _check_gradient(oracle, mf, where, split, cfg.batch_size)
     pf, b = np.zeros(N_PF), np.zeros(oracle.dim)
     grads = Gradients(oracle, split, cfg.batch_size, cfg.local_steps, pf, b, train_seed)
     n = oracle.n
@@ -235,7 +236,7 @@ def build(cfg) -> ProblemInstance:
 
 
 def _check_loss(oracle, mf, where: str, split, tau: int) -> None:
-    """The loss at x0 on one minibatch is a finite scalar with a finite gradient (else one line naming the file)."""
+    """The loss at x0 on one minibatch is a finite scalar (else one line naming the file)."""
     import torch
 
     rows = split.idx[: max(1, min(tau, split.idx.size))]
@@ -255,6 +256,15 @@ def _check_loss(oracle, mf, where: str, split, tau: int) -> None:
                          f"{shape}")
     if not bool(torch.isfinite(value)):
         raise InputError(f"{where}: loss(output, target) is {float(value)} at the starting point")
+
+
+def _check_gradient(oracle, mf, where: str, split, tau: int) -> None:
+    """One worker's minibatch gradient at x0, by the path the run takes, is finite (else one line naming the
+    file)."""
+    import torch
+
+    rows = split.idx[: max(1, min(tau, split.idx.size))]
+    x0 = oracle.flat()
     g = np.zeros((1, oracle.dim))
     state = torch.random.get_rng_state()
     try:  # one worker's minibatch gradient, in training mode as the rounds compute it
@@ -262,7 +272,8 @@ def _check_loss(oracle, mf, where: str, split, tau: int) -> None:
     except Exception as e:  # vmap or grad refused the model (buffers updated in place: batch norm, ...)
         from signsim.torch.model_file import culprit
 
-        raise InputError(f"{where}: the loss cannot be differentiated per worker with torch.func "
+        how = "torch.func" if oracle.grouped is None else "one backward pass (--model-gradients grouped)"
+        raise InputError(f"{where}: the loss cannot be differentiated per worker with {how} "
                          f"({culprit(e, mf.path)})") from None
     finally:
         torch.random.set_rng_state(state)  # the check draws no dropout mask the run would have drawn

@@ -59,87 +59,117 @@ def conv(layer, x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None, S: int
 
 
 class _Run(torch.fx.Interpreter):
-    """The traced graph run node by node, the Linear and Conv layers with the parameters of each worker in ``Y``."""
+    """A traced graph run node by node, the Linear and Conv layers that hold trainable parameters with each
+    worker's own (``params``: by qualified name, S x shape each); other layers as they are."""
 
-    def __init__(self, grouped: Grouped):
-        super().__init__(grouped.graph)
-        self.grouped, self.Y = grouped, None
+    def __init__(self, graph: torch.fx.GraphModule, grouped: Grouped):
+        super().__init__(graph)
+        self.grouped, self.params = grouped, None
 
     def call_module(self, target, args, kwargs):
         layer = self.fetch_attr(target)
         kind = type(layer)
-        if kind not in LINEAR and kind not in CONV:
+        if (kind not in LINEAR and kind not in CONV) or target not in self.grouped.trained:
             return super().call_module(target, args, kwargs)
-        g, Y = self.grouped, self.Y
-        W, b = g._param(Y, layer, target, "weight"), g._param(Y, layer, target, "bias")
-        return linear(args[0], W, b, Y.shape[0]) if kind in LINEAR else conv(layer, args[0], W, b, Y.shape[0])
+        S = next(iter(self.params.values())).shape[0]
+        W, b = (self._param(layer, target, attr, S) for attr in ("weight", "bias"))
+        return linear(args[0], W, b, S) if kind in LINEAR else conv(layer, args[0], W, b, S)
+
+    def _param(self, layer: nn.Module, target: str, attr: str, S: int) -> torch.Tensor | None:
+        """Worker j's ``attr`` of the layer in row j, or the layer's own (frozen) one for all."""
+        mine = self.params.get(f"{target}.{attr}")
+        if mine is not None:
+            return mine
+        p = getattr(layer, attr)
+        return None if p is None else p.detach().expand(S, *p.shape)
 
 
 class Grouped:
     """The traced ``module`` run grouped. ``names``, ``shapes`` and ``offsets`` place each trainable parameter in the
-    flat vector (``ModelOracle``'s order); frozen parameters and buffers are used as they are."""
+    flat vector (``ModelOracle``'s order); frozen parameters and buffers are used as they are.
+
+    The forward is traced twice, in training and in evaluation mode (a forward that reads ``self.training`` is
+    frozen at trace time), and run in the module's mode of the call."""
 
     def __init__(self, module: nn.Module, loss_fn, names, shapes, offsets):
         #: a model that is one layer is traced as the layer "0" of a Sequential (its parameters' names lack "0.")
         self.alone = torch.fx.Tracer().is_leaf_module(module, "")
+        self.module = module
+        root = nn.Sequential(module) if self.alone else module
+        was = module.training
+        graphs = {}
         try:
-            self.graph = torch.fx.symbolic_trace(nn.Sequential(module) if self.alone else module)
+            for mode in (True, False):
+                root.train(mode)
+                graphs[mode] = torch.fx.symbolic_trace(root)
         except Exception as e:  # noqa: BLE001 - control flow on values, unsupported calls, ...
             raise NotGroupable(f"torch.fx cannot trace its forward ({type(e).__name__}: "
                                f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})") from None
+        finally:
+            module.train(was)
+        self.graph = graphs[False]
         self.loss_fn = loss_fn
-        self._run = _Run(self)
         #: whether the loss of S n rows is the mean of the workers' own (set by ``ModelOracle``'s probe)
         self.mean = True
-        self.place = {self.qualified(n): (o, s) for n, s, o in zip(names, shapes, offsets, strict=False)}
-        trainable = {self.qualified(n) for n in names}
-        for node in self.graph.graph.nodes:
-            if node.op == "get_attr" and node.target in trainable:
+        self.place = {self.qualified(n): (o, tuple(s)) for n, s, o in zip(names, shapes, offsets, strict=False)}
+        #: the layers that hold trainable parameters (the others run as they are)
+        self.trained: set[str] = set()
+        for graph in graphs.values():
+            self._check(graph)
+        self._runs = {mode: _Run(graph, self) for mode, graph in graphs.items()}
+
+    def _check(self, graph: torch.fx.GraphModule) -> None:
+        """Every trainable parameter in a Linear or zero-padded Conv layer, no batch norm (else NotGroupable)."""
+        for node in graph.graph.nodes:
+            if node.op == "get_attr" and node.target in self.place:
                 raise NotGroupable(f"its forward uses the parameter {node.target} outside a Linear or Conv layer")
             if node.op != "call_module":
                 continue
-            layer = self.graph.get_submodule(node.target)
+            layer = graph.get_submodule(node.target)
             if isinstance(layer, MIXING):
                 raise NotGroupable(f"layer {node.target} ({type(layer).__name__}) mixes the samples of a batch")
-            own = [f"{node.target}.{n}" for n, _ in layer.named_parameters() if f"{node.target}.{n}" in trainable]
-            if not own:
+            if not any(f"{node.target}.{n}" in self.place for n, _ in layer.named_parameters()):
                 continue
             if type(layer) not in LINEAR and type(layer) not in CONV:
                 raise NotGroupable(f"layer {node.target} ({type(layer).__name__}) has trainable parameters; only "
                                    "Linear and Conv layers are grouped")
             if type(layer) in CONV and layer.padding_mode != "zeros":
                 raise NotGroupable(f"layer {node.target} pads with {layer.padding_mode!r}; only zeros are grouped")
+            self.trained.add(node.target)
 
     def qualified(self, name: str) -> str:
         """A parameter's name in the traced graph."""
         return f"0.{name}" if self.alone else name
 
-    def _param(self, Y: torch.Tensor, layer: nn.Module, name: str, attr: str) -> torch.Tensor | None:
-        """Worker j's ``attr`` of ``layer`` in row j (a view of Y's rows), or the layer's own (frozen) one for all."""
-        full = f"{name}.{attr}"
-        if full in self.place:
-            o, s = self.place[full]
-            return Y[:, o:o + math.prod(s)].unflatten(1, s)
-        p = getattr(layer, attr)
-        return None if p is None else p.detach().expand(Y.shape[0], *p.shape)
-
-    def outputs(self, Y: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-        """The model's output on X (S n rows, worker by worker), worker j's rows with the parameters in Y[j]."""
-        self._run.Y = Y
+    def outputs(self, params: dict[str, torch.Tensor], X: torch.Tensor) -> torch.Tensor:
+        """The model's output on X (S n rows, worker by worker), worker j's rows with its parameters (row j of each
+        of ``params``, by qualified name), in the module's current mode."""
+        run = self._runs[self.module.training]
+        run.params = params
         try:
-            return self._run.run(X)
+            return run.run(X)
         finally:
-            self._run.Y = None
+            run.params = None
 
     def gradients(self, Y: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """(S x d): row j the gradient at Y[j] of the loss on worker j's rows of (X, y) (S n rows, worker by
-        worker), from one forward and one backward pass."""
+        worker), from one forward and one backward pass. Each parameter tensor is a leaf of its own (slices of one
+        leaf would each back-propagate an S x d tensor of zeros)."""
         S = Y.shape[0]
-        Y = Y.detach().requires_grad_(True)
+        Y = Y.detach()
+        names = list(self.place)
+        leaves = [Y[:, o:o + math.prod(s)].unflatten(1, s).requires_grad_(True) for o, s in self.place.values()]
         with torch.enable_grad():
-            out = self.outputs(Y, X)
-            (g,) = torch.autograd.grad(self.losses(out, y, S), Y)
-        return g
+            out = self.outputs(dict(zip(names, leaves, strict=True)), X)
+            grads = torch.autograd.grad(self.losses(out, y, S), leaves, allow_unused=True)
+        G = torch.empty(Y.shape, dtype=Y.dtype)
+        for (o, s), g in zip(self.place.values(), grads, strict=True):
+            n = math.prod(s)
+            if g is None:  # a parameter the forward does not use
+                G[:, o:o + n] = 0
+            else:
+                G[:, o:o + n] = g.reshape(S, n)
+        return G
 
     def losses(self, out: torch.Tensor, y: torch.Tensor, S: int) -> torch.Tensor:
         """The sum over the S workers of the loss on each one's rows: S times the loss of all S n rows when the loss

@@ -113,56 +113,100 @@ class ModelOracle:
         self.classifier = (out.ndim == 2 and out.shape[1] > 1 and self.y_train.ndim == 1
                            and not self.y_train.is_floating_point())
         #: the per-worker gradients from one forward and backward pass (``--model-gradients``), or None: vmap
-        self.grouped = None if gradients == "vmap" else self._grouped(gradients == "grouped")
+        self.grouped = None
+        self.choose_gradients(gradients)
 
-    def _grouped(self, required: bool):
-        """The model run grouped (``signsim.torch.grouped``) once a probe agrees with each worker's own gradient;
-        a model that cannot be is one error line when ``required``, else None (the vmap path)."""
+    def choose_gradients(self, how: str) -> None:
+        """``--model-gradients``: vmap; grouped (``signsim.torch.grouped``) once a probe agrees with each worker's
+        own gradient, else one error line; auto: grouped where the probe agrees, else vmap. (``build`` calls it once
+        the loss is checked, so that a broken loss is reported as such.)"""
+        if how == "vmap":
+            self.grouped = None
+            return
         from signsim.torch.grouped import Grouped, NotGroupable
 
         try:
+            if torch.finfo(self.dtype).eps > 1e-4:
+                raise NotGroupable(f"its parameters are {str(self.dtype).replace('torch.', '')}, too coarse for the "
+                                   "probe to tell rounding from a wrong gradient")
             g = Grouped(self.module, self.loss_fn, self.names, self.shapes, self.offsets)
-            try:  # the loss of all rows at once, or (a loss that is not a mean over its rows) one call per worker
-                self._probe(g)
-            except NotGroupable:
-                g.mean = False
-                self._probe(g)
-            return g
+            self._probe(g)
+            self.grouped = g
         except NotGroupable as e:
-            if required:
+            if how == "grouped":
                 raise InputError(f"{self.where}: --model-gradients grouped: {e}; use vmap or auto") from None
-            return None
+            self.grouped = None
+
+    def _user(self, what: str, call):
+        """``call()`` of the user's model or loss: its failure is one error line naming the file."""
+        try:
+            return call()
+        except (Exception, SystemExit) as e:
+            from signsim.torch.model_file import culprit
+
+            raise InputError(f"{self.where}: {what}: {culprit(e, self.path)}") from None
 
     def _probe(self, g) -> None:
-        """Two workers, two rows each, at x0 and at x0 moved by a fixed draw, the model in evaluation mode: the
-        grouped gradients equal each worker's own ``torch.autograd`` gradient to rounding, or ``NotGroupable``."""
+        """Three workers at three parameter vectors (x0 and two moves of it by a fixed draw), three rows each drawn
+        from the whole training set, the model in evaluation mode: the grouped gradients equal each worker's own
+        (``torch.autograd`` through the model itself) to 10^3 machine epsilons of the largest entry, or
+        ``NotGroupable``. The loss is called once for all rows (``g.mean``) only if its value on 16 rows drawn at
+        random equals the mean of its values on each row alone (a weighted mean, a sum, an ignored target: not)."""
         from signsim.torch.grouped import NotGroupable
 
-        rows = torch.arange(4) % self.n
+        gen = torch.Generator().manual_seed(0)
+        workers, tau = 3, 3
         x0 = self.flat()
-        shift = torch.randn(x0.shape, generator=torch.Generator().manual_seed(0), dtype=x0.dtype)
-        Y = torch.stack([x0, x0 + 0.1 * shift * (x0.abs().mean() + 1)])
+        shift = torch.randn((workers, self.dim), generator=gen, dtype=x0.dtype) * (0.1 * (x0.abs().mean() + 1))
+        shift[0] = 0
+        Y = x0 + shift
+        rows = torch.randint(0, self.n, (workers * tau,), generator=gen)
+        some = torch.randint(0, self.n, (16,), generator=gen)
         X, y = self.X_train[rows], self.y_train[rows]
+        eps = torch.finfo(self.dtype).eps
         self.module.eval()
         try:
-            G = g.gradients(Y, X, y)
             want = []
-            for j in range(2):
+            for j in range(workers):
                 p = Y[j].clone().requires_grad_(True)
+                r = slice(j * tau, (j + 1) * tau)
                 with torch.enable_grad():
-                    part = self.loss_fn(self._output(p, X[2 * j:2 * j + 2]), y[2 * j:2 * j + 2])
-                    want.append(torch.autograd.grad(part, p)[0])
-        except NotGroupable:
-            raise
-        except Exception as e:  # noqa: BLE001 - the traced forward fails where the model's own does not
-            raise NotGroupable(f"its traced forward fails ({type(e).__name__})") from None
+                    part = self._user("the loss of a minibatch", lambda p=p, r=r: self.loss_fn(
+                        self._output(p, X[r]), y[r]))
+                    want.append(self._user("the gradient of the loss", lambda p=p, part=part: torch.autograd.grad(
+                        part, p)[0]))
+            want = torch.stack(want)
+            g.mean = self._is_mean(x0, some, eps)
+            tol = 1e3 * eps * max(float(want.abs().max()), torch.finfo(self.dtype).tiny)
+            for mean in (True, False) if g.mean else (False,):
+                g.mean = mean
+                try:
+                    G = g.gradients(Y, X, y)
+                except (Exception, SystemExit) as e:  # the traced forward fails where the model's own does not
+                    from signsim.torch.model_file import culprit
+
+                    raise NotGroupable(f"its traced forward fails ({culprit(e, self.path)})") from None
+                if float((G - want).abs().max()) <= tol:
+                    return
         finally:
             self.module.train()
-        want = torch.stack(want)
-        scale = float(want.abs().max()) + 1.0
-        if not float((G - want).abs().max()) <= 1e3 * torch.finfo(self.dtype).eps * scale:
-            raise NotGroupable("its gradients grouped differ from each worker's own (its forward mixes the "
-                               "samples of a batch?)")
+        raise NotGroupable("its gradients grouped differ from each worker's own (its forward mixes the samples of a "
+                           "batch, or the parameters are tied?)")
+
+    def _is_mean(self, x0: torch.Tensor, some: torch.Tensor, eps: float) -> bool:
+        """Whether the loss of the rows ``some`` at x0 equals the mean of its values on each row alone (10^3
+        machine epsilons): a loss that is the unweighted mean of its rows' terms."""
+        try:
+            with torch.no_grad():
+                whole = self.loss_fn(self._output(x0, self.X_train[some]), self.y_train[some])
+                each = torch.stack([self.loss_fn(self._output(x0, self.X_train[i:i + 1]),
+                                                 self.y_train[i:i + 1]).reshape(()) for i in some])
+        except Exception:  # noqa: BLE001 - a loss that needs more than one row: one call per worker
+            return False
+        if whole.numel() != 1 or not bool(torch.isfinite(each).all()):
+            return False
+        scale = max(float(whole.abs()), float(each.abs().max()), torch.finfo(self.dtype).tiny)
+        return abs(float(whole) - float(each.mean())) <= 1e3 * eps * scale
 
     # -- data ---------------------------------------------------------------------------------------------------
     def _features(self, X: torch.Tensor) -> torch.Tensor:
@@ -197,7 +241,7 @@ class ModelOracle:
             out[:, o[i]:o[i + 1]].copy_(g[n].reshape(S, -1))
 
     # -- gradients ----------------------------------------------------------------------------------------------
-    @guarded("the workers' gradients (torch.func.vmap over the workers of grad of the loss)")
+    @guarded("the workers' gradients")
     def worker_gradients(self, x: np.ndarray, rows: np.ndarray, lr: float, out: np.ndarray) -> None:
         """``out[j]`` <- worker j's pseudo-gradient of the round (docs/theory.md §12): with H = 1 (``rows`` of shape
         (1, S, tau)) its minibatch gradient at x; with H > 1 the sum of the gradients of its H local SGD steps
