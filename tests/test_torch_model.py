@@ -505,7 +505,8 @@ def test_the_shards_mean_gradients_in_one_batched_pass_are_each_shards_own(tmp_p
 def test_a_models_rounds_run_in_the_main_thread_only_while_rounds_and_evaluations_are_short(tmp_path, monkeypatch):
     """After the first chunk (which loads the loop in a helper thread), a model's chunks run in the main thread,
     a signal held to the round's end, unless a round or an evaluation of the history took HERE_SECONDS or more
-    (a signal would then wait for it) or the process's SIGINT is not signsim's own (a sweep's pool worker)."""
+    (a signal would then wait for it) or the process's SIGINT handler is neither signsim's own nor Python's default
+    (a sweep's pool worker, a notebook kernel)."""
     import time
 
     from signsim.engine import driver
@@ -518,21 +519,26 @@ def test_a_models_rounds_run_in_the_main_thread_only_while_rounds_and_evaluation
                                                                               advance(engine, step, here))[1])
     path = write(tmp_path, SMALL_FILE)
 
-    def heres(**options):
+    def heres(install=True):
         seen.clear()
-        engine, *_ = make_engine(model=path, workers=3, iters=40, eval_every=5, **options)
-        previous = interrupts.install()
+        engine, *_ = make_engine(model=path, workers=3, iters=40, eval_every=5)
+        previous = interrupts.install() if install else None
         try:
             simulate(engine)
         finally:
-            interrupts.restore(previous)
+            if install:
+                interrupts.restore(previous)
         return list(seen)
 
     quick = heres()
     assert quick[0] is False and quick[-1] is True, quick  # (the first chunk's round loads the loop: long)
-    monkeypatch.setattr(interrupts, "handled_here", lambda: False)
-    monkeypatch.setattr(driver, "handled_here", lambda: False)
-    assert not any(heres())  # another SIGINT handler: the helper thread throughout
+    import signal
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert heres(install=False)[-1] is True  # Python's default handler (the API in a script): held too
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # and given back
+    monkeypatch.setattr(driver, "can_hold", lambda: False)
+    assert not any(heres())  # another SIGINT handler (a pool worker's, a notebook's): the helper thread throughout
     monkeypatch.undo()
     monkeypatch.setattr(driver, "_advance", lambda engine, step, here=False: (seen.append(here),
                                                                               advance(engine, step, here))[1])

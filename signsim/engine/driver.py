@@ -17,7 +17,7 @@ from signsim.codes import Schedule, SignZero, Status, Tie, choice
 from signsim.engine import clock, compose, dispatch, loop, smoke, split_compile, stage_kernels
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
-from signsim.interface.interrupts import acknowledge, deferred, handled_here, interruptible, pending, ready
+from signsim.interface.interrupts import acknowledge, can_hold, held, interruptible, pending, ready
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -678,14 +678,14 @@ def _advance(engine: Engine, step: int, here: bool = False) -> None:
     """``engine.advance(step)`` in a helper thread (``interrupts.interruptible``: the compiled loop releases the
     GIL), so that the main thread acts on Ctrl-C and SIGTERM at once, even when one iteration (a huge
     minibatch) takes minutes or the loop compiles; an abandoned chunk leaves ``engine.abandoned`` holding x as
-    the chunk began. ``here``: in the main thread, a signal held back until the round in progress ends (the
-    rounds of a PyTorch model once its loop is loaded, while a round and an evaluation of the history each take
-    less than HERE_SECONDS, under signsim's own signal handler: torch's OpenMP team runs an operation on a small
-    model 2-3 times slower from a helper thread, 6 December 2026); the results then keep the rounds done. (An
-    exception raised by the signal's handler wherever the main thread is, inside a call from C into Python,
-    crashed the process.)"""
+    the chunk began. ``here``: in the main thread, a signal held back until the round in progress ends
+    (``interrupts.held``): the rounds of a PyTorch model once its loop is loaded, while a round and an evaluation
+    of the history each take less than HERE_SECONDS, where a signal can be held (torch's OpenMP team runs an
+    operation on a small model 2-3 times slower from a helper thread, 6 December 2026); the results then keep the
+    rounds done. (An exception raised by the signal's handler wherever the main thread is, inside a call from C
+    into Python, crashed the process.)"""
     if here:
-        with deferred():
+        with held():
             engine.advance(step)
         return
     before = Abandoned(engine.x.copy(), engine.k, int(engine.counters[loop.C_ROWS]), engine.tally.copy(),
@@ -763,7 +763,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             ready()
             per_iter = (time.perf_counter() - t) / step
             here = (getattr(engine, "external", None) is not None and per_iter < HERE_SECONDS
-                    and getattr(engine, "eval_seconds", 0.0) < HERE_SECONDS and handled_here())
+                    and getattr(engine, "eval_seconds", 0.0) < HERE_SECONDS and can_hold())
             chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
             if engine.status in (Status.OK, Status.BUDGET):
                 for every, fn in hooks:

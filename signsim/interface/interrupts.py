@@ -59,10 +59,28 @@ def release() -> None:
     _state["pending"] = None
 
 
-def handled_here() -> bool:
-    """Whether this process's SIGINT is signsim's own handler (``install``), which ``deferred()`` holds back: a
-    sweep's pool worker has another, which raises at once."""
-    return signal.getsignal(signal.SIGINT) is _handler
+def can_hold() -> bool:
+    """Whether ``held()`` can hold SIGINT back here: in the main thread, under signsim's own handler (``install``:
+    the CLI) or Python's default one (the API in a script). Not under another's: a sweep's pool worker, whose
+    handler raises at once, or a notebook kernel's."""
+    return (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) in (_handler, signal.default_int_handler))
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """SIGINT (and, under signsim's handler, SIGTERM) held back to the block's end, then raised (``deferred``);
+    under Python's default handler, signsim's stands in for the block (``can_hold`` says where this applies)."""
+    previous = signal.getsignal(signal.SIGINT)
+    ours = previous is _handler
+    if not ours:
+        signal.signal(signal.SIGINT, _handler)
+    try:
+        with deferred():
+            yield
+    finally:
+        if not ours:
+            signal.signal(signal.SIGINT, previous)
 
 
 def abandon() -> None:
