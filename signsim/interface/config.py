@@ -161,10 +161,11 @@ def unknown_option(name: str, known=RECORD) -> InputError:
 
 def _torch_first() -> None:
     """A PyTorch model's run imports torch before Numba's threading layer loads (``signsim.engine.dispatch``).
-    Both link the OpenMP runtime by one name, libgomp.so.1, and the first one loaded serves both: loaded by Numba,
-    with ``OMP_WAIT_POLICY=passive``, it made a small model's gradient step 3x slower (FLUTE's logistic
-    regression: 5.3 ms against 1.6 ms, 6 December 2026). Loaded by torch, it keeps torch's default; the model's
-    loop in Numba is serial. Without torch nothing happens here (the problem says what is missing)."""
+    Numba's layer loads the system's libgomp (``OMP_WAIT_POLICY=passive``), whose soname, libgomp.so.1, is the
+    name torch links: loaded first, it serves torch too, and a small model's gradient step ran 3x slower (FLUTE's
+    logistic regression: 5.3 ms against 1.6 ms, 6 December 2026). Loaded first, torch's own libgomp serves torch
+    with torch's defaults, and Numba's layer still loads its own copy. Without torch nothing happens here (the
+    problem says what is missing)."""
     try:
         import torch  # noqa: F401
     except ImportError:
