@@ -14,10 +14,11 @@ order (equal to rounding; a test checks it). For a layer of weight W the gradien
 times back-propagated error, sum over i in worker j's rows of delta_i a_i^T, which autograd computes through the
 batched product.
 
-Which models: the forward is traced with ``torch.fx``; every layer holding trainable parameters must be a
-``Linear`` or a zero-padded ``Conv`` (no parameter used outside them), no batch-norm layer, and the traced model must
-keep each sample's computation to itself (its gradients grouped match one worker's own ``torch.autograd`` gradients
-on a probe batch, checked once). Anything else is ``NotGroupable``, with the reason.
+Which models: the forward is traced with ``torch.fx``, in training and in evaluation mode; every layer holding
+trainable parameters must be a ``Linear`` or a zero-padded ``Conv`` (no parameter used outside them), no batch-norm
+layer, and the traced model must keep each sample's computation to itself: ``ModelOracle``'s probe checks three
+workers' grouped gradients against each one's own ``torch.autograd`` gradient, once, and decides whether the loss
+may be called once for all rows (``Grouped.mean``). Anything else is ``NotGroupable``, with the reason.
 """
 
 from __future__ import annotations
