@@ -31,12 +31,11 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_flute import _timed
+from bench_flute import _timed, race, table
 
 CLIENTS, PER_ROUND, PER_CLIENT, BATCH, LR = 100, 50, 10, 10, 0.05
 
@@ -155,19 +154,12 @@ def main() -> None:
             "vmap PyTorch": [sys.executable, str(scripts["vmap"]), str(rounds), str(a.local_steps)],
             "plain PyTorch": [sys.executable, str(scripts["plain"]), str(rounds), str(a.local_steps)],
         }
-        times: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
-        for _ in range(repeats):  # in turn, so that the machine's drift falls on every contender alike
-            for name, args in contenders.items():
-                times[name].append(_timed(args))
+        times = race(contenders, repeats)
     print(f"pfl-research's CIFAR-10 shape (simple_cnn, d = 1,625,866): {CLIENTS} clients of {PER_CLIENT} images, "
           f"{PER_ROUND} a round, {a.local_steps} local steps of {BATCH}, {rounds} rounds; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads default; medians of "
           f"{repeats}")
-    ours = [statistics.median(t[i] for t in times["signsim grouped"]) for i in (0, 1)]
-    print(f"{'contender':<18}{'process s':>11}{'loop s':>9}{'process ratio':>15}{'loop ratio':>12}")
-    for name, t in times.items():
-        proc, loop = (statistics.median(x[i] for x in t) for i in (0, 1))
-        print(f"{name:<18}{proc:>11.2f}{loop:>9.2f}{proc / ours[0]:>15.2f}{loop / ours[1]:>12.2f}")
+    table(times, 18)
     print("signsim's loop time is its run's wall_time (the loop, its set-up and the two history rows); ratios are "
           "over signsim grouped's (above 1: signsim grouped faster)")
 

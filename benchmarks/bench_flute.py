@@ -137,6 +137,25 @@ def _timed(args: list[str]) -> tuple[float, float]:
     return process, doc["loop"] if "loop" in doc else doc["final"]["wall_time"]
 
 
+def race(contenders: dict[str, list[str]], repeats: int) -> dict[str, list[tuple[float, float]]]:
+    """Each contender's (process, loop) seconds, ``repeats`` times, in turn, so that the machine's drift falls on
+    every contender alike."""
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
+    for _ in range(repeats):
+        for name, args in contenders.items():
+            times[name].append(_timed(args))
+    return times
+
+
+def table(times: dict[str, list[tuple[float, float]]], width: int = 22) -> None:
+    """Medians of each contender's process and loop times, and their ratios over signsim grouped's."""
+    ours = [statistics.median(t[i] for t in times["signsim grouped"]) for i in (0, 1)]
+    print(f"{'contender':<{width}}{'process s':>11}{'loop s':>9}{'process ratio':>15}{'loop ratio':>12}")
+    for name, t in times.items():
+        proc, loop = (statistics.median(x[i] for x in t) for i in (0, 1))
+        print(f"{name:<{width}}{proc:>11.2f}{loop:>9.2f}{proc / ours[0]:>15.2f}{loop / ours[1]:>12.2f}")
+
+
 def _installed(module: str) -> bool:
     import importlib.util
 
@@ -164,18 +183,11 @@ def main() -> None:
                       "signsim vmap": _signsim_args(model, a.clients, rounds, "vmap"),
                       "hand-batched PyTorch": [sys.executable, str(scripts["batched"]), str(a.clients), str(rounds)],
                       "plain PyTorch": [sys.executable, str(scripts["plain"]), str(a.clients), str(rounds)]}
-        times: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
-        for _ in range(repeats):  # in turn, so that the machine's drift falls on every contender alike
-            for name, args in contenders.items():
-                times[name].append(_timed(args))
+        times = race(contenders, repeats)
     print(f"FLUTE LR-MNIST shape: {a.clients:,} clients, {PER_ROUND} a round, {LOCAL_STEPS} local steps of "
           f"{BATCH}, {rounds} rounds; {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"torch threads default; medians of {repeats}")
-    ours = [statistics.median(t[i] for t in times["signsim grouped"]) for i in (0, 1)]
-    print(f"{'contender':<22}{'process s':>11}{'loop s':>9}{'process ratio':>15}{'loop ratio':>12}")
-    for name, t in times.items():
-        proc, loop = (statistics.median(x[i] for x in t) for i in (0, 1))
-        print(f"{name:<22}{proc:>11.2f}{loop:>9.2f}{proc / ours[0]:>15.2f}{loop / ours[1]:>12.2f}")
+    table(times)
     for module, label in (("flwr", "Flower's simulation"), ("pfl", "pfl-research")):
         print(f"{label:<22}  {'installed, but' if _installed(module) else 'not installed:'} not run by this "
               "benchmark (the issue's figures for it were measured by hand)")
