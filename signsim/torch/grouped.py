@@ -108,7 +108,6 @@ class Grouped:
                                f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})") from None
         finally:
             module.train(was)
-        self.graph = graphs[False]
         self.loss_fn = loss_fn
         #: whether the loss of S n rows is the mean of the workers' own (set by ``ModelOracle``'s probe)
         self.mean = True
