@@ -44,6 +44,23 @@ class Custom(nn.Module):
         return self.head(torch.relu(self.frozen(h)) + 0.5 * h)
 
 
+class HalfFrozen(nn.Module):
+    """Layers with one of their two parameters frozen (the other each worker's own), a ``padding="same"``
+    convolution, and a layer called with a keyword argument."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(2, 3, 3, padding="same")
+        self.conv.bias.requires_grad_(False)
+        self.mid = nn.Linear(3 * 5, 6)
+        self.mid.weight.requires_grad_(False)
+        self.head = nn.Linear(6, 3)
+
+    def forward(self, x):
+        h = torch.tanh(self.conv(x)).flatten(1)
+        return self.head(input=torch.tanh(self.mid(h)))
+
+
 #: (name, model maker, the shape of one sample): every kind of grouped layer, and layers run as they are
 MODELS = {
     "mlp": (lambda: nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3)), (5,)),
@@ -55,6 +72,7 @@ MODELS = {
     "conv3d": (lambda: nn.Sequential(nn.Conv3d(1, 2, 2), nn.Sigmoid(), nn.AdaptiveAvgPool3d(1), nn.Flatten(),
                                      nn.Linear(2, 3)), (1, 3, 3, 3)),
     "custom": (Custom, (2, 4, 4)),
+    "half-frozen": (HalfFrozen, (2, 5)),
 }
 
 

@@ -24,6 +24,7 @@ may be called once for all rows (``Grouped.mean``). Anything else is ``NotGroupa
 from __future__ import annotations
 
 import math
+import operator
 
 import torch
 import torch.fx
@@ -32,7 +33,9 @@ from torch.nn import functional as F
 
 #: the layers whose parameters are taken per worker
 LINEAR = (nn.Linear,)
-CONV = {nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d}
+#: the convolutions grouped, by their number of spatial dimensions
+CONV = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3}
+CONV_DIMS = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 #: layers that mix the samples of a batch (their statistics over S tau samples are not each worker's own)
 MIXING = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
 
@@ -41,48 +44,62 @@ class NotGroupable(Exception):
     """The model cannot be run grouped (the message says why)."""
 
 
-def linear(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None, S: int) -> torch.Tensor:
+def linear(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
     """``Linear`` with worker j's weight W[j] (S x out x in) and bias b[j] on its rows of x (S n rows in all, worker
     by worker; any shape (..., in))."""
-    xs = x.reshape(S, -1, x.shape[-1])
+    xs = x.reshape(W.shape[0], -1, x.shape[-1])
     y = torch.bmm(xs, W.transpose(1, 2)) if b is None else torch.baddbmm(b.unsqueeze(1), xs, W.transpose(1, 2))
     return y.reshape(*x.shape[:-1], W.shape[1])
 
 
-def conv(layer, x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None, S: int) -> torch.Tensor:
-    """A zero-padded ``Conv`` layer with worker j's weight W[j] and bias b[j] on its rows of x: the S workers' channels
-    side by side, one convolution of S (times the layer's own) groups."""
+def conv(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None, dims: int, stride, padding, dilation,
+         groups: int) -> torch.Tensor:
+    """A zero-padded ``Conv{dims}d`` layer (its stride, padding, dilation and groups) with worker j's weight W[j] and
+    bias b[j] on its rows of x: the S workers' channels side by side, one convolution of S (times the layer's own)
+    groups."""
+    S = W.shape[0]
     n, C, space = x.shape[0] // S, x.shape[1], x.shape[2:]
     xs = x.reshape(S, n, C, *space).transpose(0, 1).reshape(n, S * C, *space)
-    y = CONV[type(layer)](xs, W.reshape(-1, *W.shape[2:]), None if b is None else b.reshape(-1), layer.stride,
-                          layer.padding, layer.dilation, layer.groups * S)
+    y = CONV_DIMS[dims](xs, W.reshape(-1, *W.shape[2:]), None if b is None else b.reshape(-1), stride, padding,
+                        dilation, groups * S)
     return y.reshape(n, S, W.shape[1], *y.shape[2:]).transpose(0, 1).reshape(S * n, W.shape[1], *y.shape[2:])
 
 
-class _Run(torch.fx.Interpreter):
-    """A traced graph run node by node, the Linear and Conv layers that hold trainable parameters with each
-    worker's own (``params``: by qualified name, S x shape each); other layers as they are."""
+def everyone(p: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """A frozen parameter of a grouped layer, the same for each of the S workers of ``like`` (S x ...)."""
+    return p.detach().expand(like.shape[0], *p.shape)
 
-    def __init__(self, graph: torch.fx.GraphModule, grouped: Grouped):
-        super().__init__(graph)
-        self.grouped, self.params = grouped, None
 
-    def call_module(self, target, args, kwargs):
-        layer = self.fetch_attr(target)
-        kind = type(layer)
-        if (kind not in LINEAR and kind not in CONV) or target not in self.grouped.trained:
-            return super().call_module(target, args, kwargs)
-        S = next(iter(self.params.values())).shape[0]
-        W, b = (self._param(layer, target, attr, S) for attr in ("weight", "bias"))
-        return linear(args[0], W, b, S) if kind in LINEAR else conv(layer, args[0], W, b, S)
-
-    def _param(self, layer: nn.Module, target: str, attr: str, S: int) -> torch.Tensor | None:
-        """Worker j's ``attr`` of the layer in row j, or the layer's own (frozen) one for all."""
-        mine = self.params.get(f"{target}.{attr}")
-        if mine is not None:
-            return mine
-        p = getattr(layer, attr)
-        return None if p is None else p.detach().expand(S, *p.shape)
+def _grouped_module(traced: torch.fx.GraphModule, place, trained: set[str]) -> torch.fx.GraphModule:
+    """``traced`` rewritten so that it takes the workers' parameters first (a dict by qualified name, S x shape
+    each) and computes each ``trained`` layer with each worker's own (``linear``, ``conv``; a frozen weight or bias
+    of such a layer the same for all, ``everyone``); the other layers are called as they are. torch.fx writes it out
+    as Python code: no interpreter between the layers."""
+    graph = traced.graph
+    with graph.inserting_before(next(iter(graph.nodes))):
+        params = graph.placeholder("_worker_params")
+    for node in list(graph.nodes):
+        if node.op != "call_module" or node.target not in trained:
+            continue
+        layer = traced.get_submodule(node.target)
+        with graph.inserting_before(node):
+            own = {a: graph.call_function(operator.getitem, (params, f"{node.target}.{a}"))
+                   for a in ("weight", "bias") if f"{node.target}.{a}" in place}
+            mine = next(iter(own.values()))
+            W, b = (own.get(a) if a in own else None if getattr(layer, a) is None else
+                    graph.call_function(everyone, (graph.get_attr(f"{node.target}.{a}"), mine))
+                    for a in ("weight", "bias"))
+            x = node.args[0] if node.args else next(iter(node.kwargs.values()))
+            if isinstance(layer, LINEAR):
+                out = graph.call_function(linear, (x, W, b))
+            else:
+                out = graph.call_function(conv, (x, W, b, CONV[type(layer)], tuple(layer.stride), layer.padding
+                                                 if isinstance(layer.padding, str) else tuple(layer.padding),
+                                                 tuple(layer.dilation), layer.groups))
+        node.replace_all_uses_with(out)
+        graph.erase_node(node)
+    graph.lint()
+    return torch.fx.GraphModule(traced, graph)
 
 
 class Grouped:
@@ -116,7 +133,7 @@ class Grouped:
         self.trained: set[str] = set()
         for graph in graphs.values():
             self._check(graph)
-        self._runs = {mode: _Run(graph, self) for mode, graph in graphs.items()}
+        self._modules = {mode: _grouped_module(graph, self.place, self.trained) for mode, graph in graphs.items()}
 
     def _check(self, graph: torch.fx.GraphModule) -> None:
         """Every trainable parameter in a Linear or zero-padded Conv layer, no batch norm (else NotGroupable)."""
@@ -144,12 +161,7 @@ class Grouped:
     def outputs(self, params: dict[str, torch.Tensor], X: torch.Tensor) -> torch.Tensor:
         """The model's output on X (S n rows, worker by worker), worker j's rows with its parameters (row j of each
         of ``params``, by qualified name), in the module's current mode."""
-        run = self._runs[self.module.training]
-        run.params = params
-        try:
-            return run.run(X)
-        finally:
-            run.params = None
+        return self._modules[self.module.training](params, X)
 
     def gradients(self, Y: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """(S x d): row j the gradient at Y[j] of the loss on worker j's rows of (X, y) (S n rows, worker by
