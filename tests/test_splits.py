@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from signsim.data.splits import SHARD, check_syntax, make_split, power_law_sizes, report
+from signsim.data.splits import SHARD, SHARED, check_syntax, make_split, power_law_sizes, report
 from signsim.errors import InputError
 from signsim.problems.sampling import minibatch_group
 
@@ -62,6 +62,50 @@ def test_split_batch_draws_each_half_about_half_the_time():
     n = 100_000
     c = group_counts(s.mode, np.random.default_rng(3), n)
     assert abs(c[0] / n - 0.5) < 5 * np.sqrt(0.25 / n)
+
+
+def one_at_a_time(split, workers, gens, H, tau):
+    """The oracle of a model run's minibatch rows: participant j's H minibatches from its own generator, in order;
+    under split-batch one uniform picks the half (< 1/2: the first), then each index one ``gen.integers`` call."""
+    out = np.empty((H, len(workers), tau), dtype=np.int64)
+    for j, (m, gen) in enumerate(zip(workers, gens, strict=True)):
+        for h in range(H):
+            g = {SHARED: 0, SHARD: m}.get(split.mode)
+            if g is None:
+                g = 0 if gen.random() < 0.5 else 1
+            group = split.group(g)
+            out[h, j] = [group[gen.integers(0, group.size)] for _ in range(tau)]
+    return out
+
+
+@pytest.mark.parametrize("spec", ["shared", "iid", "split-batch", "power-law:1.5"])
+@pytest.mark.parametrize("H, tau", [(1, 1), (1, 7), (3, 4)])
+def test_a_model_runs_rows_drawn_in_compiled_code_are_those_of_one_draw_at_a_time(spec, H, tau):
+    """``Gradients.rows`` with the engine's typed list of generators (``sampling.minibatch_rows``) against the draws
+    one at a time, and against its own NumPy path (a plain list: ``minibatch_ref``), participants in any order."""
+    from signsim.engine.participants import typed_list
+    from signsim.problems.model import Gradients
+
+    labels = np.repeat(np.arange(4), [1, 5, 30, 64]).astype(float)  # a group of one row under power-law
+    M = 6
+    split = make_split(spec, labels, M, np.random.default_rng(4)) if spec != "shared" else make_split(
+        "shared", labels, M, np.random.default_rng(4))
+    workers = np.array([4, 0, 5, 2], dtype=np.int64)
+    grads = Gradients.__new__(Gradients)
+    grads.split, grads.tau, grads.H = split, tau, H
+
+    def streams():
+        return [np.random.default_rng([9, int(m)]) for m in workers]
+
+    want = one_at_a_time(split, workers, streams(), H, tau)
+    listed = streams()
+    got = grads.rows(workers, typed_list(listed))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(grads.rows(workers, streams()), want)
+    # the generators moved on as the draws one at a time did
+    after = streams()
+    one_at_a_time(split, workers, after, H, tau)
+    assert [g.random() for g in listed] == [g.random() for g in after]
 
 
 # --- the federated partitioners (issue #32 item 4): shards:K, power-law:A, label-skew:ALPHA:MIN ---------------------

@@ -353,12 +353,14 @@ class Engine(ChunkedState):
         if S < M:  # each chunk's participants and their generators are drawn before it (``_sample``)
             self.part = np.zeros((1, S), dtype=np.int64)
             # (an asynchronous run's list grows with each client's first appearance, ``_candidates``)
-            self.gens = None if self.buffer is not None else worker_generators([self.streams[0]], parallel)
+            self.gens = None if self.buffer is not None else worker_generators([self.streams[0]], self.listed())
         else:
             self.part = np.arange(M, dtype=np.int64).reshape(1, M)
-            # (an asynchronous run calls its loop for a few server steps at a time: a typed list, which is not
-            # unboxed generator by generator at each call)
-            self.gens = worker_generators([self.streams[m] for m in range(M)], parallel or self.buffer is not None)
+            # (an asynchronous run calls its loop for a few server steps at a time, a PyTorch model's run for one
+            # round at a time: a typed list, which is not unboxed generator by generator at each call; 0.25 ms of
+            # a 0.9 ms round of the digits MLP with 32 workers, 6 December 2026)
+            self.gens = worker_generators([self.streams[m] for m in range(M)], parallel or self.buffer is not None
+                                          or self.external is not None)
         self.known = 0  # the generators in an asynchronous run's list
         sparse_down = accounting.broadcast_is_sparse(s.compressor, s.aggregate)
         down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, S, d, s.sign_zero, s.tie)
@@ -410,6 +412,11 @@ class Engine(ChunkedState):
         return (np.array([int(ints[name]) for name in loop.ICFG], dtype=np.int64),
                 np.array([float(floats[name]) for name in loop.FCFG], dtype=np.float64))
 
+    def listed(self) -> bool:
+        """Whether the loop takes the workers' generators as a typed list (``worker_generators``): the threaded loop,
+        and a PyTorch model's run (one loop call a round, whose rows are drawn from the same list)."""
+        return self.parallel or self.external is not None
+
     def bundles(self) -> tuple:
         """The loop's arguments after k0, k1, K: its four named bundles (``loop.ProblemData``, ``loop.Workers``,
         ``loop.Server``, ``loop.RunState``) and the workers' generators, made from the engine's arrays as they are
@@ -430,7 +437,7 @@ class Engine(ChunkedState):
         k1 = min(k1, self.k + max(1, CHUNK_SLOTS // self.S))
         self.part = np.empty((k1 - self.k, self.S), dtype=np.int64)
         sample_rounds(self.part_gen, np.int64(self.M), self.part, True)
-        self.gens = worker_generators([self.streams[m] for m in self.part.ravel().tolist()], self.parallel)
+        self.gens = worker_generators([self.streams[m] for m in self.part.ravel().tolist()], self.listed())
         return k1
 
     def _candidates(self, k1: int) -> None:
@@ -487,11 +494,10 @@ class Engine(ChunkedState):
             if self.S < self.M:
                 self._sample(k + 1)
             workers = self.part[0]
-            gens = [self.streams[int(m)] for m in workers]
             if k % int(self.icfg[loop.I_EVAL_EVERY]) == 0:
                 self._evaluate()
             lr = loop.step_size.py_func(s.schedule, s.lr, k)  # gamma_k, as the loop's local steps take it
-            ext.round(self.x, workers, gens, lr, self.G)
+            ext.round(self.x, workers, self.gens, lr, self.G)
             # the loop must not record at a budget with a stale evaluation
             self.fcfg[loop.F_BUDGET] = self.fcfg[loop.F_BUDGET_SECONDS] = np.inf
             try:
@@ -653,14 +659,15 @@ def argument_kinds(args) -> tuple:
     return tuple(out)
 
 
-def worker_generators(gens: list[np.random.Generator], parallel: bool):
-    """The workers' generators as the compiled loop takes them. The serial loop (small runs, where start-up
-    time matters) takes a plain list (Numba's reflected list): a ``numba.typed.List`` compiles its own methods
-    again in every process (about a second on 2 cores), while the reflected list is unboxed at each chunk call in
-    microseconds. The threaded loop (runs with enough work per step that a second is small) takes the typed list,
-    which its threads read without touching the list's reference counts. Both share the generators' states,
-    so the draws are those of the NumPy replay."""
-    if not parallel:
+def worker_generators(gens: list[np.random.Generator], listed: bool):
+    """The workers' generators as the compiled loop takes them. The serial loop of a built-in problem takes a
+    plain list (Numba's reflected list), unboxed at each chunk call generator by generator (microseconds each; a
+    chunk is many rounds). With ``listed`` (``Engine.listed``) a ``numba.typed.List``, filled in compiled code
+    (``participants.typed_list``: the typed list's own methods would compile again in every process, about a
+    second on 2 cores) and unboxed as one object: the threaded loop's threads read it without touching the list's
+    reference counts, and a PyTorch model's run, which calls the loop once a round, unboxes nothing per worker.
+    Both share the generators' states, so the draws are those of the NumPy replay."""
+    if not listed:
         return list(gens)
     from signsim.engine.participants import typed_list
 

@@ -45,11 +45,18 @@ class Gradients:
             self.torch_state = torch.random.get_rng_state()
 
     def rows(self, workers, gens) -> np.ndarray:
-        """(H, S, tau) training rows: worker j's H minibatches drawn from its own stream, in order."""
-        from signsim.problems.sampling import minibatch_ref
+        """(H, S, tau) training rows: worker j's H minibatches drawn from its own stream ``gens[j]``, in order; in
+        compiled code when ``gens`` is a typed list (the engine's: ``sampling.minibatch_rows``), else by its NumPy
+        reference (``minibatch_ref``: the same draws)."""
+        from signsim.problems.sampling import minibatch_ref, minibatch_rows
 
         sp = self.split
         out = np.empty((self.H, len(workers), self.tau), dtype=np.int64)
+        if len(gens) != len(workers):
+            raise ValueError(f"{len(workers)} participants and {len(gens)} generators")
+        if not isinstance(gens, list) and self.tau > 0 and len(workers):
+            minibatch_rows(np.int64(sp.mode), np.asarray(workers, dtype=np.int64), gens, sp.ptr, sp.idx, out)
+            return out
         for j, (m, gen) in enumerate(zip(workers, gens, strict=True)):
             for h in range(self.H):
                 out[h, j] = minibatch_ref(sp.mode, int(m), gen, self.tau, sp.ptr, sp.idx)

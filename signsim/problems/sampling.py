@@ -79,6 +79,20 @@ def draw_index(gen, ptr, idx, g):
     return idx[lo + draws.index(gen, ptr[g + 1] - lo)]
 
 
+@njit(cache=True)
+def minibatch_rows(mode, workers, gens, ptr, idx, out):
+    """out[h, j] <- the h-th minibatch (tau = out.shape[2] indices) of participant ``workers[j]``, drawn from
+    ``gens[j]`` (a typed list) as the compiled oracles draw them: participant by participant, its H minibatches in
+    order. ``minibatch_ref`` is its NumPy reference (tau >= 1 here; the full batch draws nothing)."""
+    H, S, tau = out.shape
+    for j in range(S):
+        gen = gens.getitem_unchecked(j)
+        for h in range(H):
+            g = minibatch_group(mode, workers[j], gen)
+            for i in range(tau):
+                out[h, j, i] = draw_index(gen, ptr, idx, g)
+
+
 def minibatch_ref(mode: int, worker: int, gen: np.random.Generator, tau: int, ptr, idx) -> np.ndarray:
     """NumPy reference of the same draws: the sample indices of one minibatch (``tau`` = FULL_BATCH: every row of
     the worker's group, in index order, with no draw)."""
