@@ -4,7 +4,8 @@
     python benchmarks/bench_torch.py --quick     # 30 iterations
 
 The same work four ways: majority vote of M signSGD workers (signsim's `signsgd` method: sign compressor, majority
-vote), minibatches of 32 digits per worker, step 1e-3. The plain loop does per iteration what one writes by hand: M
+vote; sign(0) = 0 and a tied vote 0, as ``torch.sign`` gives them, so ``sign_zero="zero", tie="zero"`` for signsim),
+minibatches of 32 digits per worker, step 1e-3. The plain loop does per iteration what one writes by hand: M
 forward and backward passes of the model, each gradient flattened and its sign added up, the vote's sign applied to
 the parameters. The vmap loop is what one writes knowing ``torch.func``: the M workers' minibatch gradients in one
 ``vmap(grad(functional_call))`` call, their signs summed per parameter tensor, the vote's sign applied. signsim runs
@@ -112,9 +113,9 @@ import signsim
 M, K, how = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 if K > 2:  # loads the kernels, so that ms per iteration leaves them out (the process time has them)
     signsim.run(model=sys.argv[1], method="signsgd", workers=M, iters=2, batch_size=32, test_fraction=0.0,
-                model_gradients=how)
+                model_gradients=how, sign_zero="zero", tie="zero")
 r = signsim.run(model=sys.argv[1], method="signsgd", workers=M, iters=K, eval_every=K, lr=1e-3, batch_size=32,
-                test_fraction=0.0, model_gradients=how)
+                test_fraction=0.0, model_gradients=how, sign_zero="zero", tie="zero")
 f = r.to_dict()["final"]
 print(json.dumps({"ms": 1e3 * f["wall_time"] / K, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "params": r.to_dict()["problem"]["parameters"]}))

@@ -506,7 +506,8 @@ def test_a_models_rounds_run_in_the_main_thread_only_while_rounds_and_evaluation
     """After the first chunk (which loads the loop in a helper thread), a model's chunks run in the main thread,
     a signal held to the round's end, unless a round or an evaluation of the history took HERE_SECONDS or more
     (a signal would then wait for it) or the process's SIGINT handler is neither signsim's own nor Python's default
-    (a sweep's pool worker, a notebook kernel)."""
+    (a sweep's pool worker, a notebook kernel); with SIGINT ignored (a script started in the background) there is
+    nothing to hold."""
     import time
 
     from signsim.engine import driver
@@ -537,6 +538,12 @@ def test_a_models_rounds_run_in_the_main_thread_only_while_rounds_and_evaluation
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert heres(install=False)[-1] is True  # Python's default handler (the API in a script): held too
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # and given back
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a script a shell started in the background, or under nohup
+    try:
+        assert heres(install=False)[-1] is True
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # still ignored
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     monkeypatch.setattr(driver, "can_hold", lambda: False)
     assert not any(heres())  # another SIGINT handler (a pool worker's, a notebook's): the helper thread throughout
     monkeypatch.undo()

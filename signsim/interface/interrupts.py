@@ -61,10 +61,11 @@ def release() -> None:
 
 def can_hold() -> bool:
     """Whether ``held()`` can hold SIGINT back here: in the main thread, under signsim's own handler (``install``:
-    the CLI) or Python's default one (the API in a script). Not under another's: a sweep's pool worker, whose
+    the CLI) or Python's default one (the API in a script), or with SIGINT ignored (a script started in the
+    background by a shell, or under ``nohup``: nothing to hold). Not under another's: a sweep's pool worker, whose
     handler raises at once, or a notebook kernel's."""
     return (threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) in (_handler, signal.default_int_handler))
+            and signal.getsignal(signal.SIGINT) in (_handler, signal.default_int_handler, signal.SIG_IGN))
 
 
 @contextlib.contextmanager
@@ -72,6 +73,9 @@ def held() -> Iterator[None]:
     """SIGINT (and, under signsim's handler, SIGTERM) held back to the block's end, then raised (``deferred``);
     under Python's default handler, signsim's stands in for the block (``can_hold`` says where this applies)."""
     previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:  # (ignored: it stays so)
+        yield
+        return
     ours = previous is _handler
     if not ours:
         signal.signal(signal.SIGINT, _handler)
