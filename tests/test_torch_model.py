@@ -552,3 +552,21 @@ def test_a_models_rounds_run_in_the_main_thread_only_while_rounds_and_evaluation
     evaluate = Gradients.evaluate
     monkeypatch.setattr(Gradients, "evaluate", lambda self, x: (time.sleep(driver.HERE_SECONDS), evaluate(self, x)))
     assert not any(heres())  # a slow evaluation: the helper thread throughout
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_the_data_check_finds_every_non_finite_value_whatever_the_dtype(dtype):
+    """``oracle._all_finite`` (NumPy's check, torch's for bfloat16) against ``torch.isfinite``, on contiguous and
+    strided tensors, one bad value anywhere."""
+    from signsim.torch.oracle import _all_finite
+
+    dt = getattr(torch, dtype)
+    base = torch.linspace(-3, 3, 60, dtype=torch.float64).reshape(6, 10).to(dt)
+    cases = [base, base.t(), base[:, ::3]]
+    for i, v in enumerate((float("nan"), float("inf"), -float("inf"))):
+        bad = base.clone()
+        bad[(2 * i + 1) % 6, (3 * i + 2) % 10] = v
+        cases += [bad, bad.t(), bad[:, 2::3]]
+    for t in cases:
+        assert _all_finite(t) is bool(torch.isfinite(t).all())
+    assert not all(_all_finite(t) for t in cases)  # (some cases hold a bad value)
