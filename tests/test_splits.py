@@ -88,8 +88,7 @@ def test_a_model_runs_rows_drawn_in_compiled_code_are_those_of_one_draw_at_a_tim
 
     labels = np.repeat(np.arange(4), [1, 5, 30, 64]).astype(float)  # a group of one row under power-law
     M = 6
-    split = make_split(spec, labels, M, np.random.default_rng(4)) if spec != "shared" else make_split(
-        "shared", labels, M, np.random.default_rng(4))
+    split = make_split(spec, labels, M, np.random.default_rng(4))
     workers = np.array([4, 0, 5, 2], dtype=np.int64)
     grads = Gradients.__new__(Gradients)
     grads.split, grads.tau, grads.H = split, tau, H
@@ -102,6 +101,9 @@ def test_a_model_runs_rows_drawn_in_compiled_code_are_those_of_one_draw_at_a_tim
     got = grads.rows(workers, typed_list(listed))
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(grads.rows(workers, streams()), want)
+    np.testing.assert_array_equal(grads.rows(workers, tuple(streams())), want)  # (any other sequence: NumPy's path)
+    with pytest.raises(ValueError):
+        grads.rows(workers, typed_list(streams()[:3]))
     # the generators moved on as the draws one at a time did
     after = streams()
     one_at_a_time(split, workers, after, H, tau)

@@ -61,9 +61,9 @@ def release() -> None:
 
 def can_hold() -> bool:
     """Whether ``held()`` can hold SIGINT back here: in the main thread, under signsim's own handler (``install``:
-    the CLI) or Python's default one (the API in a script), or with SIGINT ignored (a script started in the
-    background by a shell, or under ``nohup``: nothing to hold). Not under another's: a sweep's pool worker, whose
-    handler raises at once, or a notebook kernel's."""
+    the CLI) or Python's default one (the API in a script, a notebook's cell), or with SIGINT ignored (a job a
+    script or a non-interactive shell started with ``&``: nothing to hold). Not under another's: a sweep's pool
+    worker, whose handler raises at once."""
     return (threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGINT) in (_handler, signal.default_int_handler, signal.SIG_IGN))
 

@@ -48,13 +48,13 @@ class Gradients:
         """(H, S, tau) training rows: worker j's H minibatches drawn from its own stream ``gens[j]``, in order; in
         compiled code when ``gens`` is a typed list (the engine's: ``sampling.minibatch_rows``), else by its NumPy
         reference (``minibatch_ref``: the same draws)."""
+        from numba.typed import List
+
         from signsim.problems.sampling import minibatch_ref, minibatch_rows
 
         sp = self.split
         out = np.empty((self.H, len(workers), self.tau), dtype=np.int64)
-        if len(gens) != len(workers):
-            raise ValueError(f"{len(workers)} participants and {len(gens)} generators")
-        if not isinstance(gens, list) and self.tau > 0 and len(workers):
+        if isinstance(gens, List) and self.tau > 0 and len(workers):  # (its length is checked there)
             minibatch_rows(np.int64(sp.mode), np.asarray(workers, dtype=np.int64), gens, sp.ptr, sp.idx, out)
             return out
         for j, (m, gen) in enumerate(zip(workers, gens, strict=True)):

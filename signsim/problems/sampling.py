@@ -85,6 +85,8 @@ def minibatch_rows(mode, workers, gens, ptr, idx, out):
     ``gens[j]`` (a typed list) as the compiled oracles draw them: participant by participant, its H minibatches in
     order. ``minibatch_ref`` is its NumPy reference (tau >= 1 here; the full batch draws nothing)."""
     H, S, tau = out.shape
+    if len(gens) != S or len(workers) != S:
+        raise ValueError("as many participants, generators and rows as each other")
     for j in range(S):
         gen = gens.getitem_unchecked(j)
         for h in range(H):
