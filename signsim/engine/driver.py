@@ -359,8 +359,7 @@ class Engine(ChunkedState):
             # (an asynchronous run calls its loop for a few server steps at a time, a PyTorch model's run for one
             # round at a time: a typed list, which is not unboxed generator by generator at each call; 0.25 ms of
             # a 0.9 ms round of the digits MLP with 32 workers, 6 December 2026)
-            self.gens = worker_generators([self.streams[m] for m in range(M)], parallel or self.buffer is not None
-                                          or self.external is not None)
+            self.gens = worker_generators([self.streams[m] for m in range(M)], self.listed() or self.buffer is not None)
         self.known = 0  # the generators in an asynchronous run's list
         sparse_down = accounting.broadcast_is_sparse(s.compressor, s.aggregate)
         down = 0 if sparse_down else accounting.downlink_bits(s.compressor, s.aggregate, S, d, s.sign_zero, s.tie)
