@@ -35,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_flute import _timed, race, table
+from bench_flute import _timed, race, table, written
 
 CLIENTS, PER_ROUND, PER_CLIENT, BATCH, LR = 100, 50, 10, 10, 0.05
 
@@ -142,10 +142,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "simple_cnn.py"
         model.write_text(MODEL)
-        scripts = {}
-        for name, src in (("vmap", VMAP), ("plain", PLAIN)):
-            scripts[name] = Path(tmp) / f"{name}.py"
-            scripts[name].write_text(src)
+        scripts = written(tmp, {"vmap": VMAP, "plain": PLAIN})
         # the kernels compiled (and the data's first read) before any timing, as after `signsim compile`
         _timed(_signsim(model, 1, 1, "grouped"))
         contenders = {

@@ -137,6 +137,14 @@ def _timed(args: list[str]) -> tuple[float, float]:
     return process, doc["loop"] if "loop" in doc else doc["final"]["wall_time"]
 
 
+def written(folder: str, sources: dict[str, str]) -> dict[str, Path]:
+    """Each hand-written contender's source as ``folder/NAME.py``, by name."""
+    paths = {name: Path(folder) / f"{name}.py" for name in sources}
+    for name, path in paths.items():
+        path.write_text(sources[name])
+    return paths
+
+
 def race(contenders: dict[str, list[str]], repeats: int) -> dict[str, list[tuple[float, float]]]:
     """Each contender's (process, loop) seconds, ``repeats`` times, in turn, so that the machine's drift falls on
     every contender alike."""
@@ -173,10 +181,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "flute_lr.py"
         model.write_text(rows_line(a.clients) + MODEL)
-        scripts = {}
-        for name, src in (("batched", BATCHED), ("plain", PLAIN)):
-            scripts[name] = Path(tmp) / f"{name}.py"
-            scripts[name].write_text(rows_line(a.clients) + src)
+        scripts = written(tmp, {"batched": rows_line(a.clients) + BATCHED, "plain": rows_line(a.clients) + PLAIN})
         # the kernels compiled (and the data's first read) before any timing, as after `signsim compile`
         subprocess.run(_signsim_args(model, a.clients, 2), capture_output=True, check=True)
         contenders = {"signsim grouped": _signsim_args(model, a.clients, rounds),
