@@ -14,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from signsim import methods, problems, stages
+from signsim.engine.driver import NO_ROW_YET
+from signsim.sweep.executors import DRAIN_ERROR
 
 from .conftest import run_engine, run_subprocess
 
@@ -175,7 +177,10 @@ def test_ctrl_c_during_a_sweep_keeps_finished_runs(tmp_path):
     docs = [json.loads(f.read_text()) for f in (out / "runs").glob("*.json")]
     statuses = [d["status"] for d in docs]
     assert statuses.count("ok") >= 2 and set(statuses) <= {"ok", "interrupted"}
-    assert all(d["history"] for d in docs)  # interrupted runs keep their partial history
+    assert all(d["history"] for d in docs if d["status"] == "ok")
+    # an interrupted run keeps its partial history; one whose worker was still loading the loop (a loaded machine:
+    # CI's slow step, 6 December 2026) has no row yet, and says so
+    assert all(d["history"] or d["error"] in (NO_ROW_YET, DRAIN_ERROR) for d in docs if d["status"] == "interrupted")
     manifest = json.loads((out / "manifest.json").read_text())
     assert sum(r["status"] == "ok" for r in manifest["runs"]) == statuses.count("ok")
     rerun = run_subprocess("sweep", str(sweep), "--out", str(out), "--json", timeout=600)

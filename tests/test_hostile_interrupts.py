@@ -265,3 +265,21 @@ def test_an_interrupted_run_ends_its_history_where_it_stopped(monkeypatch, aband
     assert (last[loop.H_BITS_UP], last[loop.H_BITS_DOWN]) == (out.tally[loop.T_UP], out.tally[loop.T_DOWN])
     if abandon:
         assert engine.k > out.iters_done  # the chunk did run on after the signal
+
+
+def test_a_run_interrupted_while_its_first_chunk_loads_the_loop_says_it_has_no_row(monkeypatch):
+    """The first chunk (loading or compiling the loop) abandoned: no history row exists yet, and the output says
+    why (a sweep's worker still loading its loop on a loaded machine, CI 6 December 2026), not an unexplained
+    empty history."""
+    from signsim.engine import driver
+
+    from .conftest import make_engine
+
+    def abandoned_at_once(work, on_abandon=None):
+        on_abandon()
+        raise KeyboardInterrupt
+
+    engine, *_ = make_engine(problem="quadratic", iters=1000, seed=3)
+    monkeypatch.setattr(driver, "interruptible", abandoned_at_once)
+    out = driver.simulate(engine)
+    assert (out.status, len(out.history), out.iters_done, out.error) == ("interrupted", 0, 0, driver.NO_ROW_YET)

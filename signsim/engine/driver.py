@@ -250,7 +250,7 @@ class EngineOutput:
     reached_target: bool = False  # stopped early: the loss reached --stop-loss
     tally: np.ndarray | None = None  # the bits sent up to iters_done (loop.T_UP, loop.T_DOWN), a copy
     idle: np.ndarray | None = None  # each worker's idle seconds on the simulated clock (None: no system model)
-    error: str | None = None  # a failed run's one line (StageFault)
+    error: str | None = None  # a failed run's one line (StageFault); why an interrupted run has no row (NO_ROW_YET)
 
 
 class Engine(ChunkedState):
@@ -678,6 +678,8 @@ Hook = tuple[int, Callable[[int, np.ndarray], None]]
 
 #: a round of a PyTorch model that took less than this (seconds) runs its next chunks in the main thread
 HERE_SECONDS = 0.25
+#: ``error`` of a run interrupted before its first chunk returned (loading or compiling its loop): no history row
+NO_ROW_YET = "interrupted while its loop loaded, before its first history row"
 
 
 def _advance(engine: Engine, step: int, here: bool = False) -> None:
@@ -795,7 +797,8 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             # (k, status, tally, x, its history rows): the output is made of the state as the chunk began only
             x, tally = a.x.copy(), a.tally.copy()
             history = _stopped_at_chunk_start(engine)
-            return EngineOutput(history, status, a.k, time.perf_counter() - start, x, reached, tally, a.idle)
+            why = None if len(history) else NO_ROW_YET  # its first chunk was loading (or compiling) the loop
+            return EngineOutput(history, status, a.k, time.perf_counter() - start, x, reached, tally, a.idle, why)
         engine.k = int(engine.counters[loop.C_DONE])
         engine.record_now()
     return EngineOutput(engine.history(), status, engine.k, time.perf_counter() - start, engine.x.copy(), reached,

@@ -23,6 +23,8 @@ from signsim.errors import InputError
 from signsim.sweep.worker import execute, failed
 
 DRAIN_SECONDS = 10.0
+#: ``error`` of a begun run that did not report within DRAIN_SECONDS of the interrupt (its history is empty)
+DRAIN_ERROR = "interrupted before it reported its results"
 #: --dask-timeout's default: seconds a Dask sweep waits while its scheduler has no worker
 DASK_TIMEOUT = 60.0
 #: --jobs's default for --executor dask --scheduler local: LocalCluster workers
@@ -194,7 +196,7 @@ class LocalExecutor:
             running = [f for f in not_done if self._begun(self.futures[f])]
         for f in running:
             i = self.futures[f]
-            yield i, failed(self.tasks[i], "interrupted before it reported its results", "interrupted")
+            yield i, failed(self.tasks[i], DRAIN_ERROR, "interrupted")
         self.close(kill=True)
         if self.marker_dir:
             shutil.rmtree(self.marker_dir, ignore_errors=True)
