@@ -1,5 +1,5 @@
-"""Federated rounds (docs/theory.md §12): how many workers take part in a round, and the checks that involve
-several of the rounds' options.
+"""Federated rounds (docs/theory.md §12): how many workers take part in a round (the checks that involve the rounds'
+options and other options are ``signsim.interface.composition``'s).
 
 S, the participants per round: ``--clients-per-round S`` as given; else ``--participation P`` gives
 S = max(1, floor(P M)) (``signsim.numbers.floor_share``: a product such as 0.7 x 10 that rounds below an integer
@@ -56,38 +56,3 @@ def _shown(value) -> str:
     from signsim.interface.options import shown
 
     return shown(value)
-
-
-def validate(cfg) -> None:
-    """The rounds' cross-option checks (each value's own range comes from ``signsim.interface.options``): one
-    InputError line naming what the user wrote."""
-    P, S, M = cfg.participation, cfg.clients_per_round, cfg.workers
-    s = checked_clients(M, P, S)
-    H = cfg.local_steps
-    partial = s < M
-    given = f"--participation {_shown(P)}" if P is not None else f"--clients-per-round {S}"
-    if cfg.votes == "binomial" and (H != 1 or partial or cfg.server_lr != 1):
-        what = f"--local-steps {H}" if H != 1 else given if partial else f"--server-lr {_shown(cfg.server_lr)}"
-        raise InputError(f"{what} does not apply with --votes binomial (it draws one vote of all M workers at x per "
-                         "iteration); drop one of the two")
-    down = str(getattr(cfg, "down_compressor", None) or "none")
-    if cfg.votes == "binomial" and down != "none":
-        raise InputError(f"--down-compressor {down} does not apply with --votes binomial (its vote steps by the "
-                         "majority sign); drop one of the two")
-    pre = str(getattr(cfg, "pre_aggregate", None) or "none")
-    if cfg.votes == "binomial" and pre != "none":
-        raise InputError(f"--pre-aggregate {pre} does not apply with --votes binomial (it counts votes, never "
-                         "messages); drop one of the two")
-    server_opt = str(getattr(cfg, "server_opt", None) or "sgd")
-    if cfg.votes == "binomial" and server_opt.split(":")[0] != "sgd":
-        raise InputError(f"--server-opt {server_opt} does not apply with --votes binomial (its vote steps by the "
-                         "majority sign); drop one of the two")
-    if partial:
-        from signsim.stages import registry
-
-        agg = registry.stages("aggregation").get(str(cfg.aggregate).split(":")[0])
-        if agg is not None and hasattr(agg, "check_workers"):
-            try:
-                agg.check_workers(s, min(cfg.byzantine, s), cfg.aggregate)
-            except InputError as e:
-                raise InputError(f"{given} gives {s} workers per round: {e}") from None

@@ -8,7 +8,7 @@ own group:
     diagnostics  diagnostics/   |  sweep    sweep/
     engine       engine/
     config       interface/config.py, interface/experiment_config.py   (each config section parsed here, below
-                 the commands)
+                 the commands), interface/composition.py (a run's composition checked)
     domain       problems/, methods/, noise/, data/, system/, resources.py, torch/ (torch/examples/: entry)
     base         the package itself (__version__), errors, codes, history, seeding, draws, memory, stages/,
                  accounting.py, rounds.py (pure functions of the settings), and the rest of
@@ -47,6 +47,7 @@ GROUPS = {
     "signsim.sweep": "sweep",
     "signsim.engine": "engine",  # the loop, its driver and engine.build, which assembles a run
     "signsim.interface.config": "config", "signsim.interface.experiment_config": "config",
+    "signsim.interface.composition": "config",  # a run's composition checked in one place, with the config
     "signsim.interface.step_sizes": "config",  # --lr theory: resolved with the config, from the problem's constants
     "signsim.problems": "domain", "signsim.methods": "domain", "signsim.noise": "domain", "signsim.data": "domain",
     "signsim.resources": "domain",
@@ -113,8 +114,10 @@ def _resolve(base: str, name: str, known: set[str]) -> str:
     return f"{base}.{name}" if f"{base}.{name}" in known else base
 
 
-def imports(source: str, module: str, is_package: bool, known: set[str]) -> list[tuple[str, int, set[str]]]:
-    """(imported signsim module, line, names taken from it) for every import in ``source``."""
+def imports(source: str, module: str, is_package: bool, known: set[str],
+            dynamic: bool = True) -> list[tuple[str, int, set[str]]]:
+    """(imported signsim module, line, names taken from it) for every import in ``source``; ``dynamic``: also
+    ``import_module(f"signsim.problems.{m}")``, counted as an import of the package its name begins with."""
     out: list[tuple[str, int, set[str]]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -138,7 +141,7 @@ def imports(source: str, module: str, is_package: bool, known: set[str]) -> list
             arg = node.args[0]
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 name = arg.value
-            elif isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+            elif dynamic and isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
                 name = str(arg.values[0].value).rsplit(".", 1)[0]  # f"signsim.problems.{m}": the package
             else:
                 continue
@@ -231,3 +234,62 @@ def _fake(package: dict[str, str]) -> dict[str, tuple[str, bool]]:
 def test_the_check_catches_wrong_imports(module, source, expected):
     found = violations(_fake({module: source}))
     assert any(module in f and expected in f for f in found), found
+
+
+def circles(sources: dict[str, tuple[str, bool]]) -> list[list[str]]:
+    """The sets of modules that import each other in a loop (strongly connected components of more than one
+    module), over every static import, at the top of a module or inside a function; the facades' lazy loads of the
+    API (FACADES) are left out, and so is a module loaded by a name made at run time (a stage of a folder)."""
+    known = set(sources)
+    graph = {m: sorted({t for t, _, _ in imports(src, m, pkg, known, dynamic=False)
+                        if t in known and t != m and (m, t) not in FACADES})
+             for m, (src, pkg) in sources.items()}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):  # Tarjan's algorithm, iterative
+        if root in order:
+            continue
+        work = [(root, iter(graph[root]))]
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        while work:
+            node, targets = work[-1]
+            for t in targets:
+                if t not in order:
+                    order[t] = low[t] = len(order)
+                    stack.append(t)
+                    work.append((t, iter(graph[t])))
+                    break
+                if t in stack:
+                    low[node] = min(low[node], order[t])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == order[node]:
+                    component = []
+                    while True:
+                        m = stack.pop()
+                        component.append(m)
+                        if m == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_no_circle_between_modules():
+    """Issue 47, item 5: no two modules import each other, directly or through others."""
+    found = circles(package_sources())
+    assert not found, "modules that import each other in a loop:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_a_circle_is_found():
+    """The check above can fail: a loop through a function-level import, and one of three modules."""
+    two = {"signsim.a": ("from signsim import b\n", False), "signsim.b": ("def f():\n    import signsim.a\n", False)}
+    three = {"signsim.x": ("from signsim.y import f\n", False), "signsim.y": ("from signsim import z\n", False),
+             "signsim.z": ("import signsim.x\n", False), "signsim.w": ("import signsim.x\n", False)}
+    assert circles(two) == [["signsim.a", "signsim.b"]]
+    assert circles(three) == [["signsim.x", "signsim.y", "signsim.z"]]

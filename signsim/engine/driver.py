@@ -24,7 +24,8 @@ from signsim.problems.base import ProblemInstance
 from signsim.problems.finite_sum import oracle_rows
 from signsim.problems.sampling import is_full, tau_code
 from signsim.seeding import participation_stream, run_streams
-from signsim.stages import PRE_KINDS, kinds
+from signsim.stages import kinds
+from signsim.stages.kinds import PRE_KINDS
 from signsim.stages.plugins import declared
 from signsim.stages.registry import Stage
 
@@ -211,7 +212,7 @@ def check_two_point(s: Settings, problem: ProblemInstance) -> None:
     """What a two-point estimator (MARINA, docs/theory.md §8.10) needs of the problem: each worker's exact local
     gradient (its difference at two iterates must come from the same sample; a stochastic oracle would need
     VR-MARINA, not built): an exact oracle, or a data problem's --batch-size full (§5). What it needs of the other
-    options is checked with the config (``signsim.stages.check_composition``)."""
+    options is checked with the config (``signsim.interface.composition``)."""
     full = is_full(s.batch_size) and problem.finite_sum is not None
     if problem.external is not None or not (problem.exact_oracle or problem.local_exact or full):
         why = "a PyTorch model" if problem.external is not None else f"{problem.name}'s sampled oracle"

@@ -324,110 +324,10 @@ def _check(ok: bool, field: str, value: Any, what: str) -> None:
         raise InputError(f"{option_name(field)} {value}: {what}")
 
 
-def _aggregation_needs(cfg: RunConfig, n: int) -> str | None:
-    """What the aggregation lacks with n messages a round (its ``check_workers``' reason, e.g. Krum's "needs M > 2f
-    + 2"), or None when n are enough (or the rule asks nothing)."""
-    from signsim.stages import registry
-
-    agg = registry.stages("aggregation").get(str(cfg.aggregate).split(":")[0])
-    if agg is None or not hasattr(agg, "check_workers"):
-        return None
-    try:
-        agg.check_workers(n, min(cfg.byzantine, n), cfg.aggregate)
-    except InputError as e:
-        return str(e).rsplit(": ", 1)[-1]
-    return None
-
-
-def _check_round_aggregate(cfg: RunConfig) -> None:
-    """A rule that needs enough messages (Krum) against the S clients of a round, named as the user gave S
-    (``--clients-per-round 3``, not "--workers 3"); before ``rounds.validate``, whose message names the rule's."""
-    from signsim import rounds
-
-    s = rounds.checked_clients(cfg.workers, cfg.participation, cfg.clients_per_round)
-    need = _aggregation_needs(cfg, s) if s < cfg.workers else None
-    if need is not None:
-        given = (f"--participation {_shown(cfg.participation)} of --workers {cfg.workers}"
-                 if cfg.participation is not None else f"--clients-per-round {cfg.clients_per_round}")
-        raise InputError(f"{given} with --aggregate {cfg.aggregate}: {s} clients per round, but {need} (M: the "
-                         "messages aggregated in a round, one per client)")
-
-
-def _check_pre_aggregate(cfg: RunConfig, chosen) -> None:
-    """The chain of pre-aggregations gets S messages a round and needs enough of them; the aggregation then gets the
-    rows the chain leaves (bucketing leaves ceil(S/s)), which a rule such as Krum needs enough of."""
-    from signsim import rounds, stages
-
-    links = chosen.pre_aggregation
-    if not links:
-        return
-    s = rounds.checked_clients(cfg.workers, cfg.participation, cfg.clients_per_round)
-    try:
-        n = stages.pre_aggregated_rows(links, s)
-    except InputError as e:
-        raise InputError(f"--pre-aggregate {cfg.pre_aggregate}: {e}") from None
-    need = _aggregation_needs(cfg, n) if n < s else None
-    if need is not None:
-        raise InputError(f"--pre-aggregate {cfg.pre_aggregate} leaves {n} messages a round for --aggregate "
-                         f"{cfg.aggregate}, but {need}")
-
-
-def _check_buffer(cfg: RunConfig, chosen) -> None:
-    """An asynchronous server aggregates B messages a step (``--async buffer:B``, docs/theory.md §14.6): its
-    pre-aggregations and aggregation need enough of them, as a round's need enough of its S."""
-    if getattr(cfg, "asynchronous", None) is None:
-        return
-    from signsim import stages
-    from signsim.system.model import parse_buffer
-
-    B = parse_buffer(cfg.asynchronous).size
-    where = f"--async {cfg.asynchronous}"
-    n = B
-    if chosen.pre_aggregation:
-        try:
-            n = stages.pre_aggregated_rows(chosen.pre_aggregation, B)
-        except InputError as e:
-            raise InputError(f"{where} with --pre-aggregate {cfg.pre_aggregate}: {e}") from None
-    need = _aggregation_needs(cfg, n)
-    if need is not None:
-        raise InputError(f"{where} with --aggregate {cfg.aggregate}: {n} messages a server step, but {need}")
-
-
-def _check_data_oracle(cfg: RunConfig, chosen) -> None:
-    """What needs the samples of a data problem: ``--batch-size full``, the exact gradient of each worker's local
-    objective (docs/theory.md §5), and an attack whose Byzantine workers flip their labels (its LABELS flag:
-    label-flip, §8.5), which needs class labels."""
-    from signsim import problems
-    from signsim.problems.sampling import is_full
-    from signsim.stages import kinds
-
-    spec = problems.get(cfg.problem)
-    if is_full(cfg.batch_size):
-        if "model" in spec.options:
-            raise InputError("--batch-size full: not with --model yet (its minibatches are drawn in PyTorch); give a "
-                             "batch size")
-        if "data" not in spec.options:
-            data = ", ".join(n for n, p in problems.registry().items() if "data" in p.options)
-            raise InputError(f"--batch-size full: applies to the data problems ({data}), whose workers hold samples; "
-                             f"{spec.name} has none")
-        if cfg.split == "split-batch":
-            raise InputError("--batch-size full: not with --split split-batch (each minibatch comes from a label group "
-                             "drawn at random: a worker has no local objective); choose another --split")
-    attack = chosen.attack
-    if kinds.setup_flag("LABELS", attack.module) and not spec.label_flip:
-        if "model" in spec.options:
-            raise InputError(f"--attack {cfg.attack}: not with --model yet (its gradients are computed in PyTorch, "
-                             "which does not flip labels); choose another attack")
-        labelled = ", ".join(n for n, p in problems.registry().items() if p.label_flip)
-        what = "fits real-valued targets, not classes" if "data" in spec.options else "has no labels"
-        raise InputError(f"--attack {cfg.attack}: its Byzantine workers flip their labels, and {spec.name} {what} "
-                         f"(it applies to {labelled})")
-
-
 def validate(cfg: RunConfig) -> None:
     """The checks that involve several options or a registry; each value's own type, range and choices come
     from ``signsim.interface.options`` (checked for every resolved value, defaults included)."""
-    from signsim import methods, stages
+    from signsim import methods
     from signsim.stages import plan
 
     for name in RECORD:
@@ -458,16 +358,9 @@ def validate(cfg: RunConfig) -> None:
     if cfg.down_compressor != "none":
         stage_spec("down_compressor", cfg.down_compressor)
     chosen = plan.of_config(cfg, method)  # every stage spec parsed, once (the layers below read these)
-    _check_data_oracle(cfg, chosen)
-    _check_pre_aggregate(cfg, chosen)
-    _check_buffer(cfg, chosen)
-    if cfg.momentum2 is not None:
-        _check(method.momentum_kind == "lion", "momentum2", cfg.momentum2, "applies only to Lion momentum")
-    stages.check_composition(cfg, method, chosen)
-    from signsim import rounds
+    from signsim.interface import composition
 
-    _check_round_aggregate(cfg)
-    rounds.validate(cfg)
+    composition.check(cfg, method, chosen)
     if cfg.dtype != "float64":
         _check(cfg.votes != "binomial", "dtype", cfg.dtype, "does not apply with --votes binomial (its O(d) state "
                "stays float64); drop one of --dtype and --votes binomial")

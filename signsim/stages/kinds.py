@@ -223,3 +223,8 @@ def code_setting(kind: str) -> str:
 def flag_setting(flag: str) -> str:
     """The name, in ``loop.ICFG``, of a stage flag (``SUMMED`` -> ``flag_summed``)."""
     return f"flag_{flag.lower()}"
+
+
+#: the kinds of the links of a ``--pre-aggregate`` chain, in order (docs/theory.md §8.9): the pre-aggregation and its
+#: slots in the table of kinds
+PRE_KINDS = tuple(k.name for k in TABLE if base(k.name) == "pre_aggregation")

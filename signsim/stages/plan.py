@@ -17,7 +17,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 
+from signsim.errors import InputError
 from signsim.stages import registry
+from signsim.stages.kinds import PRE_KINDS
 from signsim.stages.registry import Stage
 
 #: the RunConfig fields the stages are read from (with the method's defaults for the empty ones)
@@ -77,8 +79,6 @@ def of_config(cfg, method) -> RunStages:
 
 
 def _parse(cfg, method) -> RunStages:
-    from signsim import stages
-
     down = getattr(cfg, "down_compressor", None) or "none"
     # in the order the config's checks have always reported a bad spec in
     down_compressor = None if down == "none" else registry.parse("down_compressor", down)
@@ -90,11 +90,11 @@ def _parse(cfg, method) -> RunStages:
     server_optimizer = registry.parse("server_optimizer", getattr(cfg, "server_opt", None) or "sgd")
     estimator = registry.parse("estimator", getattr(cfg, "grad_estimator", None) or "none")
     down_error_feedback = registry.parse("down_error_feedback", getattr(cfg, "down_feedback", None) or "none")
-    return RunStages(momentum=stages.momentum_stage(method, cfg), compressor=compressor,
+    return RunStages(momentum=momentum_stage(method, cfg), compressor=compressor,
                      error_feedback=error_feedback, aggregate=aggregate, attack=attack,
                      server_optimizer=server_optimizer, estimator=estimator, down_compressor=down_compressor,
                      down_error_feedback=down_error_feedback,
-                     pre_aggregation=stages.parse_pre_aggregate(getattr(cfg, "pre_aggregate", None) or "none"),
+                     pre_aggregation=parse_pre_aggregate(getattr(cfg, "pre_aggregate", None) or "none"),
                      written=(written, "" if down == "none" else str(down)))
 
 
@@ -108,3 +108,34 @@ def default(kind: str) -> Stage:
 
 
 _DEFAULTS: dict[str, Stage] = {}
+
+
+def momentum_stage(method, cfg) -> Stage:
+    """The momentum stage of a method: Lion's, EMA (from m_0 = g_hat(x_0) for SSDM) when beta > 0, else none."""
+    if method.momentum_kind == "lion":
+        name = "lion"
+    elif cfg.momentum > 0:
+        name = "ema-first" if method.momentum_from_first else "ema"
+    else:
+        name = "none"
+    return registry.parse("momentum", name)
+
+
+def parse_pre_aggregate(spec: str) -> tuple[Stage, ...]:
+    """``--pre-aggregate``: ``none`` or a comma list of at most three pre-aggregations, applied in that order."""
+    text = str(spec).strip()
+    if text == "none":
+        return ()
+    parts = [p.strip() for p in text.split(",")]
+    if any(p == "" for p in parts):
+        raise InputError(f"--pre-aggregate {spec}: an empty link in the chain (write e.g. nnm:2,bucketing:2)")
+    if len(parts) > len(PRE_KINDS):
+        raise InputError(f"--pre-aggregate {spec}: at most {len(PRE_KINDS)} pre-aggregations in a chain")
+    from signsim.interface.suggest import stage_spec
+
+    for p in parts:
+        stage_spec("pre_aggregation", p)  # an unknown name, with the closest one
+    links = tuple(registry.parse(kind, p, option="--pre-aggregate") for kind, p in zip(PRE_KINDS, parts, strict=False))
+    if len(links) > 1 and any(link.name == "none" for link in links):
+        raise InputError(f"--pre-aggregate {spec}: 'none' cannot be a link of a chain")
+    return tuple(link for link in links if link.name != "none")

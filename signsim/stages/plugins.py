@@ -263,5 +263,8 @@ def load_entry_points() -> None:
             warnings.warn(f"{str(e).replace('--plugin ', 'installed stage ', 1)}; it is left out", stacklevel=2)
 
 
+registry.DISCOVER.append(load_entry_points)
+
+
 def is_plugin(mod: ModuleType) -> bool:
     return not mod.__name__.startswith("signsim.")

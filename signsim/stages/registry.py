@@ -8,6 +8,7 @@ module (``signsim.stages.base`` lists what a module declares)."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -24,6 +25,10 @@ FOLDER = {k.name: k.folder for k in kinds.PRIMARY}
 #: stages from plugins, by kind and name (``signsim.stages.plugins.load`` adds to it)
 PLUGINS: dict[str, dict[str, ModuleType]] = {k: {} for k in KINDS}
 _BUILTIN_CACHE: dict[str, dict[str, ModuleType]] = {}
+#: what fills PLUGINS before every listing (``stages``), each call idempotent: ``signsim.stages.plugins`` adds the
+#: installed packages' entry points as it is imported, and the package ``signsim.stages`` imports it, so no listing
+#: misses them (and this module, which the plugin loader reads, imports no loader)
+DISCOVER: list[Callable[[], None]] = []
 
 
 def builtin(kind: str) -> dict[str, ModuleType]:
@@ -37,10 +42,9 @@ def builtin(kind: str) -> dict[str, ModuleType]:
 
 def stages(kind: str) -> dict[str, ModuleType]:
     """Every stage of ``kind`` this process knows: the built-ins, then the plugins loaded (files, and installed
-    packages' entry points in the group ``signsim.stages``)."""
-    from signsim.stages import plugins
-
-    plugins.load_entry_points()
+    packages' entry points in the group ``signsim.stages``, which ``DISCOVER`` brings in first)."""
+    for discover in DISCOVER:
+        discover()
     return {**builtin(kind), **PLUGINS[kinds.base(kind)]}
 
 
