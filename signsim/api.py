@@ -372,7 +372,7 @@ def _out(out: str | None) -> Path | None:
     """--out checked before any work (a bad path is an error, not a lost run)."""
     if out is None:
         return None
-    from signsim.interface.paths import output_file
+    from signsim.paths import output_file
 
     output_file(out, "--out")
     return Path(out)
@@ -687,7 +687,7 @@ def sweep_document(path: Any, *, out: Any = None, executor: Any = "local", jobs:
     first run (the CLI's compile notices: a bad option is then one line, with no notice before it)."""
     from signsim.commands.sweep import plan
     from signsim.commands.sweep import sweep as sweep_command
-    from signsim.interface.paths import output_dir
+    from signsim.paths import output_dir
     from signsim.sweep.executors import make
     from signsim.sweep.store import Store
 

@@ -162,7 +162,7 @@ def _figure(plot: str | None, where: str = "--plot") -> Path | None:
     """--plot checked before any work (a bad path is exit 2, not a lost run)."""
     if plot is None:
         return None
-    from signsim.interface.paths import output_file
+    from signsim.paths import output_file
 
     output_file(plot, where)
     if Path(plot).suffix.lower() not in FIGURE_SUFFIXES:
@@ -351,7 +351,7 @@ def sweep(**opts: Any) -> None:
           "sweep directory, check-spb, diversity or bound results.")
 def plot(**opts: Any) -> None:
     from signsim.commands.plot import plot as plot_command
-    from signsim.interface.paths import output_file
+    from signsim.paths import output_file
 
     results, out = opts["results"], opts["out"]
     if out is not None:

@@ -1,6 +1,6 @@
 """How much memory this process may still use, and the check of one need against it (an InputError naming the need
 and what to reduce): the base of ``signsim.resources``' estimates, and of the checks of files before they are read
-(``signsim.interface.paths.input_file``)."""
+(``signsim.paths.input_file``)."""
 
 from __future__ import annotations
 

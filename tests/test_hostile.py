@@ -189,7 +189,7 @@ def test_a_fifo_is_written_directly_never_replaced(tmp_path):
     got = []
     reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
     reader.start()
-    from signsim.interface.paths import write_atomic
+    from signsim.paths import write_atomic
 
     write_atomic(fifo, '{"a": 1}\n')
     reader.join(10)
@@ -200,7 +200,7 @@ def test_a_fifo_is_written_directly_never_replaced(tmp_path):
 
 @pytest.mark.parametrize("mask,mode", [(0o022, 0o644), (0o077, 0o600)])
 def test_written_files_get_the_umask_mode(tmp_path, mask, mode):
-    from signsim.interface.paths import write_atomic
+    from signsim.paths import write_atomic
 
     old = os.umask(mask)
     try:
@@ -290,8 +290,8 @@ def test_the_summary_never_shows_interrupted_losses_as_final():
 
 
 def test_a_fifo_without_reader_is_an_error_not_a_hang(monkeypatch, tmp_path):
+    from signsim import paths
     from signsim.errors import InputError
-    from signsim.interface import paths
 
     monkeypatch.setattr(paths, "FIFO_WAIT", 0.2)
     fifo = tmp_path / "pipe.json"
@@ -302,7 +302,7 @@ def test_a_fifo_without_reader_is_an_error_not_a_hang(monkeypatch, tmp_path):
 
 
 def test_a_pipe_named_by_dev_fd_is_written_in_place():
-    from signsim.interface.paths import write_atomic
+    from signsim.paths import write_atomic
 
     r, w = os.pipe()
     try:

@@ -255,7 +255,7 @@ def test_a_full_device_is_named(cli):
 def test_a_write_that_fails_names_the_file(tmp_path):
     """A file size limit (RLIMIT_FSIZE, like a full disk or quota) fails the write: the error names the
     target, not the temporary file nor nothing; the target is untouched."""
-    from signsim.interface.paths import write_atomic
+    from signsim.paths import write_atomic
 
     target = tmp_path / "r.json"
     target.write_text("old")

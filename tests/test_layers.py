@@ -11,8 +11,8 @@ own group:
                  the commands), interface/composition.py (a run's composition checked)
     domain       problems/, methods/, noise/, data/, system/, resources.py, torch/ (torch/examples/: entry)
     base         the package itself (__version__), errors, codes, history, seeding, draws, memory, stages/,
-                 accounting.py, rounds.py (pure functions of the settings), and the rest of
-                 interface/: options, paths, results, interrupts, transform_specs
+                 accounting.py, rounds.py (pure functions of the settings), paths.py (files read and written),
+                 suggest.py (did you mean), and the rest of interface/: options, results, interrupts, transform_specs
 
 Two groups of the same layer do not import each other. Exceptions, each for a stated reason:
 
@@ -57,7 +57,8 @@ GROUPS = {
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
     "signsim.seeding": "base", "signsim.draws": "base", "signsim.numbers": "base", "signsim.memory": "base",
     "signsim.accounting": "base", "signsim.rounds": "base",  # pure functions of the settings
-    "signsim.interface": "base",  # options, paths, results, interrupts, transform_specs
+    "signsim.paths": "base", "signsim.suggest": "base",  # files read and written; the one "did you mean"
+    "signsim.interface": "base",  # options, results, interrupts, transform_specs
     "signsim": "base",
 }
 #: (importer, imported) module pairs allowed against the layers, with their reason

@@ -9,7 +9,7 @@ from signsim.errors import InputError
 
 def existing(spec: str, name: str | None = None) -> Path:
     """The path ``name`` (default ``spec``) when it is a readable regular file; errors name ``--data spec``."""
-    from signsim.interface.paths import input_file
+    from signsim.paths import input_file
 
     target = spec if name is None else name
     where = f"--data {spec}" if name is None or name == spec else f"--data {spec}: {name}"

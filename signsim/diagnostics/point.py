@@ -48,7 +48,7 @@ def resolve_point(at: str, problem, cfg) -> tuple[np.ndarray, str]:
     path = Path(at)
     if path.suffix != ".npy":
         raise InputError(f"--at {at}: expected init, optimum, run:K or a .npy file")
-    from signsim.interface.paths import input_file
+    from signsim.paths import input_file
 
     input_file(path, f"--at {at}", per_byte=0)  # (load_npy checks the memory of the array it holds)
     from signsim.data.files import load_npy

@@ -69,7 +69,7 @@ def option_name(field: str) -> str:
 
 def read_toml(path: Path, where: str) -> dict[str, Any]:
     """The parsed TOML file; a missing, non-UTF-8 or invalid file raises InputError prefixed by ``where``."""
-    from signsim.interface.paths import input_file
+    from signsim.paths import input_file
 
     input_file(path, where)
     try:
@@ -218,7 +218,7 @@ def resolve(explicit: dict[str, Any]) -> RunConfig:
     from signsim.torch.model_file import PREFIX  # (pure Python: torch is imported by a model, not here)
 
     if cfg.model is not None and not str(cfg.model).startswith(PREFIX):  # an absolute path: sweep workers (Dask
-        from signsim.interface.paths import resolved  # ones too) load the same file; python:NAME is in memory
+        from signsim.paths import resolved  # ones too) load the same file; python:NAME is in memory
 
         cfg.model = str(resolved(cfg.model, "--model"))
     check_system(cfg)
@@ -294,7 +294,7 @@ def eval_every_derived(cfg: RunConfig) -> bool:
 def check_plugin_paths(plugin: str | None, option: str = "--plugin") -> None:
     """Every file of the ``plugin`` option is named (no empty item: ``''``, ``a.py,``) and can have its ``~user``
     expanded (else one line naming it, exit 2)."""
-    from signsim.interface.paths import home_expanded
+    from signsim.paths import home_expanded
     from signsim.stages import plugins
 
     if isinstance(plugin, str) and any(not p.strip() for p in plugin.split(",")):
@@ -349,7 +349,7 @@ def validate(cfg: RunConfig) -> None:
         from signsim.stages import plugins
 
         plugins.load(cfg.plugin)
-    from signsim.interface.suggest import stage_spec
+    from signsim.suggest import stage_spec
 
     for kind, spec in (("aggregation", cfg.aggregate), ("attack", cfg.attack), ("compressor", cfg.compressor),
                        ("error_feedback", cfg.error_feedback), ("server_optimizer", cfg.server_opt),

@@ -11,7 +11,6 @@ Pure Python (no NumPy): ``signsim --help`` loads it.
 
 from __future__ import annotations
 
-import difflib
 import math
 import operator
 import os
@@ -473,22 +472,18 @@ COMMON = frozenset(name for name, o in RECORD.items() if not o.problem)
 
 
 def suggest(value: Any, choices: Iterable[str]) -> str:
-    """" (did you mean 'x'?)" for the closest of ``choices`` (case ignored), or ""."""
-    if not isinstance(value, str):
-        return ""
-    choices = list(choices)
-    lower = {c.lower(): c for c in choices}
-    if value.lower() in lower and value not in choices:
-        return f" (did you mean '{lower[value.lower()]}'?)"
-    close = difflib.get_close_matches(value.lower(), list(lower), n=1, cutoff=0.6)
-    return f" (did you mean '{lower[close[0]]}'?)" if close else ""
+    """" (did you mean 'x'?)" for the closest of ``choices`` (``signsim.suggest``), or ""."""
+    from signsim.suggest import hint
+
+    return hint(value, choices) if isinstance(value, str) else ""
 
 
 def unknown_option(name: str, known: Iterable[str]) -> InputError:
-    """"unknown option --name", naming the closest known option."""
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    hint = f" (did you mean '{flag(close[0])}'?)" if close else ""
-    return InputError(f"unknown option {flag(name)}{hint}")
+    """"unknown option --name", naming the closest known option (``signsim.suggest``)."""
+    from signsim.suggest import closest
+
+    close = closest(name, known)
+    return InputError(f"unknown option {flag(name)}" + (f" (did you mean '{flag(close)}'?)" if close else ""))
 
 
 def unknown(value: str, choices: Iterable[str], where: str, what: str = "value") -> InputError:

@@ -35,8 +35,8 @@ def dumps(doc: dict[str, Any]) -> str:
 
 
 def write_atomic(path: str | Path, text: str, option: str = "--out") -> None:
-    """Write ``text`` to ``path`` atomically (see ``signsim.interface.paths``)."""
-    from signsim.interface.paths import write_atomic as write
+    """Write ``text`` to ``path`` atomically (see ``signsim.paths``)."""
+    from signsim.paths import write_atomic as write
 
     write(path, text, option)
 
@@ -71,7 +71,7 @@ def parse_json(text: str, where: str) -> Any:
 def read_json(path: Path, where: str, per_byte: float | None = None) -> Any:
     """The parsed JSON file (``parse_json``); a missing, unreadable, non-UTF-8 or invalid file raises
     InputError prefixed by ``where`` (and one the memory cannot parse, ``paths.input_file``'s ``per_byte``)."""
-    from signsim.interface.paths import PARSE_BYTES, input_file
+    from signsim.paths import PARSE_BYTES, input_file
 
     input_file(path, where, PARSE_BYTES if per_byte is None else per_byte)
     try:

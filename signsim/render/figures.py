@@ -90,7 +90,7 @@ def subplots(*args, **kwargs):
 
 def save(fig, path) -> None:
     """Write the figure atomically (a temporary file renamed over the target)."""
-    from signsim.interface.paths import atomic_path
+    from signsim.paths import atomic_path
 
     with atomic_path(path, "--plot") as tmp:
         fig.savefig(tmp, format=tmp.suffix.lstrip(".").lower() or None)

@@ -59,7 +59,7 @@ def parse(values: list[str] | str | None) -> list[Target]:
         if importlib.util.find_spec(library) is None:
             raise InputError(f"--log {text}: needs {library}, which is not installed ({INSTALL[library]})")
         if kind == "tensorboard":
-            from signsim.interface.paths import home_expanded, output_dir
+            from signsim.paths import home_expanded, output_dir
 
             folder = str(home_expanded(where, f"--log {kind}:"))
             try:

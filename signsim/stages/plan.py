@@ -131,7 +131,7 @@ def parse_pre_aggregate(spec: str) -> tuple[Stage, ...]:
         raise InputError(f"--pre-aggregate {spec}: an empty link in the chain (write e.g. nnm:2,bucketing:2)")
     if len(parts) > len(PRE_KINDS):
         raise InputError(f"--pre-aggregate {spec}: at most {len(PRE_KINDS)} pre-aggregations in a chain")
-    from signsim.interface.suggest import stage_spec
+    from signsim.suggest import stage_spec
 
     for p in parts:
         stage_spec("pre_aggregation", p)  # an unknown name, with the closest one

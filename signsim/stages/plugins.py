@@ -164,7 +164,7 @@ def load_file(path: str | Path) -> ModuleType:
         raise _fail(where, f"not a readable .py file ({e.strerror})") from None
     if not readable or p.suffix != ".py":
         raise _fail(where, "not a readable .py file")
-    from signsim.interface.paths import input_file
+    from signsim.paths import input_file
 
     input_file(p, f"--plugin '{where}'")  # (a source the memory cannot hold: one line, before reading it)
     # named by its source, as its compiled kernels are: a cached loop refers to the module by this name, so the

@@ -47,7 +47,7 @@ class Store:
         import os
         import stat
 
-        from signsim.interface.paths import kind
+        from signsim.paths import kind
 
         def what(p: Path) -> int | None:
             try:

@@ -56,7 +56,7 @@ def parse(prop: str, spec: str) -> Law:
     if head == "trace":
         if not rest:
             raise InputError(f"{where}: give the trace file, trace:FILE.csv")
-        from signsim.interface.paths import home_expanded, input_file
+        from signsim.paths import home_expanded, input_file
 
         path = home_expanded(rest, f"--{prop}").absolute()  # absolute: a sweep's workers read the same file
         input_file(path, where, per_byte=0)  # (read row by row, M rows)
@@ -100,7 +100,7 @@ def values(prop: str, law: Law, M: int, gen: np.random.Generator) -> np.ndarray:
 def read_trace(prop: str, path: str, M: int) -> np.ndarray:
     """Column ``prop`` of the trace file, rows 1..M (the header row first); InputError naming the file for a
     missing column, too few rows or a bad value."""
-    from signsim.interface.paths import input_file
+    from signsim.paths import input_file
 
     where = f"--{prop} trace:{path}"
     input_file(path, where, per_byte=0)  # (read row by row, M rows)

@@ -67,7 +67,7 @@ def load(path: str | Path) -> ModelFile:
         raise _fail(shown, "no such file" if not p.exists() else "not a regular file")
     if p.suffix != ".py":
         raise _fail(shown, "must be a Python file (.py) defining model(), loss(output, target) and data()")
-    from signsim.interface.paths import input_file
+    from signsim.paths import input_file
 
     input_file(p, f"--model {shown}")  # (a source the memory cannot hold: one line, before reading it)
     try:

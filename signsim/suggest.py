@@ -1,5 +1,7 @@
-"""Unknown stage names with a "did you mean" (``--compressor topk:10`` -> ``top-k``), checked before a spec
-reaches ``signsim.stages.registry.parse``, whose own error names the choices only."""
+"""The one "did you mean" of signsim: the closest known name to an unknown one (case, hyphens and underscores
+ignored, then ``difflib``'s closest match), for option values and option names (``signsim.interface.options``) and
+for stage names (``stage_spec``: ``--compressor topk:10`` -> ``top-k``, checked before a spec reaches
+``signsim.stages.registry.parse``, whose own error names the choices only)."""
 
 from __future__ import annotations
 
