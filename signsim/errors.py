@@ -20,3 +20,8 @@ class InputError(ValueError):
 
 class MemoryLimit(InputError):
     """Bad input of one kind: what was asked for would not fit in the memory available (``signsim.resources``)."""
+
+
+def shown(value: object) -> str:
+    """A value as a message shows what the user wrote: ``''`` for an empty or blank string."""
+    return "''" if isinstance(value, str) and not value.strip() else str(value)

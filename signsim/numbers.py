@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import re
 
+#: the largest value an integer option or spec may take (sizes index arrays; iterations and seeds are counters)
+MAX_SIZE = 2**31 - 1
 #: the spaces a number's text may carry around it: ASCII only (``str.strip()`` would also take a no-break space)
 SPACE = " \t\n\r\f\v"
 #: a decimal integer, optionally signed: 12, -3, +7

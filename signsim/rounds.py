@@ -10,6 +10,7 @@ diagnostics, the memory estimate and the results read it.
 from __future__ import annotations
 
 from signsim.errors import InputError
+from signsim.errors import shown as _shown
 from signsim.numbers import ceil_share, floor_share
 
 
@@ -50,9 +51,3 @@ def kept(cfg) -> int | None:
     if getattr(cfg, "over_select", None) is None:
         return None
     return clients_per_round(cfg.workers, getattr(cfg, "participation", None), getattr(cfg, "clients_per_round", None))
-
-
-def _shown(value) -> str:
-    from signsim.interface.options import shown
-
-    return shown(value)

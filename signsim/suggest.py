@@ -1,14 +1,11 @@
 """The one "did you mean" of signsim: the closest known name to an unknown one (case, hyphens and underscores
 ignored, then ``difflib``'s closest match), for option values and option names (``signsim.interface.options``) and
-for stage names (``stage_spec``: ``--compressor topk:10`` -> ``top-k``, checked before a spec reaches
-``signsim.stages.registry.parse``, whose own error names the choices only)."""
+for stage names (``signsim.stages.registry.stage_spec``: ``--compressor topk:10`` -> ``top-k``)."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-
-from signsim.errors import InputError
 
 
 def closest(value: str, choices: Iterable[str]) -> str | None:
@@ -29,16 +26,3 @@ def hint(value: str, choices: Iterable[str]) -> str:
     """" (did you mean 'x'?)" for the closest of ``choices``, or ""."""
     best = closest(value, choices)
     return f" (did you mean '{best}'?)" if best is not None and best != value else ""
-
-
-def stage_spec(kind: str, spec: str, option: str | None = None) -> None:
-    """An InputError naming the closest stage of ``kind`` when the name of ``spec`` (``NAME[:params]``) is not one;
-    nothing otherwise (the parameters are the registry's to check)."""
-    from signsim.stages import registry
-    from signsim.stages.base import OPTION
-
-    table = registry.stages(kind)
-    name = str(spec).partition(":")[0]
-    if name not in table:
-        raise InputError(f"{option or OPTION[kind]} {spec}: unknown value{hint(name, table)}; choose from "
-                         f"{', '.join(table)}")

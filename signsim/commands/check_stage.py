@@ -38,7 +38,7 @@ def check_stage(spec: str, plugin: str | None = None, samples: int | str = 2000,
     check_plugin_paths(plugin)
     plugins.load(plugins.absolute(plugin) if plugin is not None else None)
     from signsim.diagnostics import stage_replay
-    from signsim.suggest import stage_spec
+    from signsim.stages.registry import stage_spec
 
     kind = stage_replay.kind_of(str(spec).partition(":")[0], kind)
     if kind != "compressor":

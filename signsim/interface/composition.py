@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from signsim import rounds
 from signsim.errors import InputError
-from signsim.interface.options import shown as _shown
+from signsim.errors import shown as _shown
 from signsim.stages import accepts_error_feedback, error_feedback_refusal, kinds, pre_aggregated_rows, registry
 
 

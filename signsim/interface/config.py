@@ -349,7 +349,7 @@ def validate(cfg: RunConfig) -> None:
         from signsim.stages import plugins
 
         plugins.load(cfg.plugin)
-    from signsim.suggest import stage_spec
+    from signsim.stages.registry import stage_spec
 
     for kind, spec in (("aggregation", cfg.aggregate), ("attack", cfg.attack), ("compressor", cfg.compressor),
                        ("error_feedback", cfg.error_feedback), ("server_optimizer", cfg.server_opt),

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from signsim.codes import Topology, names
-from signsim.errors import InputError
-from signsim.numbers import SPACE, to_float, to_int
+from signsim.errors import InputError, shown  # noqa: F401 - shown: the options' messages, and others' through them
+from signsim.numbers import MAX_SIZE, SPACE, to_float, to_int
 from signsim.stages import catalog
 
 # help panels of the command line
@@ -34,8 +34,6 @@ P_SPB = "Success probabilities"
 P_DIV = "Diversity"
 P_BOUND = "Bounds"
 
-#: the largest value an integer option may take (sizes index arrays; iterations and seeds are counters)
-MAX_SIZE = 2**31 - 1
 
 #: the commands whose options describe a run (the diagnostics evaluate the run's problem at a point)
 RUN_COMMANDS = ("run", "check-spb", "diversity", "bound")
@@ -499,10 +497,6 @@ def range_text(o: Option) -> str:
     if lo and hi:
         return f"a finite number {lo} and {hi}"
     return f"a{'n integer' if o.kind == 'int' else ' finite number'}" + (f" {lo or hi}" if lo or hi else "")
-
-
-def shown(value: Any) -> str:
-    return "''" if isinstance(value, str) and not value.strip() else str(value)
 
 
 def check(o: Option, value: Any, where: str) -> Any:

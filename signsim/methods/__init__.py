@@ -75,7 +75,7 @@ def registry() -> dict[str, MethodSpec]:
 def get(name: str) -> MethodSpec:
     specs = registry()
     if name not in specs:
-        from signsim.interface.options import suggest
+        from signsim.suggest import hint
 
-        raise InputError(f"--method: unknown method '{name}'{suggest(name, specs)}; choose from {', '.join(specs)}")
+        raise InputError(f"--method: unknown method '{name}'{hint(name, specs)}; choose from {', '.join(specs)}")
     return specs[name]

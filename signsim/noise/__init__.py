@@ -41,9 +41,9 @@ def parse(spec: str) -> tuple[NoiseModel, np.ndarray]:
     name, *raw = str(spec).strip().split(":")
     models = registry()
     if name not in models:
-        from signsim.interface.options import suggest
+        from signsim.suggest import hint
 
-        raise InputError(f"--noise: unknown noise model '{name}'{suggest(name, models)}; choose from "
+        raise InputError(f"--noise: unknown noise model '{name}'{hint(name, models)}; choose from "
                          f"{', '.join(models)}")
     model = models[name]
     if len(raw) != model.arity:

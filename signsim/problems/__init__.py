@@ -25,9 +25,9 @@ def registry() -> dict[str, ProblemSpec]:
 def get(name: str) -> ProblemSpec:
     specs = registry()
     if name not in specs:
-        from signsim.interface.options import suggest
+        from signsim.suggest import hint
 
-        raise InputError(f"--problem: unknown problem '{name}'{suggest(name, specs)}; choose from "
+        raise InputError(f"--problem: unknown problem '{name}'{hint(name, specs)}; choose from "
                          f"{', '.join(specs)}")
     return specs[name]
 

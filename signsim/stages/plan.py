@@ -131,10 +131,8 @@ def parse_pre_aggregate(spec: str) -> tuple[Stage, ...]:
         raise InputError(f"--pre-aggregate {spec}: an empty link in the chain (write e.g. nnm:2,bucketing:2)")
     if len(parts) > len(PRE_KINDS):
         raise InputError(f"--pre-aggregate {spec}: at most {len(PRE_KINDS)} pre-aggregations in a chain")
-    from signsim.suggest import stage_spec
-
     for p in parts:
-        stage_spec("pre_aggregation", p)  # an unknown name, with the closest one
+        registry.stage_spec("pre_aggregation", p)  # an unknown name, with the closest one
     links = tuple(registry.parse(kind, p, option="--pre-aggregate") for kind, p in zip(PRE_KINDS, parts, strict=False))
     if len(links) > 1 and any(link.name == "none" for link in links):
         raise InputError(f"--pre-aggregate {spec}: 'none' cannot be a link of a chain")

@@ -15,6 +15,7 @@ from types import ModuleType
 from signsim.errors import InputError
 from signsim.stages import catalog, kinds
 from signsim.stages.base import KINDS, MAX_PARAMS, OPTION
+from signsim.suggest import hint
 
 #: the built-in stage modules of each kind, by folder and module name, in the order signsim lists them (a stage's code
 #: is its index): the catalog's, generated from the folders by ``python -m signsim.engine.generate``
@@ -46,6 +47,17 @@ def stages(kind: str) -> dict[str, ModuleType]:
     for discover in DISCOVER:
         discover()
     return {**builtin(kind), **PLUGINS[kinds.base(kind)]}
+
+
+def stage_spec(kind: str, spec: str, option: str | None = None) -> None:
+    """An InputError naming the closest stage of ``kind`` when the name of ``spec`` (``NAME[:params]``) is not one
+    ("did you mean 'top-k'?", ``signsim.suggest``); nothing otherwise (the parameters are ``parse``'s to check, whose
+    own error names the choices only)."""
+    table = stages(kind)
+    name = str(spec).partition(":")[0]
+    if name not in table:
+        raise InputError(f"{option or OPTION[kind]} {spec}: unknown value{hint(name, table)}; choose from "
+                         f"{', '.join(table)}")
 
 
 @dataclass(frozen=True)

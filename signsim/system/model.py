@@ -37,8 +37,7 @@ class Buffer:
 def parse_buffer(spec: str) -> Buffer:
     """``--async`` SPEC: ``buffer:B`` (B >= 1 updates a server step), ``buffer:B:const`` (the same), or
     ``buffer:B:poly:A`` (weights (1 + tau)^-A, A >= 0 finite)."""
-    from signsim.interface.options import MAX_SIZE
-    from signsim.numbers import to_float, to_int
+    from signsim.numbers import MAX_SIZE, to_float, to_int
 
     where = f"--async {spec!r}"
     parts = spec.split(":")
