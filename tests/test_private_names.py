@@ -43,8 +43,6 @@ REMAINING = {
         "the worker path",
     ("engine/loop.py", "no runtime"): "the worker step and the worker's gradient, as stage_kernels.py",
     ("problems/mlp.py", "no runtime"): "the oracle that allocates asks for the runtime back, as stage_kernels.py",
-    ("engine/stage_kernels.py", "bytecode copies"):
-        "a stage's function compiled under a name carrying its source hash (and its worker or server variant)",
 }
 
 

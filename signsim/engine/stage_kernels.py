@@ -188,9 +188,8 @@ def stage_function(module, attr: str, worker_path: bool, inline: bool = False, c
     h = source_hash(module)  # (a new or edited stage: new names, compiled anew)
     # the copy without Numba's runtime carries its own name: the cache does not tell the two apart
     name = f"{fn.__name__}__{_safe(module.NAME)}" + (f"__{h}" if h else "") + ("__worker" if worker_path else "")
-    copy = types.FunctionType(fn.__code__.replace(co_name=name, co_qualname=name), _namespace(fn), name,
-                              fn.__defaults__)
-    copy.__qualname__ = name
+    copy = types.FunctionType(fn.__code__, _namespace(fn), name, fn.__defaults__)
+    copy.__qualname__ = name  # (what Numba names the kernel and its cache files by)
     copy.__doc__ = fn.__doc__
     if checked:
         return njit(boundscheck=True, nogil=True)(copy)
