@@ -3,6 +3,12 @@
     python benchmarks/bench_flute.py              # 1,000 clients, 10 a round, 100 rounds, 3 processes each
     python benchmarks/bench_flute.py --quick      # 10 rounds, 1 process each
     python benchmarks/bench_flute.py --clients 100000
+    python benchmarks/bench_flute.py --frameworks fw/bin/python   # also Flower's simulation and pfl-research
+
+Flower and pfl-research are optional contenders, run by the Python given with ``--frameworks`` (default: this one)
+when it can import them; in an environment of their own, as neither is signsim's dependency:
+
+    python -m venv fw && fw/bin/pip install torch numpy "flwr[simulation]" "pfl[pytorch]"
 
 The workload FLUTE published (Dimitriadis et al. 2022, its LR-MNIST task): M clients hold equal shares of 60,000
 images (beyond 60,000 clients, one each: 10^5 clients hold 10^5 rows) of 28 x 28 = 784 pixels, 10 classes
@@ -18,8 +24,10 @@ The same work four ways, each in a process of its own:
 - a hand-batched PyTorch loop: the 10 clients' models stacked, one ``bmm`` for the forward and two for the
   gradient per local step, the gradient written out (no autograd): what one writes for speed;
 - a plain PyTorch loop: per client, an ``nn.Linear`` copy, ``torch.optim.SGD`` and autograd, the models averaged;
-- Flower's simulation and pfl-research are not run here (each needs its own framework's set-up); the benchmark
-  says whether they are installed.
+- Flower's simulation (``flute_flower.py``: ``run_simulation`` on Ray, a ``NumPyClient`` per client, FedAvg sampling
+  10 of M, no federated evaluation) and pfl-research (``flute_pfl.py``: ``FederatedAveraging`` on its
+  ``SimulatedBackend``, a cohort of 10 distinct users, 6 local steps of 10 rows drawn with replacement), each timed
+  from its first round to its last, where installed.
 Each prints the process's wall time (imports, data, everything) and the training loop's; medians over the processes.
 Ratios are the contender's time over signsim's (above 1: signsim faster). Nothing is asserted.
 """
@@ -164,10 +172,14 @@ def table(times: dict[str, list[tuple[float, float]]], width: int = 22) -> None:
         print(f"{name:<{width}}{proc:>11.2f}{loop:>9.2f}{proc / ours[0]:>15.2f}{loop / ours[1]:>12.2f}")
 
 
-def _installed(module: str) -> bool:
-    import importlib.util
+def _installed(python: str, module: str) -> bool:
+    """Whether ``python`` can import ``module``."""
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    return subprocess.run([python, "-c", probe], capture_output=True).returncode == 0
 
-    return importlib.util.find_spec(module) is not None
+
+#: the optional contenders: name -> (module, script next to this one)
+FRAMEWORKS = {"Flower simulation": ("flwr", "flute_flower.py"), "pfl-research": ("pfl", "flute_pfl.py")}
 
 
 def main() -> None:
@@ -176,6 +188,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="10 rounds, one process each")
+    ap.add_argument("--frameworks", default=sys.executable, metavar="PYTHON",
+                    help="the Python that runs Flower and pfl-research where it can import them (default: this one)")
     a = ap.parse_args()
     rounds, repeats = (10, 1) if a.quick else (a.rounds, a.repeats)
     with tempfile.TemporaryDirectory() as tmp:
@@ -188,14 +202,17 @@ def main() -> None:
                       "signsim vmap": _signsim_args(model, a.clients, rounds, "vmap"),
                       "hand-batched PyTorch": [sys.executable, str(scripts["batched"]), str(a.clients), str(rounds)],
                       "plain PyTorch": [sys.executable, str(scripts["plain"]), str(a.clients), str(rounds)]}
+        here = Path(__file__).resolve().parent
+        missing = [name for name, (module, _) in FRAMEWORKS.items() if not _installed(a.frameworks, module)]
+        contenders.update({name: [a.frameworks, str(here / script), str(a.clients), str(rounds)]
+                           for name, (module, script) in FRAMEWORKS.items() if name not in missing})
         times = race(contenders, repeats)
     print(f"FLUTE LR-MNIST shape: {a.clients:,} clients, {PER_ROUND} a round, {LOCAL_STEPS} local steps of "
           f"{BATCH}, {rounds} rounds; {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"torch threads default; medians of {repeats}")
     table(times)
-    for module, label in (("flwr", "Flower's simulation"), ("pfl", "pfl-research")):
-        print(f"{label:<22}  {'installed, but' if _installed(module) else 'not installed:'} not run by this "
-              "benchmark (the issue's figures for it were measured by hand)")
+    for name in missing:
+        print(f"{name:<22}  not run: {a.frameworks} cannot import {FRAMEWORKS[name][0]} (--frameworks PYTHON)")
     print("signsim's loop time is its run's wall_time (the loop, its set-up and the two history rows); ratios are "
           "over signsim grouped's (above 1: signsim grouped faster)")
 
