@@ -306,7 +306,12 @@ def cli(capsys):
     return call
 
 
-def run_subprocess(*args: str, env: dict | None = None, timeout: float = 120) -> CliResult:
+#: run_subprocess's guard against a hang (not a time limit): a first threaded compile takes 60-70 CPU-s, which a
+#: loaded 2-core machine stretched past 120 s (two thread tests in a rehearsal of .ci/run, 6 December 2026)
+HANG_SECONDS = 600
+
+
+def run_subprocess(*args: str, env: dict | None = None, timeout: float = HANG_SECONDS) -> CliResult:
     """Run ``signsim ARGS`` in a fresh interpreter (for thread counts, signals and import checks)."""
     full_env = {**os.environ, **(env or {})}
     p = subprocess.run([sys.executable, "-m", "signsim.cli", *map(str, args)], capture_output=True, text=True,
