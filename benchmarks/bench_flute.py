@@ -17,7 +17,7 @@ nothing is downloaded); each round 10 clients, sampled without replacement, take
 of 10 of their own rows, step 0.1) of the model 784 -> 10 with softmax cross-entropy from the server's model, and
 the server averages their models (FedAvg, server step 1).
 
-The same work four ways, each in a process of its own:
+The same work four ways (six with the frameworks), each in a process of its own:
 - signsim: ``signsim run --model FILE --method sgd --local-steps 6 ...`` (the model file defines the model, its
   loss and the data); ``--no-heterogeneity`` (no measurement at x_0) and history only at the start and the end;
   the kernels are compiled beforehand, as after an install (``signsim compile`` or a first run);
@@ -153,13 +153,22 @@ def written(folder: str, sources: dict[str, str]) -> dict[str, Path]:
     return paths
 
 
-def race(contenders: dict[str, list[str]], repeats: int) -> dict[str, list[tuple[float, float]]]:
+def race(contenders: dict[str, list[str]], repeats: int,
+         optional: frozenset[str] = frozenset()) -> dict[str, list[tuple[float, float]]]:
     """Each contender's (process, loop) seconds, ``repeats`` times, in turn, so that the machine's drift falls on
-    every contender alike."""
+    every contender alike. An ``optional`` contender that fails is said so and left out; any other stops the race."""
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
     for _ in range(repeats):
         for name, args in contenders.items():
-            times[name].append(_timed(args))
+            if name not in times:
+                continue
+            try:
+                times[name].append(_timed(args))
+            except SystemExit as e:
+                if name not in optional:
+                    raise
+                print(f"{name}: left out, it failed: {str(e).strip().splitlines()[-1]}", file=sys.stderr)
+                del times[name]
     return times
 
 
@@ -172,14 +181,17 @@ def table(times: dict[str, list[tuple[float, float]]], width: int = 22) -> None:
         print(f"{name:<{width}}{proc:>11.2f}{loop:>9.2f}{proc / ours[0]:>15.2f}{loop / ours[1]:>12.2f}")
 
 
-def _installed(python: str, module: str) -> bool:
-    """Whether ``python`` can import ``module``."""
-    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
-    return subprocess.run([python, "-c", probe], capture_output=True).returncode == 0
+def _installed(python: str, modules: str) -> bool:
+    """Whether ``python`` runs and imports ``modules`` (a comma-separated list)."""
+    try:
+        return subprocess.run([python, "-c", f"import {modules}"], capture_output=True).returncode == 0
+    except OSError:  # no such interpreter
+        return False
 
 
-#: the optional contenders: name -> (module, script next to this one)
-FRAMEWORKS = {"Flower simulation": ("flwr", "flute_flower.py"), "pfl-research": ("pfl", "flute_pfl.py")}
+#: the optional contenders: name -> (the modules their script needs, the script next to this one)
+FRAMEWORKS = {"Flower simulation": ("flwr.simulation, ray, torch", "flute_flower.py"),
+              "pfl-research": ("pfl.model.pytorch, torch", "flute_pfl.py")}
 
 
 def main() -> None:
@@ -206,7 +218,7 @@ def main() -> None:
         missing = [name for name, (module, _) in FRAMEWORKS.items() if not _installed(a.frameworks, module)]
         contenders.update({name: [a.frameworks, str(here / script), str(a.clients), str(rounds)]
                            for name, (module, script) in FRAMEWORKS.items() if name not in missing})
-        times = race(contenders, repeats)
+        times = race(contenders, repeats, frozenset(FRAMEWORKS))
     print(f"FLUTE LR-MNIST shape: {a.clients:,} clients, {PER_ROUND} a round, {LOCAL_STEPS} local steps of "
           f"{BATCH}, {rounds} rounds; {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"torch threads default; medians of {repeats}")

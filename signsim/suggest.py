@@ -5,11 +5,14 @@ for stage names (``signsim.stages.registry.stage_spec``: ``--compressor topk:10`
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
-def closest(value: str, choices: Iterable[str]) -> str | None:
-    """The choice closest to ``value`` (case, hyphens and underscores ignored: ``topk`` -> ``top-k``), or None."""
+def closest(value: object, choices: Iterable[str]) -> str | None:
+    """The choice closest to ``value`` (case, hyphens and underscores ignored: ``topk`` -> ``top-k``), or None (also
+    for a value that is not a string)."""
+    if not isinstance(value, str):
+        return None
     choices = list(choices)
 
     def plain(text: str) -> str:
@@ -22,7 +25,7 @@ def closest(value: str, choices: Iterable[str]) -> str | None:
     return by_plain[close[0]] if close else None
 
 
-def hint(value: str, choices: Iterable[str]) -> str:
-    """" (did you mean 'x'?)" for the closest of ``choices``, or ""."""
+def hint(value: object, choices: Iterable[str], shown: Callable[[str], str] = str) -> str:
+    """" (did you mean 'x'?)" for the closest of ``choices`` (x written as ``shown`` writes it), or ""."""
     best = closest(value, choices)
-    return f" (did you mean '{best}'?)" if best is not None and best != value else ""
+    return f" (did you mean '{shown(best)}'?)" if best is not None and best != value else ""

@@ -905,7 +905,7 @@ def test_what_a_model_writes_to_stdout_never_corrupts_json(tmp_path_factory, how
     path.write_text(src)
     # in a process of its own: what reaches the file descriptor, as a process started by the model writes it, is
     # not seen by an in-process capture
-    r = run_subprocess(command[0], "--model", str(path), "--workers", "2", *command[1:], "--json", timeout=600)
+    r = run_subprocess(command[0], "--model", str(path), "--workers", "2", *command[1:], "--json")
     assert r.code in (0, 1), (r.code, r.err)
     assert isinstance(json.loads(r.out), dict), r.out[:500]
 

@@ -229,6 +229,16 @@ def test_did_you_mean(cli):
     assert_one_line_error(cli("check-spb", "--interval", "Wilson"), "did you mean 'wilson'")
     with pytest.raises(InputError, match="did you mean '--batch-size'"):
         signsim.run(batchsize=4)
+    # one did-you-mean everywhere (signsim.suggest): case, hyphens and underscores ignored first
+    assert_one_line_error(cli("run", "--votes", "perworker"), "did you mean 'per-worker'")
+    with pytest.raises(InputError, match="did you mean '--workers'"):
+        signsim.run(Workers=3)
+    assert_one_line_error(cli("run", "--compressor", "TOP_K:3"), "did you mean 'top-k'")
+    from signsim import methods, noise, problems
+
+    for lookup in (problems.get, methods.get, noise.parse):  # a value that is no name: an InputError still
+        with pytest.raises(InputError, match="unknown"):
+            lookup(3)
 
 
 def test_a_sweep_file_given_to_run_points_to_sweep(cli, tmp_path):

@@ -294,3 +294,7 @@ def test_a_circle_is_found():
              "signsim.z": ("import signsim.x\n", False), "signsim.w": ("import signsim.x\n", False)}
     assert circles(two) == [["signsim.a", "signsim.b"]]
     assert circles(three) == [["signsim.x", "signsim.y", "signsim.z"]]
+    sources = package_sources()  # and in the package itself: the registry loading the plugins again, as it did
+    source, is_package = sources["signsim.stages.registry"]
+    sources["signsim.stages.registry"] = (source + "\ndef f():\n    from signsim.stages import plugins\n", is_package)
+    assert ["signsim.stages.plugins", "signsim.stages.registry"] in circles(sources)

@@ -63,7 +63,7 @@ def test_a_cache_it_cannot_write_starts_nothing_and_fails_nothing(monkeypatch, t
 @pytest.mark.slow
 def test_a_second_composition_finds_the_one_loop_the_first_run_left_compiling(tmp_path):
     env = {"NUMBA_CACHE_DIR": str(tmp_path), warm.ENV: "1", "SIGNSIM_LOOP": "auto"}
-    first = run_subprocess("run", "--problem", "quadratic", "--method", "ssdm", "--iters", "20", env=env, timeout=600)
+    first = run_subprocess("run", "--problem", "quadratic", "--method", "ssdm", "--iters", "20", env=env)
     assert first.code == 0, first.err
     locks = list(tmp_path.glob("signsim-warm-analytic-serial-*.lock"))
     assert len(locks) == 1, locks
@@ -71,8 +71,7 @@ def test_a_second_composition_finds_the_one_loop_the_first_run_left_compiling(tm
     while warm._held(locks[0]):  # at work until its lock is released
         assert time.monotonic() < end, "the background compile did not end"
         time.sleep(0.2)
-    second = run_subprocess("run", "--problem", "quadratic", "--method", "signum", "--iters", "20", env=env,
-                            timeout=600)
+    second = run_subprocess("run", "--problem", "quadratic", "--method", "signum", "--iters", "20", env=env)
     assert second.code == 0, second.err
     assert "compiling" not in second.err and "waiting" not in second.err, second.err
     # the first run compiled its own plan's loop; the one loop (every built-in stage's plan) and no other is what

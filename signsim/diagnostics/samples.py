@@ -222,8 +222,9 @@ def spb_document(G: Any, workers: int | None = None, batch_size: int = 1, sign_z
     from signsim.diagnostics import spb
     from signsim.diagnostics.estimators import summarize
     from signsim.diagnostics.spb_report import UNKNOWN_NOISE, estimate_fields, workers_fields
+    from signsim.errors import shown
     from signsim.interface.options import check as check_option
-    from signsim.interface.options import of_function, shown
+    from signsim.interface.options import of_function
 
     given = dict(workers=workers, batch_size=batch_size, sign_zero=sign_zero, tie=tie, confidence=confidence,
                  interval=interval, correction=correction, samples=samples, seed=seed, top=top)

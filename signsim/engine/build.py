@@ -85,7 +85,7 @@ def check_budget(cfg, settings, d: int) -> None:
     if settings.budget == np.inf:
         return
     from signsim import accounting
-    from signsim.interface.options import shown
+    from signsim.errors import shown
 
     S = settings.participants(cfg.workers)  # a round's participants send and receive (docs/theory.md §12)
     least = accounting.smallest_round_bits(settings.compressor, settings.aggregate, S, d, settings.sign_zero,

@@ -5,7 +5,8 @@ against the rounds, the data and the asynchronous server, before anything is bui
 each value has passed its own type, range and choices (``signsim.interface.options``) and every stage spec is parsed
 (``chosen``: ``signsim.stages.plan.of_config``). What it reads of the stages comes from their modules'
 declarations (``check_workers``, ``rows``, ``LAZY``, ``INCREMENTS``, ``TWO_POINT``, ``OMNISCIENT``, the ``LABELS``
-flag) and from the table of kinds, never from a list of stage names. Each refusal is one ``InputError`` line that
+flag) and from the table of kinds; the only names it compares with are the kinds' defaults (``none``, the mean,
+plain SGD on the server). Each refusal is one ``InputError`` line that
 names the options as the user wrote them. The checks run in a fixed order, so that a run with two faults is told
 of the same one every time. What needs the built problem (its dimension, an exact local oracle) is checked when
 the run is built (``signsim.engine.build``, ``signsim.engine.driver.check_two_point``).
@@ -47,7 +48,7 @@ def _aggregation_needs(cfg, n: int) -> str | None:
 
 def _check_round_aggregate(cfg) -> None:
     """A rule that needs enough messages (Krum) against the S clients of a round, named as the user gave S
-    (``--clients-per-round 3``, not "--workers 3"); before ``rounds.validate``, whose message names the rule's."""
+    (``--clients-per-round 3``, not "--workers 3")."""
     s = rounds.checked_clients(cfg.workers, cfg.participation, cfg.clients_per_round)
     need = _aggregation_needs(cfg, s) if s < cfg.workers else None
     if need is not None:

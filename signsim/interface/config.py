@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from signsim.errors import InputError
+from signsim.errors import shown as _shown
 from signsim.interface import options as _options
-from signsim.interface.options import COMMON, MAX_SIZE, RECORD  # noqa: F401 - COMMON, MAX_SIZE: names used elsewhere
+from signsim.interface.options import COMMON, RECORD
 from signsim.numbers import to_int
+from signsim.suggest import hint
 
 #: the values of --dtype: the floating-point type of a run's state and data (docs/reference.md)
 DTYPES = RECORD["dtype"].choices
@@ -59,7 +61,11 @@ def check_value(name: str, value: Any, where: str) -> Any:
     return value if o is None else _options.check(o, value, where)
 
 
-_shown = _options.shown
+
+
+def _dashed(name: str) -> str:
+    """An option's name as a config file writes it (``batch-size``)."""
+    return name.replace("_", "-")
 
 
 def option_name(field: str) -> str:
@@ -122,8 +128,7 @@ def parse_options(raw: dict[str, Any], where: str) -> dict[str, Any]:
         name = key.replace("-", "_")
         o = RECORD.get(name)
         if o is None:
-            hint = _options.suggest(name, RECORD).replace("_", "-")
-            raise InputError(f"{where}: unknown option '{key}'{hint}")
+            raise InputError(f"{where}: unknown option '{key}'{hint(name, RECORD, _dashed)}")
         if name in spelled:
             raise InputError(f"{where}: '{spelled[name]}' and '{key}' are the same option; give it once")
         spelled[name] = key
@@ -147,8 +152,7 @@ def _flat_system(raw: dict[str, Any], where: str) -> dict[str, Any]:
         o = RECORD.get(key.replace("-", "_"))
         if o is None or o.panel != P_SYSTEM:
             names = [n for n, opt in RECORD.items() if opt.panel == P_SYSTEM]
-            hint = _options.suggest(key.replace("-", "_"), names).replace("_", "-")
-            raise InputError(f"{where}: [system] has no option '{key}'{hint}")
+            raise InputError(f"{where}: [system] has no option '{key}'{hint(key.replace('-', '_'), names, _dashed)}")
         if key in out or key.replace("_", "-") in out or key.replace("-", "_") in out:
             raise InputError(f"{where}: '{key}' is given both in [system] and at the top level; give it once")
         out[key] = value

@@ -19,9 +19,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from signsim.codes import Topology, names
-from signsim.errors import InputError, shown  # noqa: F401 - shown: the options' messages, and others' through them
+from signsim.errors import InputError, shown
 from signsim.numbers import MAX_SIZE, SPACE, to_float, to_int
 from signsim.stages import catalog
+from signsim.suggest import hint
 
 # help panels of the command line
 P_RUN = "Run"
@@ -469,24 +470,14 @@ COMMON = frozenset(name for name, o in RECORD.items() if not o.problem)
 # checks: one path for flags, config files, sweep files and Python values
 
 
-def suggest(value: Any, choices: Iterable[str]) -> str:
-    """" (did you mean 'x'?)" for the closest of ``choices`` (``signsim.suggest``), or ""."""
-    from signsim.suggest import hint
-
-    return hint(value, choices) if isinstance(value, str) else ""
-
-
 def unknown_option(name: str, known: Iterable[str]) -> InputError:
     """"unknown option --name", naming the closest known option (``signsim.suggest``)."""
-    from signsim.suggest import closest
-
-    close = closest(name, known)
-    return InputError(f"unknown option {flag(name)}" + (f" (did you mean '{flag(close)}'?)" if close else ""))
+    return InputError(f"unknown option {flag(name)}{hint(name, known, flag)}")
 
 
 def unknown(value: str, choices: Iterable[str], where: str, what: str = "value") -> InputError:
     choices = list(choices)
-    return InputError(f"{where}: unknown {what}{suggest(value, choices)}; choose from {', '.join(choices)}")
+    return InputError(f"{where}: unknown {what}{hint(value, choices)}; choose from {', '.join(choices)}")
 
 
 def range_text(o: Option) -> str:
@@ -614,7 +605,7 @@ def coerce(o: Option, value: Any) -> Any:
                 return to_int(text)
             except ValueError:
                 pass
-            raise InputError(f"{name} {value!r}: not a valid integer{words}{_several(text)}{suggest(text, o.words)}")
+            raise InputError(f"{name} {value!r}: not a valid integer{words}{_several(text)}{hint(text, o.words)}")
         raise InputError(f"{name} {value!r}: not a valid integer{words}")
     if o.kind == "float":
         if isinstance(value, bool) or type(value).__name__ == "bool_" or isinstance(value, complex):
@@ -633,7 +624,7 @@ def coerce(o: Option, value: Any) -> Any:
             except ValueError:
                 pass
             words = "".join(f" or '{w}'" for w in o.words)
-            raise InputError(f"{name} {value!r}: not a valid number{words}{_several(text)}{suggest(text, o.words)}")
+            raise InputError(f"{name} {value!r}: not a valid number{words}{_several(text)}{hint(text, o.words)}")
         raise InputError(f"{name} {value!r}: not a valid number")
     if isinstance(value, os.PathLike) and o.kind in ("path", "file", "str"):  # a file name (--data, --at too)
         value = os.fspath(value)
