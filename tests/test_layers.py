@@ -2,7 +2,7 @@
 function, and ``importlib.import_module`` of a literal or f-string name) goes to a lower layer or stays in its
 own group:
 
-    entry        cli.py, api.py, engine/generate.py (the generator of the committed catalog and docs)
+    entry        cli.py, api.py
     commands     commands/
     render       render/                    (reads the history's and the tracked quantities' fields)
     diagnostics  diagnostics/   |  sweep    sweep/
@@ -38,9 +38,6 @@ RANK = {"base": 0, "domain": 1, "config": 2, "engine": 3, "diagnostics": 4, "swe
 #: the group of a module: the first prefix that matches it (longest prefixes first)
 GROUPS = {
     "signsim.cli": "entry", "signsim.api": "entry", "signsim.__main__": "entry",
-    # a maintainer's command (python -m signsim.engine.generate), imported by no run: it writes the generated catalog,
-    # dispatch module and docs/reference.md's stage tables (signsim.render.stage_tables)
-    "signsim.engine.generate": "entry",
     "signsim.commands": "commands",
     "signsim.render": "render",
     "signsim.diagnostics": "diagnostics",

@@ -1,5 +1,5 @@
 """A new compressor is one file (issue 31, item 6): in a copy of the package, one module added to
-``signsim/stages/compressors/`` and ``python -m signsim.engine.generate`` put it everywhere a built-in stage is:
+``signsim/stages/compressors/`` and ``python tools/generate_stages.py`` put it everywhere a built-in stage is:
 the catalog (after the stages already there, whose codes stay), ``signsim list``, ``run --help``, docs/reference.md's
 stage tables, ``check-stage``, ``diversity --transform`` and runs through the one loop (its plan of every built-in
 stage, ``signsim.engine.plan``).
@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the maintainer's generator of the catalog and the docs' stage tables, run in the copy (its working directory)
+GENERATOR = "tools/generate_stages.py"
 
 #: the one new file: sign(v) / 2, written to the contract of the built-ins (signsim/stages/base.py; sign.py)
 HALF_SIGN = '''"""half-sign: C(v) = sign(v) / 2, sign(0) by the --sign-zero policy (docs/theory.md §8.1): the sign at
@@ -84,10 +86,17 @@ def _entries(catalog: Path) -> dict:
     return namespace["STAGES"]
 
 
+def _checkout(tmp_path: Path) -> Path:
+    """A copy of the package and of the maintainer's tools, as a source checkout has them."""
+    copy = tmp_path / "src"
+    for folder in ("signsim", "tools"):
+        shutil.copytree(ROOT / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
 @pytest.mark.slow
 def test_a_new_compressor_is_one_file_then_the_generator(tmp_path):
-    copy = tmp_path / "src"
-    shutil.copytree(ROOT / "signsim", copy / "signsim", ignore=shutil.ignore_patterns("__pycache__"))
+    copy = _checkout(tmp_path)
     (copy / "docs").mkdir()
     shutil.copy(ROOT / "docs" / "reference.md", copy / "docs" / "reference.md")  # the generator writes the copy's
     (copy / "signsim" / "stages" / "compressors" / "half_sign.py").write_text(HALF_SIGN, encoding="utf-8")
@@ -105,11 +114,11 @@ def test_a_new_compressor_is_one_file_then_the_generator(tmp_path):
     assert Path(where.stdout.strip()).resolve() == (copy / "signsim" / "__init__.py").resolve(), where.stderr
 
     # before the generator: the module is in its folder, not yet a stage signsim knows, and --check says so
-    stale = python("-m", "signsim.engine.generate", "--check")
+    stale = python(GENERATOR, "--check")
     assert stale.returncode == 1 and "catalog.py is stale" in stale.stderr, stale.stderr
-    r = python("-m", "signsim.engine.generate")
+    r = python(GENERATOR)
     assert r.returncode == 0, r.stderr
-    assert python("-m", "signsim.engine.generate", "--check").returncode == 0
+    assert python(GENERATOR, "--check").returncode == 0
 
     # the catalog: appended to the compressors, every other stage in its place (its code unchanged)
     before, after = _entries(ROOT / "signsim" / "stages" / "catalog.py"), _entries(
@@ -186,8 +195,7 @@ def test_a_new_or_edited_stage_compiles_only_what_calls_it(tmp_path):
     """Issue 47, item 3: a default run whose kernels are cached compiles nothing after a compressor is added (and
     the generator run), in the same cache folder; an edit of the run's own compressor compiles its loop anew, with
     the same results (the cache folder is chosen as a user's is: XDG_CACHE_HOME, no NUMBA_CACHE_DIR)."""
-    copy = tmp_path / "src"
-    shutil.copytree(ROOT / "signsim", copy / "signsim", ignore=shutil.ignore_patterns("__pycache__"))
+    copy = _checkout(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env.update({"PYTHONPATH": str(copy), "XDG_CACHE_HOME": str(tmp_path / "xdg"), "SIGNSIM_WARM": "0",
                 "SIGNSIM_LOOP": "auto"})
@@ -207,7 +215,7 @@ def test_a_new_or_edited_stage_compiles_only_what_calls_it(tmp_path):
     assert len(folders) == 1 and any(".nbc" in str(p) for p in entries)
 
     (copy / "signsim" / "stages" / "compressors" / "half_sign.py").write_text(HALF_SIGN, encoding="utf-8")
-    assert python("-m", "signsim.engine.generate").returncode == 0
+    assert python(GENERATOR).returncode == 0
     assert run() == first
     assert list(cache.iterdir()) == folders and _entries_of(cache) == entries  # nothing compiled, nothing written
 

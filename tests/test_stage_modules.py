@@ -63,7 +63,7 @@ def test_check_stage_command_prints_a_table_and_exits_by_the_verdict(cli):
 def test_reference_md_stage_tables_are_generated_from_the_modules():
     text = (ROOT / "docs" / "reference.md").read_text()
     block = text.split("<!-- stages:begin -->\n", 1)[1].split("<!-- stages:end -->", 1)[0]
-    assert block == stage_tables.markdown(), "regenerate with: python -m signsim.engine.generate"
+    assert block == stage_tables.markdown(), "regenerate with: python tools/generate_stages.py"
 
 
 def test_every_builtin_stage_cites_a_theory_section_that_exists():

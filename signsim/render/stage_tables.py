@@ -38,7 +38,7 @@ def rows(kind: str, builtin_only: bool = True, modules: dict | None = None) -> l
 
 
 def markdown(modules: dict[str, dict] | None = None) -> str:
-    """The tables of docs/reference.md's "Stages" section (written there by ``python -m signsim.engine.generate``):
+    """The tables of docs/reference.md's "Stages" section (written there by ``python tools/generate_stages.py``):
     of the built-in stages, or of ``modules`` (kind -> its stage modules by name, in order: the generator's)."""
     parts = []
     for kind in KINDS:

@@ -18,7 +18,7 @@ from signsim.stages.base import KINDS, MAX_PARAMS, OPTION
 from signsim.suggest import hint
 
 #: the built-in stage modules of each kind, by folder and module name, in the order signsim lists them (a stage's code
-#: is its index): the catalog's, generated from the folders by ``python -m signsim.engine.generate``
+#: is its index): the catalog's, generated from the folders by ``python tools/generate_stages.py``
 BUILTIN: dict[str, tuple[str, ...]] = {kind: tuple(entry[0] for entry in entries)
                                        for kind, entries in catalog.STAGES.items()}
 FOLDER = {k.name: k.folder for k in kinds.PRIMARY}
