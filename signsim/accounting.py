@@ -5,7 +5,7 @@ Each compressor module declares its message's size as a formula (``bits``) besid
 bits of every message as it produces it (``signsim.stages.compressors``); each aggregation module declares the
 size of its broadcast (``down_bits``), and whether it is sparse (then counted as the run goes). The tables of
 docs/reference.md list them. Byzantine workers send messages of the same size. Everything here is a pure
-function of the settings, so it can be audited and tested on its own (``tests/test_accounting.py``); the tests
+function of the settings, so it can be audited and tested on its own (``tests/base/test_accounting.py``); the tests
 compare it with the kernels' counts.
 """
 

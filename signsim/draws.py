@@ -4,7 +4,7 @@ In Numba, ``gen.integers(0, n)`` builds a one-element array for every draw: an a
 and the reference counting that comes with it. ``index(gen, n)`` draws the same integer from the same bits by
 the same algorithm that NumPy's ``Generator.integers(0, n)`` uses for int64 (Lemire's bounded rejection on 32-bit
 draws when n - 1 < 2^32, on 64-bit draws beyond), through Numba's own translation of NumPy's C code, and
-allocates nothing. ``tests/test_draws.py`` compares the streams with NumPy's.
+allocates nothing. ``tests/base/test_draws.py`` compares the streams with NumPy's.
 """
 
 import numpy as np

@@ -39,7 +39,8 @@ from hypothesis import HealthCheck, settings
 # loop too (18:22), 5 min 30 s with the analytic problems' only); tests that compare the one loop with a
 # composition's own set the variable themselves
 os.environ.setdefault("SIGNSIM_LOOP", "analytic,glm")
-# no family's one loop compiles in the background after a run (signsim.engine.warm): tests/test_warm.py turns it on
+# no family's one loop compiles in the background after a run (signsim.engine.warm): tests/engine/test_warm.py
+# turns it on
 os.environ.setdefault("SIGNSIM_WARM", "0")
 
 from signsim.cli import main
@@ -237,7 +238,7 @@ def pytest_sessionstart(session):
     # one Numba thread in each test process and each signsim it starts (the warm-up's included, so set before it):
     # N test processes on N cores use them all without oversubscribing them, and every run takes the serial loop, so
     # the suite compiles no family's threaded loop (results are the same whatever the thread count: the threaded
-    # loops are tested against the serial ones, with 2 threads, in the slow step, tests/test_reproducibility.py)
+    # loops are tested against the serial ones, with 2 threads, in the slow step, tests/engine/test_reproducibility.py)
     os.environ["NUMBA_NUM_THREADS"] = ONE_THREAD
     start = time.monotonic()
     commands = _warm_up_queue()
@@ -308,10 +309,10 @@ def cli(capsys):
 
 #: run_subprocess's guard against a hang (not a time limit): a first threaded compile takes 60-70 CPU-s, which a
 #: loaded 2-core machine stretched past 120 s (two thread tests in a rehearsal of .ci/run, 6 December 2026)
-HANG_SECONDS = 600
+RUN_HANG_SECONDS = 600
 
 
-def run_subprocess(*args: str, env: dict | None = None, timeout: float = HANG_SECONDS) -> CliResult:
+def run_subprocess(*args: str, env: dict | None = None, timeout: float = RUN_HANG_SECONDS) -> CliResult:
     """Run ``signsim ARGS`` in a fresh interpreter (for thread counts, signals and import checks)."""
     full_env = {**os.environ, **(env or {})}
     p = subprocess.run([sys.executable, "-m", "signsim.cli", *map(str, args)], capture_output=True, text=True,
@@ -357,7 +358,7 @@ def wait_until_ready(proc: subprocess.Popen, ready: Path, timeout: float = 600) 
 #: not stretch as it stretches wall time (issue 50: no test depends on wall time)
 ACT_WITHIN_CPU = 2.0
 #: wall seconds after a signal past which a process counts as hung: a guard far above any loaded machine's delay
-HANG_SECONDS = 120.0
+SIGNAL_HANG_SECONDS = 120.0
 
 
 def _stat(pid: int) -> list[str]:
@@ -404,7 +405,7 @@ def wait_for_cpu(proc: subprocess.Popen, seconds: float, timeout: float = 600) -
         time.sleep(0.02)
 
 
-def exit_after_signal(proc: subprocess.Popen, timeout: float = HANG_SECONDS, pump=None) -> tuple[str, float]:
+def exit_after_signal(proc: subprocess.Popen, timeout: float = SIGNAL_HANG_SECONDS, pump=None) -> tuple[str, float]:
     """Wait for ``proc`` (text pipes, or ``pump()`` reading its terminal) to exit after a signal just sent; return
     (its stderr, the CPU seconds it and its descendants used from now to its exit: each process's own count, polled
     every 20 ms until it ends, less its count now). A process still running ``timeout`` wall seconds later is hung:

@@ -1,0 +1,260 @@
+"""The one compiled engine (issue 31): the table of kinds drives every place that names a kind, the generated
+dispatch module is fresh, the family's one loop and a composition's own loop give bit-identical runs, and a run of
+many clients costs nothing per client that does not take part."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import signsim
+from signsim.engine import compose, loop, stage_kernels
+from signsim.render import stage_tables as tables
+from signsim.seeding import CHILDREN, SERVER, WORKERS, WorkerStreams, generator, run_streams
+from signsim.stages import kinds, plugins, registry
+from signsim.stages.base import KINDS, OPTION
+
+
+def _tool(name: str):
+    """A maintainer's tool of tools/ (outside the package), loaded as a module."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[2] / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+generate = _tool("generate_stages")
+
+
+def test_the_generated_catalog_dispatch_module_and_stage_tables_are_fresh():
+    """signsim/stages/catalog.py and docs/reference.md's stage tables are what
+    ``python tools/generate_stages.py`` writes from the stage modules in their folders and the table of kinds (a
+    new built-in stage or kind: run the generator)."""
+    assert generate.REFERENCE.exists()  # a source checkout: the docs are checked too
+    assert set(generate.outputs()) == {generate.CATALOG, generate.REFERENCE}
+    assert generate.main(["--check"]) == 0, "run: python tools/generate_stages.py"
+
+
+def test_the_catalog_lists_every_stage_module_of_each_folder_and_keeps_the_codes():
+    """Each kind's built-in stages are the modules of its folder that declare NAME (a helper module is not one), in
+    the committed order: a new module goes to the end of its kind, a removed one leaves the others' codes alone."""
+    from signsim.stages import catalog
+
+    for kind in kinds.PRIMARY:
+        found = generate.discover(kind)
+        assert set(found) == set(registry.BUILTIN[kind.name]), kind.name
+        for module, name, form, flags in catalog.STAGES[kind.name]:
+            mod = found[module]
+            assert (mod.NAME, registry.form(mod), flags) == (name, form, generate.flags(kind, mod))
+    assert "adaptive" not in registry.BUILTIN["server_optimizer"]  # a helper of the adaptive optimizers
+    assert generate.ordered(["b", "a", "c"], {"a", "c", "b"}) == ["b", "a", "c"]
+    assert generate.ordered(["b", "a", "c"], {"a", "c", "b", "aa", "z"}) == ["b", "a", "c", "aa", "z"]
+    assert generate.ordered(["b", "a", "c"], {"c", "b"}) == ["b", "c"]
+    assert generate.ordered([], {"c", "b"}) == ["b", "c"]
+
+
+def test_the_generator_reads_the_committed_order_and_names_a_module_that_breaks_the_contract(tmp_path, monkeypatch):
+    import types
+
+    path = tmp_path / "catalog.py"
+    path.write_text('STAGES: dict = {\n    "momentum": (\n        ("lion", "lion", "lion", ()),\n'
+                    '        ("none", "none", "none", ("X",)),\n    ),\n}\n')
+    assert generate._committed_order(path) == {"momentum": ["lion", "none"]}
+    assert generate._committed_order(tmp_path / "absent.py") == {}
+    broken = types.ModuleType("signsim.stages.compressors.half")
+    broken.NAME, broken.__file__ = "half", "half.py"
+    real = generate.importlib.import_module  # the folder's sign.py read as a module that declares only NAME
+    monkeypatch.setattr(generate, "importlib", types.SimpleNamespace(
+        import_module=lambda name: broken if name.endswith(".sign") else real(name)))
+    with pytest.raises(generate.StageError, match="half.py: declares NAME, so it is a compressor stage, but not"):
+        generate.discover(kinds.BY_NAME["compressor"])
+
+
+def test_every_place_that_names_a_kind_reads_the_table():
+    # the kinds with modules of their own; a slot (the downlink's compressor and error feedback) takes another's
+    assert KINDS == tuple(k.name for k in kinds.PRIMARY) and set(kinds.NAMES) - set(KINDS) == {
+        k.name for k in kinds.TABLE if k.of is not None}
+    assert OPTION == {k.name: k.option for k in kinds.TABLE}
+    assert registry.FOLDER == {k.name: k.folder for k in kinds.PRIMARY}
+    assert plugins.REQUIRED == {k.name: k.required for k in kinds.PRIMARY}
+    assert tables.TITLES == {k.name: k.title for k in kinds.PRIMARY}
+    for k in kinds.TABLE:
+        if k.of is not None:  # a slot's modules are its kind's, in the same folder
+            assert k.folder == kinds.BY_NAME[k.of].folder and registry.builtin(k.name) == registry.builtin(k.of)
+    from signsim.engine import plan
+
+    # the loop's calls on its stages are made from the table, one per call (``signsim.engine.plan``), and the loop
+    # imports each by that name
+    assert set(plan.CALLS) == {c.loop_name for k in kinds.TABLE for c in k.calls}
+    for name, fn in plan.CALLS.items():
+        assert getattr(loop, name) is fn, name
+    for k in kinds.TABLE:  # the loop reads each stage's code and flags from its integer settings
+        assert kinds.code_setting(k.name) in loop.ICFG
+        for flag in k.flags:
+            assert kinds.flag_setting(flag) in loop.ICFG
+    # the names the loop's source reads them by (its I_CODE_*, SP_* and flag constants) hold each kind's own index
+    for k in kinds.TABLE:
+        assert getattr(loop, f"I_CODE_{k.name.upper()}") == loop.ICFG.index(kinds.code_setting(k.name)), k.name
+    rows = {name: getattr(loop, name) for name in vars(loop) if name.startswith("SP_") and name != "SP_ROW"}
+    assert len(rows) >= len(kinds.TABLE) - 1  # (the downlink's error feedback takes no parameters)
+    for name, row in rows.items():
+        assert row == loop.SP_ROW[name[3:].lower()] == kinds.NAMES.index(name[3:].lower()), name
+    for flag in kinds.FLAGS:
+        assert getattr(loop, f"I_{flag}") == loop.ICFG.index(kinds.flag_setting(flag)), flag
+    # the arguments of the server's calls on its stages are those the split compile knows how to type
+    from signsim.engine import split_compile
+
+    for k in kinds.TABLE:
+        for c in k.calls:
+            if not c.worker:
+                assert set(c.args) - {"p"} <= split_compile.SERVER_ARGS, (k.name, c.attr, c.args)
+
+
+def test_every_built_in_stage_module_declares_its_kinds_contract():
+    """The contract a plugin is held to (``Kind.required``) holds for every built-in stage too."""
+    for kind in kinds.PRIMARY:
+        for mod in registry.builtin(kind.name).values():
+            for attr, want in kind.required.items():
+                assert hasattr(mod, attr), (mod.__name__, attr)
+                value = getattr(mod, attr)
+                assert callable(value) if want == "function" else isinstance(value, want), (mod.__name__, attr)
+
+
+def test_a_stage_code_is_its_index_among_the_built_in_stages():
+    for kind in kinds.TABLE:
+        assert stage_kernels.counts()[kind.name] == len(registry.BUILTIN[kinds.base(kind.name)])
+        for i, mod in enumerate(registry.builtin(kind.name).values()):
+            assert stage_kernels.codes({kind.name: mod}) == {kind.name: i}
+
+
+def test_a_workers_stream_made_alone_is_the_spawned_child():
+    """SeedSequence(seed, spawn_key=(WORKERS, m)) is the m-th child of the workers' root: the same draws as the
+    streams made all at once, whichever order the lazy ones are asked for."""
+    seed, M = 12345, 40
+    root = np.random.SeedSequence(seed).spawn(CHILDREN)
+    eager = [generator(s) for s in root[WORKERS].spawn(M)]
+    lazy, server = run_streams(seed, M)
+    for m in reversed(range(M)):
+        assert np.array_equal(lazy[m].random(5), eager[m].random(5))
+    assert len(lazy) == M and lazy[3] is lazy[3]
+    assert np.array_equal(server.random(3), generator(root[SERVER]).random(3))
+    assert isinstance(lazy, WorkerStreams)
+
+
+RUN = dict(problem="quadratic", dim=12, workers=7, iters=60, eval_every=5, seed=4)
+COMPOSITIONS = [dict(method="topk-ef", aggregate="mean", byzantine=2, attack="invert"),
+                dict(method="signum", aggregate="krum:1", clients_per_round=5, byzantine=1, attack="alie:1.5",
+                     noise="student-t:3:0.5")]  # (a composition's own loop draws the run's noise model only)
+
+
+def _run_with_loop(mode: str, opts: dict) -> dict:
+    code = ("import json, sys, signsim\nr = signsim.run(**json.loads(sys.argv[1]))\n"
+            "d = r.to_dict()\nprint(json.dumps({'history': d['history'], 'x': d['x_final']}))")
+    import os
+
+    env = {**os.environ, compose.LOOP_ENV: mode}
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(opts)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("opts", [pytest.param(COMPOSITIONS[0], marks=pytest.mark.slow), COMPOSITIONS[1]],
+                         ids=["topk-ef-invert", "signum-krum-alie-sampled"])  # (the fast suite keeps one)
+def test_the_one_loop_and_a_compositions_own_loop_give_the_same_run(opts):
+    """Bit for bit: the plan of every built-in stage changes which code is compiled, never a number."""
+    one = _run_with_loop("builtin", {**RUN, **opts})
+    own = _run_with_loop("composed", {**RUN, **opts})
+    assert one == own
+
+
+def test_loop_mode_is_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv(compose.LOOP_ENV, "composed")
+    assert compose.mode() == "composed"
+    monkeypatch.setenv(compose.LOOP_ENV, "nonsense")
+    assert compose.mode() == "auto" and compose.mode("analytic") == "auto"
+    monkeypatch.setenv(compose.LOOP_ENV, "analytic,mlp")
+    assert [compose.mode(f) for f in ("analytic", "glm", "mlp")] == ["builtin", "composed", "builtin"]
+    stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
+    monkeypatch.setenv(compose.LOOP_ENV, "builtin")
+    from numba import typeof
+
+    from signsim.engine import loop
+
+    threaded, every = compose.loops("analytic", stages, True)
+    serial, every_serial = compose.loops("analytic", stages, False)
+    # one loop, compiled with threads and without for each plan, told apart by the plan's type
+    assert (threaded, serial) == (loop.run_chunk_threaded, loop.run_chunk)
+    assert every.parallel.on and not every_serial.parallel.on and typeof(every) != typeof(every_serial)
+    assert every.stages.builtin and every.stages.key == stage_kernels.builtin_key()
+    assert (every.problems.family, every.problems.noise) == ("analytic", None)
+    own, plan = compose.loops("analytic", stages, False, builtin=False, noise="gaussian")
+    assert own is serial and not plan.stages.builtin and plan.problems.noise == "gaussian"
+    assert plan.stages.key == tuple((k, m.__name__, stage_kernels.source_hash(m)) for k, m in sorted(stages.items()))
+
+
+def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_another():
+    """A composition's own plan is bound to one noise model (``dispatch.Problems(family, noise)``): the other
+    models' draws are NaN stand-ins there, so a run with another model's code is refused before the loop, never run
+    on NaN; the family's one loop takes every model."""
+    from signsim.engine import dispatch, loop
+    from signsim.engine.plan import plan_for
+
+    stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
+    _, plan = compose.loops("analytic", stages, False, builtin=False, noise="laplace")
+    assert plan.problems.noise == "laplace"
+    icfg = np.zeros(len(loop.ICFG), dtype=np.int64)
+    for name in dispatch.NOISE:
+        icfg[loop.I_NOISE] = getattr(dispatch, name).CODE
+        assert dispatch.noise_name(int(icfg[loop.I_NOISE])) == name
+        compose.check_codes(plan_for("analytic"), icfg)
+        if name == "laplace":
+            compose.check_codes(plan, icfg)
+        else:
+            with pytest.raises(ValueError, match="draws noise laplace"):
+                compose.check_codes(plan, icfg)
+    draw = dispatch.compiled("noise_draw", "analytic", "laplace")
+    p = np.array([1.0, 0.0, 0.0])
+    assert np.isfinite(draw(dispatch.laplace.CODE, np.random.default_rng(0), p))
+    for name, model in dispatch.NOISE_MODELS.items():  # the other models draw NaN there (and are refused before)
+        if name != "laplace":
+            assert np.isnan(draw(model.CODE, np.random.default_rng(0), p)), name
+
+
+def test_with_one_numba_thread_a_large_step_takes_the_serial_loop_with_the_same_results():
+    """A step of at least ``PARALLEL_WORK`` numbers takes the threaded loop only when Numba has more than one thread;
+    with one, the serial loop, whose results are the threaded loop's (docs/reference.md, NUMBA_NUM_THREADS)."""
+    import numba
+
+    from signsim.engine import driver
+    from signsim.engine.build import build
+    from signsim.interface import config
+
+    opts = {"problem": "quadratic", "dim": 2000, "workers": 32, "iters": 3, "method": "signsgd", "eval_every": 1}
+    assert 32 * 2000 >= driver.PARALLEL_WORK
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        engine = build(config.resolve(opts)).engine
+        assert not engine.parallel and not engine.icfg[loop.I_PARALLEL]
+        one = signsim.run(**opts).to_dict()
+    finally:
+        numba.set_num_threads(before)
+    assert build(config.resolve(opts)).engine.parallel == (before > 1)
+    assert one["history"] == signsim.run(**opts).to_dict()["history"]
+
+
+def test_a_billion_clients_of_which_two_take_part_cost_nothing_per_client():
+    """M = 10^9 workers, S = 2 per round, stateless stages: a worker array would need gigabytes (and its streams
+    hours); the run sets up and finishes with the oracle calls of its participants only, reproducibly."""
+    opts = dict(problem="quadratic", dim=5, workers=10**9, clients_per_round=2, iters=30, method="sgd", seed=1,
+                eval_every=10)
+    a = signsim.run(**opts).to_dict()
+    b = signsim.run(**opts).to_dict()
+    assert a["status"] == "ok"
+    assert a["final"]["grad_calls"] == 2 * 30
+    assert a["history"] == b["history"]

@@ -1,0 +1,114 @@
+"""The family's one loop compiled in the background after a first run (signsim.engine.warm): with a fresh kernel
+cache, a first run compiles its own composition's loop and leaves a detached process compiling the one loop; once
+that process ends (the lock it holds is released: the readiness signal), another composition compiles nothing. Also
+the off switch, a lock file nobody holds, and a run that cannot start one."""
+
+import os
+import time
+
+import pytest
+
+from signsim.engine import warm
+
+from ..conftest import run_subprocess
+
+SIGNATURE = ("float64", "a loop's argument types")
+
+
+def test_nothing_starts_or_waits_when_it_is_off(monkeypatch, tmp_path):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(warm.ENV, "0")
+    assert warm.start("analytic", False, SIGNATURE) is None
+    assert not list(tmp_path.iterdir())
+    assert warm.wait("analytic", False, SIGNATURE) is False
+
+
+def test_a_lock_file_nobody_holds_is_no_work(monkeypatch, tmp_path):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(warm.ENV, "1")
+    path = warm.lock_file("glm", True, SIGNATURE)
+    path.write_text(f"{os.getpid()}\n")  # a live process id, but no lock: a file left behind
+    assert not warm.running("glm", True, SIGNATURE)
+    assert warm.wait("glm", True, SIGNATURE) is False
+
+
+def test_a_fifo_in_place_of_the_lock_file_is_no_work_and_blocks_nothing(monkeypatch, tmp_path):
+    """A FIFO where the lock file should be: a read-only open of it waited for a writer, forever. Now neither the
+    check nor a start opens anything but a regular file (each in a thread here, so that the old wait would fail the
+    test instead of hanging it)."""
+    import threading
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(warm.ENV, "1")
+    path = warm.lock_file("glm", True, SIGNATURE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    out = {}
+    checks = [threading.Thread(target=lambda: out.update(running=warm.running("glm", True, SIGNATURE)), daemon=True),
+              threading.Thread(target=lambda: out.update(started=warm.start("glm", True, SIGNATURE)), daemon=True)]
+    for t in checks:
+        t.start()
+        t.join(10)
+    assert out == {"running": False, "started": None}, out
+    assert not any(t.is_alive() for t in checks)
+
+
+def test_a_cache_it_cannot_write_starts_nothing_and_fails_nothing(monkeypatch, tmp_path):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "a-file"))
+    (tmp_path / "a-file").write_text("")  # the cache is a file: no lock file can be made in it
+    monkeypatch.setenv(warm.ENV, "1")
+    assert warm.start("analytic", False, SIGNATURE) is None
+
+
+@pytest.mark.slow
+def test_a_second_composition_finds_the_one_loop_the_first_run_left_compiling(tmp_path):
+    env = {"NUMBA_CACHE_DIR": str(tmp_path), warm.ENV: "1", "SIGNSIM_LOOP": "auto"}
+    first = run_subprocess("run", "--problem", "quadratic", "--method", "ssdm", "--iters", "20", env=env)
+    assert first.code == 0, first.err
+    locks = list(tmp_path.glob("signsim-warm-analytic-serial-*.lock"))
+    assert len(locks) == 1, locks
+    end = time.monotonic() + 900
+    while warm._held(locks[0]):  # at work until its lock is released
+        assert time.monotonic() < end, "the background compile did not end"
+        time.sleep(0.2)
+    second = run_subprocess("run", "--problem", "quadratic", "--method", "signum", "--iters", "20", env=env)
+    assert second.code == 0, second.err
+    assert "compiling" not in second.err and "waiting" not in second.err, second.err
+    # the first run compiled its own plan's loop; the one loop (every built-in stage's plan) and no other is what
+    # the second found
+    import pickle
+
+    from signsim.engine.plan import stages_of
+
+    (index,) = tmp_path.glob("*/loop.run_rounds-*.nbi")
+    with open(index, "rb") as f:
+        pickle.load(f)
+        plans = [stages_of(key[0][0]) for key in pickle.loads(f.read())[1]]
+    assert sorted(p.builtin for p in plans) == [False, True], plans
+
+
+@pytest.mark.parametrize("own_cached, one_cached, expect", [(True, True, "own"), (True, False, "own"),
+                                                            (False, True, "one")])
+def test_a_composition_whose_own_loop_is_cached_takes_it_before_the_one_loop(monkeypatch, own_cached, one_cached,
+                                                                             expect):
+    """Under SIGNSIM_LOOP=auto the composition's own loop, when cached, runs it (faster per worker step on small d
+    than the one loop's dispatch by stage code, benchmarks/bench_engine.py); the one loop when only it is cached;
+    nothing compiles in the background either way."""
+    from signsim.engine import compose, split_compile
+    from signsim.stages import registry
+
+    monkeypatch.setenv("SIGNSIM_LOOP", "auto")
+    stages = {k.name: registry.parse(k.name, {"server_optimizer": "sgd", "down_compressor": "identity",
+                                              "compressor": "sign", "aggregation": "majority",
+                                              "attack": "invert", "momentum": "none"}.get(k.name, "none")).module
+              for k in compose.kinds.TABLE}
+    from numba import typeof
+
+    own, own_plan = compose.loops("analytic", stages, False, builtin=False, noise="gaussian")
+    one, one_plan = compose.loops("analytic", stages, False)
+    cached = {typeof(own_plan): own_cached, typeof(one_plan): one_cached}
+    monkeypatch.setattr(split_compile, "cached", lambda kernel, sig: cached[sig[0]] and kernel is {
+        typeof(own_plan): own, typeof(one_plan): one}[sig[0]])
+    kernel, plan, warm_after = compose.choose("analytic", stages, False, (), "gaussian")
+    assert (kernel, typeof(plan)) == {"own": (own, typeof(own_plan)), "one": (one, typeof(one_plan))}[expect]
+    assert not warm_after
