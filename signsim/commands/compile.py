@@ -251,7 +251,7 @@ def clear() -> int:
 
 
 #: the model file whose run compiles the loop of your own PyTorch models (the family ``external``)
-EXAMPLE_MODEL = Path(__file__).resolve().parent.parent / "torch" / "examples" / "digits_mlp.py"
+COMPILE_MODEL = Path(__file__).resolve().parent.parent / "torch" / "compile_model.py"
 
 #: runs whose step is large enough for the threaded loop (driver.PARALLEL_WORK numbers), one per family
 THREADED = (("--problem", "quadratic", "--dim", "2000", "--workers", "32"),
@@ -271,8 +271,8 @@ def warm_commands() -> list[list[str]]:
 
     fast = ["--iters", "2", "--quiet"]
     cmds = [["run", "--problem", p, *fast] for p in problems.registry() if p != "model"]
-    if importlib.util.find_spec("torch") is not None:  # your own model's loop: the example model file's run
-        cmds.append(["run", "--problem", "model", "--model", str(EXAMPLE_MODEL), *fast])
+    if importlib.util.find_spec("torch") is not None:  # your own model's loop: a small model file's run
+        cmds.append(["run", "--problem", "model", "--model", str(COMPILE_MODEL), *fast])
     for model in noise.registry().values():
         spec = model.example_spec
         cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--noise", spec, *fast])

@@ -9,7 +9,7 @@ own group:
     engine       engine/
     config       interface/config.py, interface/experiment_config.py   (each config section parsed here, below
                  the commands), interface/composition.py (a run's composition checked)
-    domain       problems/, methods/, noise/, data/, system/, resources.py, torch/ (torch/examples/: entry)
+    domain       problems/, methods/, noise/, data/, system/, resources.py, torch/
     base         the package itself (__version__), errors, codes, history, seeding, draws, memory, stages/,
                  accounting.py, rounds.py (pure functions of the settings), paths.py (files read and written),
                  suggest.py (did you mean), and the rest of interface/: options, results, interrupts, transform_specs
@@ -50,7 +50,6 @@ GROUPS = {
     "signsim.resources": "domain",
     "signsim.system": "domain",  # the system model: the workers' compute times and links (docs/theory.md §14)
     "signsim.torch": "domain",  # your own PyTorch model: the model problem's oracle, its file's contract, the DDP hook
-    "signsim.torch.examples": "entry",  # scripts run by torchrun (and the model files they train)
     "signsim.errors": "base", "signsim.codes": "base", "signsim.history": "base", "signsim.stages": "base",
     "signsim.seeding": "base", "signsim.draws": "base", "signsim.numbers": "base", "signsim.memory": "base",
     "signsim.accounting": "base", "signsim.rounds": "base",  # pure functions of the settings

@@ -69,12 +69,12 @@ def test_every_problem_runs_through_dispatch_and_the_reference(problem):
     options = {"problem": problem, "method": "sgd", "iters": 2}
     if problem in ("logistic", "least-squares", "mlp", "model"):
         options.update(workers=2, batch_size=2)
-    if problem == "model":  # your own PyTorch model: the example model file (torch: tests/torch/test_torch_model.py)
+    if problem == "model":  # your own PyTorch model: compile's model file (torch: tests/torch/test_torch_model.py)
         if os.environ.get("SIGNSIM_REQUIRE_TORCH") != "1":
             pytest.importorskip("torch")
-        from signsim.commands.compile import EXAMPLE_MODEL
+        from signsim.commands.compile import COMPILE_MODEL
 
-        options.update(model=str(EXAMPLE_MODEL))
+        options.update(model=str(COMPILE_MODEL))
     engine, prob, model, params, settings, cfg = make_engine(**options, eval_every=1)
     out = simulate(engine)
     assert out.status == "ok" and out.iters_done == 2

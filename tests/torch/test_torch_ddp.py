@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -59,7 +60,7 @@ def test_ddp_hook_follows_the_simulated_run(tmp_path, compressor, aggregate):
     logs = tmp_path / "logs"
     p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr",
                         "127.0.0.1", "--master-port", str(free_port()), "--redirects", "2", "--log-dir", str(logs),
-                        "-m", "signsim.torch.examples.ddp_train",
+                        str(Path(__file__).resolve().parents[2] / "examples" / "ddp_train.py"),
                         "--model", str(path), "--steps", str(steps), "--lr", str(lr), "--batch-size", str(tau),
                         "--seed", str(seed), "--compressor", compressor, "--aggregate", aggregate, "--split", "iid",
                         "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)

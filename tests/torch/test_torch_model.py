@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +27,9 @@ else:
 from signsim.engine.driver import simulate  # noqa: E402
 from signsim.engine.loop import HIST  # noqa: E402
 from tests.conftest import make_engine  # noqa: E402
+
+#: the model file docs/api.md shows (a file of the repository, not of the package)
+EXAMPLE_MODEL = Path(__file__).resolve().parents[2] / "examples" / "digits_mlp.py"
 
 # the digits MLP of ``--problem mlp`` (x = [W1 (H x p), b1, W2 (C x H), b2]), as a model file: same architecture,
 # parameters set from the built-in problem's x0, the same prepared data (standardized, the same held-out rows)
@@ -235,19 +239,14 @@ def test_model_option_errors(tmp_path, cli, given, expected):
 
 def test_docs_show_the_example_model_file_as_it_is():
     import re
-    from pathlib import Path
-
-    from signsim.commands.compile import EXAMPLE_MODEL
 
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", Path("docs/api.md").read_text(), flags=re.S)
-                if b.startswith("# signsim/torch/examples/digits_mlp.py")]
+                if b.startswith("# examples/digits_mlp.py")]
     code = EXAMPLE_MODEL.read_text().split('"""', 2)[2].lstrip("\n")
     assert block.split("\n", 1)[1] == code
 
 
 def test_the_example_model_runs_from_the_command_line(cli):
-    from signsim.commands.compile import EXAMPLE_MODEL
-
     r = cli("run", "--model", EXAMPLE_MODEL, "--method", "signum", "--workers", "4", "--iters", "30", "--lr", "0.001",
             "--json")
     assert r.code == 0, r.err

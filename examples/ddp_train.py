@@ -1,6 +1,6 @@
 """Real distributed training with signsim's stages: a model file trained by DDP with ``signsim.torch.comm_hook``.
 
-    torchrun --nproc-per-node 2 -m signsim.torch.examples.ddp_train --model signsim/torch/examples/digits_mlp.py \\
+    torchrun --nproc-per-node 2 examples/ddp_train.py --model examples/digits_mlp.py \\
         --steps 200 --lr 0.001 --compressor sign --aggregate majority
 
 Each rank is worker ``rank`` of a signsim run with the same ``--seed``: the same data split (``--split``), starting

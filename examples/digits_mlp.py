@@ -1,5 +1,5 @@
 """A model file (docs/api.md, "Your own PyTorch model"): a one-hidden-layer network on the 8 x 8 digits bundled with
-scikit-learn. ``signsim run --model signsim/torch/examples/digits_mlp.py --method signum --workers 16 --lr 0.001``."""
+scikit-learn. ``signsim run --model examples/digits_mlp.py --method signum --workers 16 --lr 0.001``."""
 
 import numpy as np
 from sklearn.datasets import load_digits

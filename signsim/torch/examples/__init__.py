@@ -1,1 +1,0 @@
-"""Model files to start from (``signsim run --model signsim/torch/examples/digits_mlp.py``; docs/api.md)."""
