@@ -28,8 +28,7 @@ def exact(problem, x: np.ndarray, rows: np.ndarray | None = None) -> Diversity:
         _, _, total, squares = problem.external.group_moments(x, idx)
         return from_sums(idx.size, float(squares.sum()), total), total
     r = np.zeros(0, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
-    A, total = diversity_sums(problem.code, np.ascontiguousarray(x, dtype=np.float64), problem.pf, problem.pi,
-                              problem.A, problem.b, r, 0, fs.n)
+    A, total = diversity_sums(problem, np.ascontiguousarray(x, dtype=np.float64), r, 0, fs.n)
     return from_sums(fs.n if rows is None else len(rows), A, total), total
 
 
@@ -60,9 +59,8 @@ def two_batch_estimate(problem, noise_code: int, noise_params: np.ndarray, x: np
     from signsim.seeding import diagnostic_streams
 
     gens = List(diagnostic_streams(seed, TWO_BATCH_CHUNKS, salt))
-    sums = two_batch_sums(problem.code, np.ascontiguousarray(x, dtype=np.float64), problem.pf, problem.pi,
-                          problem.A, problem.b, problem.ptr, problem.idx, noise_code,
-                          np.asarray(noise_params, dtype=np.float64), small, big, workers, gens, pairs)
+    sums = two_batch_sums(problem, np.ascontiguousarray(x, dtype=np.float64), noise_code, noise_params, small, big,
+                          workers, gens, pairs)
     ms, mb = sums / pairs
     grad_sq, trace = two_batch(ms, mb, small, big)
     n = problem.finite_sum.n if problem.finite_sum is not None else None

@@ -165,8 +165,7 @@ def group_moments(problem: ProblemInstance, x: np.ndarray, rows: np.ndarray):
         return problem.external.group_moments(x, np.asarray(rows, dtype=np.int64))
     from signsim.diagnostics.kernels import group_sign_moments
 
-    return group_sign_moments(problem.code, x, problem.pf, problem.pi, problem.A, problem.b,
-                              np.ascontiguousarray(rows, dtype=np.int64))
+    return group_sign_moments(problem, x, np.ascontiguousarray(rows, dtype=np.int64))
 
 
 def finite_sum_laws(problem: ProblemInstance, x: np.ndarray, samp: Sampling, tau: int, noise_var: float):
@@ -221,8 +220,7 @@ def local_gradients(problem: ProblemInstance, x: np.ndarray, samp: Sampling) -> 
     from signsim.diagnostics.kernels import full_local_gradients
 
     rows = [int(np.flatnonzero(samp.worker_class == w)[0]) for w in range(samp.distinct)]
-    return full_local_gradients(problem.code, x, problem.pf, problem.pi, problem.A, problem.b, problem.ptr,
-                                problem.idx, rows)
+    return full_local_gradients(problem, x, rows)
 
 
 def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray, x: np.ndarray, tau,
@@ -267,9 +265,8 @@ def worker_laws(problem: ProblemInstance, noise: NoiseModel, nparams: np.ndarray
                                                             samples)
     else:
         gens = List(diagnostic_streams(seed, MC_CHUNKS, salt))
-        pos, zero, s1, s2 = monte_carlo_worker_counts(
-            problem.code, x, problem.pf, problem.pi, problem.A, problem.b, problem.ptr, problem.idx, noise.code,
-            np.asarray(nparams, dtype=np.float64), tau_code("full") if full else tau, W, gens, samples)
+        pos, zero, s1, s2 = monte_carlo_worker_counts(problem, x, noise.code, nparams,
+                                                      tau_code("full") if full else tau, W, gens, samples)
     law = Law(pos / samples, zero / samples, (samples - pos - zero) / samples)
     if exact_moments is not None:
         _, mean, sigma, mini = exact_moments

@@ -27,23 +27,36 @@ def _for(compiled, code):
     return functools.partial(compiled, Problems(family_of(code)))
 
 
-def diversity_sums(code, x, pf, pi, A, b, rows, lo, hi):
-    """One pass over training rows (``rows`` if non-empty, else lo..hi-1), O(d) extra memory:
+def problem_data(problem, nparams=None):
+    """The arrays of ``problem`` (a ``ProblemInstance``) and the noise model's parameters ``nparams`` (none: zeros)
+    as the compiled kernels take them, one bundle (``signsim.engine.loop.ProblemData``)."""
+    from signsim.engine import loop
+    from signsim.noise.base import N_NOISE_PARAMS
+
+    nparams = np.zeros(N_NOISE_PARAMS) if nparams is None else np.asarray(nparams, dtype=np.float64)
+    return loop.ProblemData(problem.pf, problem.pi, problem.A, problem.b, problem.ptr, problem.idx, nparams)
+
+
+def diversity_sums(problem, x, rows, lo, hi):
+    """One pass over training rows (``rows`` if non-empty, else lo..hi-1) of ``problem``, O(d) extra memory:
     returns (sum_j ||grad f_j||^2, sum_j grad f_j) (docs/theory.md §6)."""
     from signsim.interface.interrupts import chunked
 
+    code = problem.code
     check_code(code)
     d = x.shape[0]
     total = np.zeros(d)
     sq = np.zeros(1)
     count = rows.shape[0] if rows.shape[0] > 0 else hi - lo
     k = _for(_diversity_range, code)
-    chunked(count, lambda a, z: k(code, x, pf, pi, A, b, rows, lo, a, z, sq, total))
+    data = problem_data(problem)
+    chunked(count, lambda a, z: k(code, x, data, rows, lo, a, z, sq, total))
     return sq[0], total
 
 
 @njit(cache=True, nogil=True)
-def _diversity_range(problems, code, x, pf, pi, A, b, rows, lo, t0, t1, sq, total):
+def _diversity_range(problems, code, x, data, rows, lo, t0, t1, sq, total):
+    pf, pi, A, b = data.pf, data.pi, data.A, data.b
     d = x.shape[0]
     buf = np.empty(d)
     acc = sq[0]
@@ -56,20 +69,20 @@ def _diversity_range(problems, code, x, pf, pi, A, b, rows, lo, t0, t1, sq, tota
     sq[0] = acc
 
 
-def two_batch_sums(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, small, big, workers, gens, R):
-    """R independent pairs: a minibatch of ``small`` and an independent minibatch of ``big`` samples, each one
-    call of the worker's own oracle (so a split-batch worker picks one label group per minibatch, as in a run).
-    Returns the sums over the pairs of |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent).
-    Pair r uses worker r mod M."""
-    from signsim.engine import loop
+def two_batch_sums(problem, x, ncode, nparams, small, big, workers, gens, R):
+    """R independent pairs, from the oracles of ``problem`` with the noise model of code ``ncode``: a minibatch of
+    ``small`` and an independent minibatch of ``big`` samples, each one call of the worker's own oracle (so a
+    split-batch worker picks one label group per minibatch, as in a run). Returns the sums over the pairs of
+    |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent). Pair r uses worker r mod M."""
     from signsim.interface.interrupts import chunked
 
+    code = problem.code
     check_code(code)  # the oracle and noise kernels cannot raise inside the parallel loop
     check_noise(ncode)
     C = len(gens)
     acc = np.zeros((C, 2))
     k = _for(_two_batch_range, code)
-    data = loop.ProblemData(pf, pi, A, b, ptr, idx, nparams)
+    data = problem_data(problem, nparams)
     chunked(-(-R // C), lambda lo, hi: k(code, x, data, ncode, small, big, workers, gens, R, lo, hi, acc))
     out = np.zeros(2)
     for c in range(C):
@@ -105,18 +118,20 @@ def _two_batch_range(problems, code, x, data, ncode, small, big, workers, gens, 
 ROW_CHUNKS = 16
 
 
-def group_sign_moments(code, x, pf, pi, A, b, rows):
-    """Over the training rows ``rows`` (one worker's group): per coordinate the number of per-sample gradients
-    that are > 0 and that are exactly 0, and their sum and sum of squares (docs/theory.md §1). Rows are
+def group_sign_moments(problem, x, rows):
+    """Over the training rows ``rows`` of ``problem`` (one worker's group): per coordinate the number of per-sample
+    gradients that are > 0 and that are exactly 0, and their sum and sum of squares (docs/theory.md §1). Rows are
     split into ROW_CHUNKS fixed chunks, summed in chunk order."""
     from signsim.interface.interrupts import chunked
 
+    code = problem.code
     check_code(code)  # the per-sample kernels cannot raise inside the parallel loop
     d = x.shape[0]
     n = rows.shape[0]
     acc = np.zeros((ROW_CHUNKS, 4, d))
     k = _for(_group_range, code)
-    chunked(-(-n // ROW_CHUNKS), lambda lo, hi: k(code, x, pf, pi, A, b, rows, lo, hi, acc))
+    data = problem_data(problem)
+    chunked(-(-n // ROW_CHUNKS), lambda lo, hi: k(code, x, data, rows, lo, hi, acc))
     out = _sum_chunks(acc)
     return out[0], out[1], out[2], out[3]
 
@@ -133,7 +148,8 @@ def _sum_chunks(acc):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _group_range(problems, code, x, pf, pi, A, b, rows, lo, hi, acc):
+def _group_range(problems, code, x, data, rows, lo, hi, acc):
+    pf, pi, A, b = data.pf, data.pi, data.A, data.b
     d = x.shape[0]
     n = rows.shape[0]
     for c in prange(ROW_CHUNKS):
@@ -150,24 +166,24 @@ def _group_range(problems, code, x, pf, pi, A, b, rows, lo, hi, acc):
                 a[3, i] += v * v
 
 
-def full_local_gradients(code, x, pf, pi, A, b, ptr, idx, workers):
-    """The exact local gradient grad f_m(x) = (1/n_m) sum_{j in group m} grad f_j(x) of each worker m of ``workers``
-    (``--batch-size full``, docs/theory.md §5), one row each in their order: by the run's own worker gradient (the
-    family's ``worker_gradient``, which a run of the family has compiled) at tau = FULL_BATCH without noise, which
-    draws nothing (the generator it is handed is never used). NumPy reference: the problem's
+def full_local_gradients(problem, x, workers):
+    """Of ``problem``, the exact local gradient grad f_m(x) = (1/n_m) sum_{j in group m} grad f_j(x) of each worker
+    m of ``workers`` (``--batch-size full``, docs/theory.md §5), one row each in their order: by the run's own
+    worker gradient (the family's ``worker_gradient``, which a run of the family has compiled) at tau = FULL_BATCH
+    without noise, which draws nothing (the generator it is handed is never used). NumPy reference: the problem's
     ``oracle_ref(x, m, None, "full")``."""
     import functools
 
     from signsim.codes import Noise
     from signsim.engine import loop
     from signsim.engine.dispatch import Problems, family_of
-    from signsim.noise.base import N_NOISE_PARAMS
 
+    code = problem.code
     check_code(code)
     gradient = functools.partial(loop.worker_gradient, Problems(family_of(code)))
     icfg = np.zeros(loop.N_ICFG, dtype=np.int64)
     icfg[loop.I_PROBLEM], icfg[loop.I_TAU], icfg[loop.I_NOISE] = code, FULL_BATCH, int(Noise.NONE)
-    data = loop.ProblemData(pf, pi, A, b, ptr, idx, np.zeros(N_NOISE_PARAMS))
+    data = problem_data(problem)
     x = np.ascontiguousarray(x, dtype=np.float64)
     gen = np.random.default_rng(0)
     out = np.zeros((len(workers), x.shape[0]))
@@ -176,16 +192,16 @@ def full_local_gradients(code, x, pf, pi, A, b, ptr, idx, workers):
     return out
 
 
-def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, gens, S):
-    """For each worker w < W, S independent minibatch gradients from worker w's own oracle (its shard, its
-    split-batch draw, its local objective), split into len(gens) fixed chunks with their own generators and
-    summed in chunk order (thread-count independent); chunk c draws worker 0's samples, then worker 1's, ...
-    from generator c. Returns W x d arrays: the number of draws > 0 and exactly 0, and the sum and sum of
-    squares of the draws. Memory: O(len(gens) d) besides the result, whatever W."""
-    from signsim.engine import loop
+def monte_carlo_worker_counts(problem, x, ncode, nparams, tau, W, gens, S):
+    """For each worker w < W of ``problem``, S independent minibatch gradients from worker w's own oracle (its
+    shard, its split-batch draw, its local objective), split into len(gens) fixed chunks with their own generators
+    and summed in chunk order (thread-count independent); chunk c draws worker 0's samples, then worker 1's, ...
+    from generator c. Returns W x d arrays: the number of draws > 0 and exactly 0, and the sum and sum of squares of
+    the draws. Memory: O(len(gens) d) besides the result, whatever W."""
     from signsim.interface.interrupts import chunked
     from signsim.resources import require
 
+    code = problem.code
     check_code(code)  # the oracle and noise kernels cannot raise inside the parallel loop
     check_noise(ncode)
     d = x.shape[0]
@@ -194,7 +210,7 @@ def monte_carlo_worker_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, t
             "reduce --workers or --dim")
     out = np.zeros((4, W, d))
     acc = np.zeros((4, C, d))
-    data = loop.ProblemData(pf, pi, A, b, ptr, idx, nparams)
+    data = problem_data(problem, nparams)
     k = _for(_mc_range, code)
     for w in range(W):
         acc[:] = 0.0

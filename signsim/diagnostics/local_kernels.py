@@ -15,14 +15,15 @@ from numba import njit, prange
 from signsim.engine.dispatch import add_noise, check_code, check_noise, problem_oracle
 
 
-def local_round_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, gens, S, H, gamma):
-    """W x d arrays: per worker oracle w < W, over S rounds of H local steps from x with step gamma, the number
-    of rounds whose u_i > 0 and u_i = 0, and the sum and sum of squares of u_i."""
-    from signsim.diagnostics.kernels import _add_chunks, _for
-    from signsim.engine import loop
+def local_round_counts(problem, x, ncode, nparams, tau, W, gens, S, H, gamma):
+    """W x d arrays: per worker oracle w < W of ``problem`` (the noise model of code ``ncode``), over S rounds of H
+    local steps from x with step gamma, the number of rounds whose u_i > 0 and u_i = 0, and the sum and sum of
+    squares of u_i."""
+    from signsim.diagnostics.kernels import _add_chunks, _for, problem_data
     from signsim.interface.interrupts import chunked
     from signsim.resources import require
 
+    code = problem.code
     check_code(code)  # the oracle and noise kernels cannot raise inside the parallel loop
     check_noise(ncode)
     d = x.shape[0]
@@ -31,7 +32,7 @@ def local_round_counts(code, x, pf, pi, A, b, ptr, idx, ncode, nparams, tau, W, 
             "reduce --workers or --dim")
     out = np.zeros((4, W, d))
     acc = np.zeros((4, C, d))
-    data = loop.ProblemData(pf, pi, A, b, ptr, idx, nparams)
+    data = problem_data(problem, nparams)
     k = _for(_local_range, code)
     for w in range(W):
         acc[:] = 0.0

@@ -153,9 +153,7 @@ def round_laws(problem, noise, nparams, x: np.ndarray, tau: int, H: int, gamma: 
 
     W = samp.distinct
     gens = List(diagnostic_streams(seed, MC_CHUNKS, salt))
-    pos, zero, s1, s2 = local_round_counts(
-        problem.code, x, problem.pf, problem.pi, problem.A, problem.b, problem.ptr, problem.idx, noise.code,
-        np.asarray(nparams, dtype=np.float64), code, W, gens, samples, H, float(gamma))
+    pos, zero, s1, s2 = local_round_counts(problem, x, noise.code, nparams, code, W, gens, samples, H, float(gamma))
     law = Law(pos / samples, zero / samples, (samples - pos - zero) / samples)
     mean = s1 / samples
     var = np.maximum(s2 / samples - mean**2, 0.0) * samples / max(samples - 1, 1)

@@ -376,9 +376,7 @@ def test_monte_carlo_kernel_equals_its_numpy_reference(options):
     W = sampling(p, cfg.workers).distinct
     from numba.typed import List
 
-    got = monte_carlo_worker_counts(p.code, x, p.pf, p.pi, p.A, p.b, p.ptr, p.idx, model.code,
-                                    np.asarray(params, dtype=np.float64), cfg.batch_size, W,
-                                    List(diagnostic_streams(5, 4)), 37)
+    got = monte_carlo_worker_counts(p, x, model.code, params, cfg.batch_size, W, List(diagnostic_streams(5, 4)), 37)
     ref = monte_carlo_worker_counts_ref(p, model, params, x, cfg.batch_size, W, diagnostic_streams(5, 4), 37)
     for a, b in zip(got, ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

@@ -297,9 +297,8 @@ def test_local_round_kernel_equals_its_numpy_reference():
         model, params = noise.parse(cfg.noise)
         x = np.ascontiguousarray(p.x0 + 0.05, dtype=np.float64)
         W = 3 if p.name == "vote-trap" else 1
-        got = local_round_counts(p.code, x, p.pf, p.pi, p.A, p.b, p.ptr, p.idx, model.code,
-                                 np.asarray(params, dtype=np.float64), cfg.batch_size, W,
-                                 List(diagnostic_streams(5, 4)), 37, 3, 0.01)
+        got = local_round_counts(p, x, model.code, params, cfg.batch_size, W, List(diagnostic_streams(5, 4)), 37, 3,
+                                 0.01)
         ref = local_round_counts_ref(p, model, params, x, cfg.batch_size, W, diagnostic_streams(5, 4), 37, 3, 0.01)
         for a, b in zip(got, ref, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
