@@ -32,14 +32,14 @@ TOUR_MAX_ITERS = "20"
 RUNNER = "import sys; from signsim.cli import main; main(sys.argv[1:])"
 
 PATH_SUFFIXES = (".toml", ".json", ".png", ".pdf", ".svg", ".npy", ".npz", ".csv", ".sh", ".py", ".svm")
-REPO_DIRS = ("signsim/", "configs/", "docs/", "tests/", "benchmarks/", "results/")
+REPO_DIRS = ("signsim/", "configs/", "docs/", "tests/", "benchmarks/", "examples/", "tools/", "results/")
 WRITE_OPTIONS = ("--out", "--plot")
 
 # the names of the private notes, assembled so that this file does not contain them
 PRIVATE = ("shared" + "/reference", "../" + "shared", "math" + ".md", "interface" + ".md")
 CITATION = re.compile(r"(?:theory|" + "ma" + "th" + r")\.md((?:\s*(?:,|and)?\s*§\s*\d+(?:\.\d+)?)+)")
 CITED = re.compile(r"§\s*(\d+(?:\.\d+)?)")
-CITING_PLACES = ("signsim", "tests", "benchmarks", "configs", "docs", "README.md")
+CITING_PLACES = ("signsim", "tests", "benchmarks", "examples", "tools", "configs", "docs", "README.md")
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg", ".ini", ".yml", ".yaml", ".sh", ".json", ".csv", ""}
 
 
