@@ -27,19 +27,10 @@ def _for(compiled, code):
     return functools.partial(compiled, Problems(family_of(code)))
 
 
-def problem_data(problem, nparams=None):
-    """The arrays of ``problem`` (a ``ProblemInstance``) and the noise model's parameters ``nparams`` (none: zeros)
-    as the compiled kernels take them, one bundle (``signsim.engine.loop.ProblemData``)."""
-    from signsim.engine import loop
-    from signsim.noise.base import N_NOISE_PARAMS
-
-    nparams = np.zeros(N_NOISE_PARAMS) if nparams is None else np.asarray(nparams, dtype=np.float64)
-    return loop.ProblemData(problem.pf, problem.pi, problem.A, problem.b, problem.ptr, problem.idx, nparams)
-
-
 def diversity_sums(problem, x, rows, lo, hi):
     """One pass over training rows (``rows`` if non-empty, else lo..hi-1) of ``problem``, O(d) extra memory:
     returns (sum_j ||grad f_j||^2, sum_j grad f_j) (docs/theory.md §6)."""
+    from signsim.engine import loop
     from signsim.interface.interrupts import chunked
 
     code = problem.code
@@ -49,7 +40,7 @@ def diversity_sums(problem, x, rows, lo, hi):
     sq = np.zeros(1)
     count = rows.shape[0] if rows.shape[0] > 0 else hi - lo
     k = _for(_diversity_range, code)
-    data = problem_data(problem)
+    data = loop.problem_data(problem)
     chunked(count, lambda a, z: k(code, x, data, rows, lo, a, z, sq, total))
     return sq[0], total
 
@@ -74,6 +65,7 @@ def two_batch_sums(problem, x, ncode, nparams, small, big, workers, gens, R):
     ``small`` and an independent minibatch of ``big`` samples, each one call of the worker's own oracle (so a
     split-batch worker picks one label group per minibatch, as in a run). Returns the sums over the pairs of
     |G_small|^2 and |G_big|^2, in fixed chunks (thread-count independent). Pair r uses worker r mod M."""
+    from signsim.engine import loop
     from signsim.interface.interrupts import chunked
 
     code = problem.code
@@ -82,7 +74,7 @@ def two_batch_sums(problem, x, ncode, nparams, small, big, workers, gens, R):
     C = len(gens)
     acc = np.zeros((C, 2))
     k = _for(_two_batch_range, code)
-    data = problem_data(problem, nparams)
+    data = loop.problem_data(problem, nparams)
     chunked(-(-R // C), lambda lo, hi: k(code, x, data, ncode, small, big, workers, gens, R, lo, hi, acc))
     out = np.zeros(2)
     for c in range(C):
@@ -122,6 +114,7 @@ def group_sign_moments(problem, x, rows):
     """Over the training rows ``rows`` of ``problem`` (one worker's group): per coordinate the number of per-sample
     gradients that are > 0 and that are exactly 0, and their sum and sum of squares (docs/theory.md §1). Rows are
     split into ROW_CHUNKS fixed chunks, summed in chunk order."""
+    from signsim.engine import loop
     from signsim.interface.interrupts import chunked
 
     code = problem.code
@@ -130,7 +123,7 @@ def group_sign_moments(problem, x, rows):
     n = rows.shape[0]
     acc = np.zeros((ROW_CHUNKS, 4, d))
     k = _for(_group_range, code)
-    data = problem_data(problem)
+    data = loop.problem_data(problem)
     chunked(-(-n // ROW_CHUNKS), lambda lo, hi: k(code, x, data, rows, lo, hi, acc))
     out = _sum_chunks(acc)
     return out[0], out[1], out[2], out[3]
@@ -183,7 +176,7 @@ def full_local_gradients(problem, x, workers):
     gradient = functools.partial(loop.worker_gradient, Problems(family_of(code)))
     icfg = np.zeros(loop.N_ICFG, dtype=np.int64)
     icfg[loop.I_PROBLEM], icfg[loop.I_TAU], icfg[loop.I_NOISE] = code, FULL_BATCH, int(Noise.NONE)
-    data = problem_data(problem)
+    data = loop.problem_data(problem)
     x = np.ascontiguousarray(x, dtype=np.float64)
     gen = np.random.default_rng(0)
     out = np.zeros((len(workers), x.shape[0]))
@@ -198,6 +191,7 @@ def monte_carlo_worker_counts(problem, x, ncode, nparams, tau, W, gens, S):
     and summed in chunk order (thread-count independent); chunk c draws worker 0's samples, then worker 1's, ...
     from generator c. Returns W x d arrays: the number of draws > 0 and exactly 0, and the sum and sum of squares of
     the draws. Memory: O(len(gens) d) besides the result, whatever W."""
+    from signsim.engine import loop
     from signsim.interface.interrupts import chunked
     from signsim.resources import require
 
@@ -210,7 +204,7 @@ def monte_carlo_worker_counts(problem, x, ncode, nparams, tau, W, gens, S):
             "reduce --workers or --dim")
     out = np.zeros((4, W, d))
     acc = np.zeros((4, C, d))
-    data = problem_data(problem, nparams)
+    data = loop.problem_data(problem, nparams)
     k = _for(_mc_range, code)
     for w in range(W):
         acc[:] = 0.0

@@ -19,7 +19,8 @@ def local_round_counts(problem, x, ncode, nparams, tau, W, gens, S, H, gamma):
     """W x d arrays: per worker oracle w < W of ``problem`` (the noise model of code ``ncode``), over S rounds of H
     local steps from x with step gamma, the number of rounds whose u_i > 0 and u_i = 0, and the sum and sum of
     squares of u_i."""
-    from signsim.diagnostics.kernels import _add_chunks, _for, problem_data
+    from signsim.diagnostics.kernels import _add_chunks, _for
+    from signsim.engine.loop import problem_data
     from signsim.interface.interrupts import chunked
     from signsim.resources import require
 

@@ -370,7 +370,7 @@ class BinomialEngine(ChunkedState):
         k1 = min(self.K, self.k + n)
         # this family's kernels only (and a plugin aggregation's)
         self.status = Status(run_chunk(
-            self.plan, self.k, k1, self.K, loop.ProblemData(p.pf, p.pi, p.A, p.b, p.ptr, p.idx, self.nparams),
+            self.plan, self.k, k1, self.K, loop.problem_data(p, self.nparams),
             Votes(self.x, self.agg, self.gbuf, self.trial, self.tally, self.gen, self.deterministic, self.M,
                   self.up_bits, self.law, self.aggregation, self.fp),
             loop.RunState(self.icfg, self.fcfg, np.zeros(0), self.x_star, self.hist, self.counters)))

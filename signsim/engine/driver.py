@@ -422,7 +422,7 @@ class Engine(ChunkedState):
         ``loop.Server``, ``loop.RunState``) and the workers' generators, made from the engine's arrays as they are
         now (an interrupt may replace x)."""
         p = self.problem
-        return (loop.ProblemData(p.pf, p.pi, p.A, p.b, p.ptr, p.idx, self.nparams),
+        return (loop.problem_data(p, self.nparams),
                 loop.Workers(self.mom, self.err, self.iwork, self.G, self.msg, self.wbits, self.Y, self.U, self.seen,
                               self.shift),
                 loop.Server(self.x, self.srv, self.agg, self.gbuf, self.tally, self.server_gen, self.part,

@@ -103,6 +103,16 @@ from signsim.stages.base import FLOAT_BITS
 #: one row per worker in ``mom`` or ``err``; ``SCRATCH``: index scratch per slot in ``iwork``; else a 1 x 1
 #: placeholder)
 ProblemData = namedtuple("ProblemData", "pf pi A b ptr idx nparams")
+
+
+def problem_data(problem, nparams=None) -> ProblemData:
+    """The arrays of ``problem`` (a ``ProblemInstance``) and the noise model's parameters ``nparams`` (none: zeros)
+    as the compiled kernels take them: one ``ProblemData``."""
+    from signsim.noise.base import N_NOISE_PARAMS
+
+    nparams = np.zeros(N_NOISE_PARAMS) if nparams is None else np.asarray(nparams, dtype=np.float64)
+    return ProblemData(problem.pf, problem.pi, problem.A, problem.b, problem.ptr, problem.idx, nparams)
+
 Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen shift")
 Server = namedtuple("Server", "x srv agg gbuf tally gen part opt hbar down diwork system synced")
 RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
