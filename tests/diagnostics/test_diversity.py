@@ -12,6 +12,7 @@ from signsim.diagnostics.diversity import predicted_speedup
 from signsim.interface import config
 
 from ..cli.test_cli import assert_one_line_error
+from ..conftest import run_subprocess
 
 
 @pytest.fixture(scope="module")
@@ -220,3 +221,13 @@ def test_at_chooses_the_point_of_a_heuristics_experiment_and_is_refused_where_th
     r = cli("diversity", "--config", paper / "stability-logistic.toml", "--at", "run:5")
     assert r.code == 2 and r.err.strip() == "signsim: error: --at run:5: the stability experiment has no point to " \
         "compute at", r.err
+
+
+@pytest.mark.slow  # compiles the two-batch kernel from an empty kernel cache (about 12 s)
+def test_a_first_compile_prints_no_numba_note(tmp_path):
+    """Numba's inliner printed its pedantic NumbaIRAssumptionWarning (eight lines, "please report") on stderr when
+    the two-batch kernel first compiled (signsim.engine.dispatch silences that category)."""
+    r = run_subprocess("diversity", "--estimator", "two-batch", "--quiet",
+                       env={"NUMBA_CACHE_DIR": str(tmp_path), "SIGNSIM_WARM": "0"})
+    assert r.code == 0, r.err
+    assert "Warning" not in r.err and "pedantic" not in r.err, r.err
