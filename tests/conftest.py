@@ -181,8 +181,11 @@ while True:
         done.write(f"{time.monotonic() - start:.1f}\\t{line}\\n")
 """
 #: warm-up commands whose kernels no fast test loads (seen from the cache files' access times after a suite):
-#: the two-batch estimator on the MLP and a round of local steps' Monte Carlo on the data problems, 27 CPU-s
+#: the two-batch estimator on the MLP and a round of local steps' Monte Carlo on the data problems, 27 CPU-s; the
+#: asynchronous loops of the data problems (the fast tests' asynchronous runs are all on the quadratic)
 UNUSED = frozenset({"diversity --problem mlp --pairs 8 --estimator two-batch --quiet",
+                    "run --problem logistic --workers 4 --clients-per-round 2 --async buffer:2 --iters 2 --quiet",
+                    "run --problem mlp --workers 4 --clients-per-round 2 --async buffer:2 --iters 2 --quiet",
                     "check-spb --problem logistic --samples 64 --local-steps 2 --quiet",
                     "check-spb --problem mlp --samples 64 --local-steps 2 --quiet"})
 

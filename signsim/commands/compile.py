@@ -282,6 +282,10 @@ def warm_commands() -> list[list[str]]:
     cmds += [["run", "--problem", p, "--dtype", "float32", *fast] for p in ("rosenbrock", "logistic", "mlp")]
     # the binomial engine (--votes binomial: analytic problems only)
     cmds.append(["run", "--problem", "quadratic", "--dim", "3", "--method", "signsgd", "--votes", "binomial", *fast])
+    # each family's asynchronous loop (--async: serial; the one that runs every composition of built-in stages, as
+    # ``compile_all`` sets SIGNSIM_LOOP)
+    cmds += [["run", "--problem", p, "--workers", "4", "--clients-per-round", "2", "--async", "buffer:2", *fast]
+             for p in ("quadratic", "logistic", "mlp")]
     for p in ("logistic", "mlp", "quadratic", "rosenbrock"):  # each default estimator, and the sampling ones
         cmds.append(["check-spb", "--problem", p, "--samples", "64", "--quiet"])
         cmds.append(["check-spb", "--problem", p, "--samples", "64", "--estimator", "monte-carlo", "--quiet"])

@@ -221,14 +221,14 @@ def run_chunk(plan, k0, k1, K, data, votes, run):
     x, agg, gbuf, trial, tally, gen = votes.x, votes.agg, votes.gbuf, votes.trial, votes.tally, votes.gen
     M, up_bits, law, aggregation, fp = votes.M, votes.up_bits, votes.law, votes.aggregation, votes.fp
     deterministic = votes.deterministic
-    icfg, fcfg, x_star, hist, counters = run.icfg, run.fcfg, run.x_star, run.hist, run.counters
+    icfg, fcfg, counters = run.icfg, run.fcfg, run.counters
     err = np.zeros((1, 1))
     every = icfg[loop.I_EVAL_EVERY]
     wd = fcfg[loop.F_WEIGHT_DECAY]
     code = icfg[loop.I_PROBLEM]
     for k in range(k0, k1):
         if k % every == 0:
-            status = record(plan.problems, k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            status = record(plan.problems, k, x, err, gbuf, tally, data, run)
             if status != Status.OK:
                 return status
         lr = loop.step_size(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)
@@ -252,10 +252,10 @@ def run_chunk(plan, k0, k1, K, data, votes, run):
                 x[i] -= lr * (agg[i] + wd * x[i])
         counters[loop.C_DONE] = k + 1
         if tally[loop.T_UP] + tally[loop.T_DOWN] >= fcfg[loop.F_BUDGET]:  # as the per-worker loop stops
-            status = record(plan.problems, k + 1, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            status = record(plan.problems, k + 1, x, err, gbuf, tally, data, run)
             return Status.BUDGET if status == Status.OK else status
     if k1 == K:
-        return record(plan.problems, K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+        return record(plan.problems, K, x, err, gbuf, tally, data, run)
     return Status.OK
 
 
@@ -361,18 +361,20 @@ class BinomialEngine(ChunkedState):
         self.aggregation = stage_kernels.codes({"aggregation": s.aggregate.module})["aggregation"]
         self.fp = s.aggregate.param_array()
         self.nparams = np.asarray(noise_params, dtype=np.float64)
+        # no stage parameters: ``loop.RunState``'s place for them, of the per-worker loop's type, so that the history's
+        # ``loop.record`` compiled for that loop serves this one too
+        self.sp = np.zeros((0, 0))
         self.deterministic = is_deterministic(noise, self.nparams)
         self.M = M
         self.init_history(problem, iters, eval_every)
 
     def advance(self, n: int) -> Status:
-        p = self.problem
         k1 = min(self.K, self.k + n)
+        data, run = self.record_bundles()  # (the history's bundles are the loop's)
         # this family's kernels only (and a plugin aggregation's)
         self.status = Status(run_chunk(
-            self.plan, self.k, k1, self.K, loop.problem_data(p, self.nparams),
+            self.plan, self.k, k1, self.K, data,
             Votes(self.x, self.agg, self.gbuf, self.trial, self.tally, self.gen, self.deterministic, self.M,
-                  self.up_bits, self.law, self.aggregation, self.fp),
-            loop.RunState(self.icfg, self.fcfg, np.zeros(0), self.x_star, self.hist, self.counters)))
+                  self.up_bits, self.law, self.aggregation, self.fp), run))
         self.k = int(self.counters[loop.C_DONE])
         return self.status

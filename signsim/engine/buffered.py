@@ -99,8 +99,7 @@ def take_step(plan, k, lr, n, M, data, workers, server, run):
     icfg, fcfg = run.icfg, run.fcfg
     direction = server_direction(plan.stages, icfg, server.agg, server, run.sp, n, M, k)
     scale = fcfg[F_SERVER_LR] * (lr if icfg[I_STEP_SCALED] else 1.0)
-    move(plan.problems, icfg, server.x, direction, scale, lr, fcfg[F_WEIGHT_DECAY], workers.G[0], data.pf, data.pi,
-         data.A, data.b)
+    move(plan.problems, icfg, server.x, direction, scale, lr, fcfg[F_WEIGHT_DECAY], workers.G[0], data)
 
 
 @njit(inline="always")
@@ -186,9 +185,8 @@ def run_buffered(plan, k0, k1, K, data, workers, server, run, gens, queue):
     the steps completed, which is less than k1 when the candidate rows ran out (the driver draws more and calls
     again)."""
     problems, stages = plan.problems, plan.stages
-    icfg, fcfg, sp, hist, counters = run.icfg, run.fcfg, run.sp, run.hist, run.counters
+    icfg, fcfg, sp, counters = run.icfg, run.fcfg, run.sp, run.counters
     x, agg, tally = server.x, server.agg, server.tally
-    pf, pi, A, b = data.pf, data.pi, data.A, data.b
     M, C, B = icfg[I_WORKERS], icfg[I_CLIENTS], icfg[I_BUFFER]
     a = fcfg[F_STALENESS]
     d = x.shape[0]
@@ -203,8 +201,7 @@ def run_buffered(plan, k0, k1, K, data, workers, server, run, gens, queue):
             counters[C_DONE] = k
             return Status.OK
         if k % every == 0:
-            status = record(problems, k, x, workers.err, server.gbuf, pf, pi, A, b, icfg, fcfg, run.x_star, hist,
-                            counters, tally)
+            status = record(problems, k, x, workers.err, server.gbuf, tally, data, run)
             if status != Status.OK:
                 return status
         lr = step_size(icfg[I_SCHEDULE], fcfg[F_LR], k)
@@ -248,10 +245,8 @@ def run_buffered(plan, k0, k1, K, data, workers, server, run, gens, queue):
         count[Q_VERSION] += 1
         counters[C_DONE] = k + 1
         if tally[T_UP] + tally[T_DOWN] >= fcfg[F_BUDGET] or tally[clock.T_TIME] >= fcfg[F_BUDGET_SECONDS]:
-            status = record(problems, k + 1, x, workers.err, server.gbuf, pf, pi, A, b, icfg, fcfg, run.x_star,
-                            hist, counters, tally)
+            status = record(problems, k + 1, x, workers.err, server.gbuf, tally, data, run)
             return Status.BUDGET if status == Status.OK else status
     if k1 == K:
-        return record(problems, K, x, workers.err, server.gbuf, pf, pi, A, b, icfg, fcfg, run.x_star, hist,
-                      counters, tally)
+        return record(problems, K, x, workers.err, server.gbuf, tally, data, run)
     return Status.OK

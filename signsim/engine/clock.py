@@ -22,6 +22,8 @@ time minus its own busy time (its computing, its upload and its download).
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -36,6 +38,11 @@ N_SYSTEM = 5
 T_TIME, T_COMPUTE, T_UPLOAD, T_DOWNLOAD = 4, 5, 6, 7
 
 PS, ALLREDUCE, ALLGATHER = int(Topology.PS), int(Topology.ALLREDUCE), int(Topology.ALLGATHER)
+
+#: a round's uploads: slot j < n is worker ``who[j]``, which first downloads ``pre[j]`` bits of the model it missed
+#: (0: it holds the current one), then computes ``steps`` gradients and sends ``bits[j] + extra_up`` bits (nothing,
+#: not even ``extra_up``, when bits[j] = 0: a silent worker)
+Uploads = namedtuple("Uploads", "who n steps bits extra_up pre")
 
 
 @njit(cache=True)
@@ -62,11 +69,12 @@ def finish_time(system, m, steps, bits, extra_up, pre, latency):
 
 
 @njit(cache=True)
-def select(who, n, steps, bits, extra_up, pre, system, latency, deadline, keep, kept):
-    """Which of the round's n participants the server aggregates (docs/theory.md §14.5): those whose upload ends by
-    ``deadline`` (inf: no deadline) and, with ``keep`` > 0 (over-selection), only the first ``keep`` to finish (ties
-    by slot). Writes their slots, ascending, to ``kept``; returns (how many, the time the server stops waiting:
-    the deadline when someone missed it, the keep-th finish, else the last finish)."""
+def select(up, system, latency, deadline, keep, kept):
+    """Which of the round's n participants (their ``Uploads``, ``up``) the server aggregates (docs/theory.md §14.5):
+    those whose upload ends by ``deadline`` (inf: no deadline) and, with ``keep`` > 0 (over-selection), only the
+    first ``keep`` to finish (ties by slot). Writes their slots, ascending, to ``kept``; returns (how many, the time
+    the server stops waiting: the deadline when someone missed it, the keep-th finish, else the last finish)."""
+    who, n, steps, bits, extra_up, pre = up.who, up.n, up.steps, up.bits, up.extra_up, up.pre
     finish = np.empty(n)
     for j in range(n):
         finish[j] = finish_time(system, who[j], steps, bits[j], extra_up, pre[j], latency)
@@ -92,13 +100,13 @@ def select(who, n, steps, bits, extra_up, pre, system, latency, deadline, keep, 
 
 
 @njit(cache=True)
-def advance(topology, who, n, steps, bits, extra_up, down, recipients, system, latency, server_bw, tally, cutoff, pre):
-    """Add one round to the clock. ``who[:n]``: the workers that sent (slot j is worker ``who[j]``), each after
-    ``steps`` gradients, and after downloading ``pre[j]`` bits of the model it missed (0: it is in step);
-    ``bits[j] + extra_up``: what slot j sent (``extra_up`` only when bits[j] > 0: a silent worker sends nothing);
+def advance(topology, up, down, recipients, system, latency, server_bw, tally, cutoff):
+    """Add one round to the clock. ``up``: the round's ``Uploads`` (the workers that sent, slot j worker ``who[j]``);
     ``down``: the bits each recipient downloads (0: no broadcast); ``recipients``: the workers that receive it
-    (``who[:n]``, or every worker for a two-point estimator); ``cutoff``: when the server stopped waiting (a deadline
-    or over-selection, §14.5; inf: it waits for everyone). Returns the round's time."""
+    (``who[:n]``, or every worker for a two-point estimator); ``system``: the per-worker table (``W_*``);
+    ``latency``: alpha; ``server_bw``: B_s (inf: unlimited); ``cutoff``: when the server stopped waiting (a
+    deadline or over-selection, §14.5; inf: it waits for everyone). Returns the round's time."""
+    who, n, steps, bits, extra_up, pre = up.who, up.n, up.steps, up.bits, up.extra_up, up.pre
     comp = 0.0  # the critical path's compute, its catch-up download, and the end of the uploads (or the collective)
     catch = 0.0
     end = 0.0

@@ -112,3 +112,27 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     if family_has_loops(own):
         return one, one_plan, False
     return own, own_plan, True
+
+
+def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None = None):
+    """The plan an asynchronous run (``buffered.run_buffered``, one serial loop) takes, for the loop's arguments
+    after the plan of types ``signature``: by ``SIGNSIM_LOOP`` as for rounds; under "auto", the composition's own
+    plan when its loop is in the kernel cache, else the plan of every built-in stage when that loop is (``signsim
+    compile`` puts it there), else its own (a first asynchronous run compiles the smaller loop). A composition with
+    a plugin: its own."""
+    from numba import typeof
+
+    from signsim.engine.buffered import run_buffered
+    from signsim.engine.plan import plan_for
+    from signsim.engine.split_compile import cached
+
+    own = plan_for(family, stages, noise, parallel=False)
+    if not stage_kernels.builtin_only(stages):
+        return own
+    chosen = mode(family)
+    one = plan_for(family, parallel=False)
+    if chosen != "auto":
+        return one if chosen == "builtin" else own
+    if cached(run_buffered, (typeof(own), *signature)):
+        return own
+    return one if cached(run_buffered, (typeof(one), *signature)) else own

@@ -596,12 +596,17 @@ class Engine(ChunkedState):
 
     def _run_buffered(self, p, k0: int, k1: int, K: int) -> Status:
         """Server steps k0..k1-1 of an asynchronous run (``buffered.run_buffered``, fewer when its candidate rows run
-        out) in the composition's own plan, through Numba's dispatcher."""
+        out), through Numba's dispatcher, in the plan ``compose.buffered_plan`` chooses: the composition's own, or
+        that of every built-in stage (one compile for every composition of built-in stages, as for rounds)."""
+        from numba import typeof
+
         from signsim.engine import buffered
 
         if self.plan is None:
             family, noise = dispatch.family_of(p.code), dispatch.noise_name(int(self.icfg[loop.I_NOISE]))
-            _, self.plan = compose.loops(family, self.settings.stages(), False, builtin=False, noise=noise)
+            signature = tuple(typeof(a) for a in (np.int64(k0), np.int64(k1), np.int64(K), *self.bundles(),
+                                                   self.queue))
+            self.plan = compose.buffered_plan(family, self.settings.stages(), signature, noise)
         compose.check_codes(self.plan, self.icfg)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Numba's type-safety notes
@@ -732,10 +737,9 @@ def _stopped_at_chunk_start(engine) -> np.ndarray:
         return hist
     if engine.kinds is None:  # no chunk has returned: the abandoned one is compiling the loop and holds Numba's
         return hist  # compiler lock, which calling the recorder (not compiled yet) would wait for
-    p = engine.problem
     row, counters = np.zeros((1, engine.hist.shape[1])), np.zeros_like(engine.counters)
-    engine.recorder()(a.k, a.x, np.zeros((1, 1), dtype=engine.err.dtype), np.zeros_like(engine.gbuf), p.pf, p.pi, p.A,
-                      p.b, engine.icfg, engine.fcfg, engine.x_star, row, counters, a.tally)
+    engine.recorder()(a.k, a.x, np.zeros((1, 1), dtype=engine.err.dtype), np.zeros_like(engine.gbuf), a.tally,
+                      *engine.record_bundles(row, counters))
     if engine.icfg[loop.I_TRACK_ERROR]:
         row[0, loop.H_EXTRA] = np.nan
     return np.vstack([hist, row])

@@ -218,23 +218,23 @@ def worker_gradient(problems, m, x, g, gen, data, icfg):
 # scalar arguments (the data bundle, the round's buffers) at every worker step, which made SSDM's step on Rosenbrock
 # (d = 10, M = 32) 9 to 10 us an iteration against 7 to 8 inlined (4 December 2026), at the same compile time
 @njit(inline="always", _nrt=False)
-def local_gradient(problems, m, j, lr, mu, x, G, Y, U, gen, data, icfg, cm, c):
-    """Worker m's pseudo-gradient of the round in slot j (docs/theory.md §12): with H = 1 its stochastic gradient
-    at x, in G[j]; with H > 1 the exact sum u = sum_{h<H} g(y^h) of its H local SGD steps y^{h+1} = y^h - lr g(y^h)
-    from y^0 = x, in U[j] (Y[j] holds y^h, G[j] each g(y^h)). With FedProx's weight mu > 0 (§12.5) each g(y^h)
-    is the proximal one, g(y^h) + mu (y^h - x), so that x - lr u is still the local iterate y^H. With an estimator
-    that corrects the local gradients (its CORRECTS flag: SCAFFOLD, §12.6) each is then g + c - cm, cm the worker's
-    state (its shift, c_m) and c the server's (hbar[0])."""
+def local_gradient(problems, m, j, lr, mu, x, workers, gen, data, icfg, cm, c):
+    """Worker m's pseudo-gradient of the round in slot j (docs/theory.md §12), in the rows j of the ``workers``'
+    buffers: with H = 1 its stochastic gradient at x, in G[j]; with H > 1 the exact sum u = sum_{h<H} g(y^h) of its
+    H local SGD steps y^{h+1} = y^h - lr g(y^h) from y^0 = x, in U[j] (Y[j] holds y^h, G[j] each g(y^h)). With
+    FedProx's weight mu > 0 (§12.5) each g(y^h) is the proximal one, g(y^h) + mu (y^h - x), so that x - lr u is
+    still the local iterate y^H. With an estimator that corrects the local gradients (its CORRECTS flag: SCAFFOLD,
+    §12.6) each is then g + c - cm, cm the worker's state (its shift, c_m) and c the server's (hbar[0])."""
     H = icfg[I_LOCAL_STEPS]
-    g = G[j]
+    g = workers.G[j]
     if H == 1:
         worker_gradient(problems, m, x, g, gen, data, icfg)
         if icfg[I_CORRECTS]:
             for i in range(g.shape[0]):
                 g[i] += c[i] - cm[i]
         return
-    y = Y[j]
-    u = U[j]
+    y = workers.Y[j]
+    u = workers.U[j]
     d = x.shape[0]
     for i in range(d):
         y[i] = x[i]
@@ -272,7 +272,7 @@ def worker_step(plan, m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
     shift = workers.shift
     h = shift[0] if shift.shape[0] == 1 else shift[m]  # 1 x 1 without an estimator's shift
     problems, stages = plan.problems, plan.stages
-    local_gradient(problems, m, j, lr, mu, x, G, workers.Y, workers.U, gen, data, icfg, h, hbar[0])
+    local_gradient(problems, m, j, lr, mu, x, workers, gen, data, icfg, h, hbar[0])
     g = G[j] if icfg[I_LOCAL_STEPS] == 1 else workers.U[j]
     if icfg[I_TWO_POINT]:  # MARINA's difference: minus the oracle at the previous iterate hbar[2] (H = 1, exact)
         gp = workers.Y[j]
@@ -392,9 +392,11 @@ def server_direction(stages, icfg, agg, server, sp, n, M, k):
 
 
 @njit(inline="always")
-def move(problems, icfg, x, direction, scale, lr, wd, trial, pf, pi, A, b):
+def move(problems, icfg, x, direction, scale, lr, wd, trial, data):
     """x <- x - scale direction (- lr wd x with weight decay); with ``monotone``, only if f does not increase
-    (signSGD's "option 2": x <- argmin{f(x), f(x - step)}; ``trial``: scratch of length d)."""
+    (signSGD's "option 2": x <- argmin{f(x), f(x - step)}, f from the problem's ``data``; ``trial``: scratch of
+    length d)."""
+    pf, pi, A, b = data.pf, data.pi, data.A, data.b
     d = x.shape[0]
     if icfg[I_MONOTONE]:
         for i in range(d):
@@ -430,9 +432,13 @@ search_factor = overloaded("search_factor", "stages, rows, nb, agg, icfg, sp, ge
 
 
 @njit(cache=True)
-def record(problems, k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally):
-    """Append one history row at iterate x_k; return Status.DIVERGED when the loss or the iterate is not
-    finite, Status.TARGET when the loss is at or below the stop-loss target, else Status.OK."""
+def record(problems, k, x, err, gbuf, tally, data, run):
+    """Append one history row at iterate x_k to ``run.hist`` (the gradient in ``gbuf``, the workers' error-feedback
+    memories ``err``, the bits and the clock so far in ``tally``; the problem's ``data``, a ``ProblemData``);
+    return Status.DIVERGED when the loss or the iterate is not finite, Status.TARGET when the loss is at or below
+    the stop-loss target, else Status.OK."""
+    pf, pi, A, b = data.pf, data.pi, data.A, data.b
+    icfg, fcfg, x_star, hist, counters = run.icfg, run.fcfg, run.x_star, run.hist, run.counters
     loss, train_acc = problem_evaluate(problems, icfg[I_PROBLEM], x, pf, pi, A, b, gbuf)
     l1 = 0.0
     l2 = 0.0
@@ -518,11 +524,10 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
     ``G``, ``msg``, ``wbits``, ``Y`` and ``U``; the Byzantine ones (worker index < ``byzantine``) come first. Worker
     m's generator in round k is ``gens[(k - k0) S + j]`` for slot j (``gens[m]`` when every worker takes part)."""
     problems, stages = plan.problems, plan.stages
-    pf, pi, A, b = data.pf, data.pi, data.A, data.b
     err, G, msg, wbits = workers.err, workers.G, workers.msg, workers.wbits
     x, agg, gbuf, tally = server.x, server.agg, server.gbuf, server.tally
     server_gen, part = server.gen, server.part
-    icfg, fcfg, sp, x_star, hist, counters = run.icfg, run.fcfg, run.sp, run.x_star, run.hist, run.counters
+    icfg, fcfg, sp, counters = run.icfg, run.fcfg, run.sp, run.counters
     M = icfg[I_WORKERS]
     d = x.shape[0]
     S = icfg[I_CLIENTS]
@@ -550,7 +555,7 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
     synced = server.synced
     for k in range(k0, k1):
         if k % every == 0:
-            status = record(problems, k, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            status = record(problems, k, x, err, gbuf, tally, data, run)
             if status != Status.OK:
                 return status
         lr = step_size(icfg[I_SCHEDULE], lr0, k)
@@ -587,8 +592,8 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
                             worker_gen(gens, slot), data, icfg, sp)
             n_in = S
             if selecting:  # only the messages in time, moved to the first rows in slot order
-                n_in, cut = clock.select(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], pre, server.system,
-                                         fcfg[F_LATENCY], fcfg[F_DEADLINE], icfg[I_KEEP], kept)
+                up = clock.Uploads(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], pre)
+                n_in, cut = clock.select(up, server.system, fcfg[F_LATENCY], fcfg[F_DEADLINE], icfg[I_KEEP], kept)
                 for w in range(n_in):
                     if kept[w] != w:
                         for i in range(d):
@@ -660,17 +665,18 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
                 for i in range(d):
                     server.hbar[2, i] = x[i]
             # (G[0] is free scratch until the next iteration)
-            move(problems, icfg, x, direction, scale, lr, wd, G[0], pf, pi, A, b)
+            move(problems, icfg, x, direction, scale, lr, wd, G[0], data)
         if topology != 0:  # the round's simulated time (docs/theory.md §14)
             if fresh:  # every worker computes its gradient and sends it, then receives the mean (floats)
                 full = np.full(M, np.float64(FLOAT_BITS * d))
                 # (typed as the call below, so that ``advance`` compiles once)
-                clock.advance(topology, everyone, M, np.int64(1), full, 0.0, np.float64(FLOAT_BITS * d), everyone,
-                              server.system, fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally, np.inf, np.zeros(M))
+                clock.advance(topology, clock.Uploads(everyone, M, np.int64(1), full, 0.0, np.zeros(M)),
+                              np.float64(FLOAT_BITS * d), everyone, server.system, fcfg[F_LATENCY],
+                              fcfg[F_SERVER_BANDWIDTH], tally, np.inf)
             else:
-                clock.advance(topology, part[row], S, steps, wbits, fcfg[F_EXTRA_UP], bcast + fcfg[F_EXTRA_DOWN],
-                              everyone if recv == M and S < M else part[row], server.system, fcfg[F_LATENCY],
-                              fcfg[F_SERVER_BANDWIDTH], tally, cut, pre)
+                clock.advance(topology, clock.Uploads(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], pre),
+                              bcast + fcfg[F_EXTRA_DOWN], everyone if recv == M and S < M else part[row],
+                              server.system, fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally, cut)
         if catching:  # who holds x_{k+1}: every worker after a round every worker received, else the participants
             if empty:  # x did not move: the participants hold it (those that had to, downloaded it)
                 for j in range(S):
@@ -686,10 +692,10 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
         counters[C_DONE] = k + 1
         # the budgets (inf without one), docs/theory.md §12, §14
         if tally[T_UP] + tally[T_DOWN] >= fcfg[F_BUDGET] or tally[clock.T_TIME] >= fcfg[F_BUDGET_SECONDS]:
-            status = record(problems, k + 1, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+            status = record(problems, k + 1, x, err, gbuf, tally, data, run)
             return Status.BUDGET if status == Status.OK else status
     if k1 == K:
-        return record(problems, K, x, err, gbuf, pf, pi, A, b, icfg, fcfg, x_star, hist, counters, tally)
+        return record(problems, K, x, err, gbuf, tally, data, run)
     return Status.OK
 
 

@@ -51,7 +51,7 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     signatures a compiled loop put in the cache. ``bundles``: ``engine.bundles()``, if already made."""
     from numba import typeof
 
-    from signsim.engine import loop, stage_kernels
+    from signsim.engine import clock, loop, stage_kernels
     from signsim.engine.plan import searches
     from signsim.stages import kinds
 
@@ -64,8 +64,7 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
         return tuple(typeof(a) for a in args)
 
     k = np.int64(0)  # the loop's integer scalars are int64
-    record = sig(run_plan.problems, k, server.x, workers.err, server.gbuf, data.pf, data.pi, data.A, data.b, icfg,
-                 fcfg, run.x_star, run.hist, run.counters, server.tally)
+    record = sig(run_plan.problems, k, server.x, workers.err, server.gbuf, server.tally, data, run)
     jobs = [(("module", "signsim.engine.loop", "record"), record),
             (("module", "signsim.engine.dispatch", "check_noise"), sig(icfg[loop.I_NOISE])),
             (("module", "signsim.engine.loop", "check_settings"), sig(icfg[loop.I_SIGN_ZERO], icfg[loop.I_TIE])),
@@ -73,10 +72,10 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
             (("module", "signsim.engine.compress", "sparse_broadcast_bits"), sig(server.agg))]
     # the simulated clock (docs/theory.md §14): compiled into every loop, run only with a system model
     who, f = server.part[0], fcfg[loop.F_LATENCY]
+    up = clock.Uploads(who, k, k, workers.wbits, f, workers.wbits)
     jobs += [(("module", "signsim.engine.clock", "advance"),
-              sig(k, who, k, k, workers.wbits, f, f, who, server.system, f, f, server.tally, f, workers.wbits)),
-             (("module", "signsim.engine.clock", "select"),
-              sig(who, k, k, workers.wbits, f, workers.wbits, server.system, f, f, k, who))]
+              sig(k, up, f, who, server.system, f, f, server.tally, f)),
+             (("module", "signsim.engine.clock", "select"), sig(up, server.system, f, f, k, who))]
     # the server's calls on its stages (``kinds.Call`` with ``worker`` False), each with the arguments the loop passes
     # under the names the table gives them: with the plan of every built-in stage, every built-in stage's function
     # (compiled here whatever the run uses); with a composition's own, its stages' functions. A plugin's functions

@@ -1,7 +1,7 @@
 """What every engine shares between chunks of iterations (``driver.Engine``, ``binomial.BinomialEngine``):
 the recorded history and the test for the end of a run. ``init_history`` sets ``problem``, ``x_star``,
 ``hist``, ``counters`` and ``status``; an engine sets ``K``, ``k``, ``x``, ``err``, ``gbuf``, ``tally``,
-``icfg`` and ``fcfg``."""
+``icfg``, ``fcfg``, ``sp`` (its stages' parameters) and ``nparams`` (its noise model's)."""
 
 from __future__ import annotations
 
@@ -34,9 +34,15 @@ class ChunkedState:
 
     def record_row(self) -> Status:
         """Append a history row at the current iterate; its status (diverged, target reached, or ok)."""
-        p = self.problem
-        return Status(self.recorder()(self.k, self.x, self.err, self.gbuf, p.pf, p.pi, p.A, p.b, self.icfg, self.fcfg,
-                                      self.x_star, self.hist, self.counters, self.tally))
+        return Status(self.recorder()(self.k, self.x, self.err, self.gbuf, self.tally, *self.record_bundles()))
+
+    def record_bundles(self, hist: np.ndarray | None = None, counters: np.ndarray | None = None) -> tuple:
+        """``loop.record``'s bundles (``loop.ProblemData``, ``loop.RunState``) as the engine's compiled loop passes
+        them, of the same types (a row recorded between chunks compiles nothing); ``hist`` and ``counters``: other
+        arrays to write the row to."""
+        return (loop.problem_data(self.problem, self.nparams),
+                loop.RunState(self.icfg, self.fcfg, self.sp, self.x_star, self.hist if hist is None else hist,
+                              self.counters if counters is None else counters))
 
     def recorder(self):
         """``loop.record`` for the problems of the engine's plan (``signsim.engine.plan``), compiled with its loop

@@ -14,6 +14,7 @@ from signsim.engine.reference import ReferenceRun
 
 from ..cli.test_cli import assert_one_line_error
 from ..conftest import make_engine
+from .test_engine_kinds import _run_with_loop
 
 COMMON = dict(problem="quadratic", dim=12, workers=10, iters=40, compute="const:1", seed=3, eval_every=4)
 
@@ -132,6 +133,41 @@ def test_stale_updates_weigh_less_and_the_clock_orders_arrivals():
     assert list(weighted.history["time"]) == list(flat.history["time"])
     times = list(flat.history["time"])
     assert all(b >= a for a, b in zip(times, times[1:], strict=False)) and times[-1] > 0
+
+
+def test_the_one_asynchronous_loop_and_a_compositions_own_give_the_same_run():
+    """Bit for bit (SIGNSIM_LOOP): an asynchronous run takes the plan of every built-in stage or its composition's
+    own (``compose.buffered_plan``); that changes which code is compiled, never a number."""
+    opts = {**COMMON, "clients_per_round": 4, "method": "signum", "asynchronous": "buffer:3:poly:0.5",
+            "noise": "student-t:3:0.5", "compute": "lognormal:1:0.8", "uplink": "const:40"}
+    one = _run_with_loop("builtin", opts)
+    own = _run_with_loop("composed", opts)
+    assert one == own and len(one["history"]) > 2
+
+
+def test_an_asynchronous_run_takes_the_one_loop_when_asked_or_when_only_that_is_cached(monkeypatch):
+    from numba import typeof
+
+    from signsim.engine import compose, split_compile
+    from signsim.engine.plan import plan_for
+    from signsim.stages import kinds, registry
+
+    stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
+    in_cache: set = set()
+    monkeypatch.setattr(split_compile, "cached", lambda dispatcher, signature: signature[0] in in_cache)
+
+    def builtin(mode: str) -> bool:
+        monkeypatch.setenv(compose.LOOP_ENV, mode)
+        plan = compose.buffered_plan("analytic", stages, (), "gaussian")
+        assert plan.problems.noise == (None if plan.stages.builtin else "gaussian")
+        return plan.stages.builtin
+
+    assert builtin("builtin") and not builtin("composed") and not builtin("auto")  # nothing cached: its own
+    in_cache.add(typeof(plan_for("analytic", parallel=False)))
+    assert builtin("auto")  # the one loop, as ``signsim compile`` leaves it
+    in_cache.add(typeof(plan_for("analytic", stages, "gaussian", parallel=False)))
+    assert not builtin("auto")  # its own, when cached
+    assert builtin("analytic,glm") and not builtin("glm")
 
 
 @pytest.mark.parametrize(("args", "says"), [
