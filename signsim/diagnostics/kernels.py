@@ -13,7 +13,7 @@ everything would: results do not depend on the chunking (nor on the number of th
 import numpy as np
 from numba import njit, prange
 
-from signsim.engine.dispatch import add_noise, check_code, check_noise, problem_oracle, problem_sample_grad
+from signsim.engine.dispatch import check_code, check_noise, noisy_gradient, problem_sample_grad
 from signsim.problems.sampling import FULL_BATCH
 
 
@@ -85,7 +85,6 @@ def two_batch_sums(problem, x, ncode, nparams, small, big, workers, gens, R):
 
 @njit(cache=True, parallel=True, nogil=True)
 def _two_batch_range(problems, code, x, data, ncode, small, big, workers, gens, R, lo, hi, acc):
-    pf, pi, A, b, ptr, idx, nparams = data.pf, data.pi, data.A, data.b, data.ptr, data.idx, data.nparams
     d = x.shape[0]
     C = len(gens)
     for c in prange(C):
@@ -93,10 +92,8 @@ def _two_batch_range(problems, code, x, data, ncode, small, big, workers, gens, 
         gs, gb = np.empty(d), np.empty(d)
         first, last = c * R // C, (c + 1) * R // C
         for r in range(first + lo, min(first + hi, last)):
-            problem_oracle(problems, code, x, r % workers, gen, small, pf, pi, A, b, ptr, idx, gs)
-            add_noise(problems, ncode, nparams, gen, small, gs)
-            problem_oracle(problems, code, x, r % workers, gen, big, pf, pi, A, b, ptr, idx, gb)
-            add_noise(problems, ncode, nparams, gen, big, gb)
+            noisy_gradient(problems, code, ncode, x, r % workers, gen, small, data, gs)
+            noisy_gradient(problems, code, ncode, x, r % workers, gen, big, data, gb)
             s_small = 0.0
             s_big = 0.0
             for i in range(d):
@@ -224,7 +221,6 @@ def _add_chunks(acc, out, w):
 
 @njit(cache=True, parallel=True, nogil=True)
 def _mc_range(problems, code, x, data, ncode, tau, w, gens, S, lo, hi, acc):
-    pf, pi, A, b, ptr, idx, nparams = data.pf, data.pi, data.A, data.b, data.ptr, data.idx, data.nparams
     d = x.shape[0]
     C = len(gens)
     for c in prange(C):
@@ -232,8 +228,7 @@ def _mc_range(problems, code, x, data, ncode, tau, w, gens, S, lo, hi, acc):
         buf = np.empty(d)
         first, last = c * S // C, (c + 1) * S // C
         for _ in range(first + lo, min(first + hi, last)):
-            problem_oracle(problems, code, x, w, gen, tau, pf, pi, A, b, ptr, idx, buf)
-            add_noise(problems, ncode, nparams, gen, tau, buf)
+            noisy_gradient(problems, code, ncode, x, w, gen, tau, data, buf)
             # one fused pass, branch-free: the signs of a minibatch gradient are coin flips near rho = 1/2,
             # so a branch per coordinate would be mispredicted half the time (and would not vectorize)
             for i in range(d):

@@ -12,7 +12,7 @@ generators, summed in chunk order (thread-count independent), and the kernel is 
 import numpy as np
 from numba import njit, prange
 
-from signsim.engine.dispatch import add_noise, check_code, check_noise, problem_oracle
+from signsim.engine.dispatch import check_code, check_noise, noisy_gradient
 
 
 def local_round_counts(problem, x, ncode, nparams, tau, W, gens, S, H, gamma):
@@ -44,7 +44,6 @@ def local_round_counts(problem, x, ncode, nparams, tau, W, gens, S, H, gamma):
 
 @njit(cache=True, parallel=True, nogil=True)
 def _local_range(problems, code, x, data, ncode, tau, w, gens, S, H, gamma, lo, hi, acc):
-    pf, pi, A, b, ptr, idx, nparams = data.pf, data.pi, data.A, data.b, data.ptr, data.idx, data.nparams
     d = x.shape[0]
     C = len(gens)
     for c in prange(C):
@@ -58,8 +57,7 @@ def _local_range(problems, code, x, data, ncode, tau, w, gens, S, H, gamma, lo, 
                 y[i] = x[i]
                 u[i] = 0.0
             for _h in range(H):
-                problem_oracle(problems, code, y, w, gen, tau, pf, pi, A, b, ptr, idx, buf)
-                add_noise(problems, ncode, nparams, gen, tau, buf)
+                noisy_gradient(problems, code, ncode, y, w, gen, tau, data, buf)
                 for i in range(d):
                     u[i] += buf[i]
                     y[i] -= gamma * buf[i]

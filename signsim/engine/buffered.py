@@ -35,7 +35,6 @@ from signsim.engine.loop import (
     F_EXTRA_UP,
     F_LATENCY,
     F_LR,
-    F_PROX_MU,
     F_SERVER_LR,
     F_STALENESS,
     F_WEIGHT_DECAY,
@@ -106,7 +105,7 @@ def take_step(plan, k, lr, n, M, data, workers, server, run):
 def _start(plan, queue, k, lr, data, workers, server, run, gens):
     """Start a client in every free slot at time ``now`` on the server's model x_k (see the module's docstring).
     Returns False when a candidate row was needed and none is left."""
-    icfg, fcfg, sp, tally = run.icfg, run.fcfg, run.sp, server.tally
+    icfg, fcfg, tally = run.icfg, run.fcfg, server.tally
     M, C = icfg[I_WORKERS], icfg[I_CLIENTS]
     x, system = server.x, server.system
     client, held, busy, count = queue.client, queue.held, queue.busy, queue.count
@@ -156,8 +155,7 @@ def _start(plan, queue, k, lr, data, workers, server, run, gens):
         if client[j] >= 0 or a == n:
             continue
         m = who[a]
-        worker_step(plan, m, np.int64(j), k, lr, fcfg[F_PROX_MU], x, server.hbar, workers,
-                    worker_gen(gens, where[a]), data, icfg, sp)
+        worker_step(plan, m, np.int64(j), k, lr, x, server.hbar, workers, worker_gen(gens, where[a]), data, run)
         a += 1
         tally[T_CALLS] += steps
         down = 0.0

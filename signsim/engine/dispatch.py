@@ -291,6 +291,16 @@ def add_noise(problems, code, p, gen, tau, out):
         out[i] += p[N_NOISE_PARAMS + i] * z if scaled else z
 
 
+@njit(inline="always")
+def noisy_gradient(problems, code, ncode, x, w, gen, tau, data, out):
+    """out <- worker w's stochastic gradient at x: the oracle of problem code ``code`` (a minibatch of tau of the
+    worker's samples, from the problem's ``data``, an ``engine.loop.ProblemData``), then the mean of tau draws of
+    the noise model of code ``ncode`` (``add_noise``). The run's workers and the diagnostics' estimators draw
+    through it (docs/theory.md §5)."""
+    problem_oracle(problems, code, x, w, gen, tau, data.pf, data.pi, data.A, data.b, data.ptr, data.idx, out)
+    add_noise(problems, ncode, data.nparams, gen, tau, out)
+
+
 @njit(cache=True)
 def check_noise(code):
     """Raise for a noise code with no draw here (call before a parallel loop)."""

@@ -56,14 +56,13 @@ from signsim.codes import Schedule, SignZero, Status, Tie
 from signsim.engine import clock
 from signsim.engine.compress import sparse_broadcast_bits
 from signsim.engine.dispatch import (  # the calls on the problem and noise kernels, by the plan's problems
-    add_noise,
     check_noise,
     check_problem,
+    noisy_gradient,
     overloaded,
     problem_accuracy,
     problem_evaluate,
     problem_loss,
-    problem_oracle,
     problem_test_loss,
 )
 from signsim.engine.plan import (  # the calls on the stages, by the plan's stages
@@ -209,9 +208,7 @@ def worker_gradient(problems, m, x, g, gen, data, icfg):
     """g <- worker m's stochastic gradient at x: the problem's oracle, then the noise model. Compiled once per plan's
     ``problems`` (family of problems and noise model, ``signsim.engine.plan``) and shared by every composition of
     stages, so that a new composition compiles only its own small ``worker_step`` and loop."""
-    problem_oracle(problems, icfg[I_PROBLEM], x, m, gen, icfg[I_TAU], data.pf, data.pi, data.A, data.b, data.ptr,
-                   data.idx, g)
-    add_noise(problems, icfg[I_NOISE], data.nparams, gen, icfg[I_TAU], g)
+    noisy_gradient(problems, icfg[I_PROBLEM], icfg[I_NOISE], x, m, gen, icfg[I_TAU], data, g)
 
 
 # A round's H local steps, inlined into the worker step that calls it once: a call of its own passed about a hundred
@@ -263,16 +260,18 @@ def local_gradient(problems, m, j, lr, mu, x, workers, gen, data, icfg, cm, c):
 # a worker and round passing its arguments (about 180 machine words), and its kernels another 1 us of an SSDM
 # iteration's 5.5 on Rosenbrock (d = 10, M = 32; 4 December 2026)
 @njit(cache=True, _nrt=False, forceinline=True)
-def worker_step(plan, m, j, k, lr, mu, x, hbar, workers, gen, data, icfg, sp):
+def worker_step(plan, m, j, k, lr, x, hbar, workers, gen, data, run):
     """Worker m's round, in slot j of the round's participants: pseudo-gradient (``local_gradient``), momentum,
-    error feedback, compression, attack (the composed stages). The momentum stage sees the worker's own round
-    count (its rounds so far; k with full participation)."""
+    error feedback, compression, attack (the composed stages, their parameters and codes in ``run``, the
+    ``RunState``). The momentum stage sees the worker's own round count (its rounds so far; k with full
+    participation)."""
+    icfg, sp = run.icfg, run.sp
     mom, err, iwork, G, msg, wbits = workers.mom, workers.err, workers.iwork, workers.G, workers.msg, workers.wbits
     seen = workers.seen
     shift = workers.shift
     h = shift[0] if shift.shape[0] == 1 else shift[m]  # 1 x 1 without an estimator's shift
     problems, stages = plan.problems, plan.stages
-    local_gradient(problems, m, j, lr, mu, x, workers, gen, data, icfg, h, hbar[0])
+    local_gradient(problems, m, j, lr, run.fcfg[F_PROX_MU], x, workers, gen, data, icfg, h, hbar[0])
     g = G[j] if icfg[I_LOCAL_STEPS] == 1 else workers.U[j]
     if icfg[I_TWO_POINT]:  # MARINA's difference: minus the oracle at the previous iterate hbar[2] (H = 1, exact)
         gp = workers.Y[j]
@@ -588,8 +587,7 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
                 slot = row * S + j if sampled else m
                 # j as int64: the parallel loop's index is unsigned, and its body is typed as a plain loop first, so
                 # the worker step would compile twice (once per index type)
-                worker_step(plan, m, np.int64(j), k, lr, fcfg[F_PROX_MU], x, server.hbar, workers,
-                            worker_gen(gens, slot), data, icfg, sp)
+                worker_step(plan, m, np.int64(j), k, lr, x, server.hbar, workers, worker_gen(gens, slot), data, run)
             n_in = S
             if selecting:  # only the messages in time, moved to the first rows in slot order
                 up = clock.Uploads(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], pre)

@@ -103,8 +103,7 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
         jobs.append((("module", "signsim.engine.loop", "attack_factor"),
                      sig(run_plan.stages, workers.msg[:S], k, server.agg, icfg, sp, server.gen)))
     lr = fcfg[loop.F_LR]
-    share = (loop.worker_step, [sig(run_plan, k, k, k, lr, lr, server.x, server.hbar, workers, gens[0], data, icfg,
-                                    sp)])
+    share = (loop.worker_step, [sig(run_plan, k, k, k, lr, server.x, server.hbar, workers, gens[0], data, run)])
     return jobs, share
 
 

@@ -135,6 +135,7 @@ def test_stale_updates_weigh_less_and_the_clock_orders_arrivals():
     assert all(b >= a for a, b in zip(times, times[1:], strict=False)) and times[-1] > 0
 
 
+@pytest.mark.slow  # compiles a composition's own asynchronous loop (about 20 s); the fast suite runs in the one loop
 def test_the_one_asynchronous_loop_and_a_compositions_own_give_the_same_run():
     """Bit for bit (SIGNSIM_LOOP): an asynchronous run takes the plan of every built-in stage or its composition's
     own (``compose.buffered_plan``); that changes which code is compiled, never a number."""
