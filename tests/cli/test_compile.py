@@ -112,12 +112,14 @@ def test_warm_up_reaches_every_family_threaded_loop():
     from signsim.engine import dispatch, loop
     from signsim.engine.build import build
     from signsim.interface import config
+    from signsim.interface import options as table
 
+    name_of = {o.flag: o.name for o in table.of_command("run").values()}  # (--async is asynchronous)
     threaded = set()
     for args in compiling.warm_commands():
         if args[0] != "run" or "--workers" not in args:
             continue
-        options = {args[i][2:].replace("-", "_"): args[i + 1] for i in range(1, len(args) - 1, 2)
+        options = {name_of[args[i]]: args[i + 1] for i in range(1, len(args) - 1, 2)
                    if args[i].startswith("--") and args[i] not in ("--quiet",)}
         options = {k: (int(v) if v.isdigit() else v) for k, v in options.items()}
         engine = build(config.resolve(options)).engine
