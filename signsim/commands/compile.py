@@ -335,9 +335,10 @@ def select(commands: list[str] | None = None, families: list[str] | None = None,
 #: machine (the other core idle but for two minutes of short runs) with the helper process off
 #: (``SIGNSIM_SPLIT_COMPILE=0``; 2 December 2026, 05:45-05:52: 379 CPU-s, 6 min 27 s of wall time for the whole
 #: list); the estimate that ``signsim compile`` prints first. The first group of a family also compiles the kernels
-#: its later groups share.
+#: its later groups share. Each float64 run group includes its family's asynchronous loop, measured alone after the
+#: family's first run (6 December 2026, 16:10: 15, 15 and 18 CPU-s).
 SECONDS: dict[tuple[str, str, str], float] = {
-    ("run", "analytic", "float64"): 111, ("run", "glm", "float64"): 39, ("run", "mlp", "float64"): 50,
+    ("run", "analytic", "float64"): 126, ("run", "glm", "float64"): 54, ("run", "mlp", "float64"): 68,
     ("run", "analytic", "float32"): 16, ("run", "glm", "float32"): 23, ("run", "mlp", "float32"): 44,
     ("check-spb", "analytic", "float64"): 20, ("check-spb", "glm", "float64"): 21,
     ("check-spb", "mlp", "float64"): 21,
