@@ -94,8 +94,13 @@ def test_compile_estimates_every_group_it_runs(tmp_path, monkeypatch):
     groups = {g for g in compiling.SECONDS if g[1] != "external" or importlib.util.find_spec("torch")}
     assert {compiling.group(c) for c in every} == groups
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # nothing cached: every group counts
-    assert compiling.estimate(every) == sum(compiling.SECONDS[g] for g in groups)
+    assert compiling.estimate(every) == sum(compiling.SECONDS[g] + compiling.ASYNC_SECONDS.get(g, 0) for g in groups)
     assert compiling.estimate(compiling.select(["bound"])) == compiling.SECONDS[("bound", "analytic", "float64")]
+    # the rounds' loop cached, the asynchronous one not: only the latter counts
+    monkeypatch.setattr(compiling, "loop_is_cached",
+                        lambda family="*", dtype=None, index=compiling.LOOP_INDEX: index == compiling.LOOP_INDEX)
+    group = ("run", "analytic", "float64")
+    assert compiling.estimate(compiling.select(["run"], ["analytic"], "float64")) == compiling.ASYNC_SECONDS[group]
 
 
 def test_compile_warms_the_binomial_engine():

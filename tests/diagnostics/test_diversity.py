@@ -225,8 +225,8 @@ def test_at_chooses_the_point_of_a_heuristics_experiment_and_is_refused_where_th
 
 @pytest.mark.slow  # compiles the two-batch kernel from an empty kernel cache (about 12 s)
 def test_a_first_compile_prints_no_numba_note(tmp_path):
-    """Numba's inliner printed its pedantic NumbaIRAssumptionWarning (eight lines, "please report") on stderr when
-    the two-batch kernel first compiled (signsim.engine.dispatch silences that category)."""
+    """Numba's inliner printed two pedantic NumbaIRAssumptionWarnings (seven lines each, "please report") on stderr
+    when the two-batch kernel first compiled (signsim.engine.dispatch silences that message)."""
     r = run_subprocess("diversity", "--estimator", "two-batch", "--quiet",
                        env={"NUMBA_CACHE_DIR": str(tmp_path), "SIGNSIM_WARM": "0"})
     assert r.code == 0, r.err

@@ -14,7 +14,6 @@ from signsim.engine.reference import ReferenceRun
 
 from ..cli.test_cli import assert_one_line_error
 from ..conftest import make_engine
-from .test_engine_kinds import _run_with_loop
 
 COMMON = dict(problem="quadratic", dim=12, workers=10, iters=40, compute="const:1", seed=3, eval_every=4)
 
@@ -136,14 +135,23 @@ def test_stale_updates_weigh_less_and_the_clock_orders_arrivals():
 
 
 @pytest.mark.slow  # compiles a composition's own asynchronous loop (about 20 s); the fast suite runs in the one loop
-def test_the_one_asynchronous_loop_and_a_compositions_own_give_the_same_run():
+def test_the_one_asynchronous_loop_and_a_compositions_own_give_the_same_run(monkeypatch):
     """Bit for bit (SIGNSIM_LOOP): an asynchronous run takes the plan of every built-in stage or its composition's
     own (``compose.buffered_plan``); that changes which code is compiled, never a number."""
+    from signsim.engine import compose
+
     opts = {**COMMON, "clients_per_round": 4, "method": "signum", "asynchronous": "buffer:3:poly:0.5",
             "noise": "student-t:3:0.5", "compute": "lognormal:1:0.8", "uplink": "const:40"}
-    one = _run_with_loop("builtin", opts)
-    own = _run_with_loop("composed", opts)
-    assert one == own and len(one["history"]) > 2
+    runs = {}
+    for mode in ("builtin", "composed"):
+        monkeypatch.setenv(compose.LOOP_ENV, mode)
+        engine = make_engine(**opts)[0]
+        simulate(engine)
+        runs[mode] = engine.plan.stages.builtin, engine.history(), engine.x, engine.tally
+    (one_plan, *one), (own_plan, *own) = runs["builtin"], runs["composed"]
+    assert one_plan and not own_plan  # each took the loop it was told to
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(one, own, strict=True))
+    assert one[0].shape[0] > 2
 
 
 def test_an_asynchronous_run_takes_the_one_loop_when_asked_or_when_only_that_is_cached(monkeypatch):
