@@ -4,7 +4,7 @@
     python benchmarks/bench_cifar.py --quick      # 1 round, 1 process each
 
 The model is pfl-research's ``simple_cnn`` for 32 x 32 x 3 images (Conv 3->32, ReLU, Conv 32->64, ReLU, max-pool 2,
-dropout 0.25, Linear 12,544->128, ReLU, dropout 0.5, Linear 128->10: d = 1,625,866) with softmax cross-entropy,
+dropout 0.25, Linear 12,544->128, ReLU, dropout 0.5, Linear 128->10: d = 1,626,442) with softmax cross-entropy,
 trained by FedAvg: each round 50 of 100 clients (each holding 10 images), sampled without replacement, take
 ``--local-steps`` SGD steps (minibatches of 10 of their own images, step 0.05) from the server's model; the server
 averages their models. The loss and its gradient over all the data are computed at the start and the end (the
@@ -152,7 +152,7 @@ def main() -> None:
             "plain PyTorch": [sys.executable, str(scripts["plain"]), str(rounds), str(a.local_steps)],
         }
         times = race(contenders, repeats)
-    print(f"pfl-research's CIFAR-10 shape (simple_cnn, d = 1,625,866): {CLIENTS} clients of {PER_CLIENT} images, "
+    print(f"pfl-research's CIFAR-10 shape (simple_cnn, d = 1,626,442): {CLIENTS} clients of {PER_CLIENT} images, "
           f"{PER_ROUND} a round, {a.local_steps} local steps of {BATCH}, {rounds} rounds; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads default; medians of "
           f"{repeats}")

@@ -28,6 +28,9 @@ def _is_entry(name: str, argv0: str) -> bool:
 #: this process is the signsim command (not a program or test importing the module)
 _ENTRY = _is_entry(__name__, sys.argv[0] if sys.argv else "")
 if _ENTRY:
+    from signsim.interface import memory
+
+    memory.command_process()  # (before NumPy's import)
     for _sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(_sig, lambda signum, frame: _EARLY.append(signum))
 

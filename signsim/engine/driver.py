@@ -5,6 +5,7 @@ Random streams come from ``signsim.seeding`` (one per worker, one for the server
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from signsim.codes import Schedule, SignZero, Status, Tie, choice
 from signsim.engine import clock, compose, dispatch, loop, smoke, split_compile, stage_kernels
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
+from signsim.interface import memory
 from signsim.interface.interrupts import acknowledge, can_hold, held, interruptible, pending, ready
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
@@ -293,6 +295,11 @@ class Engine(ChunkedState):
         #: gradients computed outside the loop (a PyTorch model, docs/theory.md §13): it takes the H local steps,
         #: the loop sees each participant's pseudo-gradient with H = 1
         self.external = problem.external
+        if self.external is not None:
+            memory.keep_freed_memory()  # (the signsim command only: a model's large tensors, freed at every step)
+        #: the latest time of each piece of a model's rounds, as in the main thread (``_lap``), and when the last ended
+        self.pieces: dict[str, float] = {}
+        self._mark = time.perf_counter()
         loop_steps = 1 if self.external is not None else s.local_steps
         if self.external is not None and s.monotone:
             raise InputError("--monotone: not with --model (the loop cannot evaluate the model at a trial point)")
@@ -490,6 +497,7 @@ class Engine(ChunkedState):
         while self.k < end:
             if pending():  # a signal held back (``_advance`` in the main thread): the chunk ends at this round
                 return self.status
+            self._mark = time.perf_counter()
             k = self.k
             if self.S < self.M:
                 self._sample(k + 1)
@@ -497,13 +505,18 @@ class Engine(ChunkedState):
             if k % int(self.icfg[loop.I_EVAL_EVERY]) == 0:
                 self._evaluate()
             lr = loop.step_size.py_func(s.schedule, s.lr, k)  # gamma_k, as the loop's local steps take it
-            ext.round(self.x, workers, self.gens, lr, self.G)
+            try:
+                ext.round(self.x, workers, self.gens, lr, self.G, self.checkpoint)
+            except RoundAbandoned:  # nothing of the round is kept: x, k and the bits are as it began
+                return self.status
+            self._lap("gradient pass")
             # the loop must not record at a budget with a stale evaluation
             self.fcfg[loop.F_BUDGET] = self.fcfg[loop.F_BUDGET_SECONDS] = np.inf
             try:
                 status = self._one_round(k)
             finally:
                 self.fcfg[loop.F_BUDGET], self.fcfg[loop.F_BUDGET_SECONDS] = budget, seconds
+            self._lap("loop")
             if status != Status.OK:
                 return status
             done = self.k == self.K
@@ -523,11 +536,27 @@ class Engine(ChunkedState):
         return self._run_loop(self.problem, k, k + 1, self.K + 1)
 
     def _evaluate(self) -> None:
-        """The external problem's evaluation at x (its arrays the history reads), timed: ``eval_seconds`` keeps the
-        longest (``simulate`` runs the rounds in the main thread only while it is short)."""
-        t = time.perf_counter()
+        """The external problem's evaluation at x (its arrays the history reads), a piece of the rounds (``_lap``)."""
+        self._mark = time.perf_counter()
         self.external.evaluate(_float64(self.x))
-        self.eval_seconds = max(getattr(self, "eval_seconds", 0.0), time.perf_counter() - t)
+        self._lap("evaluation")
+
+    def _lap(self, piece: str) -> None:
+        """``pieces[piece]`` <- the time since the last lap, as in the main thread (a helper thread's over
+        HELPER_SLOWDOWN): the pieces of a model's round (a gradient pass, the loop's call, an evaluation), between
+        which a signal can act (``checkpoint``). ``simulate`` runs the rounds in the main thread while each is short."""
+        now = time.perf_counter()
+        here = threading.current_thread() is threading.main_thread()
+        self.pieces[piece] = (now - self._mark) / (1.0 if here else HELPER_SLOWDOWN)
+        self._mark = now
+
+    def checkpoint(self) -> None:
+        """Called by a model's round between its gradient passes (``Gradients.round``): the pass is timed, and a
+        signal held back (the rounds in the main thread, ``simulate``) abandons the round (``RoundAbandoned``)
+        before the loop has changed anything, so that Ctrl-C waits for one pass, not a whole round."""
+        self._lap("gradient pass")
+        if pending():
+            raise RoundAbandoned
 
     def record_row(self) -> Status:
         if self.external is not None:  # the problem's arrays must hold the evaluation at the current x
@@ -682,8 +711,18 @@ def worker_generators(gens: list[np.random.Generator], listed: bool):
 Hook = tuple[int, Callable[[int, np.ndarray], None]]
 
 
-#: a round of a PyTorch model that took less than this (seconds) runs its next chunks in the main thread
-HERE_SECONDS = 0.25
+#: a PyTorch model's rounds run in the main thread while each piece of them (a gradient pass over the round's
+#: minibatches, the loop's call, an evaluation of the history) takes less than this (seconds) there
+HERE_SECONDS = 1.0
+#: a piece timed in a helper thread took up to this many times its time in the main thread (pfl-research's
+#: CIFAR-10 CNN: 1.4-1.5 s against 0.45-0.5 s a gradient pass, 6 December 2026): it counts as its time over this
+HELPER_SLOWDOWN = 3.0
+
+
+class RoundAbandoned(Exception):
+    """A signal arrived between two gradient passes of a model's round (``Engine.checkpoint``)."""
+
+
 #: ``error`` of a run interrupted before its first chunk returned (loading or compiling its loop): no history row
 NO_ROW_YET = "interrupted while its loop loaded, before its first history row"
 
@@ -692,12 +731,14 @@ def _advance(engine: Engine, step: int, here: bool = False) -> None:
     """``engine.advance(step)`` in a helper thread (``interrupts.interruptible``: the compiled loop releases the
     GIL), so that the main thread acts on Ctrl-C and SIGTERM at once, even when one iteration (a huge
     minibatch) takes minutes or the loop compiles; an abandoned chunk leaves ``engine.abandoned`` holding x as
-    the chunk began. ``here``: in the main thread, a signal held back until the round in progress ends
-    (``interrupts.held``): the rounds of a PyTorch model once its loop is loaded, while a round and an evaluation
-    of the history each take less than HERE_SECONDS, where a signal can be held (torch's OpenMP team runs an
-    operation on a small model 2-3 times slower from a helper thread, 6 December 2026); the results then keep the
-    rounds done. (An exception raised by the signal's handler wherever the main thread is, inside a call from C
-    into Python, crashed the process.)"""
+    the chunk began. ``here``: in the main thread, a signal held back until the piece of the round in progress
+    ends (``interrupts.held``; ``Engine.checkpoint``): the rounds of a PyTorch model once its loop is loaded, while
+    each piece of them takes less than HERE_SECONDS, where a signal can be held. The results then keep the rounds
+    done. In the main thread, torch's OpenMP team runs an operation on a small model 2-3 times faster than from a
+    helper thread, and glibc reuses the memory of a large model's freed tensors (a helper thread's allocations
+    above 64 MB are fresh mappings, every page faulted in anew: pfl-research's CIFAR-10 CNN took 2.5-3 s a round
+    in a helper thread, 1.0 s here, 6 December 2026; ``interface.memory``). (An exception raised by the signal's
+    handler wherever the main thread is, inside a call from C into Python, crashed the process.)"""
     if here:
         with held():
             engine.advance(step)
@@ -775,8 +816,8 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
             _advance(engine, step, here)
             ready()
             per_iter = (time.perf_counter() - t) / step
-            here = (getattr(engine, "external", None) is not None and per_iter < HERE_SECONDS
-                    and getattr(engine, "eval_seconds", 0.0) < HERE_SECONDS and can_hold())
+            here = (getattr(engine, "external", None) is not None and can_hold()
+                    and max(engine.pieces.values(), default=0.0) < HERE_SECONDS)
             chunk = int(min(max(1, CHUNK_SECONDS / max(per_iter, 1e-9)), 1_000_000))
             if engine.status in (Status.OK, Status.BUDGET):
                 for every, fn in hooks:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -252,16 +253,19 @@ class ModelOracle:
 
     # -- gradients ----------------------------------------------------------------------------------------------
     @guarded("the workers' gradients")
-    def worker_gradients(self, x: np.ndarray, rows: np.ndarray, lr: float, out: np.ndarray) -> None:
+    def worker_gradients(self, x: np.ndarray, rows: np.ndarray, lr: float, out: np.ndarray,
+                         checkpoint: Callable[[], None] | None = None) -> None:
         """``out[j]`` <- worker j's pseudo-gradient of the round (docs/theory.md §12): with H = 1 (``rows`` of shape
         (1, S, tau)) its minibatch gradient at x; with H > 1 the sum of the gradients of its H local SGD steps
-        y <- y - lr g(y) from x, step h on the minibatch ``rows[h, j]``."""
+        y <- y - lr g(y) from x, step h on the minibatch ``rows[h, j]``. ``checkpoint()``, if given, is called
+        between two steps' gradient passes (the engine's signal check: it may raise)."""
         H, S = rows.shape[0], rows.shape[1]
         dest = torch.from_numpy(out[:S])
         xt = self._x(x)
         self.module.train()
+        between = checkpoint or (lambda: None)
         if self.grouped is not None:
-            self._grouped_steps(xt, rows, lr, dest)
+            self._grouped_steps(xt, rows, lr, dest, between)
             return
         if H == 1:
             r = torch.from_numpy(rows[0])
@@ -277,9 +281,11 @@ class ModelOracle:
             U += G
             if h < H - 1:
                 Y -= lr * G
+                between()
         dest.copy_(U)
 
-    def _grouped_steps(self, xt: torch.Tensor, rows: np.ndarray, lr: float, dest: torch.Tensor) -> None:
+    def _grouped_steps(self, xt: torch.Tensor, rows: np.ndarray, lr: float, dest: torch.Tensor,
+                       between: Callable[[], None]) -> None:
         """``worker_gradients`` with each step's S minibatch gradients from one forward and backward pass."""
         H, S = rows.shape[0], rows.shape[1]
         Y = xt.unsqueeze(0).expand(S, -1)
@@ -290,6 +296,7 @@ class ModelOracle:
             U = G if U is None else U.add_(G)
             if h < H - 1:
                 Y = Y - lr * G
+                between()
         dest.copy_(U)
 
     def _groups(self, xt: torch.Tensor, r: torch.Tensor) -> torch.Tensor:

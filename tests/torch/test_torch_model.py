@@ -503,10 +503,11 @@ def test_the_shards_mean_gradients_in_one_batched_pass_are_each_shards_own(tmp_p
 
 def test_a_models_rounds_run_in_the_main_thread_only_while_rounds_and_evaluations_are_short(tmp_path, monkeypatch):
     """After the first chunk (which loads the loop in a helper thread), a model's chunks run in the main thread,
-    a signal held to the round's end, unless a round or an evaluation of the history took HERE_SECONDS or more
-    (a signal would then wait for it) or the process's SIGINT handler is neither signsim's own nor Python's default
-    (a sweep's pool worker); with SIGINT ignored (a job a non-interactive shell started with &) there is nothing
-    to hold."""
+    a signal held to the end of the piece of the round in progress, unless a piece's latest time (here an
+    evaluation of the history) was HERE_SECONDS or more there, HELPER_SLOWDOWN times that in a helper thread (a
+    signal would then wait for it), or the process's SIGINT handler is neither signsim's own nor Python's default
+    (a sweep's pool worker); with SIGINT ignored (a job a non-interactive shell started with &) there is nothing to
+    hold."""
     import time
 
     from signsim.engine import driver
@@ -524,7 +525,7 @@ def test_a_models_rounds_run_in_the_main_thread_only_while_rounds_and_evaluation
         engine, *_ = make_engine(model=path, workers=3, iters=40, eval_every=5)
         previous = interrupts.install() if install else None
         try:
-            simulate(engine)
+            simulate(engine, hooks=[(5, lambda k, x: None)])  # (chunks end at every evaluation)
         finally:
             if install:
                 interrupts.restore(previous)
@@ -549,8 +550,57 @@ def test_a_models_rounds_run_in_the_main_thread_only_while_rounds_and_evaluation
     monkeypatch.setattr(driver, "_advance", lambda engine, step, here=False: (seen.append(here),
                                                                               advance(engine, step, here))[1])
     evaluate = Gradients.evaluate
-    monkeypatch.setattr(Gradients, "evaluate", lambda self, x: (time.sleep(driver.HERE_SECONDS), evaluate(self, x)))
+    monkeypatch.setattr(driver, "HERE_SECONDS", 0.05)
+    slow = driver.HERE_SECONDS * driver.HELPER_SLOWDOWN
+    monkeypatch.setattr(Gradients, "evaluate", lambda self, x: (time.sleep(slow), evaluate(self, x)))
     assert not any(heres())  # a slow evaluation: the helper thread throughout
+    import threading
+
+    calls = {"main": 0}
+
+    def sometimes(self, x):  # slow at the second evaluation in the main thread only: back to it after one chunk
+        if threading.current_thread() is threading.main_thread():
+            calls["main"] += 1
+            time.sleep(driver.HERE_SECONDS if calls["main"] == 2 else 0.0)
+        evaluate(self, x)
+
+    monkeypatch.setattr(Gradients, "evaluate", sometimes)
+    seen_here = heres()
+    at = seen_here.index(True)
+    assert seen_here[at:].count(False) == 1 and seen_here[-1] is True, seen_here
+
+
+def test_a_signal_between_two_gradient_passes_drops_that_round_and_keeps_the_rounds_before(tmp_path, monkeypatch):
+    """A real SIGINT that arrives while the main thread runs a model's round (after the first of its two local steps'
+    gradient passes) stops the run at that pass's end (``Engine.checkpoint``): the round is dropped, and the results
+    are those of the rounds before it, as a run of that many rounds gives them (x bit for bit, the last row)."""
+    import signal
+    import threading
+
+    from signsim.engine import driver
+    from signsim.interface import interrupts
+
+    path = write(tmp_path, SMALL_FILE)
+    opts = dict(model=path, workers=3, local_steps=2, batch_size=4, iters=40, eval_every=5, method="sgd", lr=0.05)
+    engine, *_ = make_engine(**opts)
+    checkpoint, hits = driver.Engine.checkpoint, []
+
+    def signalled(self):
+        if self.k == 12 and not hits and threading.current_thread() is threading.main_thread():
+            hits.append(self.k)
+            os.kill(os.getpid(), signal.SIGINT)  # (its handler runs here, in the main thread, and holds it)
+        checkpoint(self)
+
+    monkeypatch.setattr(driver.Engine, "checkpoint", signalled)
+    previous = interrupts.install()
+    try:
+        r = simulate(engine, hooks=[(5, lambda k, x: None)])
+    finally:
+        interrupts.restore(previous)
+    assert hits == [12] and r.status == "interrupted" and r.iters_done == 12, (hits, r.status, r.iters_done)
+    ref = simulate(make_engine(**{**opts, "iters": 12})[0])
+    np.testing.assert_array_equal(r.x, ref.x)
+    np.testing.assert_array_equal(r.history[-1], ref.history[-1])
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])

@@ -1,0 +1,55 @@
+"""The memory settings of the signsim command's own process (never of a program or notebook that imports signsim).
+
+Measured on the 2-core VM (6 December 2026), where both cost more than the work on large models:
+- NumPy asks the kernel for transparent huge pages for every array of 4 MB or more (``madvise``); there, the first
+  touch of 1.3 GB of such pages took 5.8 s against 0.44 s in ordinary pages (and both 0.04 s to write again), so
+  the command sets ``NUMPY_MADVISE_HUGEPAGE=0`` before NumPy is imported, unless the environment sets it;
+- glibc gives allocations above 32 MB fresh mappings and returns them to the system when freed, so a PyTorch model
+  whose tensors are hundreds of MB (pfl-research's CIFAR-10 CNN with 50 workers a round) faults in every page of
+  them at every step: 2.5-3 s a round against 1.0 s when freed memory is kept (``keep_freed_memory``, called
+  when a run's PyTorch model is loaded).
+"""
+
+from __future__ import annotations
+
+import os
+
+#: NumPy's switch for its huge-page advice (read once, when NumPy is imported)
+HUGEPAGE_ENV = "NUMPY_MADVISE_HUGEPAGE"
+#: glibc's mallopt parameters (malloc.h) and the value both take here: the largest an int holds (2 GiB - 1)
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+KEEP_BELOW = 2**31 - 1
+
+_state = {"command": False, "kept": False}
+
+
+def command_process() -> None:
+    """This process is the signsim command: no huge-page advice from NumPy (unless the environment says), and
+    ``keep_freed_memory`` acts. Called by the command line before anything imports NumPy."""
+    _state["command"] = True
+    os.environ.setdefault(HUGEPAGE_ENV, "0")
+
+
+def keep_freed_memory() -> bool:
+    """In the signsim command's process with glibc: memory freed is kept for reuse (allocations up to 2 GiB come
+    from the heap, which is not trimmed), as ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` would set at
+    start-up. The heap then stays at the process's peak, which a command that ends after its run can afford.
+    Returns whether the settings apply (elsewhere: nothing changed)."""
+    if _state["kept"]:
+        return True
+    if not _state["command"] or not _glibc():
+        return False
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    mapped = libc.mallopt(M_MMAP_THRESHOLD, KEEP_BELOW)
+    trimmed = libc.mallopt(M_TRIM_THRESHOLD, KEEP_BELOW)
+    _state["kept"] = bool(mapped and trimmed)
+    return _state["kept"]
+
+
+def _glibc() -> bool:
+    try:
+        return os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc")
+    except (ValueError, OSError, AttributeError):  # (not a GNU system)
+        return False

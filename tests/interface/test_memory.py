@@ -1,0 +1,50 @@
+"""The signsim command's memory settings (``signsim.interface.memory``), each in a process of its own: what the
+command sets, what a program importing signsim keeps, and that freed memory is then reused (page faults counted)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+#: a 200 MB array filled, freed and filled again: the second fill's minor page faults (0 when the memory is reused)
+REFILL = """
+import resource, numpy as np
+from signsim.interface import memory
+{setup}
+a = np.empty(25_000_000); a.fill(1.0); del a
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+a = np.empty(25_000_000); a.fill(2.0)
+print(memory.keep_freed_memory(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+def _python(code: str, env: dict | None = None) -> str:
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None})
+    return r.stdout.strip()
+
+
+def test_the_command_turns_off_numpys_huge_page_advice_unless_the_environment_sets_it():
+    as_command = "import sys; sys.argv = ['/usr/bin/signsim']; import signsim.cli, os; print(os.environ.get('{}'))"
+    imported = "import signsim.cli, os; print(os.environ.get('{}'))"
+    from signsim.interface.memory import HUGEPAGE_ENV
+
+    assert _python(as_command.format(HUGEPAGE_ENV), {HUGEPAGE_ENV: None}) == "0"
+    assert _python(as_command.format(HUGEPAGE_ENV), {HUGEPAGE_ENV: "1"}) == "1"  # the user's choice stands
+    assert _python(imported.format(HUGEPAGE_ENV), {HUGEPAGE_ENV: None}) == "None"  # a program importing signsim
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"),
+                    reason="glibc's mallopt")
+def test_freed_memory_is_reused_in_the_command_only():
+    """Oracle: the kernel's count of minor page faults. Refilling a freed 200 MB array faults in its pages anew by
+    default (glibc unmaps it), almost none once ``keep_freed_memory`` applies; outside the command it changes
+    nothing."""
+    pages, small = 25_000_000 * 8 // 4096, {"NUMPY_MADVISE_HUGEPAGE": "0"}  # (pages of 4 KiB: 48,828 faults)
+    kept, faults = _python(REFILL.format(setup="memory.command_process(); memory.keep_freed_memory()"), small).split()
+    assert kept == "True" and int(faults) < pages // 100, faults
+    kept, faults = _python(REFILL.format(setup=""), small).split()
+    assert kept == "False" and int(faults) > pages // 2, faults
