@@ -19,7 +19,7 @@ from signsim.engine import clock, compose, dispatch, loop, smoke, split_compile,
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.interface import memory
-from signsim.interface.interrupts import acknowledge, can_hold, held, interruptible, pending, ready
+from signsim.interface.interrupts import acknowledge, can_hold, check, held, interruptible, pending, ready
 from signsim.methods.base import MethodSpec
 from signsim.noise.base import NoiseModel
 from signsim.problems.base import ProblemInstance
@@ -504,12 +504,15 @@ class Engine(ChunkedState):
             workers = self.part[0]
             if k % int(self.icfg[loop.I_EVAL_EVERY]) == 0:
                 self._evaluate()
+                if pending():
+                    return self.status
             lr = loop.step_size.py_func(s.schedule, s.lr, k)  # gamma_k, as the loop's local steps take it
-            try:
+            try:  # a signal during a pass drops the round before its loop call: x, k and the bits as it began (its
+                # participants and minibatches are drawn: the streams moved on, which an ended run does not see)
                 ext.round(self.x, workers, self.gens, lr, self.G, self.checkpoint)
-            except RoundAbandoned:  # nothing of the round is kept: x, k and the bits are as it began
+                self.checkpoint()
+            except RoundAbandoned:
                 return self.status
-            self._lap("gradient pass")
             # the loop must not record at a budget with a stale evaluation
             self.fcfg[loop.F_BUDGET] = self.fcfg[loop.F_BUDGET_SECONDS] = np.inf
             try:
@@ -542,18 +545,20 @@ class Engine(ChunkedState):
         self._lap("evaluation")
 
     def _lap(self, piece: str) -> None:
-        """``pieces[piece]`` <- the time since the last lap, as in the main thread (a helper thread's over
-        HELPER_SLOWDOWN): the pieces of a model's round (a gradient pass, the loop's call, an evaluation), between
-        which a signal can act (``checkpoint``). ``simulate`` runs the rounds in the main thread while each is short."""
+        """``pieces[piece]`` <- the time since the last lap: the pieces of a model's round (a gradient pass, the
+        loop's call, an evaluation), between which a signal can act (``checkpoint``), the model's pieces timed in a
+        helper thread counted as their time over HELPER_SLOWDOWN (the loop's call as it is: compiled code runs as
+        fast in either). ``simulate`` runs the rounds in the main thread while each is short."""
         now = time.perf_counter()
-        here = threading.current_thread() is threading.main_thread()
+        here = piece == "loop" or threading.current_thread() is threading.main_thread()
         self.pieces[piece] = (now - self._mark) / (1.0 if here else HELPER_SLOWDOWN)
         self._mark = now
 
     def checkpoint(self) -> None:
-        """Called by a model's round between its gradient passes (``Gradients.round``): the pass is timed, and a
-        signal held back (the rounds in the main thread, ``simulate``) abandons the round (``RoundAbandoned``)
-        before the loop has changed anything, so that Ctrl-C waits for one pass, not a whole round."""
+        """Called after each gradient pass of a model's round (by ``Gradients.round`` between its local steps, and
+        after it): the pass is timed, and a signal held back (the rounds in the main thread, ``simulate``) abandons
+        the round (``RoundAbandoned``) before the loop has changed anything, so that Ctrl-C waits for one pass, not
+        a whole round."""
         self._lap("gradient pass")
         if pending():
             raise RoundAbandoned
@@ -719,8 +724,9 @@ HERE_SECONDS = 1.0
 HELPER_SLOWDOWN = 3.0
 
 
-class RoundAbandoned(Exception):
-    """A signal arrived between two gradient passes of a model's round (``Engine.checkpoint``)."""
+class RoundAbandoned(BaseException):
+    """A signal arrived between two gradient passes of a model's round (``Engine.checkpoint``). Not an
+    ``Exception``: nothing that catches the user's model's errors (``torch.oracle.guarded``) may catch it."""
 
 
 #: ``error`` of a run interrupted before its first chunk returned (loading or compiling its loop): no history row
@@ -814,6 +820,7 @@ def simulate(engine: Engine, progress: Callable[[int, int], None] | None = None,
                 step = min(step, every - engine.k % every)
             t = time.perf_counter()
             _advance(engine, step, here)
+            check()  # (a signal whose raise was lost, SIGINT ignored: the chunk ended early, and the run ends here)
             ready()
             per_iter = (time.perf_counter() - t) / step
             here = (getattr(engine, "external", None) is not None and can_hold()

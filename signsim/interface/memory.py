@@ -3,7 +3,8 @@
 Measured on the 2-core VM (6 December 2026), where both cost more than the work on large models:
 - NumPy asks the kernel for transparent huge pages for every array of 4 MB or more (``madvise``); there, the first
   touch of 1.3 GB of such pages took 5.8 s against 0.44 s in ordinary pages (and both 0.04 s to write again), so
-  the command sets ``NUMPY_MADVISE_HUGEPAGE=0`` before NumPy is imported, unless the environment sets it;
+  the command sets ``NUMPY_MADVISE_HUGEPAGE=0`` before NumPy is imported, unless the environment sets it (the
+  processes it starts, a sweep's workers, inherit it);
 - glibc gives allocations above 32 MB fresh mappings and returns them to the system when freed, so a PyTorch model
   whose tensors are hundreds of MB (pfl-research's CIFAR-10 CNN with 50 workers a round) faults in every page of
   them at every step: 2.5-3 s a round against 1.0 s when freed memory is kept (``keep_freed_memory``, called
@@ -20,7 +21,7 @@ HUGEPAGE_ENV = "NUMPY_MADVISE_HUGEPAGE"
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 KEEP_BELOW = 2**31 - 1
 
-_state = {"command": False, "kept": False}
+_state = {"command": False, "kept": None}
 
 
 def command_process() -> None:
@@ -33,18 +34,21 @@ def command_process() -> None:
 def keep_freed_memory() -> bool:
     """In the signsim command's process with glibc: memory freed is kept for reuse (allocations up to 2 GiB come
     from the heap, which is not trimmed), as ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` would set at
-    start-up. The heap then stays at the process's peak, which a command that ends after its run can afford.
-    Returns whether the settings apply (elsewhere: nothing changed)."""
-    if _state["kept"]:
-        return True
-    if not _state["command"] or not _glibc():
-        return False
-    import ctypes
+    start-up. The heap then stays at the process's peak, which a command that ends after its run can afford; not a
+    sweep's pool worker (a child process, which runs one job after another). Returns whether the settings apply
+    (elsewhere: nothing changed); tried once per process."""
+    if _state["kept"] is None:
+        _state["kept"] = False
+        if _state["command"] and _glibc():
+            from multiprocessing import parent_process
 
-    libc = ctypes.CDLL(None)
-    mapped = libc.mallopt(M_MMAP_THRESHOLD, KEEP_BELOW)
-    trimmed = libc.mallopt(M_TRIM_THRESHOLD, KEEP_BELOW)
-    _state["kept"] = bool(mapped and trimmed)
+            if parent_process() is None:
+                import ctypes
+
+                libc = ctypes.CDLL(None)
+                mapped = libc.mallopt(M_MMAP_THRESHOLD, KEEP_BELOW)
+                trimmed = libc.mallopt(M_TRIM_THRESHOLD, KEEP_BELOW)
+                _state["kept"] = bool(mapped and trimmed)
     return _state["kept"]
 
 

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from signsim.interface import memory
+
 #: a 200 MB array filled, freed and filled again: the second fill's minor page faults (0 when the memory is reused)
 REFILL = """
 import resource, numpy as np
@@ -22,23 +24,27 @@ print(memory.keep_freed_memory(), resource.getrusage(resource.RUSAGE_SELF).ru_mi
 
 
 def _python(code: str, env: dict | None = None) -> str:
+    """``code``'s output in a fresh interpreter, without glibc's malloc settings of the environment."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                       env={k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None})
+                       env={k: v for k, v in {**base, **(env or {})}.items() if v is not None})
     return r.stdout.strip()
 
 
 def test_the_command_turns_off_numpys_huge_page_advice_unless_the_environment_sets_it():
-    as_command = "import sys; sys.argv = ['/usr/bin/signsim']; import signsim.cli, os; print(os.environ.get('{}'))"
+    """Set before NumPy is imported (NumPy reads it then), in the command's process only."""
+    as_command = ("import sys; sys.argv = ['/usr/bin/signsim']; import signsim.cli, os; "
+                  "print(os.environ.get('{}'), 'numpy' in sys.modules)")
     imported = "import signsim.cli, os; print(os.environ.get('{}'))"
     from signsim.interface.memory import HUGEPAGE_ENV
 
-    assert _python(as_command.format(HUGEPAGE_ENV), {HUGEPAGE_ENV: None}) == "0"
-    assert _python(as_command.format(HUGEPAGE_ENV), {HUGEPAGE_ENV: "1"}) == "1"  # the user's choice stands
+    # (and NumPy not imported yet: the commands import it)
+    assert _python(as_command.format(HUGEPAGE_ENV), {HUGEPAGE_ENV: None}) == "0 False"
+    assert _python(as_command.format(HUGEPAGE_ENV), {HUGEPAGE_ENV: "1"}) == "1 False"  # the user's choice stands
     assert _python(imported.format(HUGEPAGE_ENV), {HUGEPAGE_ENV: None}) == "None"  # a program importing signsim
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"),
-                    reason="glibc's mallopt")
+@pytest.mark.skipif(not memory._glibc(), reason="glibc's mallopt")
 def test_freed_memory_is_reused_in_the_command_only():
     """Oracle: the kernel's count of minor page faults. Refilling a freed 200 MB array faults in its pages anew by
     default (glibc unmaps it), almost none once ``keep_freed_memory`` applies; outside the command it changes
