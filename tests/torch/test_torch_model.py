@@ -626,6 +626,21 @@ def test_the_engines_checkpoint_passes_through_the_guard_of_the_users_code(tmp_p
         oracle.worker_gradients(engine.x, rows, 0.05, np.zeros((3, engine.x.size)), abandon)
 
 
+def test_with_nothing_held_out_the_training_rows_are_the_datas_whatever_its_memory_order(tmp_path):
+    """--test-fraction 0 keeps the data's rows as given (no copy of them): a run on a column-major copy of the data
+    gives the run on the row-major data bit for bit, with no test rows."""
+    runs = []
+    for order in ("C", "F"):
+        path = write(tmp_path, SMALL_FILE.replace("return X, (X[:, 0] > 0)", f"X = np.asarray(X, order='{order}')\n"
+                                                  "    return X, (X[:, 0] > 0)"), f"model_{order}.py")
+        engine, problem, *_ = make_engine(model=path, workers=3, iters=20, batch_size=4, test_fraction=0.0)
+        assert engine.external.oracle.X_train.is_contiguous() and problem.extra_facts["n_test"] == 0
+        r = simulate(engine)
+        runs.append((r.history, r.x))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 def test_the_data_check_finds_every_non_finite_value_whatever_the_dtype(dtype):
     """``oracle._all_finite`` (NumPy's check, torch's for bfloat16) against ``torch.isfinite``, on contiguous and
