@@ -32,7 +32,8 @@ if _ENTRY:
 
     memory.command_process()  # (before NumPy's import)
     for _sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(_sig, lambda signum, frame: _EARLY.append(signum))
+        if signal.getsignal(_sig) is not signal.SIG_IGN:  # (a job a script started with &: SIGINT stays ignored)
+            signal.signal(_sig, lambda signum, frame: _EARLY.append(signum))
 
 import inspect  # noqa: E402
 from pathlib import Path  # noqa: E402

@@ -116,7 +116,9 @@ def pending() -> bool:
 
 
 def install() -> dict:
-    """Handle SIGINT and SIGTERM (from the main thread); returns the previous handlers for ``restore``."""
+    """Handle SIGINT and SIGTERM (from the main thread); returns the previous handlers for ``restore``. A signal
+    the process ignores stays ignored: a job that a script or a non-interactive shell started with ``&`` ignores
+    SIGINT, so that a Ctrl-C meant for the script's foreground leaves it running."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     previous: dict = {"hook": sys.unraisablehook}
@@ -124,7 +126,8 @@ def install() -> dict:
         _state["hook"] = sys.unraisablehook
     sys.unraisablehook = _unraisable
     for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, _handler)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            previous[sig] = signal.signal(sig, _handler)
     _state.update(pending=None, depth=0, received=None, abandoned=False)
     return previous
 

@@ -63,6 +63,26 @@ def interrupt(args, sig=signal.SIGINT, after_import=None, twice=False, env=None)
         return p.returncode, early + err, took
 
 
+def test_a_job_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
+    """A job a script or a non-interactive shell starts with ``&`` inherits SIGINT ignored (POSIX), so that a Ctrl-C
+    at the terminal stops the script's foreground only: signsim keeps it ignored (the kernel's signal mask says so
+    once its work is under way, and a SIGINT to its process group changes nothing) and SIGTERM still stops it."""
+    ready, out = tmp_path / "ready", tmp_path / "r.json"
+    p = subprocess.Popen([sys.executable, "-m", "signsim.cli", "run", "--problem", "quadratic", "--iters",
+                          "100000000", "--out", str(out), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True, env={**os.environ, "SIGNSIM_READY_FILE": str(ready)},
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    wait_until_ready(p, ready)
+    ignored = int(next(line for line in Path(f"/proc/{p.pid}/status").read_text().splitlines()
+                       if line.startswith("SigIgn:")).split()[1], 16)
+    assert ignored & (1 << (signal.SIGINT - 1)), hex(ignored)
+    os.killpg(p.pid, signal.SIGINT)
+    os.kill(p.pid, signal.SIGTERM)
+    err, _ = exit_after_signal(p)
+    assert p.returncode == 143 and err.strip().splitlines() == ["signsim: terminated"], (p.returncode, err)
+    assert json.loads(out.read_text())["status"] == "interrupted"
+
+
 def assert_clean(err):
     assert "Traceback" not in err and "SystemError" not in err, err
 
