@@ -22,6 +22,7 @@ file costs.
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -42,6 +43,11 @@ os.environ.setdefault("SIGNSIM_LOOP", "analytic,glm")
 # no family's one loop compiles in the background after a run (signsim.engine.warm): tests/engine/test_warm.py
 # turns it on
 os.environ.setdefault("SIGNSIM_WARM", "0")
+# the tests that send SIGINT need its default disposition: a suite started in the background of a script (where
+# SIGINT is ignored, and stays ignored in every process it starts) gets Python's handler back, so that its test
+# processes and the signsim commands they start act on SIGINT as they would at a terminal
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from signsim.cli import main
 from signsim.engine.build import build

@@ -29,6 +29,10 @@ LOOP_INDEX = "loop.run_rounds-*.nbi"
 #: the index file of an asynchronous run's loop (``signsim.engine.buffered``)
 BUFFERED_INDEX = "buffered.run_buffered-*.nbi"
 
+#: how a notice names a family that the README calls otherwise
+SHOWN = {"external": "PyTorch model's"}
+
+
 def notice(command: str, family: str | None, dtype: str, kernel: str = "", composition: str = "") -> str:
     """The line a command prints before its first kernel compiles: what compiles (``family``: the problem's
     family, None when not known; ``kernel``: the name of the kernel that compiles first, which tells a run loop
@@ -39,7 +43,9 @@ def notice(command: str, family: str | None, dtype: str, kernel: str = "", compo
     if kernel.count("__") >= 2 and kernel.rsplit("__", 1)[1] in ("every", "own"):  # compiled for a run's plan
         family = family or kernel.split("__")[1]
         kind = kernel.rsplit("__", 1)[1]
-    of = f"{family} " if family else ""
+    of = f"{SHOWN.get(family, family)} " if family else ""
+    if family == "external":  # the engine's arithmetic, not the model's
+        dtype = f"{dtype}, the engine's; the model computes in its own dtype"
     if kind == "every":
         what = (f"the {of}loop that runs every composition of built-in stages ({dtype}) for {command}: once after "
                 f"an install or an upgrade; then no composition of built-in stages compiles")

@@ -280,12 +280,13 @@ def _check_gradient(oracle, mf, where: str, split, tau: int) -> None:
     state = torch.random.get_rng_state()
     try:  # one worker's minibatch gradient, in training mode as the rounds compute it
         oracle.worker_gradients(x0.to(torch.float64).numpy(), rows.reshape(1, 1, -1), 0.0, g)
-    except Exception as e:  # vmap or grad refused the model (buffers updated in place: batch norm, ...)
+    except Exception as e:  # vmap or grad refused the model (an in-place update of a captured tensor, ...)
         from signsim.torch.model_file import culprit
 
         how = "torch.func" if oracle.grouped is None else "one backward pass (--model-gradients grouped)"
-        raise InputError(f"{where}: the loss cannot be differentiated per worker with {how} "
-                         f"({culprit(e, mf.path)})") from None
+        # the oracle's guard has already named the file and the failure: say it once
+        why = str(e).removeprefix(f"{where}: ") if isinstance(e, InputError) else culprit(e, mf.path)
+        raise InputError(f"{where}: the loss cannot be differentiated per worker with {how} ({why})") from None
     finally:
         torch.random.set_rng_state(state)  # the check draws no dropout mask the run would have drawn
     if not np.all(np.isfinite(g)):

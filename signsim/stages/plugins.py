@@ -148,10 +148,20 @@ def bounds_checked(mod: ModuleType) -> bool:
     return is_plugin(mod) and getattr(mod, "TRUSTED", False) is not True
 
 
+#: the start of the module name of a plugin loaded from a file (``load_file``)
+FILE_MODULE = "signsim_plugin_"
+
+
 def _same_file(a: ModuleType, b: ModuleType) -> bool:
-    """Two plugin modules loaded from one file (its edited source replaces the earlier one)."""
+    """Two plugin modules loaded from one file (its edited source replaces the earlier one), or from two files of
+    one source (a copy: the same stage, whichever file loaded last)."""
     fa, fb = getattr(a, "__file__", None), getattr(b, "__file__", None)
-    return is_plugin(a) and fa is not None and fb is not None and Path(fa).resolve() == Path(fb).resolve()
+    if not (is_plugin(a) and is_plugin(b) and fa is not None and fb is not None):
+        return False
+    if Path(fa).resolve() == Path(fb).resolve():
+        return True
+    files = all(m.__name__.startswith(FILE_MODULE) for m in (a, b))  # named by load_file: ..._<source digest>
+    return files and a.__name__.rsplit("_", 1)[1] == b.__name__.rsplit("_", 1)[1]
 
 
 def load_file(path: str | Path) -> ModuleType:
@@ -174,7 +184,7 @@ def load_file(path: str | Path) -> ModuleType:
     key = f"{p.resolve()}:{digest}"
     if key in LOADED:
         return LOADED[key]
-    name = f"signsim_plugin_{p.stem.replace('-', '_')}_{digest}"
+    name = f"{FILE_MODULE}{p.stem.replace('-', '_')}_{digest}"
     if name in sys.modules and is_plugin(sys.modules[name]):
         LOADED[key] = sys.modules[name]
         return LOADED[key]

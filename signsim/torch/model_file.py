@@ -42,8 +42,13 @@ def _fail(path: str, what: str) -> InputError:
     return InputError(f"--model {path}: {what}")
 
 
+#: a message's first line longer than this is cut to its first sentence
+LONG = 160
+
+
 def culprit(e: BaseException, path: str) -> str:
-    """``e`` in one line, with the line of the model file where it arose when there is one."""
+    """``e`` in one line (its first, or that line's first sentence when it is long), with the line of the model
+    file where it arose when there is one."""
     import traceback
 
     where = ""
@@ -51,6 +56,8 @@ def culprit(e: BaseException, path: str) -> str:
         if Path(frame.filename).resolve() == Path(path).resolve():
             where = f" (line {frame.lineno}: {(frame.line or '').strip()})"
     text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    if len(text) > LONG and ". " in text:  # a long first line (torch's): its first sentence
+        text = text[: text.index(". ") + 1]
     return f"{type(e).__name__}{': ' + text if text else ''}{where}"
 
 

@@ -71,6 +71,16 @@ def _all_finite(t: torch.Tensor) -> bool:
     return bool(np.isfinite(a).all())
 
 
+def in_place_statistics(module: torch.nn.Module) -> str:
+    """The first layer of ``module`` that updates running statistics in place when it trains (batch or instance
+    norm with ``track_running_stats``), named with its type, or "". torch.func's transforms refuse a captured
+    buffer's in-place update, and one backward pass over every worker's rows would mix their statistics."""
+    for name, layer in module.named_modules():
+        if getattr(layer, "track_running_stats", False) and getattr(layer, "running_mean", None) is not None:
+            return f"{name or 'the model'} ({type(layer).__name__})"
+    return ""
+
+
 class ModelOracle:
     """Gradients, loss and accuracy of ``module`` under ``loss_fn`` on the given data, at a flat parameter vector.
 
@@ -95,6 +105,11 @@ class ModelOracle:
         self.sizes = [p.numel() for p in params.values()]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int).tolist()
         self.dim = int(self.offsets[-1])
+        running = in_place_statistics(module)
+        if running:
+            raise InputError(f"{where}: layer {running} keeps running statistics that every training step updates in "
+                             "place, which per-worker gradients cannot do: give it track_running_stats=False (each "
+                             "worker normalizes by its own minibatch) or use a GroupNorm or LayerNorm")
         self.buffers = {**dict(module.named_buffers()),
                         **{n: p.detach() for n, p in module.named_parameters() if not p.requires_grad}}
         self.X_train, self.y_train = self._features(X_train), self._targets(y_train)

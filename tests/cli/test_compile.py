@@ -78,6 +78,9 @@ def test_the_compile_notice_says_what_compiles_and_its_command_selects_something
     assert "once per composition" in own and "once after an install" not in own
     at = compiling.notice("diversity", "mlp", "float64", "run_rounds__mlp__own")
     assert "--command run --family mlp'" in at  # diversity --at run:K compiles run's loop
+    model = compiling.notice("run", "external", "float64", "run_rounds__external__own", "ssdm")
+    assert model.startswith("signsim: compiling the PyTorch model's loop of this composition of stages (ssdm) "
+                            "(float64, the engine's; the model computes in its own dtype)"), model
     from signsim.engine.dispatch import FAMILIES
 
     for command in (*compiling.COMMANDS, "sweep"):

@@ -222,6 +222,23 @@ def test_a_refused_plugin_stays_refused_on_a_second_load(tmp_path):
             plugins.load_file(p)
 
 
+def test_a_copy_of_a_plugin_is_the_same_stage_and_another_source_of_its_name_clashes(tmp_path):
+    """Two files of one source (a copy in another folder, under another name) register one stage, the last loaded;
+    a file of another source declaring the same NAME is refused, naming the file that holds the name."""
+    from signsim.errors import InputError
+    from signsim.stages import plugins, registry
+
+    source = example_source().replace('NAME = "scaled-sto-sign"', 'NAME = "copied"')
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "first.py").write_text(source)
+    (tmp_path / "second.py").write_text(source)
+    plugins.load_file(tmp_path / "a" / "first.py")
+    copy = plugins.load_file(tmp_path / "second.py")
+    assert registry.stages("compressor")["copied"] is copy
+    (tmp_path / "other.py").write_text(source.replace('SUMMARY = "', 'SUMMARY = "other: '))
+    with pytest.raises(InputError, match=r"other\.py.*'copied' clashes with the plugin .*second\.py"):
+        plugins.load_file(tmp_path / "other.py")
+
 def test_an_edited_plugin_is_loaded_afresh_in_the_same_process(tmp_path):
     """A notebook edits its plugin and runs again: the new source is the stage that runs."""
     from signsim.stages import plugins, registry

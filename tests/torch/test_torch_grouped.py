@@ -182,7 +182,8 @@ class OwnParameter(nn.Module):
 
 #: models that cannot be grouped, and the words their refusal has
 REFUSED = {
-    "batch-norm": (lambda: nn.Sequential(nn.Linear(5, 4), nn.BatchNorm1d(4), nn.Linear(4, 3)), "mixes the samples"),
+    "batch-norm": (lambda: nn.Sequential(nn.Linear(5, 4), nn.BatchNorm1d(4, track_running_stats=False),
+                                         nn.Linear(4, 3)), "mixes the samples"),
     "layer-norm": (lambda: nn.Sequential(nn.Linear(5, 4), nn.LayerNorm(4), nn.Linear(4, 3)), "only Linear and Conv"),
     "mixing": (Mixing, "differ from each worker's own"),
     "branching": (Branching, "torch.fx cannot trace"),

@@ -187,7 +187,21 @@ BAD = {
     "data raises": (SMALL_FILE.replace("rng = np.random.default_rng(0)", "1 / 0"), "data() raised ZeroDivisionError"),
     "wrong data": (SMALL_FILE.replace("return X, (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)", "return X"),
                    "data() must return (X, y)"),
-    "batch norm": (SMALL_FILE.replace("nn.Tanh()", "nn.BatchNorm1d(4)"), "cannot be differentiated per worker"),
+    # a layer that updates running statistics in place: named, with what to write instead
+    "batch norm": (SMALL_FILE.replace("nn.Tanh()", "nn.BatchNorm1d(4)"),
+                   "layer 1 (BatchNorm1d) keeps running statistics that every training step updates in place"),
+    "instance norm tracking": (SMALL_FILE.replace("nn.Linear(5, 4), nn.Tanh()",
+                                                  "nn.Linear(5, 4), nn.Unflatten(1, (1, 4)), "
+                                                  "nn.InstanceNorm1d(1, track_running_stats=True), nn.Flatten()"),
+                               "layer 2 (InstanceNorm1d) keeps running statistics"),
+    # torch's own refusal of an in-place update in a transformed function: said once, its first sentence
+    "in-place update": (SMALL_FILE.replace(
+        "return nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))",
+        "class M(nn.Module):\n        def __init__(self):\n            super().__init__()\n"
+        "            self.l = nn.Linear(5, 3)\n            self.register_buffer('seen', torch.zeros(()))\n"
+        "        def forward(self, x):\n            self.seen.add_(1)\n            return self.l(x)\n    return M()"),
+        "the loss cannot be differentiated per worker with torch.func (the workers' gradients failed: RuntimeError: "
+        "During a grad"),
     "test labels out of range": (SMALL_FILE.replace("return X, (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)",
                                  "y = (X[:, 0] > 0).astype(np.int64)\n    return X[:40], y[:40], X[40:], y[40:] + 5"),
                                  "the evaluation on the whole data set (loss, gradient, accuracy) failed: IndexError"),
@@ -468,6 +482,38 @@ def test_a_call_leaves_the_callers_torch_thread_count_as_it_found_it(tmp_path):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_batch_norm_without_running_statistics_normalizes_each_workers_minibatch_by_its_own(tmp_path):
+    """vmap's gradients of a model with ``BatchNorm1d(track_running_stats=False)``: worker j's is autograd's gradient
+    of j's minibatch through a copy of the model alone (its batch statistics, not the round's), H = 1 and the first
+    of H = 2 steps; the gradient of all workers' rows in one batch differs (so the check can tell them apart)."""
+    import copy
+
+    from signsim.interface import config
+    from signsim.problems import build as build_problem
+
+    path = write(tmp_path, SMALL_FILE.replace("np.float32", "np.float64").replace(
+        "nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))",
+        "nn.Linear(5, 4), nn.BatchNorm1d(4, track_running_stats=False), nn.Tanh(), nn.Linear(4, 3)).double()"))
+    p = build_problem(config.resolve(dict(model=path, workers=3, seed=1, test_fraction=0.0)))
+    oracle = p.external.oracle
+    x = p.x0 + 0.1 * np.random.default_rng(3).standard_normal(p.dim)
+
+    def own(rows):
+        net = copy.deepcopy(oracle.module).train()
+        torch.nn.utils.vector_to_parameters(torch.from_numpy(x.copy()), net.parameters())
+        r = torch.as_tensor(rows)
+        oracle.loss_fn(net(oracle.X_train[r]), oracle.y_train[r]).backward()
+        return torch.cat([q.grad.reshape(-1) for q in net.parameters()]).numpy()
+
+    rows = np.arange(24, dtype=np.int64).reshape(1, 3, 8)
+    for H in (1, 2):
+        g = np.zeros((3, p.dim))
+        oracle.worker_gradients(x, np.concatenate([rows] * H), 0.0, g)  # lr 0: each step's gradient at x
+        for j in range(3):
+            np.testing.assert_allclose(g[j], H * own(rows[0, j]), rtol=1e-10, atol=1e-12)
+    assert not np.allclose(g.mean(axis=0) / 2, own(rows.reshape(-1)), rtol=1e-3)
 
 
 def test_the_shards_mean_gradients_in_one_batched_pass_are_each_shards_own(tmp_path):
