@@ -22,12 +22,13 @@ import signsim
 
 PACKAGE = Path(signsim.__file__).resolve().parent
 SUFFIXES = (".nbi", ".nbc")
-#: the index file of the run loop (``loop.run_rounds``, compiled as ``loop.run_chunk`` and ``loop.run_chunk_threaded``):
-#: it lists every plan it was compiled for (``signsim.engine.plan``: the family of problems, the noise model, the
-#: stages, threaded or not)
-LOOP_INDEX = "loop.run_rounds-*.nbi"
-#: the index file of an asynchronous run's loop (``signsim.engine.buffered``)
-BUFFERED_INDEX = "buffered.run_buffered-*.nbi"
+#: the run loop (``loop.run_rounds``, compiled as ``loop.run_chunk`` and ``loop.run_chunk_threaded``) as the ledger
+#: of the kernel cache names it (``signsim.engine.ledger``: module, function, source file): it lists every plan the
+#: loop was compiled for (``signsim.engine.plan``: the family of problems, the noise model, the stages, threaded or
+#: not)
+LOOP = ("signsim.engine.loop", "run_rounds", PACKAGE / "engine" / "loop.py")
+#: an asynchronous run's loop (``signsim.engine.buffered``)
+BUFFERED = ("signsim.engine.buffered", "run_buffered", PACKAGE / "engine" / "buffered.py")
 
 #: how a notice names a family that the README calls otherwise
 SHOWN = {"external": "PyTorch model's"}
@@ -176,17 +177,14 @@ def cache_dirs(user: str | None = None) -> list[Path]:
     return [d / "__pycache__" for d in source_dirs()]
 
 
-def loop_is_cached(family: str = "*", dtype: str | None = None, index: str = LOOP_INDEX) -> bool:
+def loop_is_cached(family: str = "*", dtype: str | None = None, kernel: tuple = LOOP) -> bool:
     """Whether a run loop for ``family`` (any family by default) is in the kernel cache; with ``dtype``
-    (``--dtype``: float64 or float32), one compiled for state of that type; ``index``: the loop's index files
-    (``BUFFERED_INDEX``: an asynchronous run's loop). Read from Numba's index files, which name each compiled
-    plan's family (this unpickles Numba types, so it imports Numba, unless neither is asked)."""
-    engine = PACKAGE / "engine"
-    indexes = [p for d in cache_dirs() if d.name.startswith("engine") or d.parent == engine
-               for p in d.glob(index)]
-    if family == "*" and dtype is None:
-        return bool(indexes)
-    return any(_compiled_for(p, family, dtype) for p in indexes)
+    (``--dtype``: float64 or float32), one compiled for state of that type; ``kernel``: the loop (``BUFFERED``: an
+    asynchronous run's). Read from the cache's ledger (``signsim.engine.ledger``), which lists each compiled plan's
+    argument types by name (Numba is imported to read a family's name only when ``family`` is asked)."""
+    from signsim.engine import ledger
+
+    return any(_compiled_for(args, family, dtype) for args in ledger.signatures(*kernel))
 
 
 def sweep_notices(path, out, plugin: str | None = None) -> list[str]:
@@ -211,32 +209,22 @@ def sweep_notices(path, out, plugin: str | None = None) -> list[str]:
 
 
 #: where x is among the run loop's arguments (``loop.run_rounds``: its plan, k0, k1, K, then the bundles): the first
-#: field of its ``Server`` bundle
-SERVER_ARGUMENT, X_FIELD = 6, 0
+#: field of its ``Server`` bundle, whose type is named "Server(array(float64, 1d, C), ..."
+SERVER_ARGUMENT = 6
 
 
-def _compiled_for(index: Path, family: str, dtype: str | None) -> bool:
-    """Whether Numba's cache index ``index`` lists a compilation for a plan of ``family`` ("*": any) whose x is an
-    array of ``dtype`` (None: any). An index that cannot be read counts as a yes: better no notice than a wrong
-    one."""
-    import pickle
+def _compiled_for(args: list[str], family: str, dtype: str | None) -> bool:
+    """Whether the loop's argument types ``args`` (their names, as the ledger keeps them) are those of a plan of
+    ``family`` ("*": any) whose x is an array of ``dtype`` (None: any)."""
+    import re
 
-    from signsim.engine.plan import problems_of
+    if family != "*":
+        from signsim.engine.dispatch import family_in
 
-    try:
-        with open(index, "rb") as f:
-            pickle.load(f)  # Numba's version
-            _, overloads = pickle.loads(f.read())
-        for key in overloads:
-            sig = key[0]
-            problems = problems_of(sig[0])
-            if family != "*" and getattr(problems, "family", None) != family:
-                continue
-            if dtype is None or f"array({dtype}," in str(sig[SERVER_ARGUMENT].types[X_FIELD]):
-                return True
-        return False
-    except Exception:  # noqa: BLE001 - a damaged or foreign index file
-        return True
+        if not args or family_in(args[0]) != family:
+            return False
+    x = re.match(r"\w+\(array\((\w+),", args[SERVER_ARGUMENT]) if len(args) > SERVER_ARGUMENT else None
+    return dtype is None or (x is not None and x.group(1) == dtype)
 
 
 def clear() -> int:
@@ -256,6 +244,13 @@ def clear() -> int:
             if f.suffix in SUFFIXES:
                 f.unlink(missing_ok=True)
                 removed += 1
+    # the ledger of what the caches hold (``signsim.engine.ledger``) goes with them
+    from signsim.engine.ledger import FOLDER
+
+    for d in {Path(p).parent for p in dirs}:
+        for f in (d / FOLDER).glob("*/*") if (d / FOLDER).is_dir() else ():
+            if f.is_file() and not f.is_symlink():
+                f.unlink(missing_ok=True)
     return removed
 
 
@@ -369,7 +364,7 @@ def estimate(cmds: list[list[str]]) -> float:
     whose loop is in the kernel cache already (and their asynchronous loop when that is)."""
     total = 0.0
     for g in {group(c) for c in cmds}:
-        if g[0] == "run" and g in ASYNC_SECONDS and not loop_is_cached(g[1], g[2], BUFFERED_INDEX):
+        if g[0] == "run" and g in ASYNC_SECONDS and not loop_is_cached(g[1], g[2], BUFFERED):
             total += ASYNC_SECONDS[g]
         if g[0] == "run" and loop_is_cached(g[1], g[2]):
             continue

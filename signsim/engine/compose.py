@@ -82,9 +82,8 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     only (``loops``), so a composition run with another noise model is another composition here."""
     from numba import typeof
 
-    from signsim.engine import plan as plan_module
-    from signsim.engine import warm
-    from signsim.engine.split_compile import cached, cached_signatures
+    from signsim.engine import ledger, warm
+    from signsim.engine.split_compile import cached
 
     def pick(builtin: bool):
         return loops(family, stages, threaded, builtin=builtin, noise=noise)
@@ -93,8 +92,7 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
         return cached(kernel, (typeof(plan), *signature))
 
     def family_has_loops(kernel) -> bool:  # any loop of the family, of any composition (threaded or serial as asked)
-        return any(getattr(plan_module.problems_of(sig[0]), "family", None) == family
-                   for sig in cached_signatures(kernel) if sig)
+        return any(dispatch.family_in(args[0]) == family for args in ledger.signatures_of(kernel) if args)
 
     if not stage_kernels.builtin_only(stages):
         return (*pick(False), False)

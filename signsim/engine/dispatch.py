@@ -19,6 +19,7 @@ serial, so they write NaN (and callers check their codes before the loop with ``
 
 import functools
 import os
+import re
 import warnings
 
 import numba
@@ -123,6 +124,13 @@ class ProblemsType(types.Type):
     def __init__(self, family: str, noise: str | None):
         self.family, self.noise = family, noise
         super().__init__(name=f"Problems({family},{noise or 'every noise'})")
+
+
+def family_in(text: str) -> str | None:
+    """The family of problems named in the text of a type holding a ``ProblemsType`` (a plan's: the ledger's
+    record of a loop, ``signsim.engine.ledger``), or None."""
+    found = re.search(r"Problems\(([^,()]+),", text)
+    return found.group(1) if found else None
 
 
 def opaque(cls: type, numba_type: type, type_of) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from signsim.codes import Schedule, SignZero, Status, Tie, choice
-from signsim.engine import clock, compose, dispatch, loop, smoke, split_compile, stage_kernels
+from signsim.engine import clock, compose, dispatch, ledger, loop, smoke, split_compile, stage_kernels
 from signsim.engine.state import ChunkedState
 from signsim.errors import InputError
 from signsim.interface import memory
@@ -611,8 +611,10 @@ class Engine(ChunkedState):
                     self.warm = (family, threaded, signature)
             compose.check_codes(self.plan, self.icfg)
             try:
-                split_compile.compile_loop(self, kernel, self.plan)  # a loop not in the cache: on two cores
+                callees = split_compile.compile_loop(self, kernel, self.plan)  # a loop not in the cache: 2 cores
                 status = kernel(self.plan, k0, k1, K, *self.bundles())
+                if callees:  # the loop and what it called are in the cache now
+                    ledger.note(kernel, *callees)
                 if entry is None:  # (None: not looked up yet; False: no compiled entry for these types)
                     compiled = kernel.overloads.get(self.signature)
                     self.entry = compiled.entry_point if compiled is not None else False
@@ -649,6 +651,7 @@ class Engine(ChunkedState):
                                                self.queue)
                 if self.kinds is None:  # a chunk has returned: the loop is compiled (``_stopped_at_chunk_start``)
                     self.kinds = argument_kinds(self.bundles())
+                    ledger.note(buffered.run_buffered)  # and in the cache (``compose.buffered_plan`` asks)
             except Exception as e:
                 self._plugin_error(e)
         self.status = self._contract(Status(status))

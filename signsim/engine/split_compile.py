@@ -120,23 +120,11 @@ def find(recipe):
 
 
 def cached(dispatcher, signature) -> bool:
-    """Whether Numba's cache holds ``dispatcher`` compiled for ``signature`` (its index lists it). Reads Numba's
-    cache index the way ``Dispatcher.compile`` does; anything unexpected counts as not cached."""
-    try:
-        cache = dispatcher._cache
-        key = cache._index_key(signature, dispatcher.targetctx.codegen())
-        return key in cache._cache_file._load_index()
-    except Exception:  # noqa: BLE001 - a Numba without these internals: the helper then finds out itself
-        return False
+    """Whether the kernel cache holds ``dispatcher`` compiled for ``signature``, as signsim's ledger records it
+    (``signsim.engine.ledger``)."""
+    from signsim.engine import ledger
 
-
-def cached_signatures(dispatcher) -> list:
-    """The argument types of every compilation of ``dispatcher`` that Numba's cache index lists (read as
-    ``cached`` reads it; nothing when it cannot be read)."""
-    try:
-        return [key[0] for key in dispatcher._cache._cache_file._load_index()]
-    except Exception:  # noqa: BLE001 - a Numba without these internals, a damaged index
-        return []
+    return ledger.holds(dispatcher, signature)
 
 
 class _Helper:
@@ -202,27 +190,30 @@ def alongside(jobs):
         helper.close()
 
 
-def compile_loop(engine, kernel, run_plan) -> None:
+def compile_loop(engine, kernel, run_plan) -> list:
     """Compile ``engine``'s loop ``kernel`` for the plan ``run_plan`` (not yet compiled in this process) on two
     cores when it is not in the cache: the helper's jobs in a helper process, the worker step here. The loop itself
-    then compiles (or loads) at its first call."""
+    then compiles (or loads) at its first call. Returns, when the loop was not in the cache, the dispatchers of its
+    callees that the plan names (the jobs' and the worker step), for the ledger once the loop has run; else []."""
     from numba import typeof
 
-    if not enabled():
-        return
     bundles = engine.bundles()
     signature = tuple(typeof(a) for a in (run_plan, np.int64(0), np.int64(0), np.int64(0), *bundles))
-    if signature in kernel.overloads or cached(kernel, signature):
-        return
+    if signature in kernel.signatures or cached(kernel, signature):
+        return []
     jobs, (step, signatures) = plan(engine, kernel, run_plan, bundles)
-    with alongside(jobs):
-        for signature in signatures:
-            step.compile(signature)
+    if enabled():
+        with alongside(jobs):
+            for signature in signatures:
+                step.compile(signature)
+    return [*{id(d): d for d in (find(recipe) for recipe, _ in jobs)}.values(), step]
 
 
 def _helper() -> None:
     """The helper process: read the jobs from stdin, compile each into the cache in order, first writing its index
     to stdout; skip those claimed by a line on stdin (the parent compiles them); exit when stdin closes."""
+    from signsim.engine import ledger
+
     jobs = pickle.load(sys.stdin.buffer)
     claimed: set[int] = set()
 
@@ -238,7 +229,9 @@ def _helper() -> None:
             break  # the parent took the rest, from the last
         print(i, flush=True)
         with contextlib.suppress(Exception):  # the parent compiles whatever is missing
-            find(recipe).compile(signature)
+            dispatcher = find(recipe)
+            dispatcher.compile(signature)
+            ledger.note(dispatcher)
 
 
 if __name__ == "__main__":

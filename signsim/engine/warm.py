@@ -155,11 +155,13 @@ def _main(fd: int) -> None:
     family, threaded, signature = pickle.load(sys.stdin.buffer)
     from numba import typeof
 
-    from signsim.engine import loop
+    from signsim.engine import ledger, loop
     from signsim.engine.plan import plan_for
 
     plan = plan_for(family, parallel=threaded)
-    loop.compiled(plan).compile((typeof(plan), *signature))
+    kernel = loop.compiled(plan)
+    kernel.compile((typeof(plan), *signature))
+    ledger.note(kernel)
     os.close(fd)
 
 

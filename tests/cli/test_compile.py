@@ -10,22 +10,26 @@ from signsim import methods, noise, problems
 from signsim.commands import compile as compiling
 
 
-def _index(where, family: str, *dtypes):
-    """A run loop's cache index in ``where`` listing a plan of ``family`` for each dtype of x (the loop's arguments:
-    the plan, k0, k1, K, then the bundles; the Server bundle holds x first, gbuf is float64 always)."""
-    import pickle
+def _index(family: str, *dtypes):
+    """The ledger of the kernel cache (``signsim.engine.ledger``) told that the run loop holds a plan of ``family``
+    for each dtype of x (the loop's arguments: the plan, k0, k1, K, then the bundles; the Server bundle holds x
+    first, gbuf is float64 always), as ``ledger.note`` records a dispatcher's signatures."""
+    from collections import namedtuple
+    from types import SimpleNamespace
 
     from numba import typeof
     from numba.core import types
 
+    from signsim.engine import ledger, loop
     from signsim.engine.plan import plan_for
 
     def server(dt):
-        return types.Tuple((types.Array(getattr(types, dt), 1, "C"), types.Array(types.float64, 1, "C")))
+        return types.NamedTuple((types.Array(getattr(types, dt), 1, "C"), types.Array(types.float64, 1, "C")),
+                                namedtuple("Server", "x gbuf"))
 
-    keys = {((typeof(plan_for(family)), "k0", "k1", "k", "data", "workers", server(dt), "run", "gens"), "cpu"):
-            "file.nbc" for dt in dtypes}
-    (where / "loop.run_rounds-1.py311.nbi").write_bytes(pickle.dumps("0.68") + pickle.dumps((0, keys)))
+    i64 = types.int64
+    sigs = [(typeof(plan_for(family)), i64, i64, i64, i64, i64, server(dt)) for dt in dtypes]
+    ledger.note(SimpleNamespace(py_func=loop.run_chunk.py_func, signatures=sigs))
 
 
 def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
@@ -33,7 +37,8 @@ def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
     engine = compiling.PACKAGE / "engine"
     where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
     where.mkdir()
-    _index(where, "mlp", "float64")
+    _index("mlp", "float64")
+    (where / "loop.run_rounds-1.py311.nbi").write_bytes(b"i")
     (where / "loop.run_rounds-1.py311.1.nbc").write_bytes(b"x")
     (where / "keep.txt").write_text("not a kernel")
     assert compiling.loop_is_cached() and compiling.loop_is_cached("mlp")
@@ -139,19 +144,20 @@ def test_compile_runs_every_warm_up_command(cli):
 
 
 def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
-    """A float32 run compiles its own copy of the loop: the notice looks for that copy in Numba's index."""
+    """A float32 run compiles its own copy of the loop: the notice looks for that copy in the cache's ledger."""
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     engine = compiling.PACKAGE / "engine"
     where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
     where.mkdir()
 
-    _index(where, "glm", "float64")
+    _index("glm", "float64")
     assert compiling.loop_is_cached("glm") and compiling.loop_is_cached("glm", "float64")
     assert not compiling.loop_is_cached("glm", "float32") and not compiling.loop_is_cached("mlp")
-    _index(where, "glm", "float64", "float32")
+    _index("glm", "float64", "float32")
     assert compiling.loop_is_cached("glm", "float32")
-    (where / "loop.run_rounds-1.py311.nbi").write_bytes(b"damaged")
-    assert compiling.loop_is_cached("glm", "float32")  # unreadable: no notice rather than a wrong one
+    for entry in (tmp_path / "ledger" / "signsim.engine.loop.run_rounds").iterdir():
+        entry.write_text("damaged")  # an entry that cannot be read says nothing
+    assert not compiling.loop_is_cached("glm")
 
 
 def test_an_interrupted_warm_up_command_stops_the_compile(monkeypatch):

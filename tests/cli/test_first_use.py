@@ -98,7 +98,7 @@ def test_compile_estimates_every_group_it_runs(tmp_path, monkeypatch):
     assert compiling.estimate(compiling.select(["bound"])) == compiling.SECONDS[("bound", "analytic", "float64")]
     # the rounds' loop cached, the asynchronous one not: only the latter counts
     monkeypatch.setattr(compiling, "loop_is_cached",
-                        lambda family="*", dtype=None, index=compiling.LOOP_INDEX: index == compiling.LOOP_INDEX)
+                        lambda family="*", dtype=None, kernel=compiling.LOOP: kernel == compiling.LOOP)
     group = ("run", "analytic", "float64")
     assert compiling.estimate(compiling.select(["run"], ["analytic"], "float64")) == compiling.ASYNC_SECONDS[group]
 

@@ -31,10 +31,6 @@ PATTERNS = {
 REMAINING = {
     ("draws.py", "random internals"):
         "Numba's translation of NumPy's bounded draws: the public gen.integers allocates an array per draw",
-    ("engine/split_compile.py", "cache internals"):
-        "whether a loop is in the cache for a signature: Numba has no public query",
-    ("commands/compile.py", "cache index unpickled"):
-        "compile --list reads which dtypes each cached kernel holds from Numba's index files",
     ("engine/stage_kernels.py", "no runtime"):
         "the worker path compiled without Numba's runtime (allocates nothing): with it, SSDM on Rosenbrock (d = 10, "
         "M = 32, K = 20,000) took 0.29 s instead of 0.08 s (benchmarks/bench_engine.py, 5 December 2026)",
