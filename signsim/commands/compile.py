@@ -45,16 +45,15 @@ def notice(command: str, family: str | None, dtype: str, kernel: str = "", compo
         family = family or kernel.split("__")[1]
         kind = kernel.rsplit("__", 1)[1]
     of = f"{SHOWN.get(family, family)} " if family else ""
-    if family == "external":  # the engine's arithmetic, not the model's
-        dtype = f"{dtype}, the engine's; the model computes in its own dtype"
+    shown = dtype if family != "external" else f"{dtype}, the engine's; the model computes in its own dtype"
     if kind == "every":
-        what = (f"the {of}loop that runs every composition of built-in stages ({dtype}) for {command}: once after "
+        what = (f"the {of}loop that runs every composition of built-in stages ({shown}) for {command}: once after "
                 f"an install or an upgrade; then no composition of built-in stages compiles")
     elif kind == "own":
         named = f" ({composition})" if composition else ""
-        what = f"the {of}loop of this composition of stages{named} ({dtype}) for {command}: once per composition"
+        what = f"the {of}loop of this composition of stages{named} ({shown}) for {command}: once per composition"
     else:
-        what = f"the {of}kernels ({dtype}) for {command}: once after an install or an upgrade"
+        what = f"the {of}kernels ({shown}) for {command}: once after an install or an upgrade"
     if signsim.UNCACHED is not None:  # the cache's disk is full: this process's kernels are not kept
         return (f"signsim: compiling {what}, seconds to minutes on 2 cores; not kept: {_full_folder()} "
                 "(NUMBA_CACHE_DIR names another)")

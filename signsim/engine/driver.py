@@ -614,7 +614,8 @@ class Engine(ChunkedState):
                 callees = split_compile.compile_loop(self, kernel, self.plan)  # a loop not in the cache: 2 cores
                 status = kernel(self.plan, k0, k1, K, *self.bundles())
                 if callees:  # the loop and what it called are in the cache now
-                    ledger.note(kernel, *callees)
+                    ledger.note(kernel)
+                    ledger.record(callees)
                 if entry is None:  # (None: not looked up yet; False: no compiled entry for these types)
                     compiled = kernel.overloads.get(self.signature)
                     self.entry = compiled.entry_point if compiled is not None else False

@@ -193,8 +193,9 @@ def alongside(jobs):
 def compile_loop(engine, kernel, run_plan) -> list:
     """Compile ``engine``'s loop ``kernel`` for the plan ``run_plan`` (not yet compiled in this process) on two
     cores when it is not in the cache: the helper's jobs in a helper process, the worker step here. The loop itself
-    then compiles (or loads) at its first call. Returns, when the loop was not in the cache, the dispatchers of its
-    callees that the plan names (the jobs' and the worker step), for the ledger once the loop has run; else []."""
+    then compiles (or loads) at its first call. Returns, when the loop was not in the cache, its callees that the
+    plan names as ``(dispatcher, signature)`` pairs (the jobs and the worker step), for the ledger once the loop has
+    compiled them; else []."""
     from numba import typeof
 
     bundles = engine.bundles()
@@ -206,7 +207,7 @@ def compile_loop(engine, kernel, run_plan) -> list:
         with alongside(jobs):
             for signature in signatures:
                 step.compile(signature)
-    return [*{id(d): d for d in (find(recipe) for recipe, _ in jobs)}.values(), step]
+    return [(find(recipe), signature) for recipe, signature in jobs] + [(step, s) for s in signatures]
 
 
 def _helper() -> None:

@@ -148,8 +148,8 @@ def bounds_checked(mod: ModuleType) -> bool:
     return is_plugin(mod) and getattr(mod, "TRUSTED", False) is not True
 
 
-#: the start of the module name of a plugin loaded from a file (``load_file``)
-FILE_MODULE = "signsim_plugin_"
+#: the source digest of each plugin module loaded from a file (``load_file``), by module name
+DIGESTS: dict[str, str] = {}
 
 
 def _same_file(a: ModuleType, b: ModuleType) -> bool:
@@ -160,8 +160,8 @@ def _same_file(a: ModuleType, b: ModuleType) -> bool:
         return False
     if Path(fa).resolve() == Path(fb).resolve():
         return True
-    files = all(m.__name__.startswith(FILE_MODULE) for m in (a, b))  # named by load_file: ..._<source digest>
-    return files and a.__name__.rsplit("_", 1)[1] == b.__name__.rsplit("_", 1)[1]
+    digest = DIGESTS.get(a.__name__)
+    return digest is not None and digest == DIGESTS.get(b.__name__)
 
 
 def load_file(path: str | Path) -> ModuleType:
@@ -180,17 +180,19 @@ def load_file(path: str | Path) -> ModuleType:
     # named by its source, as its compiled kernels are: a cached loop refers to the module by this name, so the
     # same source loaded from another path must find the same module, and an edited file is a new module (in one
     # process too: a notebook that edits its plugin never runs it stale)
-    digest = hashlib.sha1(p.read_bytes()).hexdigest()[:10]
+    full = hashlib.sha1(p.read_bytes()).hexdigest()
+    digest = full[:10]
     key = f"{p.resolve()}:{digest}"
     if key in LOADED:
         return LOADED[key]
-    name = f"{FILE_MODULE}{p.stem.replace('-', '_')}_{digest}"
+    name = f"signsim_plugin_{p.stem.replace('-', '_')}_{digest}"
     if name in sys.modules and is_plugin(sys.modules[name]):
-        LOADED[key] = sys.modules[name]
+        LOADED[key], DIGESTS[name] = sys.modules[name], full
         return LOADED[key]
     spec = importlib.util.spec_from_file_location(name, p)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod  # Numba's cache and pickling (sweep workers) find it by this name
+    DIGESTS[name] = full
     try:
         spec.loader.exec_module(mod)
     except InputError:

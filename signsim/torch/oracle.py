@@ -72,12 +72,15 @@ def _all_finite(t: torch.Tensor) -> bool:
 
 
 def in_place_statistics(module: torch.nn.Module) -> str:
-    """The first layer of ``module`` that updates running statistics in place when it trains (batch or instance
-    norm with ``track_running_stats``), named with its type, or "". torch.func's transforms refuse a captured
-    buffer's in-place update, and one backward pass over every worker's rows would mix their statistics."""
+    """The first layer of ``module`` that updates running statistics in place when the model trains (batch or
+    instance norm with ``track_running_stats``, in training mode once ``module.train()`` has run: a model that keeps
+    its batch norm in evaluation mode updates nothing), named with its type, or "". torch.func's transforms refuse a
+    captured buffer's in-place update. (Leaves ``module`` in training mode, as the rounds use it.)"""
+    module.train()
     for name, layer in module.named_modules():
-        if getattr(layer, "track_running_stats", False) and getattr(layer, "running_mean", None) is not None:
-            return f"{name or 'the model'} ({type(layer).__name__})"
+        if (layer.training and getattr(layer, "track_running_stats", False)
+                and getattr(layer, "running_mean", None) is not None):
+            return f"{name} ({type(layer).__name__})" if name else f"of the model itself ({type(layer).__name__})"
     return ""
 
 

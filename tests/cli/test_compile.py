@@ -32,8 +32,16 @@ def _index(family: str, *dtypes):
     ledger.note(SimpleNamespace(py_func=loop.run_chunk.py_func, signatures=sigs))
 
 
-def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
+def _cache_in(tmp_path, monkeypatch):
+    """The kernel cache folder and its ledger in ``tmp_path`` (Numba read the suite's own when it was imported)."""
+    from signsim.engine import ledger
+
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ledger, "root", lambda: tmp_path / ledger.FOLDER)
+
+
+def test_clear_removes_only_cached_kernels(cli, tmp_path, monkeypatch):
+    _cache_in(tmp_path, monkeypatch)
     engine = compiling.PACKAGE / "engine"
     where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
     where.mkdir()
@@ -145,7 +153,7 @@ def test_compile_runs_every_warm_up_command(cli):
 
 def test_the_compile_notice_tells_float32_loops_apart(tmp_path, monkeypatch):
     """A float32 run compiles its own copy of the loop: the notice looks for that copy in the cache's ledger."""
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    _cache_in(tmp_path, monkeypatch)
     engine = compiling.PACKAGE / "engine"
     where = tmp_path / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
     where.mkdir()

@@ -93,7 +93,9 @@ def test_compile_estimates_every_group_it_runs(tmp_path, monkeypatch):
     # your own model's loop compiles ahead of time only where torch is installed
     groups = {g for g in compiling.SECONDS if g[1] != "external" or importlib.util.find_spec("torch")}
     assert {compiling.group(c) for c in every} == groups
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # nothing cached: every group counts
+    from signsim.engine import ledger
+
+    monkeypatch.setattr(ledger, "root", lambda: tmp_path / ledger.FOLDER)  # nothing cached: every group counts
     assert compiling.estimate(every) == sum(compiling.SECONDS[g] + compiling.ASYNC_SECONDS.get(g, 0) for g in groups)
     assert compiling.estimate(compiling.select(["bound"])) == compiling.SECONDS[("bound", "analytic", "float64")]
     # the rounds' loop cached, the asynchronous one not: only the latter counts
@@ -138,7 +140,9 @@ def test_a_sweep_names_the_families_it_will_compile(tmp_path, monkeypatch):
 
     p = tmp_path / "s.toml"
     p.write_text('iters = 2\n[grid]\nproblem = ["quadratic", "logistic"]\n')
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "empty"))
+    from signsim.engine import ledger
+
+    monkeypatch.setattr(ledger, "root", lambda: tmp_path / "empty" / ledger.FOLDER)  # nothing cached
     lines = sweep_notices(p, tmp_path / "o")
     assert len(lines) == 2 and "analytic kernels (float64)" in lines[0] and "glm kernels (float64)" in lines[1]
     # the command it suggests is one that `signsim compile` takes (a sweep's runs compile run's kernels)

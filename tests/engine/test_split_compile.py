@@ -18,6 +18,13 @@ from signsim.engine.driver import simulate
 from signsim.interface import config
 
 
+def _in_numbas_index(dispatcher, signature) -> bool:
+    """Whether Numba's own cache index lists ``dispatcher`` compiled for ``signature`` (read through Numba's
+    internals, here in a test only: the oracle of the ledger signsim keeps, ``signsim.engine.ledger``)."""
+    cache = dispatcher._cache
+    return cache._index_key(signature, dispatcher.targetctx.codegen()) in cache._cache_file._load_index()
+
+
 def _engine(monkeypatch, **options):
     monkeypatch.setenv(split_compile.ENV, "0")  # whatever is compiled here, the loop compiles it itself
     engine = build(config.resolve({"method": "ssdm", "workers": 32, "iters": 20, **options})).engine
@@ -32,7 +39,7 @@ def _engine(monkeypatch, **options):
     {"method": "signum", "byzantine": 1, "attack": "alie-opt", "loop": "composed"}],
     ids=["serial", "threaded", "own-loop"])
 def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options):
-    """Every job's signature is one Numba's cache lists for that kernel after a loop compiled it (the suite's
+    """Every job's signature is one Numba's cache index lists for that kernel after a loop compiled it (the suite's
     warm-up compiles the loops without the helper: a signature that differs from the loop's would be missing). The
     jobs of the server's stages come from the table of kinds: one per call the server makes."""
     from signsim.engine import compose, loop
@@ -55,7 +62,7 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
               for _ in (registry.builtin(kinds.base(k.name)) if one else [0])]
     assert sorted(n for n in names if n in {c.attr for k in kinds.TABLE for c in k.calls}) == sorted(server)
     assert "attack_factor" in names
-    missing = [recipe for recipe, sig in jobs if not split_compile.cached(split_compile.find(recipe), sig)]
+    missing = [recipe for recipe, sig in jobs if not _in_numbas_index(split_compile.find(recipe), sig)]
     assert missing == []
     # the worker step and record: the cache holds no other float64 signature (a wrong one compiled by the split
     # path would sit next to the loop's own); the worker step's, none other for this plan (it keeps one for each
@@ -124,6 +131,11 @@ def test_from_an_empty_cache_the_loop_loads_the_helpers_kernels_and_results_matc
     assert helpers <= set(compiled_alone)
     assert "record" not in compiled_here and not helpers <= set(compiled_here), compiled_here
     assert "worker_step" in compiled_here and "run_rounds" in compiled_here
+    for split in ("0", "1"):  # the ledger lists the loop and its callees, whichever process compiled them
+        (folder,) = (tmp_path / split).glob("signsim/numba/*/ledger")
+        listed = {p.name for p in folder.iterdir() if any(p.iterdir())}
+        names = ("run_rounds", "record", "worker_step", "step_size")
+        assert {f"signsim.engine.loop.{name}" for name in names} <= listed
 
 
 def test_later_chunks_call_the_loops_compiled_entry_with_the_same_results(monkeypatch):

@@ -516,6 +516,18 @@ def test_a_batch_norm_without_running_statistics_normalizes_each_workers_minibat
     assert not np.allclose(g.mean(axis=0) / 2, own(rows.reshape(-1)), rtol=1e-3)
 
 
+def test_a_model_that_keeps_its_batch_norm_in_evaluation_mode_runs(tmp_path, cli):
+    """Fine-tuning with frozen batch norm (``train()`` overridden to keep the layer in evaluation mode) updates no
+    statistics: it runs, where a batch norm that trains is one line naming it (the BAD cases above)."""
+    frozen = SMALL_FILE.replace(
+        "return nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))",
+        "class M(nn.Sequential):\n        def train(self, mode=True):\n            super().train(mode)\n"
+        "            self[1].eval()\n            return self\n"
+        "    return M(nn.Linear(5, 4), nn.BatchNorm1d(4), nn.Tanh(), nn.Linear(4, 3))")
+    r = cli("run", "--model", write(tmp_path, frozen), "--workers", "2", "--iters", "3", "--json", "--quiet")
+    assert r.code == 0, r.err
+    assert r.json()["status"] == "ok"
+
 def test_the_shards_mean_gradients_in_one_batched_pass_are_each_shards_own(tmp_path):
     """``ModelProblem.group_means`` (the heterogeneity at x0 of a run with a split, batched over the shards of one
     size): each shard's mean gradient, checked against the mean of that shard's per-sample gradients and against
