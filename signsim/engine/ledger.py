@@ -95,7 +95,8 @@ def _parts(dispatcher) -> tuple[str, str, str]:
 def note(*dispatchers) -> None:
     """Record every signature each of ``dispatchers`` holds in this process (``dispatcher.signatures``: compiled
     here or loaded from the cache). Nothing when the kernels are not kept; nothing raised."""
-    record([(d, signature) for d in dispatchers for signature in list(d.signatures)])
+    with contextlib.suppress(Exception):  # (an object that is not a dispatcher: nothing to record)
+        record([(d, signature) for d in dispatchers for signature in list(d.signatures)])
 
 
 def record(pairs) -> None:
