@@ -140,40 +140,53 @@ import sys
 from pathlib import Path
 from signsim.cli import main
 
+def locks(queue, family, primer, after, wait):
+    \"\"\"The command's locks: its family's (exclusive for a primer, shared otherwise) and, shared, those of the
+    families it comes after (their primers ended); without ``wait``, None when one is held.\"\"\"
+    held = []
+    for name, kind in [(family, fcntl.LOCK_EX if primer == "1" else fcntl.LOCK_SH)] + [
+            (a, fcntl.LOCK_SH) for a in after.split(",") if a]:
+        lock = open(Path(queue).with_name(name), "a")
+        try:
+            fcntl.flock(lock, kind | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            lock.close()
+            for h in held:
+                h.close()
+            return None
+        held.append(lock)
+    return held
+
+
 def take(queue):
-    \"\"\"The next command, with its family's lock held (exclusive for a primer, shared otherwise).\"\"\"
+    \"\"\"The next command, with its locks held (``locks``).\"\"\"
     with open(queue, "r+") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         lines = f.read().splitlines()
         if not lines:
             return None, None
-        chosen = None
+        chosen = held = None
         for i, line in enumerate(lines):
-            family, primer, command = line.split("\\t")
-            lock = open(Path(queue).with_name(family), "a")
-            try:
-                fcntl.flock(lock, (fcntl.LOCK_EX if primer == "1" else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            family, primer, after, command = line.split("\\t")
+            held = locks(queue, family, primer, after, wait=False)
+            if held is not None:
                 chosen = i
                 break
-            except BlockingIOError:
-                lock.close()
-        if chosen is None:  # every command left waits for a primer: the first one, once its primer ends
-            chosen, (family, primer, command) = 0, lines[0].split("\\t")
-            lock = None
+        if chosen is None:  # every command left waits for a primer: the first one, once its primers end
+            chosen, (family, primer, after, command) = 0, lines[0].split("\\t")
         f.seek(0)
         f.truncate()
         f.write("\\n".join(lines[:chosen] + lines[chosen + 1:]))
-    if lock is None:
-        lock = open(Path(queue).with_name(family), "a")
-        fcntl.flock(lock, fcntl.LOCK_SH)
-    return command, lock
+    if held is None:
+        held = locks(queue, family, primer, after, wait=True)
+    return command, held
 
 import os
 import time
 
 done = os.fdopen(int(sys.argv[2]), "w", buffering=1)  # a line per command to the session, as each ends
 while True:
-    line, lock = take(sys.argv[1])
+    line, held = take(sys.argv[1])
     if line is None:
         break
     start = time.monotonic()
@@ -183,7 +196,8 @@ while True:
         if e.code not in (0, 1, None):
             print(f"warm-up: signsim {line} exited {e.code}", file=sys.stderr)
     finally:
-        lock.close()
+        for lock in held:
+            lock.close()
         done.write(f"{time.monotonic() - start:.1f}\\t{line}\\n")
 """
 #: warm-up commands whose kernels no fast test loads (seen from the cache files' access times after a suite):
@@ -209,7 +223,8 @@ def redundant(args: list[str]) -> bool:
 
 def _warm_up_queue() -> list[str]:
     """``signsim compile``'s float64 warm-up commands (float32 loops are for test_dtype.py, in the slow step) as
-    queue lines ``family<TAB>primer<TAB>command``: each family's primer first (the longest first), then the other
+    queue lines ``family<TAB>primer<TAB>after<TAB>command`` (``after``: the families whose primers must end
+    first): each family's primer first (the analytic problems' first, the others the longest first), then the other
     commands with the families interleaved, one of each in turn. Without its threaded runs: the whole suite runs
     with one Numba thread per process (``ONE_THREAD``), where every run takes the serial loop."""
     from itertools import zip_longest
@@ -223,8 +238,12 @@ def _warm_up_queue() -> list[str]:
             continue
         if dtype == "float64" and " ".join(args) not in UNUSED and not threaded(args):
             families.setdefault(family, []).append(" ".join(args))
-    primers = [f"{family}\t1\t{lines[0]}" for family, lines in reversed(families.items())]
-    others = [[f"{family}\t0\t{line}" for line in lines[1:]] for family, lines in families.items()]
+    # the GLMs' one loop calls the stage kernels the analytic problems' one loop compiles (their names carry no
+    # family): its primer starts once the analytic one has ended, instead of compiling them a second time beside it
+    after = {"glm": "analytic"}
+    order = ["analytic", *[f for f in reversed(families) if f != "analytic"]]
+    primers = [f"{family}\t1\t{after.get(family, '')}\t{families[family][0]}" for family in order if family in families]
+    others = [[f"{family}\t0\t\t{line}" for line in lines[1:]] for family, lines in families.items()]
     rest = [line for turn in zip_longest(*others) for line in turn if line is not None]
     return primers + rest
 
@@ -255,7 +274,7 @@ def pytest_sessionstart(session):
     say = report.write_line if report is not None else (lambda line: None)
     groups: dict[str, list[str]] = {}  # family -> its commands not done yet
     for line in commands:
-        groups.setdefault(line.split("\t")[0], []).append(line.split("\t")[2])
+        groups.setdefault(line.split("\t")[0], []).append(line.split("\t")[3])
     say(f"warming the kernel cache: {len(commands)} warm-up commands of {len(groups)} families of problems in "
         f"{workers} processes (a line per family as it is done)")
     with tempfile.TemporaryFile("w+") as errors, tempfile.TemporaryDirectory() as tmp:
