@@ -131,9 +131,10 @@ def pytest_collection_modifyitems(config, items):
 # (every kernel) run instead in N processes that take the next command from one queue (a file, under a lock) as
 # each finishes, so that the cores stay busy whatever each command costs. A family's first command (its primer)
 # compiles the kernels its other commands share (the problem's oracle, evaluation and the default loop: 17-65 CPU-s),
-# so it holds the family's lock exclusively and the family's other commands hold it shared: a process takes the
-# first command whose family is not being primed, and waits on the lock (the primer's end) only when no other
-# command is left. The tests then load the kernels. Only for the whole suite (no file, -k or -m given).
+# so it holds the family's lock exclusively and the family's other commands hold it shared (the GLMs' primer also
+# holds the analytic problems' lock shared: their one loops share the stage kernels): a process takes the first
+# command whose locks it can have, and waits on them (a primer's end) only when no other command is left. The
+# tests then load the kernels. Only for the whole suite (no file, -k or -m given).
 WARM = """
 import fcntl
 import sys
