@@ -167,13 +167,17 @@ def take(queue):
         if not lines:
             return None, None
         chosen = held = None
+        # a family's other commands wait for its primer to start (a primer waiting for another's is still queued)
+        queued = {line.split("\\t")[0] for line in lines if line.split("\\t")[1] == "1"}
         for i, line in enumerate(lines):
             family, primer, after, command = line.split("\\t")
+            if primer != "1" and family in queued:
+                continue
             held = locks(queue, family, primer, after, wait=False)
             if held is not None:
                 chosen = i
                 break
-        if chosen is None:  # every command left waits for a primer: the first one, once its primers end
+        if chosen is None:  # every command left waits for a primer: the first one (a primer while any is queued)
             chosen, (family, primer, after, command) = 0, lines[0].split("\\t")
         f.seek(0)
         f.truncate()
