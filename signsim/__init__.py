@@ -10,6 +10,10 @@ import os
 
 from signsim.errors import InputError
 
+#: Numba's optimization level when ``NUMBA_OPT`` is not set (``numba.core.config``): its kernels' cache folder is the
+#: one a level left unset uses
+DEFAULT_OPT = "3"
+
 
 def _kernel_cache_dir(here=None) -> str:
     """Numba's on-disk cache checks only the file that defines a cached function, not the files whose kernels it
@@ -19,7 +23,9 @@ def _kernel_cache_dir(here=None) -> str:
     are left out: the names of the kernels compiled from a stage, and the types of the plans of the loops that
     call it, carry a hash of its source (``signsim.engine.stage_kernels.source_hash``, ``signsim.engine.plan``), so a
     new or edited stage compiles only what calls it. ``signsim compile --clear`` removes every such folder. (``here``:
-    the package folder, for tests.)"""
+    the package folder, for tests.) Numba's cache does not tell kernels compiled at another LLVM optimization level
+    apart either (``NUMBA_OPT``, default 3; the test suite compiles at 1): a level other than the default is hashed
+    in too, so a process never loads kernels compiled at another."""
     import hashlib
     from pathlib import Path
 
@@ -37,6 +43,9 @@ def _kernel_cache_dir(here=None) -> str:
     # sample by the split modes of data/splits.py; stage kernels call numbers.floor_share
     for name in ("codes.py", "history.py", "draws.py", "data/splits.py", "numbers.py"):
         h.update((here / name).read_bytes())
+    opt = os.environ.get("NUMBA_OPT", "").strip().lower()
+    if opt not in ("", DEFAULT_OPT):
+        h.update(b"NUMBA_OPT=" + opt.encode())
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "signsim" / "numba"
     return str(root / h.hexdigest()[:16])
 

@@ -40,6 +40,15 @@ from hypothesis import HealthCheck, settings
 # loop too (18:22), 5 min 30 s with the analytic problems' only); tests that compare the one loop with a
 # composition's own set the variable themselves
 os.environ.setdefault("SIGNSIM_LOOP", "analytic,glm")
+# the suite's kernels compile at LLVM's optimization level 1 (``NUMBA_OPT``; Numba's default is 3), set before
+# signsim is imported: its kernel cache folder's name then carries the level (``signsim._kernel_cache_dir``), so
+# these kernels never mix with a user's. Most of the suite's time is compiling, and level 1 cut the README's test
+# command from an empty cache from 7 min 9 s (6 December 2026, 23:47) to 6 min 11 s (7 December, 00:27; warm-up
+# 174 -> 148 s, tests 254 -> 222 s; 2-core VM), every test passing; at level 0 the kernels ran too slowly to gain
+# anything. Runs at levels 1 and 3 gave the same histories bit for bit (signum on rosenbrock, ssdm on logistic); only
+# the GLMs' loss kernel lets LLVM reassociate its sums, which a level may change in the last bits, and its tests
+# allow for rounding. The slow step of .ci/run runs at the default level, as users do
+os.environ.setdefault("NUMBA_OPT", "1")
 # no family's one loop compiles in the background after a run (signsim.engine.warm): tests/engine/test_warm.py
 # turns it on
 os.environ.setdefault("SIGNSIM_WARM", "0")

@@ -11,7 +11,10 @@ folder, and every loop that does not call it, where they are (the end-to-end che
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import signsim
@@ -52,6 +55,24 @@ def test_the_cache_folder_follows_every_other_kernel_source(tmp_path):
         assert signsim._kernel_cache_dir(copy) != before, shared
         (copy / shared).write_text(text, encoding="utf-8")
     assert signsim._kernel_cache_dir(copy) == before
+
+
+def test_the_cache_folder_follows_numbas_optimization_level(monkeypatch):
+    """Numba's cache keys on neither NUMBA_OPT nor anything it changes: kernels of each level go to a folder of
+    their own, the default level's (set or not) to one."""
+    monkeypatch.delenv("NUMBA_OPT", raising=False)
+    unset = signsim._kernel_cache_dir()
+    folders = {}
+    for level in ("3", " 3", "0", "1", "2", "max"):
+        monkeypatch.setenv("NUMBA_OPT", level)
+        folders[level] = signsim._kernel_cache_dir()
+    assert folders["3"] == folders[" 3"] == unset
+    assert len({folders[level] for level in ("3", "0", "1", "2", "max")}) == 5
+    # the level an unset NUMBA_OPT gives, as Numba itself reads it (a fresh process)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_OPT"}
+    default = subprocess.run([sys.executable, "-c", "from numba.core import config; print(int(config.OPT))"],
+                             capture_output=True, text=True, env=env, check=True).stdout.strip()
+    assert default == signsim.DEFAULT_OPT
 
 
 def test_a_stage_hashes_the_stages_it_takes_functions_from():
