@@ -1,7 +1,8 @@
 """Shared fixtures, the hypothesis profiles, the suite's kernel warm-up and its count of compiled kernels.
 
 Keeping the fast suite fast (the README's test command: <= 6 min on 2 cores from an empty kernel cache). Most of
-its time is Numba compiling, not running. Every composition of built-in stages on the analytic problems and the GLMs
+its time is Numba compiling, not running, so its kernels compile at LLVM's optimization level 1 (``NUMBA_OPT``, below;
+the slow step at the default, 3). Every composition of built-in stages on the analytic problems and the GLMs
 runs in its family's one loop (``SIGNSIM_LOOP=analytic,glm``, set below: each compiled once per dtype and
 threading), so a grid over stages on them costs run time only; on the MLP and your own PyTorch model, whose one loops
 cost more to compile than the few compositions the suite runs there (your model's: 75 CPU-s against 18 for the first
@@ -43,7 +44,7 @@ os.environ.setdefault("SIGNSIM_LOOP", "analytic,glm")
 # the suite's kernels compile at LLVM's optimization level 1 (``NUMBA_OPT``; Numba's default is 3), set before
 # signsim is imported: its kernel cache folder's name then carries the level (``signsim._kernel_cache_dir``), so
 # these kernels never mix with a user's. Most of the suite's time is compiling, and level 1 cut the README's test
-# command from an empty cache from 7 min 9 s (6 December 2026, 23:47) to 6 min 11 s (7 December, 00:27; warm-up
+# command from an empty cache from 7 min 9 s (6 December 2026, 23:46) to 6 min 11 s (7 December, 00:26; warm-up
 # 174 -> 148 s, tests 254 -> 222 s; 2-core VM), every test passing; at level 0 the kernels ran too slowly to gain
 # anything. Runs at levels 1 and 3 gave the same histories bit for bit (signum on rosenbrock, ssdm on logistic); only
 # the GLMs' loss kernel lets LLVM reassociate its sums, which a level may change in the last bits, and its tests
