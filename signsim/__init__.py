@@ -13,6 +13,8 @@ from signsim.errors import InputError
 #: Numba's optimization level when ``NUMBA_OPT`` is not set (``numba.core.config``): its kernels' cache folder is the
 #: one a level left unset uses
 DEFAULT_OPT = "3"
+#: the values of ``NUMBA_OPT`` Numba takes, exactly as written (``numba.core.config``)
+OPT_LEVELS = ("0", "1", "2", "3", "max")
 
 
 def _kernel_cache_dir(here=None) -> str:
@@ -24,8 +26,8 @@ def _kernel_cache_dir(here=None) -> str:
     call it, carry a hash of its source (``signsim.engine.stage_kernels.source_hash``, ``signsim.engine.plan``), so a
     new or edited stage compiles only what calls it. ``signsim compile --clear`` removes every such folder. (``here``:
     the package folder, for tests.) Numba's cache does not tell kernels compiled at another LLVM optimization level
-    apart either (``NUMBA_OPT``, default 3; the test suite compiles at 1): a level other than the default is hashed
-    in too, so a process never loads kernels compiled at another."""
+    apart either (``NUMBA_OPT``, default 3; the test suite compiles at 1): a level other than the default, as set
+    when signsim is imported, is hashed in too, so that the kernels of two levels go to two folders."""
     import hashlib
     from pathlib import Path
 
@@ -43,8 +45,8 @@ def _kernel_cache_dir(here=None) -> str:
     # sample by the split modes of data/splits.py; stage kernels call numbers.floor_share
     for name in ("codes.py", "history.py", "draws.py", "data/splits.py", "numbers.py"):
         h.update((here / name).read_bytes())
-    opt = os.environ.get("NUMBA_OPT", "").strip().lower()
-    if opt not in ("", DEFAULT_OPT):
+    opt = os.environ.get("NUMBA_OPT")
+    if opt in OPT_LEVELS and opt != DEFAULT_OPT:  # (Numba compiles at its default for any other value, and warns)
         h.update(b"NUMBA_OPT=" + opt.encode())
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "signsim" / "numba"
     return str(root / h.hexdigest()[:16])

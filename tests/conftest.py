@@ -47,9 +47,13 @@ os.environ.setdefault("SIGNSIM_LOOP", "analytic,glm")
 # command from an empty cache from 7 min 9 s (6 December 2026, 23:46) to 6 min 11 s (7 December, 00:26; warm-up
 # 174 -> 148 s, tests 254 -> 222 s; 2-core VM), every test passing; at level 0 the kernels ran too slowly to gain
 # anything. Runs at levels 1 and 3 gave the same histories bit for bit (signum on rosenbrock, ssdm on logistic); only
-# the GLMs' loss kernel lets LLVM reassociate its sums, which a level may change in the last bits, and its tests
-# allow for rounding. The slow step of .ci/run runs at the default level, as users do
-os.environ.setdefault("NUMBA_OPT", "1")
+# the GLMs' margins kernel (glm._margin, behind their losses, gradients and oracle) lets LLVM reassociate its sums,
+# which a level may change in the last bits, and their tests allow for rounding. The slow step of .ci/run runs at the
+# default level, as users do. Not when you set NUMBA_OPT (yours is used) or NUMBA_CACHE_DIR (the folder is then
+# yours, and level-1 kernels there would be loaded by your later runs). SIGNSIM_SUITE_OPT says the suite set it
+# (pytest-xdist's test processes inherit all three): ``SUITE_OPT`` below
+if "SIGNSIM_SUITE_OPT" not in os.environ and "NUMBA_OPT" not in os.environ and "NUMBA_CACHE_DIR" not in os.environ:
+    os.environ["NUMBA_OPT"] = os.environ["SIGNSIM_SUITE_OPT"] = "1"
 # no family's one loop compiles in the background after a run (signsim.engine.warm): tests/engine/test_warm.py
 # turns it on
 os.environ.setdefault("SIGNSIM_WARM", "0")
@@ -63,6 +67,9 @@ from signsim.cli import main
 from signsim.engine.build import build
 from signsim.engine.driver import simulate
 from signsim.interface import config
+
+#: the optimization level the suite set (above), None when you set NUMBA_OPT or NUMBA_CACHE_DIR
+SUITE_OPT = os.environ.get("SIGNSIM_SUITE_OPT")
 
 # Hypothesis profiles: "quick" (default, CI) and "long" (HYPOTHESIS_PROFILE=long python -m pytest ...)
 settings.register_profile("quick", max_examples=40, deadline=None,

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import signsim
 from signsim.engine import stage_kernels
 from signsim.engine.plan import Stages, plan_for
@@ -63,16 +65,30 @@ def test_the_cache_folder_follows_numbas_optimization_level(monkeypatch):
     monkeypatch.delenv("NUMBA_OPT", raising=False)
     unset = signsim._kernel_cache_dir()
     folders = {}
-    for level in ("3", " 3", "0", "1", "2", "max"):
+    # (Numba takes these exactly as written, and compiles at 3 for any other value)
+    for level in ("3", "0", "1", "2", "max", " 1", "1 ", "MAX", "03", "4", ""):
         monkeypatch.setenv("NUMBA_OPT", level)
         folders[level] = signsim._kernel_cache_dir()
-    assert folders["3"] == folders[" 3"] == unset
+    assert all(folders[level] == unset for level in ("3", " 1", "1 ", "MAX", "03", "4", ""))
     assert len({folders[level] for level in ("3", "0", "1", "2", "max")}) == 5
     # the level an unset NUMBA_OPT gives, as Numba itself reads it (a fresh process)
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_OPT"}
     default = subprocess.run([sys.executable, "-c", "from numba.core import config; print(int(config.OPT))"],
                              capture_output=True, text=True, env=env, check=True).stdout.strip()
     assert default == signsim.DEFAULT_OPT
+
+
+def test_the_suite_compiles_at_its_level_in_that_levels_folder():
+    """tests/conftest.py sets NUMBA_OPT=1 before signsim is imported (unless you set it or NUMBA_CACHE_DIR): Numba
+    compiles at 1 here and the kernel cache folder is level 1's."""
+    from numba.core import config
+
+    from ..conftest import SUITE_OPT
+
+    if SUITE_OPT is None:
+        pytest.skip("NUMBA_OPT or NUMBA_CACHE_DIR was set before the suite started")
+    assert os.environ["NUMBA_OPT"] == SUITE_OPT and int(config.OPT) == int(SUITE_OPT)
+    assert os.environ["NUMBA_CACHE_DIR"] == signsim._kernel_cache_dir()
 
 
 def test_a_stage_hashes_the_stages_it_takes_functions_from():
