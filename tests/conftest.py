@@ -1,8 +1,9 @@
 """Shared fixtures, the hypothesis profiles, the suite's kernel warm-up and its count of compiled kernels.
 
 Keeping the fast suite fast (the README's test command: <= 6 min on 2 cores from an empty kernel cache). Most of
-its time is Numba compiling, not running, so its kernels compile at LLVM's optimization level 1 (``NUMBA_OPT``, below;
-the slow step at the default, 3). Every composition of built-in stages on the analytic problems and the GLMs
+its time is Numba compiling, not running, so its kernels compile at LLVM's optimization level 1 (``NUMBA_OPT``,
+below; in .ci/run, the slow step too, and the oldest admitted Numba's checks at the default, 3). Every composition
+of built-in stages on the analytic problems and the GLMs
 runs in its family's one loop (``SIGNSIM_LOOP=analytic,glm``, set below: each compiled once per dtype and
 threading), so a grid over stages on them costs run time only; on the MLP and your own PyTorch model, whose one loops
 cost more to compile than the few compositions the suite runs there (your model's: 75 CPU-s against 18 for the first
@@ -48,8 +49,9 @@ os.environ.setdefault("SIGNSIM_LOOP", "analytic,glm")
 # 174 -> 148 s, tests 254 -> 222 s; 2-core VM), every test passing; at level 0 the kernels ran too slowly to gain
 # anything. Runs at levels 1 and 3 gave the same histories bit for bit (signum on rosenbrock, ssdm on logistic); only
 # the GLMs' margins kernel (glm._margin, behind their losses, gradients and oracle) lets LLVM reassociate its sums,
-# which a level may change in the last bits, and their tests allow for rounding. The slow step of .ci/run runs at the
-# default level, as users do. Not when you set NUMBA_OPT (yours is used) or NUMBA_CACHE_DIR (the folder is then
+# which a level may change in the last bits, and their tests allow for rounding. .ci/run's check of the oldest
+# admitted Numba (the draws' bit-identity, the worker path's inlining) runs at the default level, as users do. Not
+# when you set NUMBA_OPT (yours is used) or NUMBA_CACHE_DIR (the folder is then
 # yours, and level-1 kernels there would be loaded by your later runs). SIGNSIM_SUITE_OPT says the suite set it
 # (pytest-xdist's test processes inherit all three): ``SUITE_OPT`` below
 if "SIGNSIM_SUITE_OPT" not in os.environ and "NUMBA_OPT" not in os.environ and "NUMBA_CACHE_DIR" not in os.environ:
