@@ -645,6 +645,10 @@ def main(argv: list[str] | None = None) -> None:
 
         signsim.remove_temporary_kernels()
         os._exit(code)
+    if _ENTRY:
+        from signsim.interface import memory
+
+        memory.leaving()
     sys.exit(code)
 
 

@@ -54,3 +54,25 @@ def test_freed_memory_is_reused_in_the_command_only():
     assert kept == "True" and int(faults) < pages // 100, faults
     kept, faults = _python(REFILL.format(setup=""), small).split()
     assert kept == "False" and int(faults) > pages // 2, faults
+
+
+#: a command (or a program) whose exit prints the collector's thresholds and whether objects were frozen
+AT_EXIT = ("import atexit, gc, sys; sys.argv = ['{argv0}', 'list']; "
+           "atexit.register(lambda: print(gc.get_threshold(), gc.get_freeze_count() > 0, file=sys.stderr)); "
+           "from signsim.cli import main; main()")
+
+
+def test_the_command_collects_garbage_less_often_and_freezes_what_is_alive_when_its_work_is_done():
+    """The command's process raises the collector's thresholds (``GC_THRESHOLDS``) and, its output written, freezes
+    what is alive (``memory.leaving``); a program calling ``cli.main`` keeps its collector as it was."""
+    import gc
+
+    def at_exit(argv0: str) -> str:
+        r = subprocess.run([sys.executable, "-c", AT_EXIT.format(argv0=argv0)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert "ssdm" in r.stdout  # the command ran
+        return r.stderr.strip().splitlines()[-1]
+
+    assert at_exit("/usr/bin/signsim") == f"{memory.GC_THRESHOLDS} True"
+    assert at_exit("/home/me/analysis.py") == f"{gc.get_threshold()} False"
+    assert memory.GC_THRESHOLDS[0] > gc.get_threshold()[0]
