@@ -68,7 +68,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 from signsim.cli import main
 from signsim.engine.build import build
 from signsim.engine.driver import simulate
-from signsim.interface import config
+from signsim.interface import config, memory
+
+# the test processes (and the warm-up's, WARM below) compile kernels in-process, as a notebook does: they take the
+# garbage-collection thresholds of signsim's own compiling processes (signsim/interface/memory.py), where Numba's
+# compiler spent a seventh as much time in the collector
+memory.collect_less()
 
 #: the optimization level the suite set (above), None when you set NUMBA_OPT or NUMBA_CACHE_DIR
 SUITE_OPT = os.environ.get("SIGNSIM_SUITE_OPT")
@@ -159,6 +164,9 @@ import fcntl
 import sys
 from pathlib import Path
 from signsim.cli import main
+from signsim.interface import memory
+
+memory.collect_less()
 
 def locks(queue, family, primer, after, wait):
     \"\"\"The command's locks: its family's (exclusive for a primer, shared otherwise) and, shared, those of the

@@ -237,5 +237,8 @@ def _helper() -> None:
 
 if __name__ == "__main__":
     import signsim  # noqa: F401 - sets NUMBA_CACHE_DIR (inherited anyway) before Numba loads
+    from signsim.interface import memory
+
+    memory.collect_less()  # (it compiles: the command's garbage-collection thresholds)
 
     _helper()

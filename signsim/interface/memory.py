@@ -16,7 +16,10 @@ typer, numba, numpy and scipy 0.37 s):
 - the imports (Numba's types and registries, SciPy, Typer) leave about 140,000 objects the collector tracks, none
   of them garbage; at Python's thresholds (700, 10, 10) it traversed them again and again while they loaded (0.12 s
   in 316 collections), so the command collects its youngest generation every ``GC_THRESHOLDS[0]`` allocations
-  instead (``command_process``), as mypy's command does; a run's own cyclic garbage is still collected;
+  instead (``collect_less``, from ``command_process``), as mypy's command does; a run's own cyclic garbage is still
+  collected. Numba's compiler allocates as much: in a first ``signsim run`` from an empty kernel cache the collector
+  took 3.9 s of 29 s (2,473 collections) at Python's thresholds, 1.3 s (15) at these, so signsim's own compiling
+  processes (``engine.split_compile``'s helper, ``engine.warm``'s background compile) take them too;
 - at the interpreter's exit the collector traversed them all once more (0.28-0.47 s from the last exit handler to
   the process's end), so the command, its work done and its output written, moves them to the collector's
   permanent generation (``leaving``: ``gc.freeze``), which no collection traverses (0.07-0.09 s then); exit
@@ -44,6 +47,12 @@ def command_process() -> None:
     ``keep_freed_memory`` acts. Called by the command line before anything imports NumPy."""
     _state["command"] = True
     os.environ.setdefault(HUGEPAGE_ENV, "0")
+    collect_less()
+
+
+def collect_less() -> None:
+    """This process is one of signsim's own (the command, a helper that compiles kernels): the cyclic garbage
+    collector's thresholds are ``GC_THRESHOLDS`` (see above); every collection still runs, less often."""
     gc.set_threshold(*GC_THRESHOLDS)
 
 
