@@ -423,8 +423,9 @@ def execute(command: str, config: Any = None, options: Mapping[str, Any] | None 
     log = _log(given.pop("log", None))
     from signsim.commands.compile import clear
     from signsim.interface.kernel_cache import repairing
+    from signsim.interface.memory import collecting_less
 
-    with _torch_threads_kept():  # (a damaged kernel cache file is compiled again, as a deleted one)
+    with _torch_threads_kept(), collecting_less():  # (a damaged kernel cache file is compiled again, as a deleted one)
         doc = repairing(lambda: RUNNERS[command](file_values, given, progress_for, on_start), empty=clear)
     doc.setdefault("warnings", [])  # every results document has the list (docs/api.md), empty when none
     _write(doc, out)

@@ -77,3 +77,72 @@ def test_the_command_collects_garbage_less_often_and_freezes_what_is_alive_when_
     assert at_exit("/usr/bin/signsim") == f"{memory.GC_THRESHOLDS} True"
     assert at_exit("/home/me/analysis.py") == f"{pythons} False"
     assert memory.GC_THRESHOLDS[0] > ast.literal_eval(pythons)[0]
+
+
+@pytest.fixture
+def pythons_thresholds():
+    """This process at Python's own thresholds for the test (the suite's are signsim's: conftest.py)."""
+    import gc
+
+    suite = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield (700, 10, 10)
+    gc.set_threshold(*suite)
+
+
+def test_signsims_work_in_a_program_collects_less_and_gives_the_programs_thresholds_back(pythons_thresholds):
+    """``collecting_less`` (around every ``api.execute``): signsim's thresholds while a call lasts, elementwise at
+    least the program's; the program's back when the last call in progress ends, even from other threads; a change
+    made during the call is kept."""
+    import gc
+    import threading
+
+    with memory.collecting_less():
+        assert gc.get_threshold() == memory.GC_THRESHOLDS
+        with memory.collecting_less():  # nested (a diagnostic's runs): one call
+            pass
+        assert gc.get_threshold() == memory.GC_THRESHOLDS
+    assert gc.get_threshold() == pythons_thresholds
+
+    # two threads: the first to end leaves the second's thresholds in place
+    entered, release_first, release_second = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def call(name, release):
+        with memory.collecting_less():
+            entered.set()
+            release.wait()
+        seen[name] = gc.get_threshold()
+
+    first = threading.Thread(target=call, args=("first", release_first))
+    first.start()
+    entered.wait()
+    entered.clear()
+    second = threading.Thread(target=call, args=("second", release_second))
+    second.start()
+    entered.wait()
+    release_first.set()
+    first.join()
+    assert seen["first"] == memory.GC_THRESHOLDS
+    release_second.set()
+    second.join()
+    assert seen["second"] == pythons_thresholds == gc.get_threshold()
+
+    gc.set_threshold(10**6, 5, 5)  # a program's higher threshold stays, per generation
+    with memory.collecting_less():
+        assert gc.get_threshold() == (10**6, *memory.GC_THRESHOLDS[1:])
+    assert gc.get_threshold() == (10**6, 5, 5)
+    with memory.collecting_less():
+        gc.set_threshold(1000, 10, 10)  # changed during the call: the program's (or a model file's) change stays
+    assert gc.get_threshold() == (1000, 10, 10)
+
+
+def test_a_run_from_python_collects_less_while_it_lasts(pythons_thresholds):
+    import gc
+
+    import signsim
+
+    during = []
+    signsim.run(problem="quadratic", dim=3, workers=2, iters=3, progress=lambda k, K: during.append(gc.get_threshold()))
+    assert during and set(during) == {memory.GC_THRESHOLDS}
+    assert gc.get_threshold() == pythons_thresholds
