@@ -72,7 +72,7 @@ from signsim.interface import config, memory
 
 # the test processes (and the warm-up's, WARM below) compile kernels in-process, as a notebook does: they take the
 # garbage-collection thresholds of signsim's own compiling processes (signsim/interface/memory.py), where Numba's
-# compiler spent a seventh as much time in the collector
+# compiler spent a third as much time in the collector (1.3 s of a first run against 3.9)
 memory.collect_less()
 
 #: the optimization level the suite set (above), None when you set NUMBA_OPT or NUMBA_CACHE_DIR

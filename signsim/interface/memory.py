@@ -1,4 +1,5 @@
-"""The memory settings of the signsim command's own process (never of a program or notebook that imports signsim).
+"""The memory settings of the signsim command's own process (never of a program or notebook that imports signsim,
+but for the garbage collector's thresholds while one of its calls lasts: ``collecting_less``).
 
 Measured on the 2-core VM (6 December 2026), where both cost more than the work on large models:
 - NumPy asks the kernel for transparent huge pages for every array of 4 MB or more (``madvise``); there, the first
