@@ -146,3 +146,13 @@ def test_a_run_from_python_collects_less_while_it_lasts(pythons_thresholds):
     signsim.run(problem="quadratic", dim=3, workers=2, iters=3, progress=lambda k, K: during.append(gc.get_threshold()))
     assert during and set(during) == {memory.GC_THRESHOLDS}
     assert gc.get_threshold() == pythons_thresholds
+
+
+def test_the_docs_state_the_thresholds_the_code_sets():
+    """docs/api.md and docs/reference.md give ``GC_THRESHOLDS`` in words; they must say what the code sets."""
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    a, b, c = (f"{t:,}" for t in memory.GC_THRESHOLDS)
+    assert f"at least {a}, {b} and {c}" in " ".join((docs / "api.md").read_text(encoding="utf-8").split())
+    assert f"thresholds {a}, {b}, {c} instead of" in (docs / "reference.md").read_text(encoding="utf-8")
