@@ -195,3 +195,11 @@ def advance(topology, up, down, recipients, system, latency, server_bw, tally, c
             busy = s0 + c + (end - comp - catch)
         system[W_IDLE, m] += max(0.0, total_time - busy)
     return total_time
+
+
+@njit(cache=True)
+def advance_all(topology, everyone, M, bits, system, latency, server_bw, tally):
+    """``advance`` for a round in which all M workers (``everyone``: 0..M-1) compute one exact gradient each and
+    send it as ``bits`` bits, then receive the mean, as many bits (MARINA's full round, docs/theory.md §8.10)."""
+    return advance(topology, Uploads(everyone, M, np.int64(1), np.full(M, bits), 0.0, np.zeros(M)), bits, everyone,
+                   system, latency, server_bw, tally, np.inf)

@@ -24,26 +24,31 @@ LOOP_ENV = "SIGNSIM_LOOP"
 LOOP_MODES = ("auto", "builtin", "composed")
 
 
-def loops(family: str, stages: dict, threaded: bool, builtin: bool = True, noise: str | None = None):
+def loops(family: str, stages: dict, threaded: bool, builtin: bool = True, noise: str | None = None,
+          timed: bool = True):
     """(loop, plan) for the problems of ``family`` and the stages ``stages`` (kind -> module), run in parallel or not
     (``threaded``). The loop is ``loop.run_chunk_threaded`` or ``loop.run_chunk`` (``loop.compiled``), compiled (or
     loaded from the cache) for each plan at its first call. With ``builtin``, a composition of built-in stages gets
     the plan of every built-in stage for every noise model (the family's one loop); otherwise, and for a composition
     with a plugin, a plan of its own stages, whose workers draw from the noise model ``noise`` only (a name of
-    ``dispatch.NOISE``; None: from every model)."""
+    ``dispatch.NOISE``; None: from every model), with the simulated clock only when ``timed`` (a run with a system
+    model, docs/theory.md §14: ``plan.Clock``)."""
     from signsim.engine.plan import plan_for
 
     if builtin and stage_kernels.builtin_only(stages):
         plan = plan_for(family, parallel=threaded)
     else:
-        plan = plan_for(family, stages, noise, parallel=threaded)
+        plan = plan_for(family, stages, noise, parallel=threaded, timed=timed)
     return loop.compiled(plan), plan
 
 
 def check_codes(plan, icfg) -> None:
     """ValueError for a stage code the plan of every built-in stage does not know (its calls would fall through to
     the last stage of the kind), or for a noise code other than the one a composition's own plan draws from (it
-    would draw NaN): checked before the loop, like the problem and noise codes."""
+    would draw NaN), or for a run with a system model on a loop without the simulated clock: checked before the loop,
+    like the problem and noise codes."""
+    if int(icfg[loop.I_TOPOLOGY]) != 0 and not plan.clock.on:
+        raise ValueError("this loop keeps no simulated clock, and the run has a system model")
     noise = plan.problems.noise
     if noise is not None and dispatch.noise_name(int(icfg[loop.I_NOISE])) != noise:
         raise ValueError(f"this loop draws noise {noise}, not code {int(icfg[loop.I_NOISE])}")
@@ -67,7 +72,8 @@ def mode(family: str | None = None) -> str:
     return "auto"
 
 
-def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None) -> tuple:
+def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None,
+           timed: bool = True) -> tuple:
     """(the loop a run takes, its plan, whether to compile the family's one loop in the background once it has run),
     for the loop's arguments after the plan of types ``signature``. A composition with a plugin: its own. Otherwise,
     by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in the kernel cache for this signature
@@ -79,14 +85,15 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     loop compiles in the background, ``signsim.engine.warm``), else the one loop (a second composition: from then on
     every composition of built-in stages runs without compiling), waiting for a background compile of it that is at
     work rather than compiling it a second time. A composition's own loop draws from the run's noise model ``noise``
-    only (``loops``), so a composition run with another noise model is another composition here."""
+    only (``loops``), so a composition run with another noise model is another composition here, and keeps the
+    simulated clock only when ``timed`` (so a composition run with a system model and without one are two)."""
     from numba import typeof
 
     from signsim.engine import ledger, warm
     from signsim.engine.split_compile import cached
 
     def pick(builtin: bool):
-        return loops(family, stages, threaded, builtin=builtin, noise=noise)
+        return loops(family, stages, threaded, builtin=builtin, noise=noise, timed=timed)
 
     def is_cached(kernel, plan) -> bool:
         return cached(kernel, (typeof(plan), *signature))

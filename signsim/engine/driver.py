@@ -605,7 +605,7 @@ class Engine(ChunkedState):
                 family, threaded = dispatch.family_of(p.code), bool(self.icfg[loop.I_PARALLEL])
                 noise = dispatch.noise_name(int(self.icfg[loop.I_NOISE]))
                 kernel, plan, warm_after = compose.choose(family, self.settings.stages(), threaded, signature,
-                                                          noise)
+                                                          noise, timed=self.settings.system is not None)
                 self.kernel, self.plan, self.signature = kernel, plan, (typeof(plan), *signature)
                 if warm_after:  # once this loop has run: the family's one loop, in the background
                     self.warm = (family, threaded, signature)

@@ -69,6 +69,9 @@ from signsim.engine.plan import (  # the calls on the stages, by the plan's stag
     StagesType,
     attack_row,
     attack_rows,
+    clock_advance,
+    clock_advance_all,
+    clock_select,
     compress,
     compress_down,
     down_ef_after,
@@ -591,7 +594,8 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
             n_in = S
             if selecting:  # only the messages in time, moved to the first rows in slot order
                 up = clock.Uploads(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], pre)
-                n_in, cut = clock.select(up, server.system, fcfg[F_LATENCY], fcfg[F_DEADLINE], icfg[I_KEEP], kept)
+                n_in, cut = clock_select(plan.clock, up, server.system, fcfg[F_LATENCY], fcfg[F_DEADLINE],
+                                         icfg[I_KEEP], kept)
                 for w in range(n_in):
                     if kept[w] != w:
                         for i in range(d):
@@ -666,13 +670,10 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
             move(problems, icfg, x, direction, scale, lr, wd, G[0], data)
         if topology != 0:  # the round's simulated time (docs/theory.md §14)
             if fresh:  # every worker computes its gradient and sends it, then receives the mean (floats)
-                full = np.full(M, np.float64(FLOAT_BITS * d))
-                # (typed as the call below, so that ``advance`` compiles once)
-                clock.advance(topology, clock.Uploads(everyone, M, np.int64(1), full, 0.0, np.zeros(M)),
-                              np.float64(FLOAT_BITS * d), everyone, server.system, fcfg[F_LATENCY],
-                              fcfg[F_SERVER_BANDWIDTH], tally, np.inf)
+                clock_advance_all(plan.clock, topology, everyone, M, np.float64(FLOAT_BITS * d), server.system,
+                                  fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally)
             else:
-                clock.advance(topology, clock.Uploads(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], pre),
+                clock_advance(plan.clock, topology, clock.Uploads(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], pre),
                               bcast + fcfg[F_EXTRA_DOWN], everyone if recv == M and S < M else part[row],
                               server.system, fcfg[F_LATENCY], fcfg[F_SERVER_BANDWIDTH], tally, cut)
         if catching:  # who holds x_{k+1}: every worker after a round every worker received, else the participants

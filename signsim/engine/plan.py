@@ -1,7 +1,7 @@
 """What a run's loop runs, as the Numba type of its first argument (docs/theory.md §2, §8).
 
 A ``Plan`` is a small Python value handed to the loop (``signsim.engine.loop``): ``Plan(problems, stages,
-parallel)``, whose three fields carry everything in their Numba types and nothing at run time:
+parallel, clock)``, whose four fields carry everything in their Numba types and nothing at run time:
 
 * ``Problems(family, noise)`` (``engine/dispatch.py``): the problem and noise kernels the loop's calls
   ``problem_oracle(problems, code, ...)``, ``add_noise(problems, code, ...)``, ``problem_evaluate(...)``, ... reach:
@@ -12,7 +12,9 @@ parallel)``, whose three fields carry everything in their Numba types and nothin
   stages. ``Stages(stages)`` (kind -> module): those stages only, each call the stage's own function, the code
   ignored: the smaller, faster loop of one composition (a plugin's always);
 * ``Parallel(on)``: whether the loop runs its workers in parallel (``loop.run_chunk_threaded``, compiled with
-  threads) or not (``loop.run_chunk``): one function compiled both ways, told apart in the cache by this type.
+  threads) or not (``loop.run_chunk``): one function compiled both ways, told apart in the cache by this type;
+* ``Clock(on)``: whether the loop keeps the simulated clock of a system model (docs/theory.md §14), or compiles
+  without it.
 
 Each stage call is a function made here at import from the table of kinds (the problem calls are made alike in
 ``engine/dispatch.py``), with one Numba overload that picks its implementation from the types. Numba compiles and
@@ -26,10 +28,13 @@ the loop.
 
 from __future__ import annotations
 
+import inspect
 from collections import namedtuple
 
+import numpy as np
 from numba import types
 
+from signsim.engine import clock
 from signsim.engine.dispatch import Problems, ProblemsType, opaque, overloaded
 from signsim.stages import kinds
 
@@ -75,16 +80,18 @@ class StagesType(types.Type):
         return isinstance(self.plan_key, str)
 
 
-#: what a run's loop runs (its first argument): the problem and noise kernels it reaches, its stages and whether it
-#: runs its workers in parallel, all carried by their Numba types, so that Numba compiles and caches the loop once
-#: per plan
-Plan = namedtuple("Plan", "problems stages parallel")
+#: what a run's loop runs (its first argument): the problem and noise kernels it reaches, its stages, whether it
+#: runs its workers in parallel and whether it keeps the simulated clock, all carried by their Numba types, so that
+#: Numba compiles and caches the loop once per plan
+Plan = namedtuple("Plan", "problems stages parallel clock")
 
 
-def plan_for(family: str, stages: dict | None = None, noise: str | None = None, parallel: bool = False) -> Plan:
+def plan_for(family: str, stages: dict | None = None, noise: str | None = None, parallel: bool = False,
+             timed: bool = True) -> Plan:
     """The plan of a loop for the problems of ``family`` drawing noise ``noise`` (None: every model) that runs
-    ``stages`` (None: every built-in stage, by code), its workers in parallel or not."""
-    return Plan(Problems(family, noise), Stages(stages), Parallel(parallel))
+    ``stages`` (None: every built-in stage, by code), its workers in parallel or not, ``timed`` (with the simulated
+    clock) or not (``Clock``; the plan of every built-in stage always has it)."""
+    return Plan(Problems(family, noise), Stages(stages), Parallel(parallel), Clock(timed or stages is None))
 
 
 def _field(t, name: str, of: type):
@@ -106,10 +113,9 @@ def stages_of(t):
 opaque(Stages, StagesType, lambda value: StagesType(value.key))
 
 
-class Parallel:
-    """Whether the loop runs its workers in parallel (``loop.run_chunk_threaded``) or one after the other
-    (``loop.run_chunk``): the two are one Python function compiled with and without threads, so Numba's cache tells
-    their compilations apart by this field's type (``ParallelType``)."""
+class Switch:
+    """A yes-or-no of the loop's plan carried by its Numba type (``SwitchType``) and nothing at run time: Numba's
+    cache tells the loop's compilations apart by it."""
 
     __slots__ = ("on",)
 
@@ -117,18 +123,62 @@ class Parallel:
         self.on = bool(on)
 
     def __repr__(self) -> str:
-        return f"Parallel({self.on})"
+        return f"{type(self).__name__}({self.on})"
 
 
-class ParallelType(types.Type):
-    """The Numba type of ``Parallel``."""
+class SwitchType(types.Type):
+    """The Numba type of a ``Switch``: the switch's class name and its value."""
 
     def __init__(self, on: bool):
         self.on = on
-        super().__init__(name=f"Parallel({on})")
+        super().__init__(name=f"{type(self).__name__.removesuffix('Type')}({on})")
+
+
+class Parallel(Switch):
+    """Whether the loop runs its workers in parallel (``loop.run_chunk_threaded``) or one after the other
+    (``loop.run_chunk``): the two are one Python function compiled with and without threads."""
+
+
+class ParallelType(SwitchType):
+    """The Numba type of ``Parallel``."""
+
+
+class Clock(Switch):
+    """Whether the loop keeps the simulated clock of a run with a system model (docs/theory.md §14): its calls
+    ``clock_select``, ``clock_advance`` and ``clock_advance_all`` are then those of ``signsim.engine.clock``, and
+    otherwise nothing (every message is in time, no time passes). The plan of every built-in stage always keeps
+    it; a composition's own loop only for a run with a system model, so that a first run without one compiles
+    nothing of the clock. ``compose.check_codes`` refuses a run with a system model on a loop without it."""
+
+
+class ClockType(SwitchType):
+    """The Numba type of ``Clock``."""
 
 
 opaque(Parallel, ParallelType, lambda value: ParallelType(value.on))
+opaque(Clock, ClockType, lambda value: ClockType(value.on))
+
+
+def _clock_call(fn, off: str):
+    """``clock_<name>(clock_, ...)``: the clock's kernel ``fn(...)`` when the plan keeps the clock, else the
+    expression ``off`` (what ``fn`` gives when no time passes and no message is late): made once per ``Clock`` type
+    and inlined into the loop, so that a loop without the clock compiles nothing of it."""
+    params = ", ".join(inspect.signature(fn.py_func).parameters)
+
+    def make(t):
+        ns = {"fn": fn, "np": np}
+        exec(f"def impl(clock_, {params}):\n    return {f'fn({params})' if t.on else off}\n", ns)  # noqa: S102
+        return ns["impl"]
+
+    return overloaded(f"clock_{fn.__name__}", f"clock_, {params}", __name__,
+                      lambda t: t.on if isinstance(t, ClockType) else None, make)
+
+
+#: the loop's calls on the simulated clock (``signsim.engine.clock``), by the plan's ``clock``; without it, every
+#: upload is in time (``select``: all n of them, no cut) and a round takes no time
+clock_select = _clock_call(clock.select, "(up.n, np.inf)")
+clock_advance = _clock_call(clock.advance, "0.0")
+clock_advance_all = _clock_call(clock.advance_all, "0.0")
 
 
 #: the modules of the plans made in this process, by module name and source hash (a plugin's is not importable by

@@ -70,12 +70,15 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
             (("module", "signsim.engine.loop", "check_settings"), sig(icfg[loop.I_SIGN_ZERO], icfg[loop.I_TIE])),
             (("module", "signsim.engine.loop", "step_size"), sig(icfg[loop.I_SCHEDULE], fcfg[loop.F_LR], k)),
             (("module", "signsim.engine.compress", "sparse_broadcast_bits"), sig(server.agg))]
-    # the simulated clock (docs/theory.md §14): compiled into every loop, run only with a system model
-    who, f = server.part[0], fcfg[loop.F_LATENCY]
-    up = clock.Uploads(who, k, k, workers.wbits, f, workers.wbits)
-    jobs += [(("module", "signsim.engine.clock", "advance"),
-              sig(k, up, f, who, server.system, f, f, server.tally, f)),
-             (("module", "signsim.engine.clock", "select"), sig(up, server.system, f, f, k, who))]
+    # the simulated clock (docs/theory.md §14): compiled into a loop whose plan keeps it (``plan.Clock``)
+    if run_plan.clock.on:
+        who, f = server.part[0], fcfg[loop.F_LATENCY]
+        up = clock.Uploads(who, k, k, workers.wbits, f, workers.wbits)
+        jobs += [(("module", "signsim.engine.clock", "advance"),
+                  sig(k, up, f, who, server.system, f, f, server.tally, f)),
+                 (("module", "signsim.engine.clock", "select"), sig(up, server.system, f, f, k, who)),
+                 (("module", "signsim.engine.clock", "advance_all"),
+                  sig(k, who, k, f, server.system, f, f, server.tally))]
     # the server's calls on its stages (``kinds.Call`` with ``worker`` False), each with the arguments the loop passes
     # under the names the table gives them: with the plan of every built-in stage, every built-in stage's function
     # (compiled here whatever the run uses); with a composition's own, its stages' functions. A plugin's functions

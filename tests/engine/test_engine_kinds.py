@@ -163,13 +163,54 @@ def _run_with_loop(mode: str, opts: dict) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("opts", [pytest.param(COMPOSITIONS[0], marks=pytest.mark.slow), COMPOSITIONS[1]],
-                         ids=["topk-ef-invert", "signum-krum-alie-sampled"])  # (the fast suite keeps one)
+#: runs with a system model (docs/theory.md §14): a composition's own loop then keeps the simulated clock
+#: (``plan.Clock``): messages cut by a deadline, and MARINA's full rounds to every worker, timed
+TIMED = [dict(method="signsgd", clients_per_round=5, compute="lognormal:0.05:0.5", uplink="lognormal:2e3:0.4",
+              latency=0.004, deadline=0.09),
+         dict(method="marina", problem="logistic", noise="none", batch_size="full", clients_per_round=3,
+              compute="const:0.01", uplink="const:1e4")]
+
+
+@pytest.mark.parametrize("opts", [pytest.param(COMPOSITIONS[0], marks=pytest.mark.slow), COMPOSITIONS[1],
+                                  *(pytest.param(t, marks=pytest.mark.slow) for t in TIMED)],
+                         ids=["topk-ef-invert", "signum-krum-alie-sampled", "signsgd-deadline",
+                              "marina-full-rounds-timed"])  # (the fast suite keeps one)
 def test_the_one_loop_and_a_compositions_own_loop_give_the_same_run(opts):
-    """Bit for bit: the plan of every built-in stage changes which code is compiled, never a number."""
-    one = _run_with_loop("builtin", {**RUN, **opts})
-    own = _run_with_loop("composed", {**RUN, **opts})
+    """Bit for bit: the plan of every built-in stage changes which code is compiled, never a number (the simulated
+    time of a run with a system model included)."""
+    opts = {**RUN, **opts}
+    if opts.get("problem") != RUN["problem"]:
+        opts.pop("dim")
+    one = _run_with_loop("builtin", opts)
+    own = _run_with_loop("composed", opts)
     assert one == own
+    if "compute" in opts:
+        times = [row["time"] for row in one["history"]]
+        assert times[-1] > 0.0 and times == sorted(times)
+
+
+def test_a_compositions_own_loop_keeps_the_clock_only_for_a_run_with_a_system_model():
+    """``plan.Clock``: the one loop always keeps the simulated clock; a composition's own loop only when asked
+    (``timed``), and a run with a system model is refused before the loop on a loop without it."""
+    from numba import typeof
+
+    from signsim.engine import dispatch
+    from signsim.engine.plan import plan_for
+
+    stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
+    (_, untimed), (_, timed) = (compose.loops("analytic", stages, False, builtin=False, noise="gaussian", timed=t)
+                                for t in (False, True))
+    assert not untimed.clock.on and timed.clock.on and typeof(untimed) != typeof(timed)
+    assert all(plan_for("analytic", timed=t).clock.on for t in (False, True))  # the plan of every built-in stage
+    assert compose.loops("analytic", stages, False, timed=False)[1].clock.on
+    icfg = np.zeros(len(loop.ICFG), dtype=np.int64)
+    icfg[loop.I_NOISE] = dispatch.gaussian.CODE
+    for plan in (untimed, timed):
+        compose.check_codes(plan, icfg)  # no system model: any loop
+    icfg[loop.I_TOPOLOGY] = 1
+    compose.check_codes(timed, icfg)
+    with pytest.raises(ValueError, match="keeps no simulated clock"):
+        compose.check_codes(untimed, icfg)
 
 
 def test_loop_mode_is_read_from_the_environment(monkeypatch):

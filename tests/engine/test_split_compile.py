@@ -62,6 +62,11 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
               for _ in (registry.builtin(kinds.base(k.name)) if one else [0])]
     assert sorted(n for n in names if n in {c.attr for k in kinds.TABLE for c in k.calls}) == sorted(server)
     assert "attack_factor" in names
+    # the simulated clock's kernels: only for a loop that keeps the clock (the one loop; an own loop of a run with a
+    # system model), never for a composition's own loop run without one (``plan.Clock``)
+    clock = {"select", "advance", "advance_all"}
+    assert engine.plan.clock.on == engine.plan.stages.builtin
+    assert (clock & set(names)) == (clock if engine.plan.clock.on else set())
     missing = [recipe for recipe, sig in jobs if not _in_numbas_index(split_compile.find(recipe), sig)]
     assert missing == []
     # the worker step and record: the cache holds no other float64 signature (a wrong one compiled by the split
@@ -108,8 +113,12 @@ finally:
 def test_from_an_empty_cache_the_loop_loads_the_helpers_kernels_and_results_match(tmp_path):
     """From an empty cache, with the helper: this process compiles the worker step, then the helper's jobs from the
     last until it meets the helper, never the helper's first (``record``), and the loop; the results are those of a
-    compile in one process."""
+    compile in one process. As a user's first run: its composition's own loop (``SIGNSIM_LOOP=auto``), without the
+    simulated clock (no system model)."""
+    from signsim.engine import compose
+
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", split_compile.ENV)}
+    env[compose.LOOP_ENV] = "auto"
     runs = {}
     for split in ("0", "1"):
         out, names = tmp_path / f"run{split}.json", tmp_path / f"names{split}.json"
@@ -130,6 +139,8 @@ def test_from_an_empty_cache_the_loop_loads_the_helpers_kernels_and_results_matc
                "check_noise", "sparse_broadcast_bits", "finish__mean", "direction__none"}
     assert helpers <= set(compiled_alone)
     assert "record" not in compiled_here and not helpers <= set(compiled_here), compiled_here
+    # a run without a system model compiles its composition's own loop without the simulated clock (``plan.Clock``)
+    assert not {"select", "advance", "advance_all"} & set(compiled_alone + compiled_here)
     assert "worker_step" in compiled_here and "run_rounds" in compiled_here
     for split in ("0", "1"):  # the ledger lists the loop and its callees, whichever process compiled them
         (folder,) = (tmp_path / split).glob("signsim/numba/*/ledger")
