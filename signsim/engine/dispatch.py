@@ -214,10 +214,11 @@ def _noise_draw(noise: str | None):
     return ns["noise_draw"]
 
 
-def overloaded(name: str, params: str, module: str, key_of, make):
+def overloaded(name: str, params: str, module: str, key_of, make, inline: str = "always"):
     """A function ``name(params)`` that raises in Python and, compiled, is ``make(t)`` for the Numba type ``t`` of its
     first parameter (a function taking ``params``), made once per ``key_of(t)`` (None: not this overload's type) and
-    inlined into its caller. The loop's calls on its problem (here) and on its stages (``signsim.engine.plan``)."""
+    inlined into its caller (``inline``: Numba's ``overload`` option; "never": a call of its own compiled function).
+    The loop's calls on its problem (here) and on its stages (``signsim.engine.plan``)."""
     stub: dict = {}
     exec(f"def {name}({params}):\n    raise NotImplementedError\n", stub)  # noqa: S102 - a fixed signature
     fn = stub[name]
@@ -234,9 +235,10 @@ def overloaded(name: str, params: str, module: str, key_of, make):
 
     typer: dict = {"resolve": resolve}
     exec(f"def typer({params}):\n    return resolve({params.partition(',')[0]})\n", typer)  # noqa: S102
-    # inlined into the loop (Numba compiles the chosen function alone first, to type it: with the runtime, where
-    # returning an array a function was not passed is allowed; the worker step that takes it in runs without)
-    overload(fn, inline="always", jit_options={"_nrt": True})(typer["typer"])
+    # inlined into the loop (Numba compiles the chosen function alone first, to type it, and then again inside each
+    # caller: with the runtime, where returning an array a function was not passed is allowed; the worker step that
+    # takes it in runs without)
+    overload(fn, inline=inline, jit_options={"_nrt": True})(typer["typer"])
     return fn
 
 

@@ -22,8 +22,8 @@ caches a function once per argument types, so the loop is one function whose cac
 under a type that names the family, the noise model and the stages with a hash of their code
 (``stage_kernels.source_hash``; for every built-in stage, ``stage_kernels.builtin_key``): an edited or added stage
 gives new types and compiles only what calls it. Nothing is copied or written to a file. The stage functions
-themselves are compiled and cached on their own (``stage_kernels.stage_function``); the calls here are inlined into
-the loop.
+themselves are compiled and cached on their own (``stage_kernels.stage_function``); the workers' calls here are
+inlined into the loop, the server's are calls (``_stage_call``).
 """
 
 from __future__ import annotations
@@ -245,13 +245,19 @@ def searches(t) -> bool:
 
 def _stage_call(kind: kinds.Kind, call: kinds.Call):
     """``call(plan, code, ...)`` of the table of kinds: for the plan of every built-in stage a branch on the code,
-    else the composition's own stage (``dispatch.overloaded``: made once per stages type, inlined into the loop)."""
+    else the composition's own stage (``dispatch.overloaded``: made once per stages type). A worker's call is inlined
+    into the worker step (whose kernels LLVM inlines in turn, ``loop.worker_step``); the server's calls, once a round,
+    are calls of their own compiled function: inlined, each branch over every built-in stage was compiled once alone
+    (to type it) and again inside each caller (the loop and the attack's search), which cost the analytic problems'
+    one loop 5% more to compile (81.8 and 79.8 CPU-s against 76.2 and 77.1, in turn at LLVM level 1, 2-core VM,
+    7 December 2026) and ran no faster (``benchmarks/bench_engine.py``)."""
 
     def make(t):
         return _builtin_call(kind, call) if t.builtin else _own_call(kind, call, _stage(t.plan_key, kind.name))
 
     fn = overloaded(call.loop_name, f"plan, code, {', '.join(call.args)}", __name__,
-                    lambda t: t.plan_key if isinstance(t, StagesType) else None, make)
+                    lambda t: t.plan_key if isinstance(t, StagesType) else None, make,
+                    inline="always" if call.worker else "never")
     fn.__doc__ = (f"The run's {call.attr!r} of its stage (``signsim.stages.kinds``), as the plan's type names it: "
                   f"compiled only inside the loop.")
     return fn
