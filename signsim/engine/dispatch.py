@@ -235,9 +235,9 @@ def overloaded(name: str, params: str, module: str, key_of, make, inline: str = 
 
     typer: dict = {"resolve": resolve}
     exec(f"def typer({params}):\n    return resolve({params.partition(',')[0]})\n", typer)  # noqa: S102
-    # inlined into the loop (Numba compiles the chosen function alone first, to type it, and then again inside each
-    # caller: with the runtime, where returning an array a function was not passed is allowed; the worker step that
-    # takes it in runs without)
+    # compiled with the runtime (where returning an array a function was not passed is allowed); inlined (the
+    # default), Numba compiles the chosen function alone first, to type it, and then again inside each caller, and
+    # the worker step that takes it in runs without the runtime; "never" (the server's stage calls, plan.py): called
     overload(fn, inline=inline, jit_options={"_nrt": True})(typer["typer"])
     return fn
 

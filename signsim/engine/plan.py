@@ -146,9 +146,10 @@ class ParallelType(SwitchType):
 class Clock(Switch):
     """Whether the loop keeps the simulated clock of a run with a system model (docs/theory.md §14): its calls
     ``clock_select``, ``clock_advance`` and ``clock_advance_all`` are then those of ``signsim.engine.clock``, and
-    otherwise nothing (every message is in time, no time passes). The plan of every built-in stage always keeps
-    it; a composition's own loop only for a run with a system model, so that a first run without one compiles
-    nothing of the clock. ``compose.check_codes`` refuses a run with a system model on a loop without it."""
+    otherwise constants the loop never reaches (it calls them only for a run with a system model). The plan of every
+    built-in stage always keeps it; a composition's own loop only for a run with a system model, so that a first run
+    without one compiles nothing of the clock. ``compose.check_codes`` refuses a run with a system model (or a
+    selection of the first uploads) on a loop without it."""
 
 
 class ClockType(SwitchType):
@@ -161,8 +162,9 @@ opaque(Clock, ClockType, lambda value: ClockType(value.on))
 
 def _clock_call(fn, off: str):
     """``clock_<name>(clock_, ...)``: the clock's kernel ``fn(...)`` when the plan keeps the clock, else the
-    expression ``off`` (what ``fn`` gives when no time passes and no message is late): made once per ``Clock`` type
-    and inlined into the loop, so that a loop without the clock compiles nothing of it."""
+    expression ``off``, of ``fn``'s return type (the loop calls these only for a run with a system model, which
+    ``compose.check_codes`` refuses on a loop without the clock: the constant only types the call): made once per
+    ``Clock`` type and inlined into the loop, so that a loop without the clock compiles nothing of it."""
     params = ", ".join(inspect.signature(fn.py_func).parameters)
 
     def make(t):
@@ -174,8 +176,9 @@ def _clock_call(fn, off: str):
                       lambda t: t.on if isinstance(t, ClockType) else None, make)
 
 
-#: the loop's calls on the simulated clock (``signsim.engine.clock``), by the plan's ``clock``; without it, every
-#: upload is in time (``select``: all n of them, no cut) and a round takes no time
+#: the loop's calls on the simulated clock (``signsim.engine.clock``), by the plan's ``clock``; without it, constants
+#: of their types: ``select`` keeps all n uploads and cuts none (``np.inf``, the loop's "waits for everyone"), a round
+#: takes no time
 clock_select = _clock_call(clock.select, "(up.n, np.inf)")
 clock_advance = _clock_call(clock.advance, "0.0")
 clock_advance_all = _clock_call(clock.advance_all, "0.0")

@@ -211,6 +211,32 @@ def test_a_compositions_own_loop_keeps_the_clock_only_for_a_run_with_a_system_mo
     compose.check_codes(timed, icfg)
     with pytest.raises(ValueError, match="keeps no simulated clock"):
         compose.check_codes(untimed, icfg)
+    icfg[loop.I_TOPOLOGY], icfg[loop.I_KEEP] = 0, 3  # the first uploads kept (--over-select): the clock's selection
+    with pytest.raises(ValueError, match="keeps no simulated clock"):
+        compose.check_codes(untimed, icfg)
+
+
+class _Chosen(Exception):
+    """Raised by the stand-in for ``compose.choose`` below, so that no loop compiles."""
+
+
+def test_the_engine_asks_for_the_clock_only_for_a_run_with_a_system_model(monkeypatch):
+    """The driver's ``timed`` (``compose.choose``): a run with a system model (heterogeneous compute, a deadline) gets
+    a loop with the simulated clock, a run without one a loop without it."""
+    from ..conftest import run_engine
+
+    asked = []
+
+    def choose(family, stages, threaded, signature, noise=None, timed=True):
+        asked.append(timed)
+        raise _Chosen
+
+    monkeypatch.setattr(compose, "choose", choose)
+    for system in ({}, {"compute": "lognormal:0.05:0.5", "uplink": "const:1e4"},
+                   {"compute": "const:0.01", "deadline": 0.5}):
+        with pytest.raises(_Chosen):
+            run_engine(method="signsgd", workers=4, iters=2, **system)
+    assert asked == [False, True, True]
 
 
 def test_loop_mode_is_read_from_the_environment(monkeypatch):

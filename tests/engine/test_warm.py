@@ -112,3 +112,30 @@ def test_a_composition_whose_own_loop_is_cached_takes_it_before_the_one_loop(mon
     kernel, plan, warm_after = compose.choose("analytic", stages, False, (), "gaussian")
     assert (kernel, typeof(plan)) == {"own": (own, typeof(own_plan)), "one": (one, typeof(one_plan))}[expect]
     assert not warm_after
+
+
+@pytest.mark.parametrize("other_cached, expect", [(True, "own"), (False, "one")])
+def test_a_composition_run_with_the_other_clock_compiles_its_own_loop_not_the_one_loop(monkeypatch, other_cached,
+                                                                                      expect):
+    """Under SIGNSIM_LOOP=auto, a composition run with a system model whose own loop without the clock is cached (it
+    ran before without one), neither its own loop with the clock nor the one loop cached and no background compile
+    at work: its own loop with the clock (compose.choose; plan.Clock), not the one loop a second composition gets."""
+    from numba import typeof
+
+    from signsim.engine import compose, ledger, split_compile, warm
+    from signsim.stages import registry
+
+    monkeypatch.setenv("SIGNSIM_LOOP", "auto")
+    stages = {k.name: registry.parse(k.name, {"server_optimizer": "sgd", "down_compressor": "identity",
+                                              "compressor": "sign", "aggregation": "majority",
+                                              "attack": "invert", "momentum": "none"}.get(k.name, "none")).module
+              for k in compose.kinds.TABLE}
+    (own, untimed), (_, timed) = (compose.loops("analytic", stages, False, builtin=False, noise="gaussian", timed=t)
+                                  for t in (False, True))
+    one, one_plan = compose.loops("analytic", stages, False)
+    monkeypatch.setattr(split_compile, "cached", lambda kernel, sig: other_cached and sig[0] == typeof(untimed))
+    monkeypatch.setattr(warm, "wait", lambda *args: False)
+    monkeypatch.setattr(ledger, "signatures_of", lambda kernel: [(str(typeof(untimed)),)])  # the family has a loop
+    kernel, plan, warm_after = compose.choose("analytic", stages, False, (), "gaussian", timed=True)
+    assert (kernel, typeof(plan)) == {"own": (own, typeof(timed)), "one": (one, typeof(one_plan))}[expect]
+    assert not warm_after
