@@ -252,7 +252,7 @@ def _stage_call(kind: kinds.Kind, call: kinds.Call):
     into the worker step (whose kernels LLVM inlines in turn, ``loop.worker_step``); the server's calls, once a round,
     are calls of their own compiled function: inlined, each branch over every built-in stage was compiled once alone
     (to type it) and again inside each caller (the loop and the attack's search), which cost the analytic problems'
-    one loop 5% more to compile (81.8 and 79.8 CPU-s against 76.2 and 77.1, in turn at LLVM level 1, 2-core VM,
+    one loop 5% more to compile (81.8 and 79.8 CPU-s against 76.2 and 77.1, in turn at LLVM level 1, 2-core Xeon VM,
     7 December 2026) and ran no faster (``benchmarks/bench_engine.py``)."""
 
     def make(t):
