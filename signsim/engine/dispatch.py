@@ -237,7 +237,8 @@ def overloaded(name: str, params: str, module: str, key_of, make, inline: str = 
     exec(f"def typer({params}):\n    return resolve({params.partition(',')[0]})\n", typer)  # noqa: S102
     # compiled with the runtime (where returning an array a function was not passed is allowed); inlined (the
     # default), Numba compiles the chosen function alone first, to type it, and then again inside each caller, and
-    # the worker step that takes it in runs without the runtime; "never" (the server's stage calls, plan.py): called
+    # the worker step that takes it in runs without the runtime; with "never" (the server's stage calls, plan.py) the
+    # caller calls the one compiled function
     overload(fn, inline=inline, jit_options={"_nrt": True})(typer["typer"])
     return fn
 
