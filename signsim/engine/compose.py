@@ -93,8 +93,8 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     from signsim.engine import ledger, warm
     from signsim.engine.split_compile import cached
 
-    def pick(builtin: bool):
-        return loops(family, stages, threaded, builtin=builtin, noise=noise, timed=timed)
+    def pick(builtin: bool, clocked: bool = timed):
+        return loops(family, stages, threaded, builtin=builtin, noise=noise, timed=clocked)
 
     def is_cached(kernel, plan) -> bool:
         return cached(kernel, (typeof(plan), *signature))
@@ -117,7 +117,7 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
         return one, one_plan, False
     # the same composition run before with the other clock (a system model then, none now, or the reverse): its own
     # loop once more, not the one loop (about a fifth of the CPU time)
-    if is_cached(*loops(family, stages, threaded, builtin=False, noise=noise, timed=not timed)):
+    if is_cached(*pick(False, not timed)):
         return own, own_plan, False
     if family_has_loops(own):
         return one, one_plan, False
