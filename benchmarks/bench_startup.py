@@ -48,8 +48,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-first", action="store_true", help="skip (1), which compiles for a minute or more")
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory() as cache:
-        env = {"NUMBA_CACHE_DIR": cache}
+    # no background compile of the family's one loop: it would still be writing to the folder when it is removed
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as cache:
+        env = {"NUMBA_CACHE_DIR": cache, "SIGNSIM_WARM": "0"}
         if not a.skip_first:
             t, p = wall([*SIGNSIM, "run"], env)
             notice = "compiling" in p.stderr
