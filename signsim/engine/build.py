@@ -101,7 +101,10 @@ def check_budget(cfg, settings, d: int) -> None:
 
 def build(cfg, problem=None) -> Built:
     """Assemble ``cfg`` (a resolved RunConfig); ``problem`` reuses an instance already built from it."""
+    from signsim.engine import ready
     from signsim.engine.driver import Engine
+
+    ready.start()  # Numba's target context initialised beside the problem's set-up (its data, a model's probe)
 
     method, problem, model, params, settings = plan(cfg, problem)
     if cfg.votes == "binomial":

@@ -1,0 +1,39 @@
+"""Numba's target context made ready in a helper thread while a run builds its problem (issue 49).
+
+The first compiled call of a process, even of a kernel loaded from the cache, first initialises Numba's target
+context: its typing and lowering registries and the modules they import (SciPy's linear algebra among them), about
+0.5 s on a 2-core machine, holding Python's GIL. A run's set-up has work that releases the GIL: NumPy's random fills
+and matrix products in a model file's data, PyTorch's operations, reading files. ``start()`` calls a trivial cached
+kernel in a daemon thread, so that the initialisation runs beside that work instead of after it. Nothing else
+changes: the thread only loads (on an empty cache, compiles) ``_nothing``, and the compiled calls that follow wait for
+Numba's compiler lock as they would for any other compile. An error there is left for the run's own first call to
+meet and report.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from numba import njit
+
+_started = threading.Event()
+
+
+@njit(cache=True)
+def _nothing() -> int:
+    return 0
+
+
+def _load() -> None:
+    try:
+        _nothing()
+    except Exception:  # noqa: BLE001 - the run's own first compiled call meets it again and reports it
+        pass
+
+
+def start() -> None:
+    """Initialise Numba's target context in a daemon thread, once per process (later calls do nothing)."""
+    if _started.is_set():
+        return
+    _started.set()
+    threading.Thread(target=_load, name="signsim-numba-ready", daemon=True).start()
