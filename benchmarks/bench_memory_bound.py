@@ -80,7 +80,8 @@ def main() -> None:
     d, M = (100_000, 32) if a.quick else (1_000_000, 32)
     from signsim.seeding import run_streams
 
-    gens = List(run_streams(0, M)[0])
+    streams, _ = run_streams(0, M)  # (made on demand: indexed, not iterated)
+    gens = List([streams[m] for m in range(M)])
     x, L = np.ones(d), np.logspace(0, 2, d)
     mom, msg, agg = np.zeros((M, d)), np.zeros((M, d)), np.zeros(d)
 
