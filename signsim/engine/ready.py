@@ -17,6 +17,7 @@ import threading
 from numba import njit
 
 _started = threading.Event()
+_lock = threading.Lock()
 
 
 @njit(cache=True)
@@ -33,7 +34,8 @@ def _load() -> None:
 
 def start() -> None:
     """Initialise Numba's target context in a daemon thread, once per process (later calls do nothing)."""
-    if _started.is_set():
-        return
-    _started.set()
+    with _lock:  # (runs started from several threads at once start one)
+        if _started.is_set():
+            return
+        _started.set()
     threading.Thread(target=_load, name="signsim-numba-ready", daemon=True).start()
