@@ -4,7 +4,8 @@
     python benchmarks/bench_startup.py --skip-first
 
 (1) the first `signsim run` after a fresh install: an empty NUMBA_CACHE_DIR, so every kernel the run uses is
-    compiled (target: at most 15 s on 2 cores); whether the compile notice reached a piped stderr;
+    compiled (target: at most 15 s on 2 cores); whether the compile notice reached a piped stderr. Every run
+    here has SIGNSIM_WARM=0: no background compile of the family's one loop follows;
 (2) a later default `signsim run` against `python -c "import typer, numba, numpy, scipy"` (issue 49's floor;
     target: at most 1.5x), and against a fresh process that imports the same and calls one tiny kernel from
     Numba's cache (what loading any cached kernel costs: Numba's target context, which imports SciPy's linear
@@ -34,8 +35,11 @@ total(numpy.ones(3))
 
 
 def wall(cmd: list[str], env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    """(wall seconds, the finished process) of ``cmd``; a command that fails ends the benchmark with its stderr."""
     t = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if p.returncode:
+        raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr}")
     return time.perf_counter() - t, p
 
 
@@ -49,7 +53,7 @@ def main() -> None:
     ap.add_argument("--skip-first", action="store_true", help="skip (1), which compiles for a minute or more")
     a = ap.parse_args()
     # no background compile of the family's one loop: it would still be writing to the folder when it is removed
-    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as cache:
+    with tempfile.TemporaryDirectory() as cache:
         env = {"NUMBA_CACHE_DIR": cache, "SIGNSIM_WARM": "0"}
         if not a.skip_first:
             t, p = wall([*SIGNSIM, "run"], env)

@@ -89,10 +89,11 @@ def label(data: dict) -> str:
 
 def _ours(event) -> bool:
     """Whether a Numba compile event is for one of signsim's kernels (not, e.g., a typed List's methods, which
-    Numba compiles in every process)."""
+    Numba compiles in every process, nor ``signsim.engine.ready``'s empty kernel, which only sets Numba up in a
+    helper thread: it would take the compile notice from the run's own kernels)."""
     fn = getattr((event.data or {}).get("dispatcher"), "py_func", None)
     module = getattr(fn, "__module__", None) or ""
-    return module == "signsim" or module.startswith("signsim.")
+    return (module == "signsim" or module.startswith("signsim.")) and module != "signsim.engine.ready"
 
 
 @contextlib.contextmanager

@@ -121,7 +121,7 @@ VECTORS = {
 def _draws(kern, v, p, sign_zero, gen, S):
     """S draws of C(v) by the compressor's kernel, each into a zeroed message and scratch as ``compress_once`` gives
     them, in one compiled loop: the same draws as S calls of ``kernel`` from Python, without their 50 us each."""
-    out = np.zeros((S, v.shape[0]))
+    out = np.zeros((S, v.shape[0]), dtype=v.dtype)
     scratch = np.zeros(v.shape[0], dtype=np.int64)
     for s in range(S):
         scratch[:] = 0
