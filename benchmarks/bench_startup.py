@@ -58,8 +58,8 @@ def main() -> None:
         if not a.skip_first:
             t, p = wall([*SIGNSIM, "run"], env)
             notice = "compiling" in p.stderr
-            print(f"(1) first `signsim run` with an empty NUMBA_CACHE_DIR: {t:.1f} s (exit {p.returncode}; "
-                  f"compile notice on piped stderr: {'yes' if notice else 'NO'})")
+            print(f"(1) first `signsim run` with an empty NUMBA_CACHE_DIR: {t:.1f} s "
+                  f"(compile notice on piped stderr: {'yes' if notice else 'NO'})")
         else:
             wall([*SIGNSIM, "run", "--quiet"], env)
         tiny = os.path.join(cache, "one_cached_kernel.py")
