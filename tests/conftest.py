@@ -223,7 +223,12 @@ while True:
         break
     start = time.monotonic()
     try:
-        main(line.split())
+        if line.startswith("@server "):  # every built-in server kernel of a kind (the one loop calls them by address)
+            from signsim.engine.plan import compile_server_kernels
+
+            compile_server_kernels("float64", line.split()[1])
+        else:
+            main(line.split())
     except SystemExit as e:
         if e.code not in (0, 1, None):
             print(f"warm-up: signsim {line} exited {e.code}", file=sys.stderr)
@@ -276,6 +281,11 @@ def _warm_up_queue() -> list[str]:
     order = ["analytic", *[f for f in reversed(families) if f != "analytic"]]
     primers = [f"{family}\t1\t{after.get(family, '')}\t{families[family][0]}" for family in order if family in families]
     others = [[f"{family}\t0\t\t{line}" for line in lines[1:]] for family, lines in families.items()]
+    # every built-in stage's server kernels (the one loop calls the composition's by address: signsim.engine.plan),
+    # a command per kind, as signsim compile does after its runs
+    from signsim.engine.plan import SERVER_KINDS
+
+    others.append([f"server\t0\t\t@server {kind}" for kind in SERVER_KINDS])
     rest = [line for turn in zip_longest(*others) for line in turn if line is not None]
     return primers + rest
 

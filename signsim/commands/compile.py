@@ -382,6 +382,13 @@ def compile_all(main: Callable[[list[str]], None], report: Callable[[str], None]
     os.environ["SIGNSIM_LOOP"] = "builtin"
     try:
         _run_all(main, report, cmds)
+        # every built-in stage's server kernels, which the one loop calls by address (``signsim.engine.plan``): so
+        # that no later composition of built-in stages compiles anything
+        from signsim.engine.plan import compile_server_kernels
+
+        for dtype in dict.fromkeys(group(args)[2] for args in cmds if args[0] == "run"):
+            report(f"the server's stage kernels ({dtype})")
+            compile_server_kernels(dtype)
     finally:
         if previous is None:
             os.environ.pop("SIGNSIM_LOOP", None)

@@ -357,7 +357,8 @@ class BinomialEngine(ChunkedState):
         # copy of its own
         # a plugin aggregation's own plan; every built-in one's by its code
         family = dispatch.family_of(problem.code)
-        self.plan = plan_for(family, {"aggregation": s.aggregate.module} if is_plugin(s.aggregate.module) else None)
+        self.plan = plan_for(family, {"aggregation": s.aggregate.module} if is_plugin(s.aggregate.module) else None,
+                             server={"aggregation": s.aggregate.module})
         self.aggregation = stage_kernels.codes({"aggregation": s.aggregate.module})["aggregation"]
         self.fp = s.aggregate.param_array()
         self.nparams = np.asarray(noise_params, dtype=np.float64)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from signsim.engine import dispatch, loop, stage_kernels
 from signsim.stages import kinds
 
@@ -25,18 +27,19 @@ LOOP_MODES = ("auto", "builtin", "composed")
 
 
 def loops(family: str, stages: dict, threaded: bool, builtin: bool = True, noise: str | None = None,
-          timed: bool = True):
+          timed: bool = True, dtype=np.float64):
     """(loop, plan) for the problems of ``family`` and the stages ``stages`` (kind -> module), run in parallel or not
     (``threaded``). The loop is ``loop.run_chunk_threaded`` or ``loop.run_chunk`` (``loop.compiled``), compiled (or
     loaded from the cache) for each plan at its first call. With ``builtin``, a composition of built-in stages gets
     the plan of every built-in stage for every noise model (the family's one loop); otherwise, and for a composition
     with a plugin, a plan of its own stages, whose workers draw from the noise model ``noise`` only (a name of
     ``dispatch.NOISE``; None: from every model), with the simulated clock only when ``timed`` (a run with a system
-    model, docs/theory.md §14: ``plan.Clock``)."""
+    model, docs/theory.md §14: ``plan.Clock``). The plan of every built-in stage carries the composition's server
+    kernels for vectors of ``dtype`` (``plan.Stages``)."""
     from signsim.engine.plan import plan_for
 
     if builtin and stage_kernels.builtin_only(stages):
-        plan = plan_for(family, parallel=threaded)
+        plan = plan_for(family, parallel=threaded, server=stages, dtype=dtype)
     else:
         plan = plan_for(family, stages, noise, parallel=threaded, timed=timed)
     return loop.compiled(plan), plan
@@ -73,7 +76,7 @@ def mode(family: str | None = None) -> str:
 
 
 def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None,
-           timed: bool = True) -> tuple:
+           timed: bool = True, dtype=np.float64) -> tuple:
     """(the loop a run takes, its plan, whether to compile the family's one loop in the background once it has run),
     for the loop's arguments after the plan of types ``signature``. A composition with a plugin: its own. Otherwise,
     by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in the kernel cache for this signature
@@ -94,7 +97,7 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     from signsim.engine.split_compile import cached
 
     def pick(builtin: bool, clocked: bool = timed):
-        return loops(family, stages, threaded, builtin=builtin, noise=noise, timed=clocked)
+        return loops(family, stages, threaded, builtin=builtin, noise=noise, timed=clocked, dtype=dtype)
 
     def is_cached(kernel, plan) -> bool:
         return cached(kernel, (typeof(plan), *signature))
@@ -124,7 +127,7 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     return own, own_plan, True
 
 
-def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None = None):
+def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None = None, dtype=np.float64):
     """The plan an asynchronous run (``buffered.run_buffered``, one serial loop) takes, for the loop's arguments
     after the plan of types ``signature``: by ``SIGNSIM_LOOP`` as for rounds; under "auto", the composition's own
     plan when its loop is in the kernel cache, else the plan of every built-in stage when that loop is (``signsim
@@ -140,7 +143,7 @@ def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None
     if not stage_kernels.builtin_only(stages):
         return own
     chosen = mode(family)
-    one = plan_for(family, parallel=False)
+    one = plan_for(family, parallel=False, server=stages, dtype=dtype)
     if chosen != "auto":
         return one if chosen == "builtin" else own
     if cached(run_buffered, (typeof(own), *signature)):

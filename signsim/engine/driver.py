@@ -605,7 +605,8 @@ class Engine(ChunkedState):
                 family, threaded = dispatch.family_of(p.code), bool(self.icfg[loop.I_PARALLEL])
                 noise = dispatch.noise_name(int(self.icfg[loop.I_NOISE]))
                 kernel, plan, warm_after = compose.choose(family, self.settings.stages(), threaded, signature,
-                                                          noise, timed=self.settings.system is not None)
+                                                          noise, timed=self.settings.system is not None,
+                                                          dtype=self.dtype)
                 self.kernel, self.plan, self.signature = kernel, plan, (typeof(plan), *signature)
                 if warm_after:  # once this loop has run: the family's one loop, in the background
                     self.warm = (family, threaded, signature)
@@ -643,7 +644,7 @@ class Engine(ChunkedState):
             family, noise = dispatch.family_of(p.code), dispatch.noise_name(int(self.icfg[loop.I_NOISE]))
             signature = tuple(typeof(a) for a in (np.int64(k0), np.int64(k1), np.int64(K), *self.bundles(),
                                                    self.queue))
-            self.plan = compose.buffered_plan(family, self.settings.stages(), signature, noise)
+            self.plan = compose.buffered_plan(family, self.settings.stages(), signature, noise, self.dtype)
         compose.check_codes(self.plan, self.icfg)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Numba's type-safety notes

@@ -1,16 +1,24 @@
 """What a run's loop runs, as the Numba type of its first argument (docs/theory.md §2, §8).
 
 A ``Plan`` is a small Python value handed to the loop (``signsim.engine.loop``): ``Plan(problems, stages,
-parallel, clock)``, whose four fields carry everything in their Numba types and nothing at run time:
+parallel, clock)``, whose four fields carry everything in their Numba types and, but for the server's kernels of the
+plan of every built-in stage, nothing at run time:
 
 * ``Problems(family, noise)`` (``engine/dispatch.py``): the problem and noise kernels the loop's calls
   ``problem_oracle(problems, code, ...)``, ``add_noise(problems, code, ...)``, ``problem_evaluate(...)``, ... reach:
   the family's (a run compiles only its family's problem kernels), drawing from one noise model or from every one;
-* ``Stages(None)``: every built-in stage. Each call of the table of kinds (``signsim.stages.kinds``; ``CALLS``:
-  ``compress(stages, code, v, out, p, sign_zero, gen, iwork)``, ...) is then a branch over the stage's code (its
-  index in ``registry.BUILTIN``, passed from ``icfg``), so one compiled loop runs every composition of built-in
-  stages. ``Stages(stages)`` (kind -> module): those stages only, each call the stage's own function, the code
-  ignored: the smaller, faster loop of one composition (a plugin's always);
+* ``Stages(None, server)``: every built-in stage. Each call of a worker's path in the table of kinds
+  (``signsim.stages.kinds``; ``CALLS``: ``compress(stages, code, v, out, p, sign_zero, gen, iwork)``, ...) is then
+  a branch over the stage's code (its index in ``registry.BUILTIN``, passed from ``icfg``), inlined into the worker
+  step; each call of the server's (``SERVER_CALLS``: aggregation, pre-aggregations, attacks' rows, server optimizer,
+  estimator's and error feedback's directions, the downlink) calls the composition's kernel by its address, which
+  the value carries (``Stages.fns``: Numba's first-class functions, of one signature per call for every stage,
+  ``server_signatures``). So one compiled loop runs every composition of built-in stages, and compiling it compiles
+  no server stage: each compiles once, on its own, when a composition first uses it (before, the loop held a branch
+  over every built-in server stage, linked into it and optimised again by LLVM: at LLVM level 1 the analytic
+  problems' loop took 74 CPU-s to compile, and now 36 CPU-s with the composition's server kernels, 2-core Xeon VM, 7
+  December 2026). ``Stages(stages)`` (kind -> module): those stages only, each call the stage's own function, the
+  code ignored: the smaller, faster loop of one composition (a plugin's always);
 * ``Parallel(on)``: whether the loop runs its workers in parallel (``loop.run_chunk_threaded``, compiled with
   threads) or not (``loop.run_chunk``): one function compiled both ways, told apart in the cache by this type;
 * ``Clock(on)``: whether the loop keeps the simulated clock of a system model (docs/theory.md §14), or compiles
@@ -23,16 +31,27 @@ under a type that names the family, the noise model and the stages with a hash o
 (``stage_kernels.source_hash``; for every built-in stage, ``stage_kernels.builtin_key``): an edited or added stage
 gives new types and compiles only what calls it. Nothing is copied or written to a file. The stage functions
 themselves are compiled and cached on their own (``stage_kernels.stage_function``); the workers' calls here are
-inlined into the loop, the server's are calls (``_stage_call``).
+inlined into the loop, the server's are calls (``_stage_call``), by address in the plan of every built-in stage.
 """
 
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections import namedtuple
 
 import numpy as np
 from numba import types
+from numba.core import cgutils
+from numba.core.errors import NumbaExperimentalFeatureWarning
+from numba.extending import (
+    NativeValue,
+    make_attribute_wrapper,
+    models,
+    register_model,
+    typeof_impl,
+    unbox,
+)
 
 from signsim.engine import clock
 from signsim.engine.dispatch import Problems, ProblemsType, opaque, overloaded
@@ -41,26 +60,41 @@ from signsim.stages import kinds
 
 class Stages:
     """The stages a loop runs: None (every built-in stage, chosen by code), kind -> module (a composition's own),
-    or {} (none: a kernel that calls no stage). Its Numba type (``StagesType``) names them; nothing of it is read at
-    run time."""
+    or {} (none: a kernel that calls no stage). Its Numba type (``StagesType``) names them. The plan of every
+    built-in stage also carries, at run time, the server's kernels of one composition (``server``: kind -> module,
+    a built-in stage of each kind; the kind's first where it names none) for the vectors of ``dtype``: its server
+    calls them by address (``ServerStagesType``), so that they compile once each, on their own, and never again
+    inside the loop."""
 
-    __slots__ = ("stages", "key")
+    __slots__ = ("stages", "key", "type", "server", "dtype", "_fns")
 
-    def __init__(self, stages: dict | None = None):
+    def __init__(self, stages: dict | None = None, server: dict | None = None, dtype=np.float64):
         from signsim.engine import stage_kernels
 
         self.stages = None if stages is None else dict(stages)
+        self.server, self.dtype, self._fns = dict(server or {}), np.dtype(dtype), None
         if stages is None:
             self.key = stage_kernels.builtin_key()
+            self.type = ServerStagesType(self.key, types.Tuple(tuple(
+                types.FunctionType(sig) for sig in server_signatures(self.dtype))))
         else:
             self.key = tuple((kind, mod.__name__, stage_kernels.source_hash(mod))
                              for kind, mod in sorted(stages.items()))
             for (_, name, h), mod in zip(self.key, (m for _, m in sorted(stages.items())), strict=True):
                 _MODULES[name, h] = mod
+            self.type = StagesType(self.key)
 
     @property
     def builtin(self) -> bool:
         return self.stages is None
+
+    @property
+    def fns(self) -> tuple:
+        """The server's kernels of the plan of every built-in stage, one per call of ``SERVER_CALLS``, each compiled
+        (or loaded from the cache) for its signature (``server_signatures``): what the loop's argument holds."""
+        if self._fns is None:
+            self._fns = server_kernels(self.server, self.dtype)
+        return self._fns
 
     def __repr__(self) -> str:
         return f"Stages({self.key!r})"
@@ -70,14 +104,24 @@ class StagesType(types.Type):
     """The Numba type of ``Stages``: its key (a string for every built-in stage, else a tuple of (kind, module
     name, source hash)). Pickled into Numba's cache index with each compiled signature."""
 
-    def __init__(self, key):
+    def __init__(self, key, name: str | None = None):
         self.plan_key = key
-        name = key if isinstance(key, str) else ";".join(f"{k}={m}@{h}" for k, m, h in key)
+        if name is None:
+            name = key if isinstance(key, str) else ";".join(f"{k}={m}@{h}" for k, m, h in key)
         super().__init__(name=f"Stages({name})")
 
     @property
     def builtin(self) -> bool:
         return isinstance(self.plan_key, str)
+
+
+class ServerStagesType(StagesType):
+    """The Numba type of the plan of every built-in stage: its key and the types of the server's kernels it carries
+    (``fns``, a tuple of first-class function types, ``server_signatures``), the same for every composition."""
+
+    def __init__(self, key: str, fns):
+        self.fns = fns
+        super().__init__(key, name=f"{key};{len(fns)} server calls of {fns.types[0].signature.args[0]}")
 
 
 #: what a run's loop runs (its first argument): the problem and noise kernels it reaches, its stages, whether it
@@ -87,11 +131,13 @@ Plan = namedtuple("Plan", "problems stages parallel clock")
 
 
 def plan_for(family: str, stages: dict | None = None, noise: str | None = None, parallel: bool = False,
-             timed: bool = True) -> Plan:
+             timed: bool = True, server: dict | None = None, dtype=np.float64) -> Plan:
     """The plan of a loop for the problems of ``family`` drawing noise ``noise`` (None: every model) that runs
-    ``stages`` (None: every built-in stage, by code), its workers in parallel or not, ``timed`` (with the simulated
-    clock) or not (``Clock``; the plan of every built-in stage always has it)."""
-    return Plan(Problems(family, noise), Stages(stages), Parallel(parallel), Clock(timed or stages is None))
+    ``stages`` (None: every built-in stage, by code, the server's those of ``server`` for vectors of ``dtype``:
+    ``Stages``), its workers in parallel or not, ``timed`` (with the simulated clock) or not (``Clock``; the plan of
+    every built-in stage always has it)."""
+    return Plan(Problems(family, noise), Stages(stages, server, dtype), Parallel(parallel),
+                Clock(timed or stages is None))
 
 
 def _field(t, name: str, of: type):
@@ -110,7 +156,109 @@ def stages_of(t):
     return _field(t, "stages", StagesType)
 
 
-opaque(Stages, StagesType, lambda value: StagesType(value.key))
+typeof_impl.register(Stages)(lambda value, context: value.type)
+register_model(StagesType)(models.OpaqueModel)
+unbox(StagesType)(lambda typ, obj, c: NativeValue(c.context.get_dummy_value()))
+
+
+@register_model(ServerStagesType)
+class _ServerStagesModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("fns", fe_type.fns)])
+
+
+make_attribute_wrapper(ServerStagesType, "fns", "fns")
+
+
+@unbox(ServerStagesType)
+def _unbox_server_stages(typ, obj, c):
+    """The plan of every built-in stage in compiled code: its server kernels' addresses (``Stages.fns``)."""
+    value = cgutils.create_struct_proxy(typ)(c.context, c.builder)
+    failed = cgutils.alloca_once_value(c.builder, cgutils.true_bit)
+    fns = c.pyapi.object_getattr_string(obj, "fns")  # NULL with the exception set when a kernel is refused
+    with c.builder.if_then(cgutils.is_not_null(c.builder, fns), likely=True):
+        native = c.unbox(typ.fns, fns)
+        c.pyapi.decref(fns)
+        value.fns = native.value
+        c.builder.store(native.is_error, failed)
+    return NativeValue(value._getvalue(), is_error=c.builder.load(failed))
+
+
+# Numba marks first-class function types experimental, and says so at each compile of a loop that calls them
+warnings.filterwarnings("ignore", "First-class function type feature is experimental",
+                        NumbaExperimentalFeatureWarning)
+
+#: the server's calls of the table of kinds (``kinds.Call`` with ``worker`` False), in the order of ``Stages.fns``
+SERVER_CALLS = tuple((kind, call) for kind in kinds.TABLE for call in kind.calls if not call.worker)
+
+
+def dtype_of(signature: tuple) -> np.dtype:
+    """The dtype of the vectors of a loop whose arguments after the plan have the Numba types ``signature`` (the
+    server's aggregate, ``loop.Server``)."""
+    server = signature[5]
+    return np.dtype(str(server.types[server.fields.index("agg")].dtype))
+
+
+def server_arg_types(dtype) -> dict:
+    """The Numba type of each argument of the server's calls (``kinds.Call.args``), by name, as the loop passes
+    them for vectors of ``dtype`` (``split_compile.SERVER_ARGS``; a test checks them against a compiled loop's)."""
+    from numba import typeof
+
+    dt = np.dtype(dtype)
+    vector, matrix = types.Array(typeof(dt.type(0)), 1, "C"), types.Array(typeof(dt.type(0)), 2, "C")
+    return {"msg": matrix, "srv": vector, "opt": matrix, "hbar": matrix, "gen": typeof(np.random.default_rng(0)),
+            "tie": types.int64, "sign_zero": types.int64, "iwork": types.Array(types.int64, 1, "C"),
+            "lr": types.float64, "p": types.Array(types.float64, 1, "C"),
+            **dict.fromkeys(("agg", "direction", "v", "out", "g", "e"), vector),
+            **dict.fromkeys(("k", "M", "B", "S", "H", "n"), types.int64)}
+
+
+def server_signatures(dtype) -> tuple:
+    """The signature of each call of ``SERVER_CALLS`` for vectors of ``dtype``: its arguments'
+    types (``server_arg_types``) and the type of what it returns (``kinds.Call.result``)."""
+    arg = server_arg_types(dtype)
+    result = {"": types.none, "vector": arg["agg"], "bits": types.float64, "rows": types.int64,
+              "flag": types.boolean}
+    return tuple(result[call.result](*(arg[a] for a in call.args)) for _, call in SERVER_CALLS)
+
+
+#: the kinds with a call in ``SERVER_CALLS``, in its order
+SERVER_KINDS = tuple(dict.fromkeys(kind.name for kind, _ in SERVER_CALLS))
+
+
+def compile_server_kernels(dtype, kind: str | None = None) -> int:
+    """Compile (or load) the kernel of each call of ``SERVER_CALLS`` of every built-in stage (of ``kind`` only, when
+    given) for vectors of ``dtype``, so that the plan of every built-in stage compiles nothing for any composition
+    (``signsim.engine.warm``, ``signsim compile``); how many kernels."""
+    from signsim.stages import registry
+
+    n = 0
+    for name in SERVER_KINDS if kind is None else (kind,):
+        for module in registry.builtin(kinds.base(name)).values():
+            n += len(server_kernels({name: module}, dtype, only=name))
+    return n
+
+
+def server_kernels(server: dict, dtype, only: str | None = None) -> tuple:
+    """The kernel of each call of ``SERVER_CALLS`` for the composition ``server`` (kind -> built-in module; the
+    kind's first built-in stage where it names none), compiled for its signature (``server_signatures``); with
+    ``only``, the calls of that kind only."""
+    from signsim.engine import stage_kernels
+    from signsim.stages import registry
+
+    out = []
+    for (kind, call), sig in zip(SERVER_CALLS, server_signatures(dtype), strict=True):
+        if only is not None and kind.name != only:
+            continue
+        module = server.get(kind.name) or next(iter(registry.builtin(kinds.base(kind.name)).values()))
+        kernel = stage_kernels.stage_function(module, call.attr, False)
+        kernel.compile(tuple(sig.args))  # (by its arguments, as an own loop and the split compile ask: one cache entry)
+        # (a literal, such as the False a stage without a fresh round returns, is its type's value: the same data)
+        got = types.unliteral(kernel.overloads[tuple(sig.args)].signature.return_type)
+        if got != sig.return_type:
+            raise TypeError(f"stage {module.NAME!r}: {call.attr} returns {got}, not {sig.return_type}")
+        out.append(kernel)
+    return tuple(out)
 
 
 class Switch:
@@ -235,6 +383,15 @@ def _own_call(kind: kinds.Kind, call: kinds.Call, module):
     return _make(f"def own(plan, code, {args}):\n    {body}K({args})\n", "own", ns)
 
 
+def _server_call(call: kinds.Call):
+    """``call`` of the server in the plan of every built-in stage: the composition's kernel, by its address in the
+    plan (``Stages.fns``), the code ignored."""
+    index = [c for _, c in SERVER_CALLS].index(call)
+    args = ", ".join(call.args)
+    body = "return " if call.returns else ""
+    return _make(f"def server(plan, code, {args}):\n    {body}plan.fns[{index}]({args})\n", "server", {})
+
+
 def _stage(key, kind: str):
     """The module of ``kind`` in a composition's plan key."""
     return next(module_named(m, h) for k, m, h in key if k == kind)
@@ -256,6 +413,8 @@ def _stage_call(kind: kinds.Kind, call: kinds.Call):
     7 December 2026) and ran no faster (``benchmarks/bench_engine.py``)."""
 
     def make(t):
+        if isinstance(t, ServerStagesType) and not call.worker:
+            return _server_call(call)
         return _builtin_call(kind, call) if t.builtin else _own_call(kind, call, _stage(t.plan_key, kind.name))
 
     fn = overloaded(call.loop_name, f"plan, code, {', '.join(call.args)}", __name__,

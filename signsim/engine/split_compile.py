@@ -80,27 +80,24 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
                  (("module", "signsim.engine.clock", "advance_all"),
                   sig(k, who, k, f, server.system, f, f, server.tally))]
     # the server's calls on its stages (``kinds.Call`` with ``worker`` False), each with the arguments the loop passes
-    # under the names the table gives them: with the plan of every built-in stage, every built-in stage's function
-    # (compiled here whatever the run uses); with a composition's own, its stages' functions. A plugin's functions
-    # a fresh process cannot make: compiled in this process with the loop
-    one = run_plan.stages.builtin
-    if one or stage_kernels.builtin_only(stages):
+    # under the names the table gives them: the composition's stages' functions (the plan of every built-in stage
+    # calls the composition's by address: ``plan.Stages``). A plugin's functions a fresh process cannot make:
+    # compiled in this process with the loop
+    if stage_kernels.builtin_only(stages):
         # a vector of length d is typed as the aggregate (the downlink's rows, ``loop.D_*``, are of the same dtype)
         value = {"msg": workers.msg[:S], "srv": server.srv, "opt": server.opt, "hbar": server.hbar, "gen": server.gen,
                  "tie": icfg[loop.I_TIE], "sign_zero": icfg[loop.I_SIGN_ZERO], "iwork": server.diwork[0],
                  "lr": fcfg[loop.F_LR], **dict.fromkeys(("agg", "direction", "v", "out", "g", "e"), server.agg),
                  **dict.fromkeys(("k", "M", "B", "S", "H", "n"), k)}
         assert value.keys() == SERVER_ARGS
-        from signsim.stages import registry
-
         for kind in kinds.TABLE:
             p = sp[loop.SP_ROW[kind.name]]
-            modules = registry.builtin(kinds.base(kind.name)).values() if one else [stages[kind.name]]
+            module = stages[kind.name]
             for call in kind.calls:
                 if call.worker:
                     continue
                 args = sig(*(p if a == "p" else value[a] for a in call.args))
-                jobs += [(("stage", kind.name, m.__name__, call.attr), args) for m in modules]
+                jobs.append((("stage", kind.name, module.__name__, call.attr), args))
     # a searching attack's line search (1.4 of a first run's 17 CPU-s), in the loops that may search
     if stage_kernels.builtin_only(stages) and searches(typeof(run_plan.stages)):
         jobs.append((("module", "signsim.engine.loop", "attack_factor"),

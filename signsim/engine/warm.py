@@ -156,12 +156,13 @@ def _main(fd: int) -> None:
     from numba import typeof
 
     from signsim.engine import ledger, loop
-    from signsim.engine.plan import plan_for
+    from signsim.engine.plan import compile_server_kernels, dtype_of, plan_for
 
-    plan = plan_for(family, parallel=threaded)
+    plan = plan_for(family, parallel=threaded, dtype=dtype_of(signature))
     kernel = loop.compiled(plan)
     kernel.compile((typeof(plan), *signature))
     ledger.note(kernel)
+    compile_server_kernels(dtype_of(signature))  # every composition's server kernels (the loop calls them by address)
     os.close(fd)
 
 

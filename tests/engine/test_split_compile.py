@@ -49,17 +49,14 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     monkeypatch.setenv(compose.LOOP_ENV, options.pop("loop", "builtin"))
     engine = _engine(monkeypatch, **options)
     kernel = engine.kernel
-    one = engine.plan.stages.builtin
     assert (kernel is loop.run_chunk_threaded) == bool(engine.icfg[loop.I_PARALLEL]) == engine.plan.parallel.on
     if "workers" in options:
         assert engine.icfg[loop.I_PARALLEL] == (numba.get_num_threads() > 1)
     jobs, (step, signatures) = split_compile.plan(engine, kernel, engine.plan)
     names = [recipe[-1] for recipe, _ in jobs]
-    # each call the server makes, on every built-in stage of its kind with the plan of every built-in stage
-    from signsim.stages import registry
-
-    server = [c.attr for k in kinds.TABLE for c in k.calls if not c.worker
-              for _ in (registry.builtin(kinds.base(k.name)) if one else [0])]
+    # each call the server makes, on the composition's stage of its kind (the plan of every built-in stage too: it
+    # calls the composition's by address, ``plan.Stages``)
+    server = [c.attr for k in kinds.TABLE for c in k.calls if not c.worker]
     assert sorted(n for n in names if n in {c.attr for k in kinds.TABLE for c in k.calls}) == sorted(server)
     assert "attack_factor" in names
     # the simulated clock's kernels: only for a loop that keeps the clock (the one loop; an own loop of a run with a

@@ -1,0 +1,78 @@
+"""The server's stage calls of the plan of every built-in stage go by address (``signsim.engine.plan``: ``Stages.fns``,
+``SERVER_CALLS``, ``server_signatures``): one compiled loop for every composition, each server kernel compiled on
+its own, with the signature the loop passes; the same results as a composition's own loop (where the calls are
+the stage's own functions) are checked in ``test_engine_kinds.py``."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from signsim.engine import compose, loop, plan, split_compile
+from signsim.engine.driver import simulate
+
+from ..conftest import make_engine
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_declared_signatures_are_the_arguments_the_loop_passes(monkeypatch, dtype):
+    """Each server call's declared arguments (``server_signatures``) are the types of the values the loop passes
+    under those names (``split_compile.plan``, whose signatures ``test_split_compile.py`` checks against a compiled
+    loop's)."""
+    monkeypatch.setenv(compose.LOOP_ENV, "builtin")
+    engine = make_engine(method="signum", workers=6, iters=2, dtype=dtype, byzantine=1, attack="ipm",
+                         aggregate="trimmed:0.2")[0]
+    assert engine.dtype == np.dtype(dtype)
+    stage_plan = plan.plan_for("analytic", server=engine.settings.stages(), dtype=engine.dtype)
+    jobs, _ = split_compile.plan(engine, loop.run_chunk, stage_plan)
+    passed = {(recipe[1], recipe[3]): sig for recipe, sig in jobs if recipe[0] == "stage"}
+    declared = {(kind.name, call.attr): sig for (kind, call), sig in
+                zip(plan.SERVER_CALLS, plan.server_signatures(engine.dtype), strict=True)}
+    assert passed.keys() == declared.keys()
+    for key, sig in declared.items():
+        assert tuple(sig.args) == passed[key], key
+
+
+def test_two_compositions_share_the_one_loop_and_differ_in_their_server_kernels(monkeypatch):
+    """Runs of different aggregations, pre-aggregations and server optimizers take one plan type (so one compiled
+    loop) whose values carry each its own kernels; the second run compiles no loop."""
+    monkeypatch.setenv(compose.LOOP_ENV, "builtin")
+    runs = [dict(method="signsgd", workers=5, iters=3),
+            dict(method="signsgd", workers=5, iters=3, byzantine=1, attack="ipm", aggregate="median",
+                 pre_aggregate="nnm:1", server_opt="fedadam")]
+    engines = []
+    for options in runs:
+        engine = make_engine(**options)[0]
+        simulate(engine)
+        engines.append(engine)
+    first, second = (e.plan for e in engines)
+    assert numba.typeof(first) == numba.typeof(second)
+    assert first.stages.builtin and second.stages.builtin
+    names = [[getattr(f, "__name__", "") for f in p.stages.fns] for p in (first, second)]
+    assert names[0] != names[1]
+    calls = [c.attr for _, c in plan.SERVER_CALLS]
+    assert "robust__median" in names[1][calls.index("robust")]
+    assert "pre__nnm" in names[1][calls.index("pre")]
+    assert "robust__median" not in names[0][calls.index("robust")]
+    assert engines[0].kernel is engines[1].kernel
+    assert sum(sig[0] == numba.typeof(first) for sig in engines[0].kernel.signatures) == 1
+
+
+def test_a_server_kernel_that_returns_another_type_is_refused(monkeypatch):
+    """A kernel whose return type is not its call's (``kinds.Call.result``) would be called through a pointer of the
+    wrong type: refused by name before any run."""
+    from numba import njit
+
+    from signsim.engine import stage_kernels
+
+    @njit
+    def direction(agg, srv):
+        return 1.0  # a number where the error feedback's direction is a vector
+
+    real = stage_kernels.stage_function
+    monkeypatch.setattr(stage_kernels, "stage_function",
+                        lambda module, attr, worker_path, **kw: direction if attr == "direction" else real(
+                            module, attr, worker_path, **kw))
+    with pytest.raises(TypeError, match="direction returns float64, not array"):
+        plan.server_kernels({}, np.float64, only="error_feedback")
