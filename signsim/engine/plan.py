@@ -201,7 +201,9 @@ def dtype_of(signature: tuple) -> np.dtype:
 
 def server_arg_types(dtype) -> dict:
     """The Numba type of each argument of the server's calls (``kinds.Call.args``), by name, as the loop passes
-    them for vectors of ``dtype`` (``split_compile.SERVER_ARGS``; a test checks them against a compiled loop's)."""
+    them for vectors of ``dtype``: a vector of length d is typed as the aggregate (the downlink's rows, ``loop.D_*``,
+    are of its dtype), the stage's parameters ``p`` as a row of ``sp`` (tests/engine/test_server_calls.py checks
+    them against a composition's own loop's, which calls the stages with what it passes)."""
     from numba import typeof
 
     dt = np.dtype(dtype)

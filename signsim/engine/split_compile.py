@@ -32,10 +32,6 @@ import numpy as np
 
 #: the environment variable that turns the helper off ("0")
 ENV = "SIGNSIM_SPLIT_COMPILE"
-#: the argument names (``kinds.Call.args``) a call the server makes on its stages may use, besides its parameter row
-#: "p": ``plan`` types each from the value the loop passes under that name (a test checks the table against it)
-SERVER_ARGS = frozenset({"msg", "srv", "opt", "hbar", "gen", "tie", "sign_zero", "iwork", "lr", "agg", "direction",
-                         "v", "out", "g", "e", "k", "M", "B", "S", "H", "n"})
 
 
 def enabled() -> bool:
@@ -52,8 +48,7 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     from numba import typeof
 
     from signsim.engine import clock, loop, stage_kernels
-    from signsim.engine.plan import searches
-    from signsim.stages import kinds
+    from signsim.engine.plan import SERVER_CALLS, searches, server_signatures
 
     data, workers, server, run, gens = bundles or engine.bundles()
     icfg, fcfg, sp = run.icfg, run.fcfg, run.sp
@@ -84,20 +79,9 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     # calls the composition's by address: ``plan.Stages``). A plugin's functions a fresh process cannot make:
     # compiled in this process with the loop
     if stage_kernels.builtin_only(stages):
-        # a vector of length d is typed as the aggregate (the downlink's rows, ``loop.D_*``, are of the same dtype)
-        value = {"msg": workers.msg[:S], "srv": server.srv, "opt": server.opt, "hbar": server.hbar, "gen": server.gen,
-                 "tie": icfg[loop.I_TIE], "sign_zero": icfg[loop.I_SIGN_ZERO], "iwork": server.diwork[0],
-                 "lr": fcfg[loop.F_LR], **dict.fromkeys(("agg", "direction", "v", "out", "g", "e"), server.agg),
-                 **dict.fromkeys(("k", "M", "B", "S", "H", "n"), k)}
-        assert value.keys() == SERVER_ARGS
-        for kind in kinds.TABLE:
-            p = sp[loop.SP_ROW[kind.name]]
-            module = stages[kind.name]
-            for call in kind.calls:
-                if call.worker:
-                    continue
-                args = sig(*(p if a == "p" else value[a] for a in call.args))
-                jobs.append((("stage", kind.name, module.__name__, call.attr), args))
+        # (the signatures the plan declares: ``plan.server_signatures``, for the dtype of the server's aggregate)
+        for (kind, call), signature in zip(SERVER_CALLS, server_signatures(server.agg.dtype), strict=True):
+            jobs.append((("stage", kind.name, stages[kind.name].__name__, call.attr), tuple(signature.args)))
     # a searching attack's line search (1.4 of a first run's 17 CPU-s), in the loops that may search
     if stage_kernels.builtin_only(stages) and searches(typeof(run_plan.stages)):
         jobs.append((("module", "signsim.engine.loop", "attack_factor"),

@@ -105,13 +105,13 @@ def test_every_place_that_names_a_kind_reads_the_table():
         assert row == loop.SP_ROW[name[3:].lower()] == kinds.NAMES.index(name[3:].lower()), name
     for flag in kinds.FLAGS:
         assert getattr(loop, f"I_{flag}") == loop.ICFG.index(kinds.flag_setting(flag)), flag
-    # the arguments of the server's calls on its stages are those the split compile knows how to type
-    from signsim.engine import split_compile
+    # the arguments of the server's calls on its stages are those the plan types (``plan.server_signatures``)
+    from signsim.engine import plan
 
     for k in kinds.TABLE:
         for c in k.calls:
             if not c.worker:
-                assert set(c.args) - {"p"} <= split_compile.SERVER_ARGS, (k.name, c.attr, c.args)
+                assert set(c.args) <= set(plan.server_arg_types(np.float64)), (k.name, c.attr, c.args)
 
 
 def test_every_built_in_stage_module_declares_its_kinds_contract():

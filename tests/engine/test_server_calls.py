@@ -9,29 +9,30 @@ import numba
 import numpy as np
 import pytest
 
-from signsim.engine import compose, loop, plan, split_compile
+from signsim.engine import compose, loop, plan
 from signsim.engine.driver import simulate
 
 from ..conftest import make_engine
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_the_declared_signatures_are_the_arguments_the_loop_passes(monkeypatch, dtype):
-    """Each server call's declared arguments (``server_signatures``) are the types of the values the loop passes
-    under those names (``split_compile.plan``, whose signatures ``test_split_compile.py`` checks against a compiled
-    loop's)."""
-    monkeypatch.setenv(compose.LOOP_ENV, "builtin")
+def test_the_declared_signatures_are_the_arguments_the_loop_passes(dtype):
+    """Each server call's declared arguments (``server_signatures``) are the Numba types of the engine's arrays and
+    settings the loop passes under those names (``loop.run_rounds``: the round's messages ``msg[:S]``, the server's
+    aggregate, states and generator, a row of the downlink's state and scratch, a row of ``sp``, int64 scalars)."""
     engine = make_engine(method="signum", workers=6, iters=2, dtype=dtype, byzantine=1, attack="ipm",
-                         aggregate="trimmed:0.2")[0]
-    assert engine.dtype == np.dtype(dtype)
-    stage_plan = plan.plan_for("analytic", server=engine.settings.stages(), dtype=engine.dtype)
-    jobs, _ = split_compile.plan(engine, loop.run_chunk, stage_plan)
-    passed = {(recipe[1], recipe[3]): sig for recipe, sig in jobs if recipe[0] == "stage"}
-    declared = {(kind.name, call.attr): sig for (kind, call), sig in
-                zip(plan.SERVER_CALLS, plan.server_signatures(engine.dtype), strict=True)}
-    assert passed.keys() == declared.keys()
-    for key, sig in declared.items():
-        assert tuple(sig.args) == passed[key], key
+                         aggregate="trimmed:0.2", pre_aggregate="nnm:1", server_opt="fedadam",
+                         down_compressor="top-k:2", down_feedback="ef")[0]
+    data, workers, server, run, _ = engine.bundles()
+    k = np.int64(0)
+    value = {"msg": workers.msg[:3], "srv": server.srv, "opt": server.opt, "hbar": server.hbar, "gen": server.gen,
+             "tie": run.icfg[loop.I_TIE], "sign_zero": run.icfg[loop.I_SIGN_ZERO], "iwork": server.diwork[0],
+             "lr": run.fcfg[loop.F_LR], "p": run.sp[0], "direction": server.agg, "agg": server.agg,
+             **dict.fromkeys(("v", "out", "g", "e"), server.down[loop.D_OUT]),
+             **dict.fromkeys(("k", "M", "B", "S", "H", "n"), k)}
+    assert set(value) == set(plan.server_arg_types(engine.dtype))
+    for (kind, call), sig in zip(plan.SERVER_CALLS, plan.server_signatures(engine.dtype), strict=True):
+        assert tuple(sig.args) == tuple(numba.typeof(value[a]) for a in call.args), (kind.name, call.attr)
 
 
 def test_two_compositions_share_the_one_loop_and_differ_in_their_server_kernels(monkeypatch):
