@@ -19,8 +19,8 @@ The stages are the registry's modules, chosen by what they declare (``signsim.st
 names here: the compressor one whose ``COORDINATE_SIGN`` is True (``sign``), the aggregation one whose ``SUMMED`` is
 True (its ``finish`` turns the sums into the broadcast: ``mean``, ``majority``), the attack one that declares
 ``sign_law`` (``invert``, ``random``: P(sent | own sign), data the loop reads, ``attacked_counts``). Every built-in
-aggregation's ``finish`` is called by the stage's code (the loop's plan of every built-in stage,
-``signsim.engine.plan``), so one copy of the loop per family of problems runs every composition of built-in stages;
+aggregation's ``finish`` is called by its address in the loop's plan of every built-in stage
+(``signsim.engine.plan``), so one copy of the loop per family of problems runs every composition of built-in stages;
 a plugin aggregation is called through a plan of its own (a type of its own: compiled for it), as in the loop.
 """
 
@@ -353,9 +353,8 @@ class BinomialEngine(ChunkedState):
         self.icfg, self.fcfg = Engine.settings_arrays(problem, noise, s, eval_every, False, False, down, M, M)
         self.law = sign_law(s)
         check_law(self.law, s)
-        # a built-in aggregation by its code in the generated dispatcher (one loop for all); a plugin's bound into a
-        # copy of its own
-        # a plugin aggregation's own plan; every built-in one's by its code
+        # a plugin aggregation's own plan; a built-in one's in the plan of every built-in stage, which calls its
+        # finish by address (``plan.Stages``: one compiled loop for all)
         family = dispatch.family_of(problem.code)
         self.plan = plan_for(family, {"aggregation": s.aggregate.module} if is_plugin(s.aggregate.module) else None,
                              server={"aggregation": s.aggregate.module})

@@ -4,10 +4,11 @@ the one composition it uses (docs/theory.md §2, §8; ``choose`` decides, ``SIGN
 The loop is one function, ``loop.run_rounds``, compiled serially (``loop.run_chunk``) and with threads
 (``loop.run_chunk_threaded``), whose first argument, a ``signsim.engine.plan.Plan``, carries in its Numba type the
 family of problems and noise model it reaches, whether it runs with threads, and the stages it calls: every
-built-in stage, chosen by its code at each call (the family's one loop), or one composition's own stages
-(``loops``). Numba compiles and caches the loop once per plan type, in the same cache files; the type names the
-stages with a hash of their sources (``signsim.engine.stage_kernels``), so that a new or edited stage compiles only
-the loops that call it.
+built-in stage (the family's one loop: a worker's stage chosen by its code at each call, the server's the
+composition's own kernels, called by the addresses the plan's value carries, ``plan.Stages``), or one composition's
+own stages (``loops``). Numba compiles and caches the loop once per plan type, in the same cache files; the type
+names the stages with a hash of their sources (``signsim.engine.stage_kernels``), so that a new or edited stage
+compiles only the loops that call it.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     """(the loop a run takes, its plan, whether to compile the family's one loop in the background once it has run),
     for the loop's arguments after the plan of types ``signature``. A composition with a plugin: its own. Otherwise,
     by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in the kernel cache for this signature
-    (the one loop chooses each stage by its code at every call; with the worker step inlined (``forceinline``,
+    (the one loop chooses each worker's stage by its code at every call; with the worker step inlined (``forceinline``,
     ``loop.worker_step``), the two ran SSDM in about the same time: 0.098 s against 0.105 s on Rosenbrock at d = 10,
     K = 20,000, and 0.88 s both on the d = 10^6 quadratic, medians of three runs of ``benchmarks/bench_engine.py`` on
     5 December 2026), else the family's one loop when that is cached (nothing compiles), else its own when the cache

@@ -12,12 +12,14 @@ plan of every built-in stage, nothing at run time:
   a branch over the stage's code (its index in ``registry.BUILTIN``, passed from ``icfg``), inlined into the worker
   step; each call of the server's (``SERVER_CALLS``: aggregation, pre-aggregations, attacks' rows, server optimizer,
   estimator's and error feedback's directions, the downlink) calls the composition's kernel by its address, which
-  the value carries (``Stages.fns``: Numba's first-class functions, of one signature per call for every stage,
-  ``server_signatures``). So one compiled loop runs every composition of built-in stages, and compiling it compiles
+  the value carries (``Stages.held``: Numba's first-class functions, of one signature per call for every stage,
+  ``server_signatures``, held by reference in compiled memory, ``ServerKernels``, so that a call of the loop
+  passes one pointer). So one compiled loop runs every composition of built-in stages, and compiling it compiles
   no server stage: each compiles once, on its own, when a composition first uses it (before, the loop held a branch
-  over every built-in server stage, linked into it and optimised again by LLVM: at LLVM level 1 the analytic
-  problems' loop took 74 CPU-s to compile, and now 36 CPU-s with the composition's server kernels, 2-core Xeon VM, 7
-  December 2026). ``Stages(stages)`` (kind -> module): those stages only, each call the stage's own function, the
+  over every built-in server stage, linked into it and optimised again by LLVM: SSDM's first run in the analytic
+  problems' one loop took 74 s to compile in one process at LLVM level 1, and 36 s with the composition's server
+  kernels; at Numba's default level, after a first run, 107.7 CPU-s against 50.6; 2-core Xeon VM, 7 December
+  2026). ``Stages(stages)`` (kind -> module): those stages only, each call the stage's own function, the
   code ignored: the smaller, faster loop of one composition (a plugin's always);
 * ``Parallel(on)``: whether the loop runs its workers in parallel (``loop.run_chunk_threaded``, compiled with
   threads) or not (``loop.run_chunk``): one function compiled both ways, told apart in the cache by this type;
@@ -36,20 +38,22 @@ inlined into the loop, the server's are calls (``_stage_call``), by address in t
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import inspect
 import warnings
 from collections import namedtuple
 
 import numpy as np
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.core.errors import NumbaExperimentalFeatureWarning
+from numba.experimental import structref
 from numba.extending import (
     NativeValue,
     make_attribute_wrapper,
     models,
     register_model,
-    typeof_impl,
     unbox,
 )
 
@@ -66,13 +70,13 @@ class Stages:
     calls them by address (``ServerStagesType``), so that they compile once each, on their own, and never again
     inside the loop."""
 
-    __slots__ = ("stages", "key", "type", "server", "dtype", "_fns")
+    __slots__ = ("stages", "key", "type", "server", "dtype", "_fns", "_held")
 
     def __init__(self, stages: dict | None = None, server: dict | None = None, dtype=np.float64):
         from signsim.engine import stage_kernels
 
         self.stages = None if stages is None else dict(stages)
-        self.server, self.dtype, self._fns = dict(server or {}), np.dtype(dtype), None
+        self.server, self.dtype, self._fns, self._held = dict(server or {}), np.dtype(dtype), None, None
         if stages is None:
             self.key = stage_kernels.builtin_key()
             self.type = ServerStagesType(self.key, types.Tuple(tuple(
@@ -91,10 +95,17 @@ class Stages:
     @property
     def fns(self) -> tuple:
         """The server's kernels of the plan of every built-in stage, one per call of ``SERVER_CALLS``, each compiled
-        (or loaded from the cache) for its signature (``server_signatures``): what the loop's argument holds."""
+        (or loaded from the cache) for its signature (``server_signatures``)."""
         if self._fns is None:
             self._fns = server_kernels(self.server, self.dtype)
         return self._fns
+
+    @property
+    def held(self):
+        """``fns`` held in compiled memory (``ServerKernels``): what the loop's argument carries, made once."""
+        if self._held is None:
+            self._held = _holder(self.type.fns)(self.fns)
+        return self._held
 
     def __repr__(self) -> str:
         return f"Stages({self.key!r})"
@@ -115,13 +126,43 @@ class StagesType(types.Type):
         return isinstance(self.plan_key, str)
 
 
+@structref.register
+class ServerKernelsType(types.StructRef):
+    """The Numba type of ``ServerKernels``: a reference to the tuple of a composition's server kernels (``fns``)."""
+
+
+class ServerKernels(structref.StructRefProxy):
+    """The server's kernels of the plan of every built-in stage, held by reference in compiled memory: made once per
+    plan (``_hold``), and passed to each call of the loop as one pointer, where unboxing their tuple of first-class
+    functions at every call took 0.7 ms (14 kernels: twice ``get_compile_result`` and an address lookup each)."""
+
+
+structref.define_constructor(ServerKernels, ServerKernelsType, ["fns"])
+structref.define_boxing(ServerKernelsType, ServerKernels)
+
+
+def _hold(fns):
+    return ServerKernels(fns)
+
+
+@functools.cache
+def _holder(fns_type):
+    """``_hold`` compiled (or loaded) for the tuple of first-class function types ``fns_type`` only: called with a
+    tuple of the kernels' dispatchers, it takes them as first-class functions (unboxed once, here) and returns
+    them in a ``ServerKernels``."""
+    return njit((fns_type,), cache=True)(_hold)
+
+
 class ServerStagesType(StagesType):
     """The Numba type of the plan of every built-in stage: its key and the types of the server's kernels it carries
     (``fns``, a tuple of first-class function types, ``server_signatures``), the same for every composition."""
 
     def __init__(self, key: str, fns):
         self.fns = fns
-        super().__init__(key, name=f"{key};{len(fns)} server calls of {fns.types[0].signature.args[0]}")
+        self.holder = ServerKernelsType([("fns", fns)])
+        # (every signature in the name: a loop cached for other signatures is never loaded for these)
+        digest = hashlib.sha1(str(fns).encode()).hexdigest()[:10]
+        super().__init__(key, name=f"{key};{len(fns)} server calls of {fns.types[0].signature.args[0]}@{digest}")
 
 
 #: what a run's loop runs (its first argument): the problem and noise kernels it reaches, its stages, whether it
@@ -156,30 +197,28 @@ def stages_of(t):
     return _field(t, "stages", StagesType)
 
 
-typeof_impl.register(Stages)(lambda value, context: value.type)
-register_model(StagesType)(models.OpaqueModel)
-unbox(StagesType)(lambda typ, obj, c: NativeValue(c.context.get_dummy_value()))
+opaque(Stages, StagesType, lambda value: value.type)  # (the plan of every built-in stage: ServerStagesType's below)
 
 
 @register_model(ServerStagesType)
 class _ServerStagesModel(models.StructModel):
     def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, [("fns", fe_type.fns)])
+        super().__init__(dmm, fe_type, [("held", fe_type.holder)])
 
 
-make_attribute_wrapper(ServerStagesType, "fns", "fns")
+make_attribute_wrapper(ServerStagesType, "held", "held")
 
 
 @unbox(ServerStagesType)
 def _unbox_server_stages(typ, obj, c):
-    """The plan of every built-in stage in compiled code: its server kernels' addresses (``Stages.fns``)."""
+    """The plan of every built-in stage in compiled code: the reference to its server kernels (``Stages.held``)."""
     value = cgutils.create_struct_proxy(typ)(c.context, c.builder)
     failed = cgutils.alloca_once_value(c.builder, cgutils.true_bit)
-    fns = c.pyapi.object_getattr_string(obj, "fns")  # NULL with the exception set when a kernel is refused
-    with c.builder.if_then(cgutils.is_not_null(c.builder, fns), likely=True):
-        native = c.unbox(typ.fns, fns)
-        c.pyapi.decref(fns)
-        value.fns = native.value
+    held = c.pyapi.object_getattr_string(obj, "held")  # NULL with the exception set when a kernel is refused
+    with c.builder.if_then(cgutils.is_not_null(c.builder, held), likely=True):
+        native = c.unbox(typ.holder, held)
+        c.pyapi.decref(held)
+        value.held = native.value
         c.builder.store(native.is_error, failed)
     return NativeValue(value._getvalue(), is_error=c.builder.load(failed))
 
@@ -203,7 +242,7 @@ def server_arg_types(dtype) -> dict:
     """The Numba type of each argument of the server's calls (``kinds.Call.args``), by name, as the loop passes
     them for vectors of ``dtype``: a vector of length d is typed as the aggregate (the downlink's rows, ``loop.D_*``,
     are of its dtype), the stage's parameters ``p`` as a row of ``sp`` (tests/engine/test_server_calls.py checks
-    them against a composition's own loop's, which calls the stages with what it passes)."""
+    them against the types of an engine's own arrays, in float64 and float32)."""
     from numba import typeof
 
     dt = np.dtype(dtype)
@@ -245,7 +284,7 @@ def server_kernels(server: dict, dtype, only: str | None = None) -> tuple:
     """The kernel of each call of ``SERVER_CALLS`` for the composition ``server`` (kind -> built-in module; the
     kind's first built-in stage where it names none), compiled for its signature (``server_signatures``); with
     ``only``, the calls of that kind only."""
-    from signsim.engine import stage_kernels
+    from signsim.engine import ledger, stage_kernels
     from signsim.stages import registry
 
     out = []
@@ -259,8 +298,9 @@ def server_kernels(server: dict, dtype, only: str | None = None) -> tuple:
         got = types.unliteral(kernel.overloads[tuple(sig.args)].signature.return_type)
         if got != sig.return_type:
             raise TypeError(f"stage {module.NAME!r}: {call.attr} returns {got}, not {sig.return_type}")
-        out.append(kernel)
-    return tuple(out)
+        out.append((kernel, tuple(sig.args)))
+    ledger.record(out)  # (in the cache now: the split compile asks the ledger)
+    return tuple(kernel for kernel, _ in out)
 
 
 class Switch:
@@ -391,7 +431,7 @@ def _server_call(call: kinds.Call):
     index = [c for _, c in SERVER_CALLS].index(call)
     args = ", ".join(call.args)
     body = "return " if call.returns else ""
-    return _make(f"def server(plan, code, {args}):\n    {body}plan.fns[{index}]({args})\n", "server", {})
+    return _make(f"def server(plan, code, {args}):\n    {body}plan.held.fns[{index}]({args})\n", "server", {})
 
 
 def _stage(key, kind: str):
@@ -406,8 +446,9 @@ def searches(t) -> bool:
 
 
 def _stage_call(kind: kinds.Kind, call: kinds.Call):
-    """``call(plan, code, ...)`` of the table of kinds: for the plan of every built-in stage a branch on the code,
-    else the composition's own stage (``dispatch.overloaded``: made once per stages type). A worker's call is inlined
+    """``call(plan, code, ...)`` of the table of kinds: for the plan of every built-in stage a branch on the code (a
+    worker's call) or the composition's kernel by its address (the server's, ``_server_call``), else the
+    composition's own stage (``dispatch.overloaded``: made once per stages type). A worker's call is inlined
     into the worker step (whose kernels LLVM inlines in turn, ``loop.worker_step``); the server's calls, once a round,
     are calls of their own compiled function: inlined, each branch over every built-in stage was compiled once alone
     (to type it) and again inside each caller (the loop and the attack's search), which cost the analytic problems'

@@ -162,8 +162,8 @@ def _main(fd: int) -> None:
     kernel = loop.compiled(plan)
     kernel.compile((typeof(plan), *signature))
     ledger.note(kernel)
+    os.close(fd)  # the loop is ready: a run waiting for it goes on (and compiles its own server kernels if need be)
     compile_server_kernels(dtype_of(signature))  # every composition's server kernels (the loop calls them by address)
-    os.close(fd)
 
 
 if __name__ == "__main__":

@@ -77,3 +77,17 @@ def test_a_server_kernel_that_returns_another_type_is_refused(monkeypatch):
                             module, attr, worker_path, **kw))
     with pytest.raises(TypeError, match="direction returns float64, not array"):
         plan.server_kernels({}, np.float64, only="error_feedback")
+
+
+def test_a_refused_server_kernel_stops_the_run_with_its_error_not_a_crash(monkeypatch):
+    """The loop's argument is unboxed from ``Stages.held``, which compiles the kernels: an error there (a kernel of
+    another return type) reaches the caller as that error, through the compiled loop's argument unboxing."""
+    monkeypatch.setenv(compose.LOOP_ENV, "builtin")
+
+    def refuse(server, dtype, only=None):
+        raise TypeError("stage 'x': finish returns float64, not none")
+
+    monkeypatch.setattr(plan, "server_kernels", refuse)
+    engine = make_engine(method="signsgd", workers=3, iters=2)[0]
+    with pytest.raises(Exception, match="finish returns float64"):
+        simulate(engine)
