@@ -62,7 +62,7 @@ def test_two_compositions_share_the_one_loop_and_differ_in_their_server_kernels(
 
 def test_a_server_kernel_that_returns_another_type_is_refused(monkeypatch):
     """A kernel whose return type is not its call's (``kinds.Call.result``) would be called through a pointer of the
-    wrong type: refused by name before any run."""
+    wrong type: refused by name when the plan first makes its kernels (at the first call of the loop)."""
     from numba import njit
 
     from signsim.engine import stage_kernels
