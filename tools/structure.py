@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
-import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
@@ -43,14 +42,7 @@ def engine_lines(root: Path) -> tuple[int, int]:
 
 
 def private_uses(root: Path) -> list[tuple[str, str]]:
-    patterns = _load("test_private_names").PATTERNS
-    found = set()
-    for path in sorted(root.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        for name, pattern in patterns.items():
-            if re.search(pattern, text):
-                found.add((path.relative_to(root).as_posix(), name))
-    return sorted(found)
+    return sorted(_load("test_private_names")._uses(root))
 
 
 def widths(root: Path) -> tuple[int, str, int]:

@@ -42,13 +42,15 @@ REMAINING = {
 }
 
 
-def _uses() -> set[tuple[str, str]]:
+def _uses(root: Path = ROOT) -> set[tuple[str, str]]:
+    """(file relative to ``root``, pattern name) for every pattern a file of the package at ``root`` matches
+    (``tools/structure.py`` measures other checkouts by it)."""
     found = set()
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in sorted(root.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         for name, pattern in PATTERNS.items():
             if re.search(pattern, text):
-                found.add((path.relative_to(ROOT).as_posix(), name))
+                found.add((path.relative_to(root).as_posix(), name))
     return found
 
 
