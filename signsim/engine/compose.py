@@ -28,34 +28,39 @@ LOOP_MODES = ("auto", "builtin", "composed")
 
 
 def loops(family: str, stages: dict, threaded: bool, builtin: bool = True, noise: str | None = None,
-          timed: bool = True, dtype=np.float64):
+          timed: bool = True, dtype=np.float64, module: str | None = None):
     """(loop, plan) for the problems of ``family`` and the stages ``stages`` (kind -> module), run in parallel or not
     (``threaded``). The loop is ``loop.run_chunk_threaded`` or ``loop.run_chunk`` (``loop.compiled``), compiled (or
     loaded from the cache) for each plan at its first call. With ``builtin``, a composition of built-in stages gets
     the plan of every built-in stage for every noise model (the family's one loop); otherwise, and for a composition
     with a plugin, a plan of its own stages, whose workers draw from the noise model ``noise`` only (a name of
-    ``dispatch.NOISE``; None: from every model), with the simulated clock only when ``timed`` (a run with a system
-    model, docs/theory.md §14: ``plan.Clock``). The plan of every built-in stage carries the composition's server
-    kernels for vectors of ``dtype`` (``plan.Stages``)."""
+    ``dispatch.NOISE``; None: from every model) and call the problem kernel module ``module`` only (a name of
+    ``dispatch.module_name``; None: every one of the family's), with the simulated clock only when ``timed`` (a run
+    with a system model, docs/theory.md §14: ``plan.Clock``). The plan of every built-in stage carries the
+    composition's server kernels for vectors of ``dtype`` (``plan.Stages``)."""
     from signsim.engine.plan import plan_for
 
     if builtin and stage_kernels.builtin_only(stages):
         plan = plan_for(family, parallel=threaded, server=stages, dtype=dtype)
     else:
-        plan = plan_for(family, stages, noise, parallel=threaded, timed=timed)
+        plan = plan_for(family, stages, noise, parallel=threaded, timed=timed, module=module)
     return loop.compiled(plan), plan
 
 
 def check_codes(plan, icfg) -> None:
     """ValueError for a stage code the plan of every built-in stage does not know (its calls would fall through to
     the last stage of the kind), or for a noise code other than the one a composition's own plan draws from (it
-    would draw NaN), or for a run with a system model on a loop without the simulated clock: checked before the loop,
-    like the problem and noise codes."""
+    would draw NaN), or a problem code served by another problem kernel module than the one it calls (its oracle
+    would write NaN), or for a run with a system model on a loop without the simulated clock: checked before the
+    loop, like the problem and noise codes."""
     if (int(icfg[loop.I_TOPOLOGY]) != 0 or int(icfg[loop.I_KEEP]) > 0) and not plan.clock.on:
         raise ValueError("this loop keeps no simulated clock, and the run has a system model")
     noise = plan.problems.noise
     if noise is not None and dispatch.noise_name(int(icfg[loop.I_NOISE])) != noise:
         raise ValueError(f"this loop draws noise {noise}, not code {int(icfg[loop.I_NOISE])}")
+    module = plan.problems.module
+    if module is not None and dispatch.module_name(int(icfg[loop.I_PROBLEM])) != module:
+        raise ValueError(f"this loop calls the problems of {module}, not code {int(icfg[loop.I_PROBLEM])}")
     if not plan.stages.builtin:
         return
     for kind, count in stage_kernels.counts().items():
@@ -77,7 +82,7 @@ def mode(family: str | None = None) -> str:
 
 
 def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None,
-           timed: bool = True, dtype=np.float64) -> tuple:
+           timed: bool = True, dtype=np.float64, module: str | None = None) -> tuple:
     """(the loop a run takes, its plan, whether to compile the family's one loop in the background once it has run),
     for the loop's arguments after the plan of types ``signature``. A composition with a plugin: its own. Otherwise,
     by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in the kernel cache for this signature
@@ -89,8 +94,9 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     loop compiles in the background, ``signsim.engine.warm``), else the one loop (a second composition: from then on
     every composition of built-in stages runs without compiling), waiting for a background compile of it that is at
     work rather than compiling it a second time. A composition's own loop draws from the run's noise model ``noise``
-    only (``loops``), so a composition run with another noise model is another composition here, and keeps the
-    simulated clock only when ``timed``: a composition run with a system model after a run without one (or the
+    only and calls its problem kernel module ``module`` only (``loops``), so a composition run with another noise
+    model, or on a problem of another module, is another composition here; it keeps the simulated clock only when
+    ``timed``: a composition run with a system model after a run without one (or the
     reverse), and neither loop cached, compiles its own loop again rather than the one loop."""
     from numba import typeof
 
@@ -98,7 +104,8 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     from signsim.engine.split_compile import cached
 
     def pick(builtin: bool, clocked: bool = timed):
-        return loops(family, stages, threaded, builtin=builtin, noise=noise, timed=clocked, dtype=dtype)
+        return loops(family, stages, threaded, builtin=builtin, noise=noise, timed=clocked, dtype=dtype,
+                     module=module)
 
     def is_cached(kernel, plan) -> bool:
         return cached(kernel, (typeof(plan), *signature))
@@ -128,7 +135,8 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     return own, own_plan, True
 
 
-def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None = None, dtype=np.float64):
+def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None = None, dtype=np.float64,
+                  module: str | None = None):
     """The plan an asynchronous run (``buffered.run_buffered``, one serial loop) takes, for the loop's arguments
     after the plan of types ``signature``: by ``SIGNSIM_LOOP`` as for rounds; under "auto", the composition's own
     plan when its loop is in the kernel cache, else the plan of every built-in stage when that loop is (``signsim
@@ -140,7 +148,7 @@ def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None
     from signsim.engine.plan import plan_for
     from signsim.engine.split_compile import cached
 
-    own = plan_for(family, stages, noise, parallel=False)
+    own = plan_for(family, stages, noise, parallel=False, module=module)
     if not stage_kernels.builtin_only(stages):
         return own
     chosen = mode(family)

@@ -101,29 +101,46 @@ noise_name = noise_registry.module_of
 
 class Problems:
     """The problem and noise kernels a loop can reach (a plan's ``problems``, ``signsim.engine.plan``): the family of
-    problems (``FAMILIES``) and the noise model (None: every model; a name of ``NOISE``: that one only, the others'
-    codes refused before the loop). Its Numba type, ``ProblemsType``, carries both; nothing of it is read at run
-    time."""
+    problems (``FAMILIES``), the noise model (None: every model; a name of ``NOISE``: that one only, the others'
+    codes refused before the loop) and the problem kernel module (None: every one of the family; a module's name,
+    ``module_name``: that one only, the others' codes refused before the loop, as a composition's own loop takes it).
+    Its Numba type, ``ProblemsType``, carries the three; nothing of it is read at run time."""
 
-    __slots__ = ("family", "noise")
+    __slots__ = ("family", "noise", "module")
 
-    def __init__(self, family: str, noise: str | None = None):
+    def __init__(self, family: str, noise: str | None = None, module: str | None = None):
         if family not in FAMILIES:
             raise ValueError(f"unknown problem family {family!r}")
         if noise is not None and noise not in NOISE:
             raise ValueError(f"unknown noise model {noise!r}")
-        self.family, self.noise = family, noise
+        if module is not None and module not in (_short(m) for m, _ in FAMILIES[family]):
+            raise ValueError(f"no problem module {module!r} in the family {family!r}")
+        self.family, self.noise, self.module = family, noise, module
 
     def __repr__(self) -> str:
-        return f"Problems({self.family!r}, {self.noise!r})"
+        return f"Problems({self.family!r}, {self.noise!r}, {self.module!r})"
 
 
 class ProblemsType(types.Type):
     """The Numba type of ``Problems``: pickled into Numba's cache index with each compiled signature."""
 
-    def __init__(self, family: str, noise: str | None):
-        self.family, self.noise = family, noise
-        super().__init__(name=f"Problems({family},{noise or 'every noise'})")
+    def __init__(self, family: str, noise: str | None, module: str | None = None):
+        self.family, self.noise, self.module = family, noise, module
+        super().__init__(name=f"Problems({family},{noise or 'every noise'}{f',{module}' if module else ''})")
+
+
+def _short(module) -> str:
+    return module.__name__.rpartition(".")[2]
+
+
+def module_name(code: int) -> str:
+    """The name of the problem kernel module that serves the problem with this code (``FAMILIES``): what a
+    ``Problems`` of one problem names."""
+    for modules in FAMILIES.values():
+        for module, codes in modules:
+            if code in codes:
+                return _short(module)
+    raise ValueError(f"problem code {code} belongs to no family of engine/dispatch.py")
 
 
 def family_in(text: str) -> str | None:
@@ -141,7 +158,7 @@ def opaque(cls: type, numba_type: type, type_of) -> None:
     unbox(numba_type)(lambda typ, obj, c: NativeValue(c.context.get_dummy_value()))
 
 
-opaque(Problems, ProblemsType, lambda value: ProblemsType(value.family, value.noise))
+opaque(Problems, ProblemsType, lambda value: ProblemsType(value.family, value.noise, value.module))
 
 
 RAISE = 'raise ValueError("unknown problem code")'
@@ -184,14 +201,15 @@ RULES = {
 }
 
 
-def _family_function(name: str, family: str):
-    """``name`` (a call of ``RULES``) for the problem modules of ``family``: a branch over their codes."""
+def _family_function(name: str, family: str, only: str | None = None):
+    """``name`` (a call of ``RULES``) for the problem modules of ``family`` (the module named ``only``, when given):
+    a branch over their codes."""
     args, ask, end = RULES[name]
     params = f"code, {args}" if args else "code"
     lines, ns = [f"def {name}__{family}({params}):"], {"np": np}
     for i, (module, codes) in enumerate(FAMILIES[family]):
         statement = ask(module)
-        if statement is None:
+        if statement is None or only not in (None, _short(module)):
             continue
         ns[f"M{i}"] = module
         test = " or ".join(f"code == {c}" for c in codes)
@@ -244,7 +262,8 @@ def overloaded(name: str, params: str, module: str, key_of, make, inline: str = 
 
 
 def _call(name: str, make):
-    """``name(problems, code, ...)``: ``make(problems' type)``, made once per family and noise model."""
+    """``name(problems, code, ...)``: ``make(problems' type)``, made once per family, noise model and problem
+    module."""
     args = RULES[name][0] if name in RULES else "gen, p"
     params = f"problems, code, {args}" if args else "problems, code"
 
@@ -253,12 +272,12 @@ def _call(name: str, make):
         exec(f"def impl({params}):\n    return inner({params.partition(', ')[2]})\n", ns)  # noqa: S102
         return ns["impl"]
 
-    return overloaded(name, params, __name__, lambda t: (t.family, t.noise) if isinstance(t, ProblemsType) else None,
-                      impl)
+    return overloaded(name, params, __name__,
+                      lambda t: (t.family, t.noise, t.module) if isinstance(t, ProblemsType) else None, impl)
 
 
 def _problem_call(name: str):
-    return _call(name, lambda problems: _family_function(name, problems.family))
+    return _call(name, lambda problems: _family_function(name, problems.family, problems.module))
 
 
 problem_loss = _problem_call("problem_loss")
@@ -345,11 +364,12 @@ def check_code(code: int) -> None:
 
 
 @functools.cache
-def compiled(name: str, family: str, noise: str | None = None):
-    """``name`` (a call of ``RULES``) for ``family``'s problems as a function Python can call (``code, ...``),
-    compiled on first call, once per process (not cached on disk: for tests and one-off checks)."""
+def compiled(name: str, family: str, noise: str | None = None, module: str | None = None):
+    """``name`` (a call of ``RULES``) for ``family``'s problems (``Problems(family, noise, module)``) as a function
+    Python can call (``code, ...``), compiled on first call, once per process (not cached on disk: for tests and
+    one-off checks)."""
     args = RULES[name][0] if name in RULES else "gen, p"  # (noise_draw's)
     params = f"problems, code, {args}" if args else "problems, code"
     ns = {"call": globals()[name]}
     exec(f"def entry({params}):\n    return call({params})\n", ns)  # noqa: S102 - a fixed signature
-    return functools.partial(njit(ns["entry"]), Problems(family, noise))
+    return functools.partial(njit(ns["entry"]), Problems(family, noise, module))

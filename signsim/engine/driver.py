@@ -606,7 +606,7 @@ class Engine(ChunkedState):
                 noise = dispatch.noise_name(int(self.icfg[loop.I_NOISE]))
                 kernel, plan, warm_after = compose.choose(family, self.settings.stages(), threaded, signature,
                                                           noise, timed=self.settings.system is not None,
-                                                          dtype=self.dtype)
+                                                          dtype=self.dtype, module=dispatch.module_name(p.code))
                 self.kernel, self.plan, self.signature = kernel, plan, (typeof(plan), *signature)
                 if warm_after:  # once this loop has run: the family's one loop, in the background
                     self.warm = (family, threaded, signature)
@@ -644,7 +644,8 @@ class Engine(ChunkedState):
             family, noise = dispatch.family_of(p.code), dispatch.noise_name(int(self.icfg[loop.I_NOISE]))
             signature = tuple(typeof(a) for a in (np.int64(k0), np.int64(k1), np.int64(K), *self.bundles(),
                                                    self.queue))
-            self.plan = compose.buffered_plan(family, self.settings.stages(), signature, noise, self.dtype)
+            self.plan = compose.buffered_plan(family, self.settings.stages(), signature, noise, self.dtype,
+                                              dispatch.module_name(p.code))
         compose.check_codes(self.plan, self.icfg)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Numba's type-safety notes

@@ -4,9 +4,10 @@ A ``Plan`` is a small Python value handed to the loop (``signsim.engine.loop``):
 parallel, clock)``, whose four fields carry everything in their Numba types and, but for the server's kernels of the
 plan of every built-in stage, nothing at run time:
 
-* ``Problems(family, noise)`` (``engine/dispatch.py``): the problem and noise kernels the loop's calls
+* ``Problems(family, noise, module)`` (``engine/dispatch.py``): the problem and noise kernels the loop's calls
   ``problem_oracle(problems, code, ...)``, ``add_noise(problems, code, ...)``, ``problem_evaluate(...)``, ... reach:
-  the family's (a run compiles only its family's problem kernels), drawing from one noise model or from every one;
+  the family's (a run compiles only its family's problem kernels), or one problem kernel module's only (a
+  composition's own loop), drawing from one noise model or from every one;
 * ``Stages(None, server)``: every built-in stage. Each call of a worker's path in the table of kinds
   (``signsim.stages.kinds``; ``CALLS``: ``compress(stages, code, v, out, p, sign_zero, gen, iwork)``, ...) is then
   a branch over the stage's code (its index in ``registry.BUILTIN``, passed from ``icfg``), inlined into the worker
@@ -172,12 +173,13 @@ Plan = namedtuple("Plan", "problems stages parallel clock")
 
 
 def plan_for(family: str, stages: dict | None = None, noise: str | None = None, parallel: bool = False,
-             timed: bool = True, server: dict | None = None, dtype=np.float64) -> Plan:
-    """The plan of a loop for the problems of ``family`` drawing noise ``noise`` (None: every model) that runs
-    ``stages`` (None: every built-in stage, by code, the server's those of ``server`` for vectors of ``dtype``:
-    ``Stages``), its workers in parallel or not, ``timed`` (with the simulated clock) or not (``Clock``; the plan of
-    every built-in stage always has it)."""
-    return Plan(Problems(family, noise), Stages(stages, server, dtype), Parallel(parallel),
+             timed: bool = True, server: dict | None = None, dtype=np.float64, module: str | None = None) -> Plan:
+    """The plan of a loop for the problems of ``family`` (of its problem kernel module ``module`` only, when given:
+    ``dispatch.Problems``) drawing noise ``noise`` (None: every model) that runs ``stages`` (None: every built-in
+    stage, by code, the server's those of ``server`` for vectors of ``dtype``: ``Stages``), its workers in parallel
+    or not, ``timed`` (with the simulated clock) or not (``Clock``; the plan of every built-in stage always has
+    it)."""
+    return Plan(Problems(family, noise, module), Stages(stages, server, dtype), Parallel(parallel),
                 Clock(timed or stages is None))
 
 

@@ -292,6 +292,45 @@ def test_a_compositions_own_loop_draws_the_runs_noise_model_only_and_refuses_ano
             assert np.isnan(draw(model.CODE, np.random.default_rng(0), p)), name
 
 
+def test_a_compositions_own_loop_calls_its_problems_module_only_and_refuses_another():
+    """A composition's own plan is bound to the problem kernel module of its run (``dispatch.Problems(family,
+    noise, module)``): the family's other modules are not compiled into it (a first run compiles one problem's
+    kernels), so a run on a problem of another module is refused before the loop; the family's one loop takes every
+    problem of the family."""
+    from numba import typeof
+
+    from signsim.engine import dispatch, loop
+    from signsim.engine.plan import plan_for
+    from signsim.problems import quadratic, rosenbrock, sign_trap
+
+    stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
+    _, plan = compose.loops("analytic", stages, False, builtin=False, noise="gaussian", module="rosenbrock")
+    assert plan.problems.module == "rosenbrock" and "rosenbrock" in str(typeof(plan.problems))
+    _, one = compose.loops("analytic", stages, False, noise="gaussian", module="rosenbrock")
+    assert one.problems.module is None  # (the one loop: every problem of the family)
+    icfg = np.zeros(len(loop.ICFG), dtype=np.int64)
+    icfg[loop.I_NOISE] = dispatch.gaussian.CODE
+    for module, code in dispatch.FAMILIES["analytic"]:
+        icfg[loop.I_PROBLEM] = code[0]
+        compose.check_codes(plan_for("analytic"), icfg)
+        if module is rosenbrock:
+            compose.check_codes(plan, icfg)
+        else:
+            with pytest.raises(ValueError, match="calls the problems of rosenbrock"):
+                compose.check_codes(plan, icfg)
+    x, none = np.full(2, 0.5), np.zeros(0)
+    loss = dispatch.compiled("problem_loss", "analytic", "gaussian", "rosenbrock")
+    pf = np.zeros(0)
+    assert loss(rosenbrock.CODE, x, pf, np.zeros(0, np.int64), none.reshape(0, 0), none) == pytest.approx(
+        (1 - 0.5) ** 2 + 100 * (0.5 - 0.25) ** 2)
+    for other in (quadratic.CODE, sign_trap.CODE):  # the others' kernels are not there: refused, as an unknown code
+        with pytest.raises(ValueError, match="unknown problem code"):
+            loss(other, x, pf, np.zeros(0, np.int64), none.reshape(0, 0), none)
+    with pytest.raises(ValueError, match="no problem module 'glm' in the family 'analytic'"):
+        dispatch.Problems("analytic", None, "glm")
+    assert [dispatch.module_name(c) for c in (rosenbrock.CODE, quadratic.CODE)] == ["rosenbrock", "quadratic"]
+
+
 def test_with_one_numba_thread_a_large_step_takes_the_serial_loop_with_the_same_results():
     """A step of at least ``PARALLEL_WORK`` numbers takes the threaded loop only when Numba has more than one thread;
     with one, the serial loop, whose results are the threaded loop's (docs/reference.md, NUMBA_NUM_THREADS)."""
