@@ -8,8 +8,10 @@ here (``problem_oracle(problems, code, ...)``, ``problem_evaluate(problems, code
 Numba overload that, for the type of ``problems``, makes the branch over that family's modules only (``RULES``: what
 each module is asked, by the functions it has), and ``noise_draw`` over the one noise model it names (or every one).
 Nothing is copied: the branches are made from this table when a loop is compiled for a new plan, and inlined into
-it. A problem of another family, or another noise model, is an unknown code there, refused before the loop by
-``check_problem`` and ``compose.check_codes``.
+it. A composition's own loop narrows the branch to its run's problem kernel module (``Problems``' ``module``: a first
+default run then compiles Rosenbrock's kernels, not the four analytic problems'). A problem of another family (or
+module), or another noise model, is an unknown code there, refused before the loop by ``check_problem`` and
+``compose.check_codes``.
 
 No dispatch falls through silently: the ones outside parallel loops raise for a code they do not know; the ones
 that run inside parallel loops (oracles, per-sample gradients, noise draws) cannot raise without making the loop

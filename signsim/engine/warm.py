@@ -4,7 +4,8 @@
 The first run of a family of problems compiles the smaller loop of its own composition of stages (about half the
 CPU time of the family's one loop, which runs every composition of built-in stages: ``signsim.engine.compose``).
 Once that run's loop has run, ``start`` launches ``python -m signsim.engine.warm``, a detached process at the lowest
-priority that compiles the family's one loop into the kernel cache for the same argument types, and outlives the
+priority that compiles the family's one loop into the kernel cache for the same argument types (and, in a second
+process beside it, every built-in stage's server kernels, which the one loop calls by address), and outlives the
 run. A later run with another composition then finds the one loop cached and compiles nothing; one that starts
 while the background compile is at work waits for it (``wait``) instead of compiling the same loop a second time.
 
@@ -148,8 +149,9 @@ def wait(family: str, threaded: bool, signature: tuple) -> bool:
 
 
 def _main(fd: int) -> None:
-    """The background process: lowest priority, then compile the one loop; the inherited lock on ``fd`` goes with
-    it when it ends."""
+    """The background process: lowest priority, then compile the one loop here and every built-in stage's server
+    kernels in a second process beside it (``SERVER``; inheriting the priority), on two cores; the inherited lock on
+    ``fd`` goes with it when it ends, once both are done."""
     with contextlib.suppress(OSError):
         os.nice(19)
     family, threaded, signature = pickle.load(sys.stdin.buffer)
@@ -158,15 +160,27 @@ def _main(fd: int) -> None:
     from signsim.engine import ledger, loop
     from signsim.engine.plan import compile_server_kernels, dtype_of, plan_for
 
-    plan = plan_for(family, parallel=threaded, dtype=dtype_of(signature))
+    dtype = dtype_of(signature)
+    # every composition's server kernels (the loop calls them by address), before the lock goes: a run that waited for
+    # it then compiles nothing. In a process of their own while this one compiles the loop: one after the other they
+    # took 59 s after a first run, a run started meanwhile waiting for both (2-core AMD EPYC VM, 7 December 2026)
+    beside = None
+    with contextlib.suppress(OSError):
+        beside = subprocess.Popen([sys.executable, "-m", "signsim.engine.warm", SERVER, str(dtype)],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    plan = plan_for(family, parallel=threaded, dtype=dtype)
     kernel = loop.compiled(plan)
     kernel.compile((typeof(plan), *signature))
     ledger.note(kernel)
-    # every composition's server kernels (the loop calls them by address), before the lock goes: a run that waited for
-    # it then compiles nothing (about 29 s more at the lowest priority; the loop alone is about 41 s)
-    compile_server_kernels(dtype_of(signature))
+    if beside is not None:
+        beside.wait()  # its exit is the readiness signal: its kernels are in the cache
+    compile_server_kernels(dtype)  # (loads them; compiles any the other process did not)
     plan.stages.held  # noqa: B018 - and the reference that holds them (``plan.ServerKernels``), compiled once
     os.close(fd)
+
+
+#: the argument of ``python -m signsim.engine.warm`` that makes it the process compiling the server kernels
+SERVER = "--server-kernels"
 
 
 if __name__ == "__main__":
@@ -175,4 +189,9 @@ if __name__ == "__main__":
 
     memory.collect_less()  # (it compiles: the command's garbage-collection thresholds)
 
-    _main(int(sys.argv[1]))
+    if sys.argv[1] == SERVER:
+        from signsim.engine.plan import compile_server_kernels
+
+        compile_server_kernels(sys.argv[2])
+    else:
+        _main(int(sys.argv[1]))

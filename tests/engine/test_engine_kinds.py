@@ -227,7 +227,7 @@ def test_the_engine_asks_for_the_clock_only_for_a_run_with_a_system_model(monkey
 
     asked = []
 
-    def choose(family, stages, threaded, signature, noise=None, timed=True, dtype=None):
+    def choose(family, stages, threaded, signature, noise=None, timed=True, dtype=None, module=None):
         asked.append(timed)
         raise _Chosen
 
