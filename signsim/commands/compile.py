@@ -24,8 +24,8 @@ PACKAGE = Path(signsim.__file__).resolve().parent
 SUFFIXES = (".nbi", ".nbc")
 #: the run loop (``loop.run_rounds``, compiled as ``loop.run_chunk`` and ``loop.run_chunk_threaded``) as the ledger
 #: of the kernel cache names it (``signsim.engine.ledger``: module, function, source file): it lists every plan the
-#: loop was compiled for (``signsim.engine.plan``: the family of problems, the noise model, the stages, threaded or
-#: not)
+#: loop was compiled for (``signsim.engine.plan``: the family of problems or one problem kernel module of it, the
+#: noise model, the stages, threaded or not)
 LOOP = ("signsim.engine.loop", "run_rounds", PACKAGE / "engine" / "loop.py")
 #: an asynchronous run's loop (``signsim.engine.buffered``)
 BUFFERED = ("signsim.engine.buffered", "run_buffered", PACKAGE / "engine" / "buffered.py")

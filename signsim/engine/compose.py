@@ -3,11 +3,11 @@ the one composition it uses (docs/theory.md §2, §8; ``choose`` decides, ``SIGN
 
 The loop is one function, ``loop.run_rounds``, compiled serially (``loop.run_chunk``) and with threads
 (``loop.run_chunk_threaded``), whose first argument, a ``signsim.engine.plan.Plan``, carries in its Numba type the
-family of problems and noise model it reaches, whether it runs with threads, and the stages it calls: every
-built-in stage (the family's one loop: a worker's stage chosen by its code at each call, the server's the
-composition's own kernels, called by the addresses the plan's value carries, ``plan.Stages``), or one composition's
-own stages (``loops``). Numba compiles and caches the loop once per plan type, in the same cache files; the type
-names the stages with a hash of their sources (``signsim.engine.stage_kernels``), so that a new or edited stage
+family of problems (or one problem kernel module of it) and noise model it reaches, whether it runs with threads, and
+the stages it calls: every built-in stage (the family's one loop: a worker's stage chosen by its code at each call, the
+server's the composition's own kernels, called by the addresses the plan's value carries, ``plan.Stages``), or one
+composition's own stages (``loops``). Numba compiles and caches the loop once per plan type, in the same cache files;
+the type names the stages with a hash of their sources (``signsim.engine.stage_kernels``), so that a new or edited stage
 compiles only the loops that call it.
 """
 
@@ -96,8 +96,9 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     work rather than compiling it a second time. A composition's own loop draws from the run's noise model ``noise``
     only and calls its problem kernel module ``module`` only (``loops``), so a composition run with another noise
     model, or on a problem of another module, is another composition here; it keeps the simulated clock only when
-    ``timed``: a composition run with a system model after a run without one (or the
-    reverse), and neither loop cached, compiles its own loop again rather than the one loop."""
+    ``timed``. A composition run with a system model after a run without one (or the reverse), or on a problem of
+    another module of the family after a run on one (the quadratic after Rosenbrock), neither loop cached nor the
+    background compile at work, compiles its own loop again rather than the one loop."""
     from numba import typeof
 
     from signsim.engine import ledger, warm
@@ -126,9 +127,13 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
         return one, one_plan, False
     if warm.wait(family, threaded, signature) and is_cached(one, one_plan):
         return one, one_plan, False
-    # the same composition run before with the other clock (a system model then, none now, or the reverse): its own
-    # loop once more, not the one loop (about a fifth of the CPU time)
-    if is_cached(*pick(False, not timed)):
+    # the same composition run before on a problem of another kernel module of the family (Rosenbrock, now the
+    # quadratic), or with the other clock (a system model then, none now, or the reverse): its own loop once more, not
+    # the one loop (about a third of its CPU time)
+    others = [(m, t) for m in (dispatch.module_names(family) if module is not None else [None])
+              for t in (timed, not timed) if (m, t) != (module, timed)]
+    if any(is_cached(*loops(family, stages, threaded, builtin=False, noise=noise, timed=t, dtype=dtype, module=m))
+           for m, t in others):
         return own, own_plan, False
     if family_has_loops(own):
         return one, one_plan, False

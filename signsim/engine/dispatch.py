@@ -1,5 +1,6 @@
 """The loop's calls on its problem's and noise model's kernels, by the problem's and the noise model's integer codes,
-made for the family of problems and the noise model that the plan's problems name (``signsim.engine.plan``).
+made for the family of problems (or one problem kernel module of it) and the noise model that the plan's problems
+name (``signsim.engine.plan``).
 
 Numba compiles every branch of a dispatch on integer codes, so a loop able to run every problem compiles every
 problem's kernels: on the first run of the default Rosenbrock problem, more than half of the compile time went to
@@ -115,8 +116,10 @@ class Problems:
             raise ValueError(f"unknown problem family {family!r}")
         if noise is not None and noise not in NOISE:
             raise ValueError(f"unknown noise model {noise!r}")
-        if module is not None and module not in (_short(m) for m, _ in FAMILIES[family]):
+        if module is not None and module not in module_names(family):
             raise ValueError(f"no problem module {module!r} in the family {family!r}")
+        if len(FAMILIES[family]) == 1:
+            module = None  # (the family's one module: nothing to narrow, and the family's loops keep their names)
         self.family, self.noise, self.module = family, noise, module
 
     def __repr__(self) -> str:
@@ -126,6 +129,8 @@ class Problems:
 class ProblemsType(types.Type):
     """The Numba type of ``Problems``: pickled into Numba's cache index with each compiled signature."""
 
+    module = None  # (a type pickled before it named a module)
+
     def __init__(self, family: str, noise: str | None, module: str | None = None):
         self.family, self.noise, self.module = family, noise, module
         super().__init__(name=f"Problems({family},{noise or 'every noise'}{f',{module}' if module else ''})")
@@ -133,6 +138,11 @@ class ProblemsType(types.Type):
 
 def _short(module) -> str:
     return module.__name__.rpartition(".")[2]
+
+
+def module_names(family: str) -> list[str]:
+    """The names of the problem kernel modules of ``family`` (``FAMILIES``), in order."""
+    return [_short(module) for module, _ in FAMILIES[family]]
 
 
 def module_name(code: int) -> str:

@@ -31,17 +31,17 @@ term and SCAFFOLD's control variates enter each local gradient, §12.5, §12.6),
 direction (x <- x - server_lr direction for EF), or by the server optimizer's update made from the direction
 (FedAvgM, FedAdam; docs/theory.md §12.4).
 
-Each worker draws only from its own generator, the server only from its own, so a run is reproducible
-whatever the number of Numba threads. The loop is one function, ``run_rounds``, compiled with threads and without
-(``run_chunk_threaded``, ``run_chunk``; a small run loads only the serial one) once for each plan it is given: its
-first argument (``signsim.engine.plan``), whose Numba type says which problem and noise kernels the calls
-``problem_oracle(problems, code, ...)``, ``add_noise(problems, ...)``, ... reach (the family of problems, so that a
-run compiles no other family's kernels, and the noise model) and which stages ``compress(stages, code, ...)``,
-``momentum_step(stages, code, ...)``, ... reach: every built-in stage, the stage's code in ``icfg`` picking it, so
-that one compiled loop runs every composition of built-in stages, or one composition's own stages (a plugin's
-always; ``signsim.engine.compose`` chooses). The driver calls it for
-consecutive ranges of iterations (the state lives in the arrays of the four bundles it passes: ``ProblemData``,
-``Workers``, ``Server``, ``RunState``), which lets a progress bar and Ctrl-C act between chunks.
+Each worker draws only from its own generator, the server only from its own, so a run is reproducible whatever the
+number of Numba threads. The loop is one function, ``run_rounds``, compiled with threads and without
+(``run_chunk_threaded``, ``run_chunk``; a small run loads only the serial one) once for each plan it is given: its first
+argument (``signsim.engine.plan``), whose Numba type says which problem and noise kernels the calls
+``problem_oracle(problems, code, ...)``, ``add_noise(problems, ...)``, ... reach (the family of problems, so that a run
+compiles no other family's kernels, or one problem kernel module of it, and the noise model) and which stages
+``compress(stages, code, ...)``, ``momentum_step(stages, code, ...)``, ... reach: every built-in stage, the stage's code
+in ``icfg`` picking it, so that one compiled loop runs every composition of built-in stages, or one composition's own
+stages (a plugin's always; ``signsim.engine.compose`` chooses). The driver calls it for consecutive ranges of iterations
+(the state lives in the arrays of the four bundles it passes: ``ProblemData``, ``Workers``, ``Server``, ``RunState``),
+which lets a progress bar and Ctrl-C act between chunks.
 """
 
 from collections import namedtuple

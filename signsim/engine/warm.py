@@ -164,16 +164,22 @@ def _main(fd: int) -> None:
     # every composition's server kernels (the loop calls them by address), before the lock goes: a run that waited for
     # it then compiles nothing. In a process of their own while this one compiles the loop: one after the other they
     # took 59 s after a first run, a run started meanwhile waiting for both (2-core AMD EPYC VM, 7 December 2026)
+    # (it ends when its stdin closes: this process ended, however, so that it never outlives the lock)
     beside = None
     with contextlib.suppress(OSError):
         beside = subprocess.Popen([sys.executable, "-m", "signsim.engine.warm", SERVER, str(dtype)],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    plan = plan_for(family, parallel=threaded, dtype=dtype)
-    kernel = loop.compiled(plan)
-    kernel.compile((typeof(plan), *signature))
-    ledger.note(kernel)
-    if beside is not None:
-        beside.wait()  # its exit is the readiness signal: its kernels are in the cache
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        plan = plan_for(family, parallel=threaded, dtype=dtype)
+        kernel = loop.compiled(plan)
+        kernel.compile((typeof(plan), *signature))
+        ledger.note(kernel)
+        if beside is not None:
+            beside.wait()  # its exit is the readiness signal: its kernels are in the cache
+    finally:
+        if beside is not None and beside.poll() is None:
+            beside.kill()
+            beside.wait()
     compile_server_kernels(dtype)  # (loads them; compiles any the other process did not)
     plan.stages.held  # noqa: B018 - and the reference that holds them (``plan.ServerKernels``), compiled once
     os.close(fd)
@@ -190,8 +196,18 @@ if __name__ == "__main__":
     memory.collect_less()  # (it compiles: the command's garbage-collection thresholds)
 
     if sys.argv[1] == SERVER:
+        import threading
+
         from signsim.engine.plan import compile_server_kernels
 
+        def orphaned():
+            # (the file descriptor, not sys.stdin: a daemon thread blocked in its buffer's lock aborts the interpreter's
+            # exit)
+            while os.read(0, 4096):
+                pass  # at EOF: the background compile that started this process ended
+            os._exit(0)
+
+        threading.Thread(target=orphaned, daemon=True).start()
         compile_server_kernels(sys.argv[2])
     else:
         _main(int(sys.argv[1]))

@@ -222,21 +222,30 @@ class _Chosen(Exception):
 
 def test_the_engine_asks_for_the_clock_only_for_a_run_with_a_system_model(monkeypatch):
     """The driver's ``timed`` (``compose.choose``): a run with a system model (heterogeneous compute, a deadline) gets
-    a loop with the simulated clock, a run without one a loop without it."""
+    a loop with the simulated clock, a run without one a loop without it; and its problem's kernel module (a
+    composition's own loop calls that module's kernels only), for rounds and for an asynchronous run
+    (``compose.buffered_plan``)."""
     from ..conftest import run_engine
 
     asked = []
 
     def choose(family, stages, threaded, signature, noise=None, timed=True, dtype=None, module=None):
-        asked.append(timed)
+        asked.append((timed, module))
+        raise _Chosen
+
+    def buffered_plan(family, stages, signature, noise=None, dtype=None, module=None):
+        asked.append(("async", module))
         raise _Chosen
 
     monkeypatch.setattr(compose, "choose", choose)
+    monkeypatch.setattr(compose, "buffered_plan", buffered_plan)
     for system in ({}, {"compute": "lognormal:0.05:0.5", "uplink": "const:1e4"},
-                   {"compute": "const:0.01", "deadline": 0.5}):
+                   {"compute": "const:0.01", "deadline": 0.5}, {"problem": "quadratic"}, {"problem": "logistic"},
+                   {"problem": "quadratic", "clients_per_round": 2, "asynchronous": "buffer:2"}):
         with pytest.raises(_Chosen):
             run_engine(method="signsgd", workers=4, iters=2, **system)
-    assert asked == [False, True, True]
+    assert asked == [(False, "rosenbrock"), (True, "rosenbrock"), (True, "rosenbrock"), (False, "quadratic"),
+                     (False, "glm"), ("async", "quadratic")]
 
 
 def test_loop_mode_is_read_from_the_environment(monkeypatch):
@@ -328,6 +337,7 @@ def test_a_compositions_own_loop_calls_its_problems_module_only_and_refuses_anot
             loss(other, x, pf, np.zeros(0, np.int64), none.reshape(0, 0), none)
     with pytest.raises(ValueError, match="no problem module 'glm' in the family 'analytic'"):
         dispatch.Problems("analytic", None, "glm")
+    assert dispatch.Problems("glm", None, "glm").module is None  # (a family of one module: nothing to narrow)
     assert [dispatch.module_name(c) for c in (rosenbrock.CODE, quadratic.CODE)] == ["rosenbrock", "quadratic"]
 
 

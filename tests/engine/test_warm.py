@@ -139,3 +139,75 @@ def test_a_composition_run_with_the_other_clock_compiles_its_own_loop_not_the_on
     kernel, plan, warm_after = compose.choose("analytic", stages, False, (), "gaussian", timed=True)
     assert (kernel, typeof(plan)) == {"own": (own, typeof(timed)), "one": (one, typeof(one_plan))}[expect]
     assert not warm_after
+
+
+@pytest.mark.parametrize("other_cached, expect", [(True, "own"), (False, "one")])
+def test_a_composition_run_on_another_problem_of_the_family_compiles_its_own_loop_not_the_one_loop(
+        monkeypatch, other_cached, expect):
+    """Under SIGNSIM_LOOP=auto, a composition run on the quadratic whose own loop for Rosenbrock is cached (it ran
+    there before; its own loop calls its problem's kernels only, ``dispatch.Problems``), neither its own loop for
+    the quadratic nor the one loop cached and no background compile at work: its own loop for the quadratic, not the
+    one loop a second composition gets (compose.choose)."""
+    from numba import typeof
+
+    from signsim.engine import compose, ledger, split_compile, warm
+    from signsim.stages import registry
+
+    monkeypatch.setenv("SIGNSIM_LOOP", "auto")
+    stages = {k.name: registry.parse(k.name, {"server_optimizer": "sgd", "down_compressor": "identity",
+                                              "compressor": "sign", "aggregation": "majority",
+                                              "attack": "invert", "momentum": "none"}.get(k.name, "none")).module
+              for k in compose.kinds.TABLE}
+    (own, rosenbrock), (_, quadratic) = (compose.loops("analytic", stages, False, builtin=False, noise="gaussian",
+                                                       timed=False, module=m) for m in ("rosenbrock", "quadratic"))
+    one, one_plan = compose.loops("analytic", stages, False)
+    monkeypatch.setattr(split_compile, "cached", lambda kernel, sig: other_cached and sig[0] == typeof(rosenbrock))
+    monkeypatch.setattr(warm, "wait", lambda *args: False)
+    monkeypatch.setattr(ledger, "signatures_of", lambda kernel: [(str(typeof(rosenbrock)),)])  # the family has a loop
+    kernel, plan, warm_after = compose.choose("analytic", stages, False, (), "gaussian", timed=False,
+                                              module="quadratic")
+    assert (kernel, typeof(plan)) == {"own": (own, typeof(quadratic)), "one": (one, typeof(one_plan))}[expect]
+    assert plan.problems.module == ("quadratic" if expect == "own" else None)
+    assert not warm_after
+
+
+def _server_kernels_process(env=None):
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "signsim.engine.warm", warm.SERVER, "float64"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, **(env or {})})
+
+
+def _server_kernels_in_ledger() -> int:
+    from signsim.engine import ledger, stage_kernels
+    from signsim.engine.plan import SERVER_CALLS, server_signatures
+    from signsim.stages import kinds, registry
+
+    return sum(ledger.holds(stage_kernels.stage_function(module, call.attr, False), tuple(sig.args))
+               for (kind, call), sig in zip(SERVER_CALLS, server_signatures("float64"), strict=True)
+               for module in registry.builtin(kinds.base(kind.name)).values())
+
+
+def test_the_process_beside_the_background_compile_compiles_every_server_kernel():
+    """``python -m signsim.engine.warm --server-kernels float64`` (the second process of the background compile)
+    compiles (here: loads, after the suite's warm-up) every built-in stage's server kernel and ends by itself while
+    its stdin stays open; the ledger then holds each."""
+    proc = _server_kernels_process()
+    assert proc.wait(timeout=600) == 0, proc.stderr.read().decode()
+    proc.stdin.close()
+    from signsim.engine.plan import compile_server_kernels
+
+    assert _server_kernels_in_ledger() == compile_server_kernels("float64") > 50
+
+
+@pytest.mark.slow
+def test_the_process_beside_the_background_compile_ends_when_its_stdin_closes(tmp_path):
+    """The server kernels' process of a background compile that ended (its stdin closed: the background process
+    died, however) stops at once instead of compiling on without the lock (a fresh kernel cache: it would compile
+    for about half a minute)."""
+    proc = _server_kernels_process({"NUMBA_CACHE_DIR": str(tmp_path)})
+    proc.stdin.close()
+    assert proc.wait(timeout=600) == 0  # (a guard against a hang, not a time limit)
+    assert not list(tmp_path.glob("*/*.nbc"))[50:], "it compiled on"
