@@ -334,42 +334,52 @@ def select(commands: list[str] | None = None, families: list[str] | None = None,
             (group(c))]
 
 
-#: CPU seconds each group of warm-up commands took, (command, family, dtype) -> seconds: each group's commands run
-#: through ``main`` in the order of ``warm_commands``, in one process from an empty kernel cache, on a 2-core
-#: machine (the other core idle but for two minutes of short runs) with the helper process off
-#: (``SIGNSIM_SPLIT_COMPILE=0``; 2 December 2026, 05:45-05:52: 379 CPU-s, 6 min 27 s of wall time for the whole
-#: list); the estimate that ``signsim compile`` prints first. The first group of a family also compiles the kernels
-#: its later groups share. Each family's asynchronous loop is ``ASYNC_SECONDS`` more.
+#: CPU seconds each group of warm-up commands took, (command, family, dtype) -> seconds: the commands of
+#: ``warm_commands`` run through ``main`` in its order, in one process from an empty kernel cache, as ``compile_all``
+#: runs them (``SIGNSIM_LOOP=builtin``), with the helper process and the background compile off
+#: (``SIGNSIM_SPLIT_COMPILE=0``, ``SIGNSIM_WARM=0``), each command's process time added to its group (2-core AMD
+#: EPYC VM, 7 December 2026, 17:30-17:37: 443 CPU-s and 7 min 24 s of wall time for the whole list, the server
+#: kernels and asynchronous loops included); the estimate that ``signsim compile`` prints first. The first group of a
+#: family also compiles the kernels its later groups share. Each family's asynchronous loop is ``ASYNC_SECONDS``
+#: more, and the server kernels of each dtype ``SERVER_SECONDS``.
 SECONDS: dict[tuple[str, str, str], float] = {
-    ("run", "analytic", "float64"): 111, ("run", "glm", "float64"): 39, ("run", "mlp", "float64"): 50,
-    ("run", "analytic", "float32"): 16, ("run", "glm", "float32"): 23, ("run", "mlp", "float32"): 44,
-    ("check-spb", "analytic", "float64"): 20, ("check-spb", "glm", "float64"): 21,
-    ("check-spb", "mlp", "float64"): 21,
-    ("diversity", "analytic", "float64"): 12, ("diversity", "glm", "float64"): 7,
-    ("diversity", "mlp", "float64"): 13,
-    ("bound", "analytic", "float64"): 2,
-    ("run", "external", "float64"): 30,  # measured alone (3 December, 08:10: 30 CPU-s, 22 s on 2 cores)
+    ("run", "analytic", "float64"): 66, ("run", "glm", "float64"): 52, ("run", "mlp", "float64"): 54,
+    ("run", "analytic", "float32"): 31, ("run", "glm", "float32"): 22, ("run", "mlp", "float32"): 44,
+    ("check-spb", "analytic", "float64"): 18, ("check-spb", "glm", "float64"): 12,
+    ("check-spb", "mlp", "float64"): 18,
+    ("diversity", "analytic", "float64"): 12, ("diversity", "glm", "float64"): 6,
+    ("diversity", "mlp", "float64"): 7,
+    ("bound", "analytic", "float64"): 3,
+    ("run", "external", "float64"): 15,
 }
 
 
-#: CPU seconds of each family's asynchronous loop (its warm-up command, ``--async``), compiled alone after the family's
-#: first run, in a process of its own (6 December 2026, 16:10, 2-core machine)
+#: CPU seconds of each family's asynchronous loop (its warm-up command, ``--async``), compiled after the family's
+#: other runs, measured with ``SECONDS``
 ASYNC_SECONDS: dict[tuple[str, str, str], float] = {
-    ("run", "analytic", "float64"): 15, ("run", "glm", "float64"): 15, ("run", "mlp", "float64"): 18,
+    ("run", "analytic", "float64"): 8, ("run", "glm", "float64"): 7, ("run", "mlp", "float64"): 12,
 }
+
+
+#: CPU seconds of every built-in stage's server kernels for each dtype, which ``compile_all`` compiles after the
+#: runs (the one loop calls them by address: ``signsim.engine.plan``), measured with ``SECONDS``
+SERVER_SECONDS: dict[str, float] = {"float64": 30, "float32": 26}
 
 
 def estimate(cmds: list[list[str]]) -> float:
     """Seconds the warm-up commands ``cmds`` take (``SECONDS``, ``ASYNC_SECONDS``), leaving out the run groups
-    whose loop is in the kernel cache already (and their asynchronous loop when that is)."""
-    total = 0.0
+    whose loop is in the kernel cache already (and their asynchronous loop when that is), and the server kernels of
+    each dtype of a run group left in (``SERVER_SECONDS``)."""
+    total, dtypes = 0.0, set()
     for g in {group(c) for c in cmds}:
         if g[0] == "run" and g in ASYNC_SECONDS and not loop_is_cached(g[1], g[2], BUFFERED):
             total += ASYNC_SECONDS[g]
         if g[0] == "run" and loop_is_cached(g[1], g[2]):
             continue
+        if g[0] == "run":
+            dtypes.add(g[2])
         total += SECONDS.get(g, 0.0)
-    return total
+    return total + sum(SERVER_SECONDS.get(dtype, 0.0) for dtype in dtypes)
 
 
 def compile_all(main: Callable[[list[str]], None], report: Callable[[str], None] = lambda s: None,

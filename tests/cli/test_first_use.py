@@ -96,7 +96,9 @@ def test_compile_estimates_every_group_it_runs(tmp_path, monkeypatch):
     from signsim.engine import ledger
 
     monkeypatch.setattr(ledger, "root", lambda: tmp_path / ledger.FOLDER)  # nothing cached: every group counts
-    assert compiling.estimate(every) == sum(compiling.SECONDS[g] + compiling.ASYNC_SECONDS.get(g, 0) for g in groups)
+    assert compiling.estimate(every) == sum(compiling.SECONDS[g] + compiling.ASYNC_SECONDS.get(g, 0) for g in groups
+                                            ) + sum(compiling.SERVER_SECONDS.values())
+    assert set(compiling.SERVER_SECONDS) == set(compiling.DTYPES) and min(compiling.SERVER_SECONDS.values()) > 0
     assert compiling.estimate(compiling.select(["bound"])) == compiling.SECONDS[("bound", "analytic", "float64")]
     # the rounds' loop cached, the asynchronous one not: only the latter counts
     monkeypatch.setattr(compiling, "loop_is_cached",
