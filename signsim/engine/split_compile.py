@@ -217,6 +217,9 @@ def _helper() -> None:
             dispatcher = find(recipe)
             dispatcher.compile(signature)
             ledger.note(dispatcher)
+    # its kernels are in the cache: leave at once, not through the interpreter's shutdown, which aborts (SIGABRT,
+    # "could not acquire lock for <stdin>") while ``watch`` is blocked reading stdin, open until the parent ends
+    os._exit(0)
 
 
 if __name__ == "__main__":

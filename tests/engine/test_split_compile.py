@@ -166,3 +166,18 @@ def test_later_chunks_call_the_loops_compiled_entry_with_the_same_results(monkey
         outs.append(out)
     np.testing.assert_array_equal(outs[0].history, outs[1].history)
     np.testing.assert_array_equal(outs[0].x, outs[1].x)
+
+
+def test_the_helper_ends_cleanly_when_its_jobs_are_done_and_its_stdin_is_still_open():
+    """The helper's exit is the parent's readiness signal; with the parent's end of its stdin still open it exits 0,
+    where leaving through the interpreter's shutdown aborted it (SIGABRT) while its watching thread read stdin."""
+    import pickle
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "signsim.engine.split_compile"], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc.stdin.write(pickle.dumps([]))
+    proc.stdin.flush()
+    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()  # (a guard against a hang, not a time limit)
+    proc.stdin.close()
