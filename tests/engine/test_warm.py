@@ -15,6 +15,17 @@ from ..conftest import run_subprocess
 SIGNATURE = ("float64", "a loop's argument types")
 
 
+def _signsgd_stages() -> dict:
+    """kind -> module of a composition of built-in stages (signSGD with majority vote and an invert attack)."""
+    from signsim.engine import compose
+    from signsim.stages import registry
+
+    return {k.name: registry.parse(k.name, {"server_optimizer": "sgd", "down_compressor": "identity",
+                                            "compressor": "sign", "aggregation": "majority",
+                                            "attack": "invert", "momentum": "none"}.get(k.name, "none")).module
+            for k in compose.kinds.TABLE}
+
+
 def test_nothing_starts_or_waits_when_it_is_off(monkeypatch, tmp_path):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv(warm.ENV, "0")
@@ -95,13 +106,9 @@ def test_a_composition_whose_own_loop_is_cached_takes_it_before_the_one_loop(mon
     than the one loop's dispatch by stage code, benchmarks/bench_engine.py); the one loop when only it is cached;
     nothing compiles in the background either way."""
     from signsim.engine import compose, split_compile
-    from signsim.stages import registry
 
     monkeypatch.setenv("SIGNSIM_LOOP", "auto")
-    stages = {k.name: registry.parse(k.name, {"server_optimizer": "sgd", "down_compressor": "identity",
-                                              "compressor": "sign", "aggregation": "majority",
-                                              "attack": "invert", "momentum": "none"}.get(k.name, "none")).module
-              for k in compose.kinds.TABLE}
+    stages = _signsgd_stages()
     from numba import typeof
 
     own, own_plan = compose.loops("analytic", stages, False, builtin=False, noise="gaussian")
@@ -123,13 +130,9 @@ def test_a_composition_run_with_the_other_clock_compiles_its_own_loop_not_the_on
     from numba import typeof
 
     from signsim.engine import compose, ledger, split_compile, warm
-    from signsim.stages import registry
 
     monkeypatch.setenv("SIGNSIM_LOOP", "auto")
-    stages = {k.name: registry.parse(k.name, {"server_optimizer": "sgd", "down_compressor": "identity",
-                                              "compressor": "sign", "aggregation": "majority",
-                                              "attack": "invert", "momentum": "none"}.get(k.name, "none")).module
-              for k in compose.kinds.TABLE}
+    stages = _signsgd_stages()
     (own, untimed), (_, timed) = (compose.loops("analytic", stages, False, builtin=False, noise="gaussian", timed=t)
                                   for t in (False, True))
     one, one_plan = compose.loops("analytic", stages, False)
@@ -151,13 +154,9 @@ def test_a_composition_run_on_another_problem_of_the_family_compiles_its_own_loo
     from numba import typeof
 
     from signsim.engine import compose, ledger, split_compile, warm
-    from signsim.stages import registry
 
     monkeypatch.setenv("SIGNSIM_LOOP", "auto")
-    stages = {k.name: registry.parse(k.name, {"server_optimizer": "sgd", "down_compressor": "identity",
-                                              "compressor": "sign", "aggregation": "majority",
-                                              "attack": "invert", "momentum": "none"}.get(k.name, "none")).module
-              for k in compose.kinds.TABLE}
+    stages = _signsgd_stages()
     (own, rosenbrock), (_, quadratic) = (compose.loops("analytic", stages, False, builtin=False, noise="gaussian",
                                                        timed=False, module=m) for m in ("rosenbrock", "quadratic"))
     one, one_plan = compose.loops("analytic", stages, False)
