@@ -13,6 +13,7 @@ compiles only the loops that call it.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -20,9 +21,9 @@ import numpy as np
 from signsim.engine import dispatch, loop, stage_kernels
 from signsim.stages import kinds
 
-#: which loop a composition of built-in stages runs in: "auto" (``choose``), "builtin" (always the family's one
-#: loop), "composed" (always a loop of its own), or a comma-separated list of families that take their one loop
-#: (the others their composition's own)
+#: which loop a composition of built-in stages (or of plugins the one loop calls by address) runs in: "auto"
+#: (``choose``), "builtin" (always the family's one loop), "composed" (always a loop of its own), or a comma-separated
+#: list of families that take their one loop (the others their composition's own)
 LOOP_ENV = "SIGNSIM_LOOP"
 LOOP_MODES = ("auto", "builtin", "composed")
 
@@ -40,7 +41,7 @@ def loops(family: str, stages: dict, threaded: bool, builtin: bool = True, noise
     composition's server kernels for vectors of ``dtype`` (``plan.Stages``)."""
     from signsim.engine.plan import plan_for
 
-    if builtin and stage_kernels.builtin_only(stages):
+    if builtin and stage_kernels.by_address(stages):
         plan = plan_for(family, parallel=threaded, server=stages, dtype=dtype)
     else:
         plan = plan_for(family, stages, noise, parallel=threaded, timed=timed, module=module)
@@ -84,7 +85,9 @@ def mode(family: str | None = None) -> str:
 def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None,
            timed: bool = True, dtype=np.float64, module: str | None = None) -> tuple:
     """(the loop a run takes, its plan, whether to compile the family's one loop in the background once it has run),
-    for the loop's arguments after the plan of types ``signature``. A composition with a plugin: its own. Otherwise,
+    for the loop's arguments after the plan of types ``signature``. A composition with a plugin of a kind with a
+    worker's call, or whose plugins' kernels do not compile for the one loop's server calls (``plugin_kernels_fit``):
+    its own. Otherwise (built-in stages, and plugins the one loop calls by address: ``stage_kernels.by_address``),
     by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in the kernel cache for this signature
     (the one loop chooses each worker's stage by its code at every call; with the worker step inlined (``forceinline``,
     ``loop.worker_step``), the two ran SSDM in about the same time: 0.098 s against 0.105 s on Rosenbrock at d = 10,
@@ -114,18 +117,23 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     def family_has_loops(kernel) -> bool:  # any loop of the family, of any composition (threaded or serial as asked)
         return any(dispatch.family_in(args[0]) == family for args in ledger.signatures_of(kernel) if args)
 
-    if not stage_kernels.builtin_only(stages):
+    if not stage_kernels.by_address(stages):
         return (*pick(False), False)
+
+    @functools.cache
+    def fits() -> bool:  # (a plugin the one loop would call by address: its kernels compile here, once)
+        return stage_kernels.builtin_only(stages) or plugin_kernels_fit(stages, dtype)
+
     chosen = mode(family)
     if chosen != "auto":
-        return (*pick(chosen == "builtin"), False)
+        return (*pick(chosen == "builtin" and fits()), False)
     own, own_plan = pick(False)
     if is_cached(own, own_plan):  # a composition's own loop runs faster than the one loop's dispatch on small d
         return own, own_plan, False
     one, one_plan = pick(True)
-    if is_cached(one, one_plan):
+    if is_cached(one, one_plan) and fits():
         return one, one_plan, False
-    if warm.wait(family, threaded, signature) and is_cached(one, one_plan):
+    if warm.wait(family, threaded, signature) and is_cached(one, one_plan) and fits():
         return one, one_plan, False
     # the same composition run before on a problem of another kernel module of the family (Rosenbrock, now the
     # quadratic), or with the other clock (a system model then, none now, or the reverse): its own loop once more, not
@@ -135,9 +143,28 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     if any(is_cached(*loops(family, stages, threaded, builtin=False, noise=noise, timed=t, dtype=dtype, module=m))
            for m, t in others):
         return own, own_plan, False
-    if family_has_loops(own):
+    if family_has_loops(own) and fits():
         return one, one_plan, False
     return own, own_plan, True
+
+
+def plugin_kernels_fit(stages: dict, dtype=np.float64) -> bool:
+    """Whether the kernels of the plugins of ``stages`` (of kinds the one loop calls by address:
+    ``stage_kernels.by_address``) compile for the signatures of the one loop's server calls (``plan.server_kernels``):
+    else the composition runs in its own loop, which types them as they are (and says in one line what does not
+    compile)."""
+    from numba.core.errors import NumbaError
+
+    from signsim.engine.plan import server_kernels
+    from signsim.stages.plugins import is_plugin
+
+    try:
+        for kind, module in stages.items():
+            if is_plugin(module):
+                server_kernels({kind: module}, dtype, only=kind)
+    except (NumbaError, TypeError):
+        return False
+    return True
 
 
 def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None = None, dtype=np.float64,
@@ -146,7 +173,7 @@ def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None
     after the plan of types ``signature``: by ``SIGNSIM_LOOP`` as for rounds; under "auto", the composition's own
     plan when its loop is in the kernel cache, else the plan of every built-in stage when that loop is (``signsim
     compile`` puts it there), else its own (a first asynchronous run compiles the smaller loop). A composition with
-    a plugin: its own."""
+    a plugin: its own, unless the one loop can call its plugins by address (as ``choose``)."""
     from numba import typeof
 
     from signsim.engine.buffered import run_buffered
@@ -154,7 +181,8 @@ def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None
     from signsim.engine.split_compile import cached
 
     own = plan_for(family, stages, noise, parallel=False, module=module)
-    if not stage_kernels.builtin_only(stages):
+    if not stage_kernels.by_address(stages) or not (stage_kernels.builtin_only(stages)
+                                                    or plugin_kernels_fit(stages, dtype)):
         return own
     chosen = mode(family)
     one = plan_for(family, parallel=False, server=stages, dtype=dtype)

@@ -283,9 +283,11 @@ def compile_server_kernels(dtype, kind: str | None = None) -> int:
 
 
 def server_kernels(server: dict, dtype, only: str | None = None) -> tuple:
-    """The kernel of each call of ``SERVER_CALLS`` for the composition ``server`` (kind -> built-in module; the
-    kind's first built-in stage where it names none), compiled for its signature (``server_signatures``); with
-    ``only``, the calls of that kind only."""
+    """The kernel of each call of ``SERVER_CALLS`` for the composition ``server`` (kind -> module: built in, or a
+    plugin of a kind whose every call is the server's, ``stage_kernels.by_address``; the kind's first built-in stage
+    where it names none), compiled for its signature (``server_signatures``); with ``only``, the calls of that kind
+    only. TypeError for a kernel that returns another type, Numba's TypingError for one that does not compile for
+    it."""
     from signsim.engine import ledger, stage_kernels
     from signsim.stages import registry
 

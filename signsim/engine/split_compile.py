@@ -77,10 +77,10 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     # the server's calls on its stages (``kinds.Call`` with ``worker`` False), each with the arguments the loop passes
     # under the names the table gives them: the composition's stages' functions (the plan of every built-in stage
     # calls the composition's by address: ``plan.Stages``). A plugin's functions a fresh process cannot make:
-    # compiled in this process with the loop
-    if stage_kernels.builtin_only(stages):
-        # (the signatures the plan declares: ``plan.server_signatures``, for the dtype of the server's aggregate)
-        for (kind, call), signature in zip(SERVER_CALLS, server_signatures(server.agg.dtype), strict=True):
+    # compiled in this process (a plugin's in the plan of every built-in stage before the loop, ``compose.choose``)
+    # (the signatures the plan declares: ``plan.server_signatures``, for the dtype of the server's aggregate)
+    for (kind, call), signature in zip(SERVER_CALLS, server_signatures(server.agg.dtype), strict=True):
+        if stage_kernels.builtin_only({kind.name: stages[kind.name]}):
             jobs.append((("stage", kind.name, stages[kind.name].__name__, call.attr), tuple(signature.args)))
     # a searching attack's line search (1.4 of a first run's 17 CPU-s), in the loops that may search
     if stage_kernels.builtin_only(stages) and searches(typeof(run_plan.stages)):

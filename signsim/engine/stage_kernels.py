@@ -218,11 +218,21 @@ def compress_once(stage, v, sign_zero=0, gen=None):
 
 
 def builtin_only(stages: dict) -> bool:
-    """Whether every stage of ``stages`` (kind -> module) is built in: then the family's one loop can run it
-    (``choose``)."""
+    """Whether every stage of ``stages`` (kind -> module) is built in (a fresh process can import each by its name)."""
     from signsim.stages.plugins import is_plugin
 
     return not any(is_plugin(m) for m in stages.values())
+
+
+def by_address(stages: dict) -> bool:
+    """Whether the family's one loop can run ``stages`` (kind -> module): built-in stages, and plugins only of kinds
+    whose every call is the server's (aggregation, pre-aggregations, server optimizer, downlink), which that loop makes
+    by address (``signsim.engine.plan``), so that such a plugin compiles its own kernels only. A plugin of a kind with
+    a worker's call needs its composition's own loop: the one loop's worker calls branch over the built-in stages."""
+    from signsim.stages.plugins import is_plugin
+
+    worker = {k.name for k in kinds.TABLE if any(c.worker for c in k.calls)}
+    return not any(is_plugin(m) and kind in worker for kind, m in stages.items())
 
 
 def codes(stages: dict) -> dict[str, int]:
