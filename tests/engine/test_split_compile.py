@@ -17,6 +17,8 @@ from signsim.engine.build import build
 from signsim.engine.driver import simulate
 from signsim.interface import config
 
+from .test_engine_kinds import COMPOSITIONS, RUN
+
 
 def _in_numbas_index(dispatcher, signature) -> bool:
     """Whether Numba's own cache index lists ``dispatcher`` compiled for ``signature`` (read through Numba's
@@ -36,7 +38,8 @@ def _engine(monkeypatch, **options):
     {},
     # (the whole suite runs with one Numba thread, where every run is serial: this case runs in the slow step)
     pytest.param({"method": "signsgd", "dim": 2000, "workers": 64}, marks=pytest.mark.slow),
-    {"method": "signum", "byzantine": 1, "attack": "alie-opt", "loop": "composed"}],
+    # (the composition test_engine_kinds.py runs in its own loop, a searching attack's: one compile for both)
+    {"problem": RUN["problem"], **COMPOSITIONS[1], "loop": "composed"}],
     ids=["serial", "threaded", "own-loop"])
 def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options):
     """Every job's signature is one Numba's cache index lists for that kernel after a loop compiled it (the suite's
