@@ -62,6 +62,7 @@ from signsim.engine.loop import (
     worker_gen,
     worker_step,
 )
+from signsim.engine.plan import worker_plan
 from signsim.stages.base import FLOAT_BITS
 
 #: the asynchronous server's state, kept between chunks: each slot's client (-1: free), the model version it
@@ -155,7 +156,8 @@ def _start(plan, queue, k, lr, data, workers, server, run, gens):
         if client[j] >= 0 or a == n:
             continue
         m = who[a]
-        worker_step(plan, m, np.int64(j), k, lr, x, server.hbar, workers, worker_gen(gens, where[a]), data, run)
+        worker_step(worker_plan(plan), m, np.int64(j), k, lr, x, server.hbar, workers, worker_gen(gens, where[a]),
+                    data, run)
         a += 1
         tally[T_CALLS] += steps
         down = 0.0

@@ -21,7 +21,7 @@ import numpy as np
 from signsim.engine import dispatch, loop, stage_kernels
 from signsim.stages import kinds
 
-#: which loop a composition of built-in stages (or of plugins the one loop calls by address) runs in: "auto"
+#: which loop a composition runs in (a plugin's too, unless its kernels do not fit the one loop's calls): "auto"
 #: (``choose``), "builtin" (always the family's one loop), "composed" (always a loop of its own), or a comma-separated
 #: list of families that take their one loop (the others their composition's own)
 LOOP_ENV = "SIGNSIM_LOOP"
@@ -41,7 +41,7 @@ def loops(family: str, stages: dict, threaded: bool, builtin: bool = True, noise
     composition's server kernels for vectors of ``dtype`` (``plan.Stages``)."""
     from signsim.engine.plan import plan_for
 
-    if builtin and stage_kernels.by_address(stages):
+    if builtin:
         plan = plan_for(family, parallel=threaded, server=stages, dtype=dtype)
     else:
         plan = plan_for(family, stages, noise, parallel=threaded, timed=timed, module=module)
@@ -50,10 +50,10 @@ def loops(family: str, stages: dict, threaded: bool, builtin: bool = True, noise
 
 def check_codes(plan, icfg) -> None:
     """ValueError for a stage code the plan of every built-in stage does not know (its calls would fall through to
-    the last stage of the kind), or for a noise code other than the one a composition's own plan draws from (it
-    would draw NaN), or a problem code served by another problem kernel module than the one it calls (its oracle
-    would write NaN), or for a run with a system model on a loop without the simulated clock: checked before the
-    loop, like the problem and noise codes."""
+    the last stage of the kind; a plugin's code, past the built-ins', only for the kind of the plugin it carries), or
+    for a noise code other than the one a composition's own plan draws from (it would draw NaN), or a problem code
+    served by another problem kernel module than the one it calls (its oracle would write NaN), or for a run with a
+    system model on a loop without the simulated clock: checked before the loop, like the problem and noise codes."""
     if (int(icfg[loop.I_TOPOLOGY]) != 0 or int(icfg[loop.I_KEEP]) > 0) and not plan.clock.on:
         raise ValueError("this loop keeps no simulated clock, and the run has a system model")
     noise = plan.problems.noise
@@ -64,9 +64,12 @@ def check_codes(plan, icfg) -> None:
         raise ValueError(f"this loop calls the problems of {module}, not code {int(icfg[loop.I_PROBLEM])}")
     if not plan.stages.builtin:
         return
+    from signsim.stages.plugins import is_plugin
+
     for kind, count in stage_kernels.counts().items():
         code = int(icfg[loop.ICFG.index(kinds.code_setting(kind))])
-        if not 0 <= code < count:
+        plugin = kind in plan.stages.server and is_plugin(plan.stages.server[kind])  # (its code: count)
+        if not 0 <= code < count + plugin:
             raise ValueError(f"unknown {kind} stage code {code}")
 
 
@@ -84,24 +87,23 @@ def mode(family: str | None = None) -> str:
 
 def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: str | None = None,
            timed: bool = True, dtype=np.float64, module: str | None = None) -> tuple:
-    """(the loop a run takes, its plan, whether to compile the family's one loop in the background once it has run),
-    for the loop's arguments after the plan of types ``signature``. A composition with a plugin of a kind with a
-    worker's call, or whose plugins' kernels do not compile for the one loop's server calls (``plugin_kernels_fit``):
-    its own. Otherwise (built-in stages, and plugins the one loop calls by address: ``stage_kernels.by_address``),
-    by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in the kernel cache for this signature
-    (the one loop chooses each worker's stage by its code at every call; with the worker step inlined (``forceinline``,
-    ``loop.worker_step``), the two ran SSDM in about the same time: 0.098 s against 0.105 s on Rosenbrock at d = 10,
-    K = 20,000, and 0.88 s both on the d = 10^6 quadratic, medians of three runs of ``benchmarks/bench_engine.py`` on
-    5 December 2026), else the family's one loop when that is cached (nothing compiles), else its own when the cache
-    holds no loop of the family yet (a first run compiles the smaller loop: about half the CPU time; then the one
-    loop compiles in the background, ``signsim.engine.warm``), else the one loop (a second composition: from then on
-    every composition of built-in stages runs without compiling), waiting for a background compile of it that is at
-    work rather than compiling it a second time. A composition's own loop draws from the run's noise model ``noise``
-    only and calls its problem kernel module ``module`` only (``loops``), so a composition run with another noise
-    model, or on a problem of another module, is another composition here; it keeps the simulated clock only when
-    ``timed``. A composition run with a system model after a run without one (or the reverse), or on a problem of
-    another module of the family after a run on one (the quadratic after Rosenbrock), neither loop cached nor the
-    background compile at work, compiles its own loop again rather than the one loop."""
+    """(the loop a run takes, its plan, whether to compile the family's one loop in the background once it has run), for
+    the loop's arguments after the plan of types ``signature``. A composition with a plugin whose kernels do not compile
+    for the one loop's calls (``plugin_kernels_fit``): its own. Otherwise (built-in stages, and plugins the one loop
+    calls by address), by ``SIGNSIM_LOOP``; under "auto", the composition's own loop when it is in the kernel cache for
+    this signature (the one loop chooses each worker's stage by its code at every call; with the worker step inlined
+    (``forceinline``, ``loop.worker_step``), the two ran SSDM in about the same time: 0.098 s against 0.105 s on
+    Rosenbrock at d = 10, K = 20,000, and 0.88 s both on the d = 10^6 quadratic, medians of three runs of
+    ``benchmarks/bench_engine.py`` on 5 December 2026), else the family's one loop when that is cached (nothing
+    compiles), else its own when the cache holds no loop of the family yet (a first run compiles the smaller loop: about
+    half the CPU time; then the one loop compiles in the background, ``signsim.engine.warm``), else the one loop (a
+    second composition: from then on every composition of built-in stages runs without compiling), waiting for a
+    background compile of it that is at work rather than compiling it a second time. A composition's own loop draws from
+    the run's noise model ``noise`` only and calls its problem kernel module ``module`` only (``loops``), so a
+    composition run with another noise model, or on a problem of another module, is another composition here; it keeps
+    the simulated clock only when ``timed``. A composition run with a system model after a run without one (or the
+    reverse), or on a problem of another module of the family after a run on one (the quadratic after Rosenbrock),
+    neither loop cached nor the background compile at work, compiles its own loop again rather than the one loop."""
     from numba import typeof
 
     from signsim.engine import ledger, warm
@@ -116,9 +118,6 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
 
     def family_has_loops(kernel) -> bool:  # any loop of the family, of any composition (threaded or serial as asked)
         return any(dispatch.family_in(args[0]) == family for args in ledger.signatures_of(kernel) if args)
-
-    if not stage_kernels.by_address(stages):
-        return (*pick(False), False)
 
     @functools.cache
     def fits() -> bool:  # (a plugin the one loop would call by address: its kernels compile here, once)
@@ -149,19 +148,19 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
 
 
 def plugin_kernels_fit(stages: dict, dtype=np.float64) -> bool:
-    """Whether the kernels of the plugins of ``stages`` (of kinds the one loop calls by address:
-    ``stage_kernels.by_address``) compile for the signatures of the one loop's server calls (``plan.server_kernels``):
-    else the composition runs in its own loop, which types them as they are (and says in one line what does not
-    compile)."""
+    """Whether the kernels of the plugins of ``stages`` compile for the signatures of the one loop's calls, which it
+    makes on a plugin by address (``plan.server_kernels``, ``plan.worker_kernels``): else the composition runs in its
+    own loop, which types them as they are (and says in one line what does not compile)."""
     from numba.core.errors import NumbaError
 
-    from signsim.engine.plan import server_kernels
+    from signsim.engine.plan import server_kernels, worker_kernels
     from signsim.stages.plugins import is_plugin
 
     try:
         for kind, module in stages.items():
             if is_plugin(module):
                 server_kernels({kind: module}, dtype, only=kind)
+                worker_kernels({kind: module}, dtype, only=kind)
     except (NumbaError, TypeError):
         return False
     return True
@@ -181,8 +180,7 @@ def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None
     from signsim.engine.split_compile import cached
 
     own = plan_for(family, stages, noise, parallel=False, module=module)
-    if not stage_kernels.by_address(stages) or not (stage_kernels.builtin_only(stages)
-                                                    or plugin_kernels_fit(stages, dtype)):
+    if not (stage_kernels.builtin_only(stages) or plugin_kernels_fit(stages, dtype)):
         return own
     chosen = mode(family)
     one = plan_for(family, parallel=False, server=stages, dtype=dtype)

@@ -93,6 +93,7 @@ from signsim.engine.plan import (  # the calls on the stages, by the plan's stag
     robust_aggregate,
     searches,
     server_update,
+    worker_plan,
 )
 from signsim.stages import kinds
 from signsim.stages.base import FLOAT_BITS
@@ -590,7 +591,8 @@ def run_rounds(plan, k0, k1, K, data, workers, server, run, gens):
                 slot = row * S + j if sampled else m
                 # j as int64: the parallel loop's index is unsigned, and its body is typed as a plain loop first, so
                 # the worker step would compile twice (once per index type)
-                worker_step(plan, m, np.int64(j), k, lr, x, server.hbar, workers, worker_gen(gens, slot), data, run)
+                worker_step(worker_plan(plan), m, np.int64(j), k, lr, x, server.hbar, workers, worker_gen(gens, slot),
+                            data, run)
             n_in = S
             if selecting:  # only the messages in time, moved to the first rows in slot order
                 up = clock.Uploads(part[row], S, steps, wbits, fcfg[F_EXTRA_UP], pre)

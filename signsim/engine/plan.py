@@ -81,7 +81,7 @@ class Stages:
         if stages is None:
             self.key = stage_kernels.builtin_key()
             self.type = ServerStagesType(self.key, types.Tuple(tuple(
-                types.FunctionType(sig) for sig in server_signatures(self.dtype))))
+                types.FunctionType(sig) for sig in call_signatures(self.dtype))))
         else:
             self.key = tuple((kind, mod.__name__, stage_kernels.source_hash(mod))
                              for kind, mod in sorted(stages.items()))
@@ -95,10 +95,11 @@ class Stages:
 
     @property
     def fns(self) -> tuple:
-        """The server's kernels of the plan of every built-in stage, one per call of ``SERVER_CALLS``, each compiled
-        (or loaded from the cache) for its signature (``server_signatures``)."""
+        """The kernels the plan of every built-in stage calls by address, one per call of ``BY_ADDRESS`` (the
+        server's calls, then the workers' calls on a plugin), each compiled (or loaded from the cache) for its
+        signature (``call_signatures``)."""
         if self._fns is None:
-            self._fns = server_kernels(self.server, self.dtype)
+            self._fns = server_kernels(self.server, self.dtype) + worker_kernels(self.server, self.dtype)
         return self._fns
 
     @property
@@ -163,7 +164,7 @@ class ServerStagesType(StagesType):
         self.holder = ServerKernelsType([("fns", fns)])
         # (every signature in the name: a loop cached for other signatures is never loaded for these)
         digest = hashlib.sha1(str(fns).encode()).hexdigest()[:10]
-        super().__init__(key, name=f"{key};{len(fns)} server calls of {fns.types[0].signature.args[0]}@{digest}")
+        super().__init__(key, name=f"{key};{len(fns)} calls by address of {fns.types[0].signature.args[0]}@{digest}")
 
 
 #: what a run's loop runs (its first argument): the problem and noise kernels it reaches, its stages, whether it
@@ -231,6 +232,11 @@ warnings.filterwarnings("ignore", "First-class function type feature is experime
 
 #: the server's calls of the table of kinds (``kinds.Call`` with ``worker`` False), in the order of ``Stages.fns``
 SERVER_CALLS = tuple((kind, call) for kind in kinds.TABLE for call in kind.calls if not call.worker)
+#: the workers' calls of the table of kinds: the plan of every built-in stage makes them by address on a plugin (on a
+#: built-in stage, a branch over the codes), after ``SERVER_CALLS`` in ``Stages.fns``
+WORKER_CALLS = tuple((kind, call) for kind in kinds.TABLE for call in kind.calls if call.worker)
+#: every call the plan of every built-in stage may make by address, in the order of ``Stages.fns``
+BY_ADDRESS = SERVER_CALLS + WORKER_CALLS
 
 
 def dtype_of(signature: tuple) -> np.dtype:
@@ -240,11 +246,12 @@ def dtype_of(signature: tuple) -> np.dtype:
     return np.dtype(str(server.types[server.fields.index("agg")].dtype))
 
 
-def server_arg_types(dtype) -> dict:
-    """The Numba type of each argument of the server's calls (``kinds.Call.args``), by name, as the loop passes
+def call_arg_types(dtype) -> dict:
+    """The Numba type of each argument of the stages' calls (``kinds.Call.args``), by name, as the loop passes
     them for vectors of ``dtype``: a vector of length d is typed as the aggregate (the downlink's rows, ``loop.D_*``,
-    are of its dtype), the stage's parameters ``p`` as a row of ``sp`` (tests/engine/test_server_calls.py checks
-    them against the types of an engine's own arrays, in float64 and float32)."""
+    and a worker's rows of its states and messages are of its dtype), the stage's parameters ``p`` as a row of ``sp``
+    (tests/engine/test_server_calls.py checks them against the types of an engine's own arrays, in float64 and
+    float32)."""
     from numba import typeof
 
     dt = np.dtype(dtype)
@@ -252,17 +259,22 @@ def server_arg_types(dtype) -> dict:
     return {"msg": matrix, "srv": vector, "opt": matrix, "hbar": matrix, "gen": typeof(np.random.default_rng(0)),
             "tie": types.int64, "sign_zero": types.int64, "iwork": types.Array(types.int64, 1, "C"),
             "lr": types.float64, "p": types.Array(types.float64, 1, "C"),
-            **dict.fromkeys(("agg", "direction", "v", "out", "g", "e"), vector),
+            **dict.fromkeys(("agg", "direction", "v", "out", "g", "e", "m", "h"), vector),
             **dict.fromkeys(("k", "M", "B", "S", "H", "n"), types.int64)}
 
 
-def server_signatures(dtype) -> tuple:
-    """The signature of each call of ``SERVER_CALLS`` for vectors of ``dtype``: its arguments'
-    types (``server_arg_types``) and the type of what it returns (``kinds.Call.result``)."""
-    arg = server_arg_types(dtype)
+def call_signatures(dtype, calls: tuple = BY_ADDRESS) -> tuple:
+    """The signature of each call of ``calls`` for vectors of ``dtype``: its arguments' types (``call_arg_types``)
+    and the type of what it returns (``kinds.Call.result``)."""
+    arg = call_arg_types(dtype)
     result = {"": types.none, "vector": arg["agg"], "bits": types.float64, "rows": types.int64,
               "flag": types.boolean}
-    return tuple(result[call.result](*(arg[a] for a in call.args)) for _, call in SERVER_CALLS)
+    return tuple(result[call.result](*(arg[a] for a in call.args)) for _, call in calls)
+
+
+def server_signatures(dtype) -> tuple:
+    """The signature of each call of ``SERVER_CALLS`` for vectors of ``dtype`` (``call_signatures``)."""
+    return call_signatures(dtype, SERVER_CALLS)
 
 
 #: the kinds with a call in ``SERVER_CALLS``, in its order
@@ -283,20 +295,33 @@ def compile_server_kernels(dtype, kind: str | None = None) -> int:
 
 
 def server_kernels(server: dict, dtype, only: str | None = None) -> tuple:
-    """The kernel of each call of ``SERVER_CALLS`` for the composition ``server`` (kind -> module: built in, or a
-    plugin of a kind whose every call is the server's, ``stage_kernels.by_address``; the kind's first built-in stage
-    where it names none), compiled for its signature (``server_signatures``); with ``only``, the calls of that kind
-    only. TypeError for a kernel that returns another type, Numba's TypingError for one that does not compile for
-    it."""
+    """The kernel of each call of ``SERVER_CALLS`` for the composition ``server`` (kind -> module, built in or a
+    plugin; the kind's first built-in stage where it names none), compiled for its signature (``call_signatures``);
+    with ``only``, the calls of that kind only. TypeError for a kernel that returns another type, Numba's
+    TypingError for one that does not compile for it."""
+    return _kernels(server, dtype, SERVER_CALLS, only, plugins_only=False)
+
+
+def worker_kernels(server: dict, dtype, only: str | None = None) -> tuple:
+    """The kernel of each call of ``WORKER_CALLS`` the plan of every built-in stage makes by address: the plugin's of
+    its kind in the composition ``server``, else (a call never made: a built-in stage's code takes the branch over
+    the built-ins) the kind's first built-in stage's, compiled for the signature, as ``server_kernels``."""
+    return _kernels(server, dtype, WORKER_CALLS, only, plugins_only=True)
+
+
+def _kernels(server: dict, dtype, calls: tuple, only: str | None, plugins_only: bool) -> tuple:
     from signsim.engine import ledger, stage_kernels
     from signsim.stages import registry
+    from signsim.stages.plugins import is_plugin
 
     out = []
-    for (kind, call), sig in zip(SERVER_CALLS, server_signatures(dtype), strict=True):
+    for (kind, call), sig in zip(calls, call_signatures(dtype, calls), strict=True):
         if only is not None and kind.name != only:
             continue
-        module = server.get(kind.name) or next(iter(registry.builtin(kinds.base(kind.name)).values()))
-        kernel = stage_kernels.stage_function(module, call.attr, False)
+        module = server.get(kind.name)
+        if module is None or (plugins_only and not is_plugin(module)):
+            module = next(iter(registry.builtin(kinds.base(kind.name)).values()))
+        kernel = stage_kernels.stage_function(module, call.attr, call.worker)
         kernel.compile(tuple(sig.args))  # (by its arguments, as an own loop and the split compile ask: one cache entry)
         # (a literal, such as the False a stage without a fresh round returns, is its type's value: the same data)
         got = types.unliteral(kernel.overloads[tuple(sig.args)].signature.return_type)
@@ -398,24 +423,29 @@ def _make(text: str, name: str, namespace: dict):
     return namespace[name]
 
 
-def _builtin_call(kind: kinds.Kind, call: kinds.Call):
+def _builtin_call(kind: kinds.Kind, call: kinds.Call, by_address: bool = False):
     """``call`` on every built-in stage of ``kind``: a branch over the stage's code. The last stage is also the
     answer to a code out of range (checked before the loop: ``compose.check_codes``), so that every path returns
-    the same type."""
+    the same type. With ``by_address`` (a worker's call in the worker step of the plan of every built-in stage,
+    ``worker_plan``), the code past the built-ins' (a plugin's, ``stage_kernels.codes``) calls the plugin's kernel by
+    its address, ``plan[1]`` holding ``Stages.fns``."""
     from signsim.engine import stage_kernels
     from signsim.stages import registry
 
     modules = list(registry.builtin(kinds.base(kind.name)).values())
     args = ", ".join(call.args)
     ns = {f"K{i}": stage_kernels.stage_function(mod, call.attr, call.worker) for i, mod in enumerate(modules)}
+    branches = [(f"code == {i}", f"K{i}({args})") for i in range(len(modules))]
+    if by_address:
+        slot = [c for _, c in BY_ADDRESS].index(call)
+        branches.insert(0, (f"code == {len(modules)}", f"plan[1][{slot}]({args})"))
     lines = [f"def every(plan, code, {args}):"]
-    for i in range(len(modules)):
-        target = f"K{i}({args})"
+    for n, (test, target) in enumerate(branches):
         if call.returns:
-            last = i == len(modules) - 1
-            lines.append(f"    return {target}" if last else f"    if code == {i}:\n        return {target}")
+            last = n == len(branches) - 1
+            lines.append(f"    return {target}" if last else f"    if {test}:\n        return {target}")
         else:
-            lines.append(f"    {'if' if i == 0 else 'elif'} code == {i}:\n        {target}")
+            lines.append(f"    {'if' if n == 0 else 'elif'} {test}:\n        {target}")
     return _make("\n".join(lines) + "\n", "every", ns)
 
 
@@ -460,16 +490,55 @@ def _stage_call(kind: kinds.Kind, call: kinds.Call):
     7 December 2026) and ran no faster (``benchmarks/bench_engine.py``)."""
 
     def make(t):
+        if _worker_view(t):
+            return _builtin_call(kind, call, by_address=True)
         if isinstance(t, ServerStagesType) and not call.worker:
             return _server_call(call)
         return _builtin_call(kind, call) if t.builtin else _own_call(kind, call, _stage(t.plan_key, kind.name))
 
-    fn = overloaded(call.loop_name, f"plan, code, {', '.join(call.args)}", __name__,
-                    lambda t: t.plan_key if isinstance(t, StagesType) else None, make,
+    def key(t):
+        return t.plan_key if isinstance(t, StagesType) else ("worker view", t.types[0]) if _worker_view(t) else None
+
+    fn = overloaded(call.loop_name, f"plan, code, {', '.join(call.args)}", __name__, key, make,
                     inline="always" if call.worker else "never")
     fn.__doc__ = (f"The run's {call.attr!r} of its stage (``signsim.stages.kinds``), as the plan's type names it: "
                   f"compiled only inside the loop.")
     return fn
+
+
+def _worker_view(t) -> bool:
+    """Whether ``t`` is the type of the stages of the plan ``worker_plan`` gives the worker step: (the plan of every
+    built-in stage, the kernels it calls by address)."""
+    return isinstance(t, types.BaseTuple) and len(t.types) == 2 and isinstance(t.types[0], ServerStagesType)
+
+
+def _worker_plan(t):
+    if isinstance(stages_of(t), ServerStagesType):
+        def impl(plan):
+            return Plan(plan.problems, (plan.stages, plan.stages.held.fns), plan.parallel, plan.clock)
+    else:
+        def impl(plan):
+            return plan
+    return impl
+
+
+#: ``worker_plan(plan)``: the plan the loop hands its worker step. For the plan of every built-in stage, its stages
+#: with the kernels it calls by address taken out of the reference the plan carries (``Stages.held``), so that the
+#: worker step, compiled without Numba's runtime (which reading that reference needs), calls a plugin's kernel on a
+#: worker's path by its address (``_builtin_call``); any other plan as it is. Made in each iteration of the loop
+#: over the workers (a tuple of first-class functions cannot pass into the threaded loop's body: Numba's parallel
+#: loop takes no such argument)
+worker_plan = overloaded("worker_plan", "plan", __name__,
+                         lambda t: isinstance(stages_of(t), ServerStagesType) if stages_of(t) is not None else None,
+                         _worker_plan)
+
+
+def worker_plan_type(t):
+    """The Numba type of ``worker_plan`` of a plan of type ``t`` (the worker step's first argument)."""
+    stages = stages_of(t)
+    if not isinstance(stages, ServerStagesType):
+        return t
+    return types.NamedTuple([t.types[0], types.Tuple((stages, stages.fns)), *t.types[2:]], Plan)
 
 
 #: the loop's call of each call of the table of kinds, by its name (``kinds.Call.loop_name``)

@@ -48,7 +48,7 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     from numba import typeof
 
     from signsim.engine import clock, loop, stage_kernels
-    from signsim.engine.plan import SERVER_CALLS, searches, server_signatures
+    from signsim.engine.plan import SERVER_CALLS, searches, server_signatures, worker_plan_type
 
     data, workers, server, run, gens = bundles or engine.bundles()
     icfg, fcfg, sp = run.icfg, run.fcfg, run.sp
@@ -87,7 +87,9 @@ def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
         jobs.append((("module", "signsim.engine.loop", "attack_factor"),
                      sig(run_plan.stages, workers.msg[:S], k, server.agg, icfg, sp, server.gen)))
     lr = fcfg[loop.F_LR]
-    share = (loop.worker_step, [sig(run_plan, k, k, k, lr, server.x, server.hbar, workers, gens[0], data, run)])
+    # (the worker step takes the plan the loop hands it: ``plan.worker_plan``)
+    share = (loop.worker_step, [(worker_plan_type(typeof(run_plan)),
+                                 *sig(k, k, k, lr, server.x, server.hbar, workers, gens[0], data, run))])
     return jobs, share
 
 

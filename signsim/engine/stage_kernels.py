@@ -224,28 +224,21 @@ def builtin_only(stages: dict) -> bool:
     return not any(is_plugin(m) for m in stages.values())
 
 
-def by_address(stages: dict) -> bool:
-    """Whether the family's one loop can run ``stages`` (kind -> module): built-in stages, and plugins only of kinds
-    whose every call is the server's (aggregation, pre-aggregations, server optimizer, downlink), which that loop makes
-    by address (``signsim.engine.plan``), so that such a plugin compiles its own kernels only. A plugin of a kind with
-    a worker's call needs its composition's own loop: the one loop's worker calls branch over the built-in stages."""
-    from signsim.stages.plugins import is_plugin
-
-    worker = {k.name for k in kinds.TABLE if any(c.worker for c in k.calls)}
-    return not any(is_plugin(m) and kind in worker for kind, m in stages.items())
-
-
 def codes(stages: dict) -> dict[str, int]:
-    """kind -> the code of its stage in the plan of every built-in stage (``signsim.engine.plan``: its index
-    among the kind's built-in stages; 0 for a plugin, whose loop ignores codes, and for the absent attack of a run
-    without Byzantine workers)."""
+    """kind -> the code of its stage in the plan of every built-in stage (``signsim.engine.plan``): its index
+    among the kind's built-in stages; for a plugin, the count of them (the plan calls a plugin's kernels by address:
+    a composition's own loop ignores codes); 0 for the absent attack of a run without Byzantine workers."""
     from signsim.stages import registry
+    from signsim.stages.plugins import is_plugin
 
     out = {}
     for kind, mod in stages.items():
         name = mod.__name__.rpartition(".")[2]
         builtin = registry.BUILTIN[kinds.base(kind)]
-        out[kind] = builtin.index(name) if name in builtin and mod.__name__.startswith("signsim.stages.") else 0
+        if is_plugin(mod):
+            out[kind] = len(builtin)
+        else:
+            out[kind] = builtin.index(name) if name in builtin and mod.__name__.startswith("signsim.stages.") else 0
     return out
 
 

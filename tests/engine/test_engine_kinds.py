@@ -106,13 +106,13 @@ def test_every_place_that_names_a_kind_reads_the_table():
         assert row == loop.SP_ROW[name[3:].lower()] == kinds.NAMES.index(name[3:].lower()), name
     for flag in kinds.FLAGS:
         assert getattr(loop, f"I_{flag}") == loop.ICFG.index(kinds.flag_setting(flag)), flag
-    # the arguments of the server's calls on its stages are those the plan types (``plan.server_signatures``)
+    # the arguments of every call on a stage are those the plan types (``plan.call_signatures``: the one loop makes
+    # the server's calls, and the workers' on a plugin, by address)
     from signsim.engine import plan
 
     for k in kinds.TABLE:
         for c in k.calls:
-            if not c.worker:
-                assert set(c.args) <= set(plan.server_arg_types(np.float64)), (k.name, c.attr, c.args)
+            assert set(c.args) <= set(plan.call_arg_types(np.float64)), (k.name, c.attr, c.args)
 
 
 def test_every_built_in_stage_module_declares_its_kinds_contract():
@@ -192,20 +192,22 @@ def test_the_one_loop_and_a_compositions_own_loop_give_the_same_run(opts):
         assert times[-1] > 0.0 and times == sorted(times)
 
 
-#: three built-in server stages copied as plugins (folder, name, kind, the run's option and the spec it takes)
-SERVER_PLUGINS = [("pre_aggregation", "nnm", "pre_aggregation", "pre_aggregate", "{}:1"),
-                  ("aggregation", "krum", "aggregation", "aggregate", "{}:2"),
-                  ("server_optimizers", "fedadam", "server_optimizer", "server_opt", "{}")]
-SERVER_RUN = dict(problem="rosenbrock", workers=9, iters=40, eval_every=4, seed=3, method="signum", byzantine=1,
-                  attack="alie:1.5")
+#: built-in stages of five kinds copied as plugins, of the server's and of a worker's path (folder, name, kind, the
+#: run's option and the spec it takes)
+PLUGINS = [("pre_aggregation", "nnm", "pre_aggregation", "pre_aggregate", "{}:1"),
+           ("aggregation", "krum", "aggregation", "aggregate", "{}:2"),
+           ("server_optimizers", "fedadam", "server_optimizer", "server_opt", "{}"),
+           ("compressors", "sign", "compressor", "compressor", "{}"),
+           ("attacks", "alie", "attack", "attack", "{}:1.5")]
+PLUGIN_RUN = dict(problem="rosenbrock", workers=9, iters=40, eval_every=4, seed=3, method="signum", byzantine=1)
 
 
-def _server_plugins(tmp_path, kept=()) -> tuple[list, dict]:
-    """The plugin files of ``SERVER_PLUGINS`` (the built-in source under a new name; those in ``kept`` left out) and
-    the run's options that name them."""
+def _plugins(tmp_path, kept=()) -> tuple[list, dict]:
+    """The plugin files of ``PLUGINS`` (the built-in source under a new name; those in ``kept`` left out) and the
+    run's options that name them."""
     tag = hashlib.sha1(str(tmp_path).encode()).hexdigest()[:8]
     files, opts = [], {}
-    for folder, name, kind, option, spec in SERVER_PLUGINS:
+    for folder, name, kind, option, spec in PLUGINS:
         if name in kept:
             opts[option] = spec.format(name)
             continue
@@ -218,39 +220,40 @@ def _server_plugins(tmp_path, kept=()) -> tuple[list, dict]:
     return files, opts
 
 
-def test_plugins_of_the_servers_kinds_run_in_the_one_loop_by_address_with_the_built_ins_results(
-        tmp_path, monkeypatch):
-    """``stage_kernels.by_address``: a pre-aggregation, an aggregation and a server optimizer written as plugins
-    (copies of nnm, krum and FedAdam) run in the family's one loop, which calls the server's kernels by address, and
-    compile only their own kernels; the run is the built-in stages' run bit for bit. A plugin of a kind with a
-    worker's call keeps a loop of its own."""
+def test_plugins_run_in_the_one_loop_by_address_with_the_built_ins_results(tmp_path, monkeypatch):
+    """A pre-aggregation, an aggregation, a server optimizer, a compressor and an attack written as plugins (copies of
+    nnm, krum, FedAdam, sign and ALIE) run in the family's one loop, which calls their kernels by address (a plugin's
+    code is the count of its kind's built-in stages, ``stage_kernels.codes``), so that they compile only their own
+    kernels; the run is the built-in stages' run bit for bit."""
+    from signsim.engine import plan as plans
+
     monkeypatch.setenv(compose.LOOP_ENV, "builtin")
     chosen = []
     choose = compose.choose
     monkeypatch.setattr(compose, "choose", lambda *a, **k: chosen.append(choose(*a, **k)) or chosen[-1])
-    files, opts = _server_plugins(tmp_path)
-    _, builtin = _server_plugins(tmp_path, kept=[name for _, name, *_ in SERVER_PLUGINS])
-    docs = [signsim.run(plugins=files, **SERVER_RUN, **o).to_dict() for o in (builtin, opts)]
+    files, opts = _plugins(tmp_path)
+    _, builtin = _plugins(tmp_path, kept=[name for _, name, *_ in PLUGINS])
+    docs = [signsim.run(plugins=files, **PLUGIN_RUN, **o).to_dict() for o in (builtin, opts)]
     assert docs[0]["history"] == docs[1]["history"] and docs[0]["x_final"] == docs[1]["x_final"]
     assert docs[1]["status"] == "ok" and len(chosen) == 2
     assert all(plan.stages.builtin for _, plan, _ in chosen)
-    assert sorted(m.NAME for m in chosen[1][1].stages.server.values() if plugins.is_plugin(m)) == sorted(
-        v.split(":")[0] for v in opts.values())
-    stages = {k: next(iter(registry.builtin(k).values())) for k in kinds.NAMES}
-    assert stage_kernels.by_address(stages)
-    for kind, module in chosen[1][1].stages.server.items():
-        assert stage_kernels.by_address({**stages, kind: module})
-    compressor = type(stages["compressor"])("p_compressor")  # (a module that is not a built-in one: a plugin's)
-    assert plugins.is_plugin(compressor) and not stage_kernels.by_address({**stages, "compressor": compressor})
+    stages = chosen[1][1].stages
+    mine = {kind: m for kind, m in stages.server.items() if plugins.is_plugin(m)}
+    assert sorted(m.NAME for m in mine.values()) == sorted(v.split(":")[0] for v in opts.values())
+    counts = stage_kernels.counts()
+    assert stage_kernels.codes(mine) == {kind: counts[kind] for kind in mine}
+    # the compressor's kernel, in its slot of the calls by address
+    slot = [c for _, c in plans.BY_ADDRESS].index(kinds.TABLE[kinds.NAMES.index("compressor")].calls[0])
+    assert stages.fns[slot].py_func.__name__.startswith("kernel__p_sign_")
 
 
-def test_a_server_plugin_whose_kernel_does_not_fit_the_one_loops_call_takes_its_own_loop(tmp_path):
+def test_a_plugin_whose_kernel_does_not_fit_the_one_loops_call_takes_its_own_loop(tmp_path):
     """``compose.plugin_kernels_fit``: an aggregation whose ``finish`` returns a value (the call returns nothing) is
     refused for the one loop, which would call it by address with another signature; its own loop types it as it
-    is. The copy of krum fits."""
-    files, _ = _server_plugins(tmp_path)
-    krum = plugins.load_file(files[1])
-    assert compose.plugin_kernels_fit({"aggregation": krum})
+    is. The copies of krum and sign fit."""
+    files, _ = _plugins(tmp_path)
+    krum, sign = plugins.load_file(files[1]), plugins.load_file(files[3])
+    assert compose.plugin_kernels_fit({"aggregation": krum, "compressor": sign})
     bad = tmp_path / "bad_finish.py"
     src = files[1].read_text().replace("p-krum-", "p-bad-krum-")
     bad.write_text(src + "\n\ndef finish(agg, M, p, tie, gen):\n    return 1.0\n")
@@ -259,17 +262,17 @@ def test_a_server_plugin_whose_kernel_does_not_fit_the_one_loops_call_takes_its_
 
 
 @pytest.mark.slow
-def test_server_plugins_give_the_same_run_in_the_one_loop_and_in_their_own(tmp_path):
-    """Bit for bit: the plugins of ``SERVER_PLUGINS`` called by address in the one loop, and compiled into their
+def test_plugins_give_the_same_run_in_the_one_loop_and_in_their_own(tmp_path):
+    """Bit for bit: the plugins of ``PLUGINS`` called by address in the one loop, and compiled into their
     composition's own loop."""
-    files, opts = _server_plugins(tmp_path)
+    files, opts = _plugins(tmp_path)
     code = ("import json, sys, signsim\nr = signsim.run(plugins=json.loads(sys.argv[2]), **json.loads(sys.argv[1]))\n"
             "d = r.to_dict()\nprint(json.dumps({'history': d['history'], 'x': d['x_final']}))")
     import os
 
     runs = []
     for mode in ("builtin", "composed"):
-        done = subprocess.run([sys.executable, "-c", code, json.dumps({**SERVER_RUN, **opts}),
+        done = subprocess.run([sys.executable, "-c", code, json.dumps({**PLUGIN_RUN, **opts}),
                                json.dumps([str(f) for f in files])], capture_output=True, text=True,
                               env={**os.environ, compose.LOOP_ENV: mode}, timeout=600)
         assert done.returncode == 0, done.stderr

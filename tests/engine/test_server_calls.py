@@ -17,22 +17,27 @@ from ..conftest import make_engine
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_the_declared_signatures_are_the_arguments_the_loop_passes(dtype):
-    """Each server call's declared arguments (``server_signatures``) are the Numba types of the engine's arrays and
-    settings the loop passes under those names (``loop.run_rounds``: the round's messages ``msg[:S]``, the server's
-    aggregate, states and generator, a row of the downlink's state and scratch, a row of ``sp``, int64 scalars)."""
+    """Each call's declared arguments (``call_signatures``) are the Numba types of the engine's arrays and settings
+    the loop passes under those names (``loop.run_rounds``: the round's messages ``msg[:S]``, the server's aggregate,
+    states and generator, a row of the downlink's state and scratch, a row of ``sp``, int64 scalars; the worker step,
+    ``loop.worker_step``: rows of the workers' gradients, states, messages and scratch, a worker's generator)."""
     engine = make_engine(method="signum", workers=6, iters=2, dtype=dtype, byzantine=1, attack="ipm",
                          aggregate="trimmed:0.2", pre_aggregate="nnm:1", server_opt="fedadam",
                          down_compressor="top-k:2", down_feedback="ef")[0]
-    data, workers, server, run, _ = engine.bundles()
+    data, workers, server, run, gens = engine.bundles()
     k = np.int64(0)
     value = {"msg": workers.msg[:3], "srv": server.srv, "opt": server.opt, "hbar": server.hbar, "gen": server.gen,
              "tie": run.icfg[loop.I_TIE], "sign_zero": run.icfg[loop.I_SIGN_ZERO], "iwork": server.diwork[0],
              "lr": run.fcfg[loop.F_LR], "p": run.sp[0], "direction": server.agg, "agg": server.agg,
              **dict.fromkeys(("v", "out", "g", "e"), server.down[loop.D_OUT]),
              **dict.fromkeys(("k", "M", "B", "S", "H", "n"), k)}
-    assert set(value) == set(plan.server_arg_types(engine.dtype))
-    for (kind, call), sig in zip(plan.SERVER_CALLS, plan.server_signatures(engine.dtype), strict=True):
-        assert tuple(sig.args) == tuple(numba.typeof(value[a]) for a in call.args), (kind.name, call.attr)
+    # a worker's calls (made by address on a plugin, ``plan.worker_kernels``): the rows of the workers' arrays
+    worker = {**value, "v": workers.msg[0], "out": workers.msg[0], "g": workers.G[0], "m": workers.mom[0],
+              "e": workers.err[0], "h": workers.shift[0], "iwork": workers.iwork[0], "gen": gens[0]}
+    assert set(worker) == set(plan.call_arg_types(engine.dtype))
+    for (kind, call), sig in zip(plan.BY_ADDRESS, plan.call_signatures(engine.dtype), strict=True):
+        args = worker if call.worker else value
+        assert tuple(sig.args) == tuple(numba.typeof(args[a]) for a in call.args), (kind.name, call.attr)
 
 
 def test_two_compositions_share_the_one_loop_and_differ_in_their_server_kernels(monkeypatch):

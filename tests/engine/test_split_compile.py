@@ -74,8 +74,11 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     # plan it ran, under the plan's type)
     recipe = ("module", "signsim.engine.loop", "record")
     record = dict(jobs)[recipe]
+    from signsim.engine.plan import worker_plan_type
+
     plan = numba.typeof(engine.plan)
-    for dispatcher, sigs, first in ((step, signatures, plan), (split_compile.find(recipe), [record], plan.types[0])):
+    for dispatcher, sigs, first in ((step, signatures, worker_plan_type(plan)),
+                                    (split_compile.find(recipe), [record], plan.types[0])):
         index = dispatcher._cache._cache_file._load_index()
         assert {key[0] for key in index if "float32" not in str(key[0]) and key[0][0] == first} == set(sigs)
 
