@@ -172,7 +172,7 @@ def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None
     after the plan of types ``signature``: by ``SIGNSIM_LOOP`` as for rounds; under "auto", the composition's own
     plan when its loop is in the kernel cache, else the plan of every built-in stage when that loop is (``signsim
     compile`` puts it there), else its own (a first asynchronous run compiles the smaller loop). A composition with
-    a plugin: its own, unless the one loop can call its plugins by address (as ``choose``)."""
+    a plugin: as one of built-in stages, unless its kernels do not fit the one loop's calls (as ``choose``)."""
     from numba import typeof
 
     from signsim.engine.buffered import run_buffered

@@ -39,9 +39,9 @@ argument (``signsim.engine.plan``), whose Numba type says which problem and nois
 compiles no other family's kernels, or one problem kernel module of it, and the noise model) and which stages
 ``compress(stages, code, ...)``, ``momentum_step(stages, code, ...)``, ... reach: every built-in stage, the stage's code
 in ``icfg`` picking it, so that one compiled loop runs every composition of built-in stages, or one composition's own
-stages (a plugin's always; ``signsim.engine.compose`` chooses). The driver calls it for consecutive ranges of iterations
-(the state lives in the arrays of the four bundles it passes: ``ProblemData``, ``Workers``, ``Server``, ``RunState``),
-which lets a progress bar and Ctrl-C act between chunks.
+stages (``signsim.engine.compose`` chooses; a plugin's kernels are called by address in the one loop). The driver
+calls it for consecutive ranges of iterations (the state lives in the arrays of the four bundles it passes:
+``ProblemData``, ``Workers``, ``Server``, ``RunState``), which lets a progress bar and Ctrl-C act between chunks.
 """
 
 from collections import namedtuple

@@ -1,27 +1,29 @@
 """What a run's loop runs, as the Numba type of its first argument (docs/theory.md §2, §8).
 
 A ``Plan`` is a small Python value handed to the loop (``signsim.engine.loop``): ``Plan(problems, stages,
-parallel, clock)``, whose four fields carry everything in their Numba types and, but for the server's kernels of the
-plan of every built-in stage, nothing at run time:
+parallel, clock)``, whose four fields carry everything in their Numba types and, but for the kernels the plan of
+every built-in stage calls by address, nothing at run time:
 
 * ``Problems(family, noise, module)`` (``engine/dispatch.py``): the problem and noise kernels the loop's calls
   ``problem_oracle(problems, code, ...)``, ``add_noise(problems, code, ...)``, ``problem_evaluate(...)``, ... reach:
   the family's (a run compiles only its family's problem kernels), or one problem kernel module's only (a
   composition's own loop), drawing from one noise model or from every one;
-* ``Stages(None, server)``: every built-in stage. Each call of a worker's path in the table of kinds
+* ``Stages(None, server)``: every built-in stage, and any plugin. Each call of a worker's path in the table of kinds
   (``signsim.stages.kinds``; ``CALLS``: ``compress(stages, code, v, out, p, sign_zero, gen, iwork)``, ...) is then
   a branch over the stage's code (its index in ``registry.BUILTIN``, passed from ``icfg``), inlined into the worker
-  step; each call of the server's (``SERVER_CALLS``: aggregation, pre-aggregations, attacks' rows, server optimizer,
-  estimator's and error feedback's directions, the downlink) calls the composition's kernel by its address, which
-  the value carries (``Stages.held``: Numba's first-class functions, of one signature per call for every stage,
-  ``server_signatures``, held by reference in compiled memory, ``ServerKernels``, so that a call of the loop
-  passes one pointer). So one compiled loop runs every composition of built-in stages, and compiling it compiles
+  step, whose code past the built-ins' calls a plugin's kernel by its address (``WORKER_CALLS``); each call of the
+  server's (``SERVER_CALLS``: aggregation, pre-aggregations, attacks' rows, server optimizer, estimator's and error
+  feedback's directions, the downlink) calls the composition's kernel by its address. The value carries those
+  addresses (``Stages.held``: Numba's first-class functions, of one signature per call for every stage,
+  ``call_signatures``, held by reference in compiled memory, ``ServerKernels``, so that a call of the loop passes
+  one pointer; the loop hands them to the worker step, ``worker_plan``). So one compiled loop runs every
+  composition, a plugin compiles only its own kernels, and compiling the loop compiles
   no server stage: each compiles once, on its own, when a composition first uses it (before, the loop held a branch
   over every built-in server stage, linked into it and optimised again by LLVM: SSDM's first run in the analytic
   problems' one loop took 74 s to compile in one process at LLVM level 1, and 36 s with the composition's server
   kernels; at Numba's default level, after a first run, 107.7 CPU-s against 50.6; 2-core Xeon VM, 7 December
   2026). ``Stages(stages)`` (kind -> module): those stages only, each call the stage's own function, the
-  code ignored: the smaller, faster loop of one composition (a plugin's always);
+  code ignored: the smaller, faster loop of one composition (``signsim.engine.compose`` chooses);
 * ``Parallel(on)``: whether the loop runs its workers in parallel (``loop.run_chunk_threaded``, compiled with
   threads) or not (``loop.run_chunk``): one function compiled both ways, told apart in the cache by this type;
 * ``Clock(on)``: whether the loop keeps the simulated clock of a system model (docs/theory.md §14), or compiles
@@ -66,10 +68,10 @@ from signsim.stages import kinds
 class Stages:
     """The stages a loop runs: None (every built-in stage, chosen by code), kind -> module (a composition's own),
     or {} (none: a kernel that calls no stage). Its Numba type (``StagesType``) names them. The plan of every
-    built-in stage also carries, at run time, the server's kernels of one composition (``server``: kind -> module,
-    a built-in stage of each kind; the kind's first where it names none) for the vectors of ``dtype``: its server
-    calls them by address (``ServerStagesType``), so that they compile once each, on their own, and never again
-    inside the loop."""
+    built-in stage also carries, at run time, the kernels of one composition it calls by address (``server``: kind ->
+    module, built in or a plugin; the kind's first built-in stage where it names none) for the vectors of ``dtype``:
+    the server's calls, and a worker's calls on a plugin (``ServerStagesType``, ``BY_ADDRESS``), so that they compile
+    once each, on their own, and never again inside the loop."""
 
     __slots__ = ("stages", "key", "type", "server", "dtype", "_fns", "_held")
 
@@ -134,9 +136,10 @@ class ServerKernelsType(types.StructRef):
 
 
 class ServerKernels(structref.StructRefProxy):
-    """The server's kernels of the plan of every built-in stage, held by reference in compiled memory: made once per
-    plan (``_hold``), and passed to each call of the loop as one pointer, where unboxing their tuple of first-class
-    functions at every call took 0.7 ms (14 kernels: twice ``get_compile_result`` and an address lookup each)."""
+    """The kernels the plan of every built-in stage calls by address, held by reference in compiled memory: made once
+    per plan (``_hold``), and passed to each call of the loop as one pointer, where unboxing their tuple of
+    first-class functions at every call took 0.7 ms (14 kernels: twice ``get_compile_result`` and an address lookup
+    each)."""
 
 
 structref.define_constructor(ServerKernels, ServerKernelsType, ["fns"])
@@ -156,8 +159,8 @@ def _holder(fns_type):
 
 
 class ServerStagesType(StagesType):
-    """The Numba type of the plan of every built-in stage: its key and the types of the server's kernels it carries
-    (``fns``, a tuple of first-class function types, ``server_signatures``), the same for every composition."""
+    """The Numba type of the plan of every built-in stage: its key and the types of the kernels it carries (``fns``, a
+    tuple of first-class function types, ``call_signatures``), the same for every composition."""
 
     def __init__(self, key: str, fns):
         self.fns = fns
