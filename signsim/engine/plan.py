@@ -286,11 +286,12 @@ SERVER_KINDS = tuple(dict.fromkeys(kind.name for kind, _ in SERVER_CALLS))
 
 def compile_server_kernels(dtype, kind: str | None = None) -> int:
     """Compile (or load) the kernel of each call of ``SERVER_CALLS`` of every built-in stage (of ``kind`` only, when
-    given) for vectors of ``dtype``, so that the plan of every built-in stage compiles nothing for any composition
-    (``signsim.engine.warm``, ``signsim compile``); how many kernels."""
+    given) for vectors of ``dtype``, and without ``kind`` the kernels that hold the workers' calls by address when
+    no plugin takes them (``worker_kernels``), so that the plan of every built-in stage compiles nothing for any
+    composition of built-in stages (``signsim.engine.warm``, ``signsim compile``); how many kernels."""
     from signsim.stages import registry
 
-    n = 0
+    n = 0 if kind is not None else len(worker_kernels({}, dtype))
     for name in SERVER_KINDS if kind is None else (kind,):
         for module in registry.builtin(kinds.base(name)).values():
             n += len(server_kernels({name: module}, dtype, only=name))

@@ -181,12 +181,19 @@ def _server_kernels_process(env=None):
 
 def _server_kernels_in_ledger() -> int:
     from signsim.engine import ledger, stage_kernels
-    from signsim.engine.plan import SERVER_CALLS, server_signatures
+    from signsim.engine.plan import SERVER_CALLS, WORKER_CALLS, call_signatures, server_signatures
     from signsim.stages import kinds, registry
 
-    return sum(ledger.holds(stage_kernels.stage_function(module, call.attr, False), tuple(sig.args))
-               for (kind, call), sig in zip(SERVER_CALLS, server_signatures("float64"), strict=True)
-               for module in registry.builtin(kinds.base(kind.name)).values())
+    def first(kind):
+        return next(iter(registry.builtin(kinds.base(kind.name)).values()))
+
+    # every built-in stage's server kernels, and the kernels that hold the workers' calls by address (the first
+    # built-in stage of each kind's: ``plan.worker_kernels``)
+    return (sum(ledger.holds(stage_kernels.stage_function(module, call.attr, False), tuple(sig.args))
+                for (kind, call), sig in zip(SERVER_CALLS, server_signatures("float64"), strict=True)
+                for module in registry.builtin(kinds.base(kind.name)).values())
+            + sum(ledger.holds(stage_kernels.stage_function(first(kind), call.attr, True), tuple(sig.args))
+                  for (kind, call), sig in zip(WORKER_CALLS, call_signatures("float64", WORKER_CALLS), strict=True)))
 
 
 def test_the_process_beside_the_background_compile_compiles_every_server_kernel():
