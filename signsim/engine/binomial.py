@@ -21,7 +21,8 @@ True (its ``finish`` turns the sums into the broadcast: ``mean``, ``majority``),
 ``sign_law`` (``invert``, ``random``: P(sent | own sign), data the loop reads, ``attacked_counts``). Every built-in
 aggregation's ``finish`` is called by its address in the loop's plan of every built-in stage
 (``signsim.engine.plan``), so one copy of the loop per family of problems runs every composition of built-in stages;
-a plugin aggregation is called through a plan of its own (a type of its own: compiled for it), as in the loop.
+a plugin aggregation is called through a plan of its own (a type of its own: compiled for it), where the rounds'
+loop calls it by address too.
 """
 
 from __future__ import annotations

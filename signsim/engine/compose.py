@@ -32,9 +32,9 @@ def loops(family: str, stages: dict, threaded: bool, builtin: bool = True, noise
           timed: bool = True, dtype=np.float64, module: str | None = None):
     """(loop, plan) for the problems of ``family`` and the stages ``stages`` (kind -> module), run in parallel or not
     (``threaded``). The loop is ``loop.run_chunk_threaded`` or ``loop.run_chunk`` (``loop.compiled``), compiled (or
-    loaded from the cache) for each plan at its first call. With ``builtin``, a composition of built-in stages gets
-    the plan of every built-in stage for every noise model (the family's one loop); otherwise, and for a composition
-    with a plugin, a plan of its own stages, whose workers draw from the noise model ``noise`` only (a name of
+    loaded from the cache) for each plan at its first call. With ``builtin``, the composition gets the plan of every
+    built-in stage for every noise model (the family's one loop, which calls a plugin's kernels by address);
+    otherwise a plan of its own stages, whose workers draw from the noise model ``noise`` only (a name of
     ``dispatch.NOISE``; None: from every model) and call the problem kernel module ``module`` only (a name of
     ``dispatch.module_name``; None: every one of the family's), with the simulated clock only when ``timed`` (a run
     with a system model, docs/theory.md §14: ``plan.Clock``). The plan of every built-in stage carries the
@@ -103,7 +103,9 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     composition run with another noise model, or on a problem of another module, is another composition here; it keeps
     the simulated clock only when ``timed``. A composition run with a system model after a run without one (or the
     reverse), or on a problem of another module of the family after a run on one (the quadratic after Rosenbrock),
-    neither loop cached nor the background compile at work, compiles its own loop again rather than the one loop."""
+    neither loop cached nor the background compile at work, compiles its own loop again rather than the one loop. A
+    composition with a plugin takes the one loop only when that is cached (or compiled in the background meanwhile),
+    else its own: its own loop costs a fraction of the one loop's compile."""
     from numba import typeof
 
     from signsim.engine import ledger, warm
@@ -119,20 +121,21 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     def family_has_loops(kernel) -> bool:  # any loop of the family, of any composition (threaded or serial as asked)
         return any(dispatch.family_in(args[0]) == family for args in ledger.signatures_of(kernel) if args)
 
-    @functools.cache
-    def fits() -> bool:  # (a plugin the one loop would call by address: its kernels compile here, once)
-        return stage_kernels.builtin_only(stages) or plugin_kernels_fit(stages, dtype)
-
+    plugin = not stage_kernels.builtin_only(stages)
+    # (a plugin the one loop would call by address: its kernels compile here, once, before the one loop is considered)
+    fits = functools.cache(lambda: not plugin or plugin_kernels_fit(stages, dtype))
     chosen = mode(family)
     if chosen != "auto":
         return (*pick(chosen == "builtin" and fits()), False)
     own, own_plan = pick(False)
     if is_cached(own, own_plan):  # a composition's own loop runs faster than the one loop's dispatch on small d
         return own, own_plan, False
+    if not fits():
+        return own, own_plan, False
     one, one_plan = pick(True)
-    if is_cached(one, one_plan) and fits():
+    if is_cached(one, one_plan):
         return one, one_plan, False
-    if warm.wait(family, threaded, signature) and is_cached(one, one_plan) and fits():
+    if warm.wait(family, threaded, signature) and is_cached(one, one_plan):
         return one, one_plan, False
     # the same composition run before on a problem of another kernel module of the family (Rosenbrock, now the
     # quadratic), or with the other clock (a system model then, none now, or the reverse): its own loop once more, not
@@ -142,7 +145,8 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
     if any(is_cached(*loops(family, stages, threaded, builtin=False, noise=noise, timed=t, dtype=dtype, module=m))
            for m, t in others):
         return own, own_plan, False
-    if family_has_loops(own) and fits():
+    # (a plugin: never the whole one loop compiled for it here, where its own loop costs a fraction of it)
+    if family_has_loops(own) and not plugin:
         return one, one_plan, False
     return own, own_plan, True
 
@@ -151,16 +155,20 @@ def plugin_kernels_fit(stages: dict, dtype=np.float64) -> bool:
     """Whether the kernels of the plugins of ``stages`` compile for the signatures of the one loop's calls, which it
     makes on a plugin by address (``plan.server_kernels``, ``plan.worker_kernels``): else the composition runs in its
     own loop, which types them as they are (and says in one line what does not compile)."""
+    import warnings
+
     from numba.core.errors import NumbaError
 
     from signsim.engine.plan import server_kernels, worker_kernels
     from signsim.stages.plugins import is_plugin
 
     try:
-        for kind, module in stages.items():
-            if is_plugin(module):
-                server_kernels({kind: module}, dtype, only=kind)
-                worker_kernels({kind: module}, dtype, only=kind)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Numba's type-safety notes (as around the loop's calls)
+            for kind, module in stages.items():
+                if is_plugin(module):
+                    server_kernels({kind: module}, dtype, only=kind)
+                    worker_kernels({kind: module}, dtype, only=kind)
     except (NumbaError, TypeError):
         return False
     return True
@@ -180,12 +188,10 @@ def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None
     from signsim.engine.split_compile import cached
 
     own = plan_for(family, stages, noise, parallel=False, module=module)
-    if not (stage_kernels.builtin_only(stages) or plugin_kernels_fit(stages, dtype)):
-        return own
     chosen = mode(family)
-    one = plan_for(family, parallel=False, server=stages, dtype=dtype)
-    if chosen != "auto":
-        return one if chosen == "builtin" else own
-    if cached(run_buffered, (typeof(own), *signature)):
+    if chosen == "composed" or chosen == "auto" and cached(run_buffered, (typeof(own), *signature)):
         return own
-    return one if cached(run_buffered, (typeof(one), *signature)) else own
+    one = plan_for(family, parallel=False, server=stages, dtype=dtype)
+    if chosen == "auto" and not cached(run_buffered, (typeof(one), *signature)):
+        return own
+    return one if stage_kernels.builtin_only(stages) or plugin_kernels_fit(stages, dtype) else own

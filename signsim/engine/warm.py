@@ -5,9 +5,10 @@ The first run of a family of problems compiles the smaller loop of its own compo
 CPU time of the family's one loop, which runs every composition of built-in stages: ``signsim.engine.compose``).
 Once that run's loop has run, ``start`` launches ``python -m signsim.engine.warm``, a detached process at the lowest
 priority that compiles the family's one loop into the kernel cache for the same argument types (and, in a second
-process beside it, every built-in stage's server kernels, which the one loop calls by address), and outlives the
-run. A later run with another composition then finds the one loop cached and compiles nothing; one that starts
-while the background compile is at work waits for it (``wait``) instead of compiling the same loop a second time.
+process beside it, every built-in stage's server kernels, which the one loop calls by address, and the kernels
+that hold its worker calls on a plugin), and outlives the run. A later run with another composition then finds the
+one loop cached and compiles nothing; one that starts while the background compile is at work waits for it
+(``wait``) instead of compiling the same loop a second time.
 
 One background compile per family, loop (threaded or serial), argument types and cache at a time: it holds an
 exclusive lock (``flock``) on a file in the kernel cache for as long as it lives, taken by the run that starts it

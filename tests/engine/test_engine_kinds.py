@@ -192,22 +192,31 @@ def test_the_one_loop_and_a_compositions_own_loop_give_the_same_run(opts):
         assert times[-1] > 0.0 and times == sorted(times)
 
 
-#: built-in stages of five kinds copied as plugins, of the server's and of a worker's path (folder, name, kind, the
-#: run's option and the spec it takes)
-PLUGINS = [("pre_aggregation", "nnm", "pre_aggregation", "pre_aggregate", "{}:1"),
-           ("aggregation", "krum", "aggregation", "aggregate", "{}:2"),
-           ("server_optimizers", "fedadam", "server_optimizer", "server_opt", "{}"),
-           ("compressors", "sign", "compressor", "compressor", "{}"),
-           ("attacks", "alie", "attack", "attack", "{}:1.5")]
-PLUGIN_RUN = dict(problem="rosenbrock", workers=9, iters=40, eval_every=4, seed=3, method="signum", byzantine=1)
+#: compositions whose stages of seven kinds are built-in ones copied as plugins, of the server's path and of a
+#: worker's (folder, name, kind, the run's option and the spec it takes), and the run's other options
+PLUGINS = {
+    "signum-krum": (dict(method="signum", byzantine=1),
+                    [("pre_aggregation", "nnm", "pre_aggregation", "pre_aggregate", "{}:1"),
+                     ("aggregation", "krum", "aggregation", "aggregate", "{}:2"),
+                     ("server_optimizers", "fedadam", "server_optimizer", "server_opt", "{}"),
+                     ("compressors", "sign", "compressor", "compressor", "{}"),
+                     ("attacks", "alie", "attack", "attack", "{}:1.5")]),
+    # a blind attack (its row on the worker's path) and an estimator (its before and after there)
+    "diana-invert": (dict(method="diana", byzantine=1),
+                     [("estimators", "diana", "estimator", "grad_estimator", "{}:0.5"),
+                      ("attacks", "invert", "attack", "attack", "{}")]),
+    # error feedback: its sends (optional, from signsim.stages.defaults), before and after on the worker's path
+    "ef-signsgd": (dict(method="ef-signsgd"), [("error_feedback", "ef", "error_feedback", "error_feedback", "{}")]),
+}
+PLUGIN_RUN = dict(problem="rosenbrock", workers=9, iters=40, eval_every=4, seed=3)
 
 
-def _plugins(tmp_path, kept=()) -> tuple[list, dict]:
-    """The plugin files of ``PLUGINS`` (the built-in source under a new name; those in ``kept`` left out) and the
+def _plugins(tmp_path, copies: list, kept=()) -> tuple[list, dict]:
+    """The plugin files of ``copies`` (the built-in source under a new name; those in ``kept`` left out) and the
     run's options that name them."""
     tag = hashlib.sha1(str(tmp_path).encode()).hexdigest()[:8]
     files, opts = [], {}
-    for folder, name, kind, option, spec in PLUGINS:
+    for folder, name, kind, option, spec in copies:
         if name in kept:
             opts[option] = spec.format(name)
             continue
@@ -220,38 +229,49 @@ def _plugins(tmp_path, kept=()) -> tuple[list, dict]:
     return files, opts
 
 
-def test_plugins_run_in_the_one_loop_by_address_with_the_built_ins_results(tmp_path, monkeypatch):
-    """A pre-aggregation, an aggregation, a server optimizer, a compressor and an attack written as plugins (copies of
-    nnm, krum, FedAdam, sign and ALIE) run in the family's one loop, which calls their kernels by address (a plugin's
-    code is the count of its kind's built-in stages, ``stage_kernels.codes``), so that they compile only their own
-    kernels; the run is the built-in stages' run bit for bit."""
+@pytest.mark.parametrize("case", list(PLUGINS))
+def test_plugins_run_in_the_one_loop_by_address_with_the_built_ins_results(tmp_path, monkeypatch, case):
+    """Built-in stages copied as plugins (a pre-aggregation, an aggregation, a server optimizer, a compressor, two
+    attacks, an estimator, an error feedback) run in the family's one loop, which calls their kernels by address (a
+    plugin's code is the count of its kind's built-in stages, ``stage_kernels.codes``), so that they compile only
+    their own kernels; the run is the built-in stages' run bit for bit."""
     from signsim.engine import plan as plans
 
+    extra, copies = PLUGINS[case]
     monkeypatch.setenv(compose.LOOP_ENV, "builtin")
-    chosen = []
-    choose = compose.choose
+    chosen, codes = [], []
+    choose, check = compose.choose, compose.check_codes
     monkeypatch.setattr(compose, "choose", lambda *a, **k: chosen.append(choose(*a, **k)) or chosen[-1])
-    files, opts = _plugins(tmp_path)
-    _, builtin = _plugins(tmp_path, kept=[name for _, name, *_ in PLUGINS])
-    docs = [signsim.run(plugins=files, **PLUGIN_RUN, **o).to_dict() for o in (builtin, opts)]
-    assert docs[0]["history"] == docs[1]["history"] and docs[0]["x_final"] == docs[1]["x_final"]
+    monkeypatch.setattr(compose, "check_codes", lambda p, icfg: codes.append(icfg.copy()) or check(p, icfg))
+    files, opts = _plugins(tmp_path, copies)
+    _, builtin = _plugins(tmp_path, copies, kept=[name for _, name, *_ in copies])
+    docs = [signsim.run(plugins=files, **PLUGIN_RUN, **extra, **o).to_dict() for o in (builtin, opts)]
+    # (the results show the error's norm for the built-in ``ef`` by name only: the columns both runs have)
+    common = set(docs[0]["history"][0]) & set(docs[1]["history"][0])
+    assert [{c: row[c] for c in common} for row in docs[0]["history"]] == [
+        {c: row[c] for c in common} for row in docs[1]["history"]]
+    assert docs[0]["x_final"] == docs[1]["x_final"] and len(common) >= 8
     assert docs[1]["status"] == "ok" and len(chosen) == 2
     assert all(plan.stages.builtin for _, plan, _ in chosen)
     stages = chosen[1][1].stages
     mine = {kind: m for kind, m in stages.server.items() if plugins.is_plugin(m)}
     assert sorted(m.NAME for m in mine.values()) == sorted(v.split(":")[0] for v in opts.values())
+    # the codes the run passed: past the built-ins' for each plugin's kind
     counts = stage_kernels.counts()
-    assert stage_kernels.codes(mine) == {kind: counts[kind] for kind in mine}
-    # the compressor's kernel, in its slot of the calls by address
-    slot = [c for _, c in plans.BY_ADDRESS].index(kinds.TABLE[kinds.NAMES.index("compressor")].calls[0])
-    assert stages.fns[slot].py_func.__name__.startswith("kernel__p_sign_")
+    assert {k: int(codes[-1][loop.ICFG.index(kinds.code_setting(k))]) for k in mine} == {k: counts[k] for k in mine}
+    # each worker's call on a plugin, in its slot of the calls by address
+    calls = [c for _, c in plans.BY_ADDRESS]
+    for kind, module in mine.items():
+        for call in kinds.TABLE[kinds.NAMES.index(kind)].calls:
+            if call.worker and hasattr(module, call.attr):
+                assert stages.fns[calls.index(call)].py_func.__name__.startswith(f"{call.attr}__p_"), call.attr
 
 
 def test_a_plugin_whose_kernel_does_not_fit_the_one_loops_call_takes_its_own_loop(tmp_path):
     """``compose.plugin_kernels_fit``: an aggregation whose ``finish`` returns a value (the call returns nothing) is
     refused for the one loop, which would call it by address with another signature; its own loop types it as it
     is. The copies of krum and sign fit."""
-    files, _ = _plugins(tmp_path)
+    files, _ = _plugins(tmp_path, PLUGINS["signum-krum"][1])
     krum, sign = plugins.load_file(files[1]), plugins.load_file(files[3])
     assert compose.plugin_kernels_fit({"aggregation": krum, "compressor": sign})
     bad = tmp_path / "bad_finish.py"
@@ -263,16 +283,17 @@ def test_a_plugin_whose_kernel_does_not_fit_the_one_loops_call_takes_its_own_loo
 
 @pytest.mark.slow
 def test_plugins_give_the_same_run_in_the_one_loop_and_in_their_own(tmp_path):
-    """Bit for bit: the plugins of ``PLUGINS`` called by address in the one loop, and compiled into their
-    composition's own loop."""
-    files, opts = _plugins(tmp_path)
+    """Bit for bit: the plugins of ``PLUGINS``' first composition called by address in the one loop, and compiled
+    into their composition's own loop."""
+    extra, copies = PLUGINS["signum-krum"]
+    files, opts = _plugins(tmp_path, copies)
     code = ("import json, sys, signsim\nr = signsim.run(plugins=json.loads(sys.argv[2]), **json.loads(sys.argv[1]))\n"
             "d = r.to_dict()\nprint(json.dumps({'history': d['history'], 'x': d['x_final']}))")
     import os
 
     runs = []
     for mode in ("builtin", "composed"):
-        done = subprocess.run([sys.executable, "-c", code, json.dumps({**PLUGIN_RUN, **opts}),
+        done = subprocess.run([sys.executable, "-c", code, json.dumps({**PLUGIN_RUN, **extra, **opts}),
                                json.dumps([str(f) for f in files])], capture_output=True, text=True,
                               env={**os.environ, compose.LOOP_ENV: mode}, timeout=600)
         assert done.returncode == 0, done.stderr
