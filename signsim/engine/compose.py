@@ -123,7 +123,7 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
 
     plugin = not stage_kernels.builtin_only(stages)
     # (a plugin the one loop would call by address: its kernels compile here, once, before the one loop is considered)
-    fits = functools.cache(lambda: not plugin or plugin_kernels_fit(stages, dtype))
+    fits = functools.cache(lambda: plugin_kernels_fit(stages, dtype))
     chosen = mode(family)
     if chosen != "auto":
         return (*pick(chosen == "builtin" and fits()), False)
@@ -154,7 +154,8 @@ def choose(family: str, stages: dict, threaded: bool, signature: tuple, noise: s
 def plugin_kernels_fit(stages: dict, dtype=np.float64) -> bool:
     """Whether the kernels of the plugins of ``stages`` compile for the signatures of the one loop's calls, which it
     makes on a plugin by address (``plan.server_kernels``, ``plan.worker_kernels``): else the composition runs in its
-    own loop, which types them as they are (and says in one line what does not compile)."""
+    own loop, which types them as they are (and says in one line what does not compile). True, compiling nothing,
+    for a composition of built-in stages."""
     import warnings
 
     from numba.core.errors import NumbaError
@@ -194,4 +195,4 @@ def buffered_plan(family: str, stages: dict, signature: tuple, noise: str | None
     one = plan_for(family, parallel=False, server=stages, dtype=dtype)
     if chosen == "auto" and not cached(run_buffered, (typeof(one), *signature)):
         return own
-    return one if stage_kernels.builtin_only(stages) or plugin_kernels_fit(stages, dtype) else own
+    return one if plugin_kernels_fit(stages, dtype) else own
