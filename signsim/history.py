@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: when a column is in the results: every run, runs with ``--error-feedback ef``, data problems (logistic, least
-#: squares, mlp: a held-out split), classifiers (logistic, mlp), runs with a system model (``--compute``, ...)
+#: when a column is in the results: every run, runs whose error feedback declares ``TRACK_ERROR`` (``ef``, or a
+#: plugin that does), data problems (logistic, least squares, mlp: a held-out split), classifiers (logistic, mlp),
+#: runs with a system model (``--compute``, ...)
 ALWAYS, ERROR_FEEDBACK, DATA, CLASSIFIER, SYSTEM = "always", "error-feedback", "data", "classifier", "system"
 
 

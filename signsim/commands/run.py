@@ -75,8 +75,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
 
     work = run_work(cfg, problem.dim, problem.finite_sum is not None, oracle_rows(problem, cfg.batch_size))
     note(check_work(work, run_asked(cfg), RUN_REDUCE))
-    recorded = history.recorded(cfg.error_feedback == "ef", problem.classifier, problem.finite_sum is not None,
-                                settings.system is not None)
+    recorded = history.recorded(settings.error_feedback.module.TRACK_ERROR, problem.classifier,
+                                problem.finite_sum is not None, settings.system is not None)
     target = checked_target(cfg, recorded)
     quantities = tracking.requested(cfg, problem, model, params)
     tracks: dict[str, list[dict[str, Any]]] = {q.name: [] for q in quantities}

@@ -59,9 +59,9 @@ def check_runs(spec, tasks: list[dict[str, Any]]) -> None:
         cfg = resolve(t["config"])
         key = repr(sorted((k, v) for k, v in t["config"].items() if k not in NOT_PROBLEM_OPTIONS))
         try:
-            built[key] = plan_run(cfg, built.get(key))[1]
+            _, built[key], _, _, settings = plan_run(cfg, built.get(key))
             if spec.robustness is not None:
-                recordable(spec.robustness["metric"], cfg, built[key])
+                recordable(spec.robustness["metric"], settings, built[key])
         except MemoryLimit:
             continue
         except InputError as e:
@@ -70,14 +70,15 @@ def check_runs(spec, tasks: list[dict[str, Any]]) -> None:
                 from None
 
 
-def recordable(metric: str, cfg, problem) -> None:
-    """InputError when a run of ``cfg`` on ``problem`` does not record the ``[robustness]`` metric in its history
-    (the accuracies: a classifier; the test loss: a data problem), found before the first run rather than after the
-    last (``signsim.history``: which runs record which column)."""
+def recordable(metric: str, settings, problem) -> None:
+    """InputError when a run with ``settings`` (its stages, ``signsim.engine.driver.Settings``) on ``problem`` does
+    not record the ``[robustness]`` metric in its history (the accuracies: a classifier; the test loss: a data
+    problem), found before the first run rather than after the last (``signsim.history``: which runs record which
+    column)."""
     from signsim import history
     from signsim.errors import InputError
 
-    fields = {c.field for c in history.recorded(cfg.error_feedback == "ef", problem.classifier,
+    fields = {c.field for c in history.recorded(settings.error_feedback.module.TRACK_ERROR, problem.classifier,
                                                 problem.finite_sum is not None)}
     if metric not in fields:
         raise InputError(f"[robustness] metric '{metric}': a run on the problem '{problem.name}' does not record it "

@@ -116,7 +116,8 @@ def table(r: Replay) -> list[str]:
 
 def kind_of(name: str, kind: str | None) -> str:
     """The kind of the stage named ``name``: ``kind`` when given (InputError when it has no such stage); else the
-    one kind that has it (a compressor first, as check-stage always took), or InputError naming the choices."""
+    one kind that has it (a compressor first, as check-stage always took), or InputError naming the choices (the
+    kinds, and the closest name of any kind to one no kind has)."""
     from signsim.stages import registry
     from signsim.stages.base import KINDS
 
@@ -125,7 +126,17 @@ def kind_of(name: str, kind: str | None) -> str:
             raise InputError(f"--kind {kind}: choose from {', '.join(KINDS)}")
         return kind
     found = [k for k in KINDS if name in registry.stages(k)]
-    if "compressor" in found or not found:
+    if not found:  # the closest name of any kind, and its kind
+        from signsim.suggest import closest
+
+        names: dict[str, str] = {}
+        for k in ("compressor", *KINDS):  # (a name several kinds share: a compressor's first)
+            names.update({n: k for n in registry.stages(k) if n not in names})
+        best = closest(name, names)
+        near = f" (did you mean '{best}', a stage of the kind {names[best]}?)" if best else ""
+        raise InputError(f"check-stage {name}: no stage of any kind has this name{near}; with --kind KIND the error "
+                         f"names that kind's stages (kinds: {', '.join(KINDS)})")
+    if "compressor" in found:
         return "compressor"
     if len(found) > 1:
         raise InputError(f"check-stage {name}: a stage of {len(found)} kinds ({', '.join(found)}); give --kind")

@@ -55,6 +55,10 @@ def test_a_plugin_whose_kernel_and_reference_disagree_fails(cli, tmp_path, stage
     (("none",), "give --kind"),
     (("none", "--kind", "bogus"), "--kind bogus"),
     (("krum:x",), "krum"),
+    # a name no kind has: the closest of any kind, with its kind (a method's name is not a stage's)
+    (("signum",), "no stage of any kind has this name (did you mean 'sign', a stage of the kind compressor?)"),
+    (("krumm:1",), "(did you mean 'krum', a stage of the kind aggregation?)"),
+    (("topk:3",), "(did you mean 'top-k', a stage of the kind compressor?)"),
 ])
 def test_an_ambiguous_or_bad_spec_is_one_line(cli, args, says):
     r = cli("check-stage", *args)
