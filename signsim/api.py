@@ -412,8 +412,9 @@ def execute(command: str, config: Any = None, options: Mapping[str, Any] | None 
     """Run ``command`` (run, check-spb, diversity, bound) with ``config`` (a TOML file or a dict) under
     ``options`` (its keywords, by the names of ``signsim.interface.options``; text is parsed, as flags are): merge
     (config < options), check, run, write ``out``; return the results document. ``progress_for(label)`` gives
-    the progress callback of each run; ``on_start(cfg)`` is called once the command's config is resolved (one
-    run, or the point a diagnostic computes at)."""
+    the progress callback of each run; ``on_start(cfg)`` is called with the command's resolved config (one
+    run, or the point a diagnostic computes at) just before its work starts: for ``run``, once its engine is
+    built and checked, before the first iteration."""
     given = _given(API_OF[command], _model_objects(options or {}))
     progress = given.pop("progress", None)
     if progress is not None and progress_for is None:

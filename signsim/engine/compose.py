@@ -49,8 +49,9 @@ def loops(family: str, stages: dict, threaded: bool, builtin: bool = True, noise
 
 
 def check_codes(plan, icfg) -> None:
-    """ValueError for a stage code the plan of every built-in stage does not know (its calls would fall through to
-    the last stage of the kind; a plugin's code, past the built-ins', only for the kind of the plugin it carries), or
+    """ValueError for a stage code the plan of every built-in stage does not know (a worker's call would run the
+    kind's last built-in stage, or none, ``plan._builtin_call``; a plugin's code, past the built-ins', only for the
+    kind of the plugin it carries; the server's calls go by address and do not read it), or
     for a noise code other than the one a composition's own plan draws from (it would draw NaN), or a problem code
     served by another problem kernel module than the one it calls (its oracle would write NaN), or for a run with a
     system model on a loop without the simulated clock: checked before the loop, like the problem and noise codes."""

@@ -122,10 +122,6 @@ class Settings:
         return self.down_compressor if self.down_compressor is not None else default("down_compressor")
 
     @property
-    def compressor_param(self) -> float:
-        return self.compressor.params[0] if self.compressor.params else 0.0
-
-    @property
     def aggregate_param(self) -> float:
         return self.aggregate.params[0] if self.aggregate.params else 0.0
 
@@ -392,8 +388,8 @@ class Engine(ChunkedState):
                         down_bits: float, clients: int, workers: int) -> tuple[np.ndarray, np.ndarray]:
         """The loop's ``icfg`` and ``fcfg`` arrays, filled by the names in ``loop.ICFG`` and ``loop.FCFG``
         (``clients``: S, the participants per round; ``workers``: M)."""
-        ints = dict(aggregate=0, sign_zero=s.sign_zero, tie=s.tie, schedule=s.schedule, byzantine=s.byzantine,
-                    attack=0, eval_every=eval_every, parallel=parallel, tau=tau_code(s.batch_size),
+        ints = dict(sign_zero=s.sign_zero, tie=s.tie, schedule=s.schedule, byzantine=s.byzantine,
+                    eval_every=eval_every, parallel=parallel, tau=tau_code(s.batch_size),
                     problem=problem.code, noise=noise.code, monotone=s.monotone,
                     track_error=s.error_feedback.module.TRACK_ERROR, sparse_down=sparse_down,
                     local_steps=s.local_steps, clients=clients, workers=workers, downlink=s.downlink)

@@ -120,19 +120,18 @@ Workers = namedtuple("Workers", "mom err iwork G msg wbits Y U seen shift")
 Server = namedtuple("Server", "x srv agg gbuf tally gen part opt hbar down diwork system synced")
 RunState = namedtuple("RunState", "icfg fcfg sp x_star hist counters")
 
-#: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names);
-#: ``aggregate`` and ``attack`` are read by the binomial engine only (``engine/binomial.py``)
-ICFG = ("aggregate", "sign_zero", "tie", "schedule", "byzantine", "attack", "eval_every", "parallel", "tau", "problem",
-        "noise", "monotone", "track_error", "sparse_down", "local_steps", "clients", "workers", "downlink", "topology",
-        "keep", "catch_up", "buffer",
+#: integer settings, by name, in the order of the ``icfg`` array (the driver fills it by these names)
+ICFG = ("sign_zero", "tie", "schedule", "byzantine", "eval_every", "parallel", "tau", "problem", "noise", "monotone",
+        "track_error", "sparse_down", "local_steps", "clients", "workers", "downlink", "topology", "keep", "catch_up",
+        "buffer",
         # the run's stage of each kind, by its code (``signsim.engine.plan``), and the stages' flags
         *(kinds.code_setting(k) for k in kinds.NAMES), *(kinds.flag_setting(f) for f in kinds.FLAGS))
 #: float settings, by name, in the order of ``fcfg`` (``lr``: gamma_0 of the local step size, docs/theory.md §12)
 FCFG = ("lr", "stop_loss", "weight_decay", "down_bits", "budget", "server_lr", "prox_mu", "extra_up", "extra_down",
         "latency", "server_bandwidth", "budget_seconds", "deadline", "staleness")
-(I_AGGREGATE, I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_ATTACK, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM,
- I_NOISE, I_MONOTONE, I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK,
- I_TOPOLOGY, I_KEEP, I_CATCH_UP, I_BUFFER) = range(22)
+(I_SIGN_ZERO, I_TIE, I_SCHEDULE, I_BYZANTINE, I_EVAL_EVERY, I_PARALLEL, I_TAU, I_PROBLEM, I_NOISE, I_MONOTONE,
+ I_TRACK_ERROR, I_SPARSE_DOWN, I_LOCAL_STEPS, I_CLIENTS, I_WORKERS, I_DOWNLINK, I_TOPOLOGY, I_KEEP, I_CATCH_UP,
+ I_BUFFER) = range(20)
 (I_CODE_MOMENTUM, I_CODE_COMPRESSOR, I_CODE_ERROR_FEEDBACK, I_CODE_AGGREGATION, I_CODE_ATTACK,
  I_CODE_SERVER_OPTIMIZER, I_CODE_ESTIMATOR, I_CODE_DOWN_COMPRESSOR, I_CODE_DOWN_ERROR_FEEDBACK,
  I_CODE_PRE_AGGREGATION, I_CODE_PRE_AGGREGATION_2, I_CODE_PRE_AGGREGATION_3) = (
@@ -146,7 +145,6 @@ I_STEP_SCALED, I_SUMMED, I_OMNISCIENT, I_INCREMENTS, I_CORRECTS, I_SEARCH, I_TWO
 N_ICFG = len(ICFG)
 (F_LR, F_STOP_LOSS, F_WEIGHT_DECAY, F_DOWN_BITS, F_BUDGET, F_SERVER_LR, F_PROX_MU, F_EXTRA_UP, F_EXTRA_DOWN, F_LATENCY,
  F_SERVER_BANDWIDTH, F_BUDGET_SECONDS, F_DEADLINE, F_STALENESS) = range(len(FCFG))
-N_FCFG = len(FCFG)
 #: rows of ``sp``, the stages' parameters: one row for the stage of each kind (``kinds.NAMES``, in that order), its
 #: kernels' ``p`` (``signsim.stages.base``); momentum's holds (beta, beta2)
 SP_ROW = {kind: row for row, kind in enumerate(kinds.NAMES)}

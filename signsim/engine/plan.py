@@ -33,10 +33,11 @@ Each stage call is a function made here at import from the table of kinds (the p
 ``engine/dispatch.py``), with one Numba overload that picks its implementation from the types. Numba compiles and
 caches a function once per argument types, so the loop is one function whose cache holds each plan it has run,
 under a type that names the family, the noise model and the stages with a hash of their code
-(``stage_kernels.source_hash``; for every built-in stage, ``stage_kernels.builtin_key``): an edited or added stage
-gives new types and compiles only what calls it. Nothing is copied or written to a file. The stage functions
-themselves are compiled and cached on their own (``stage_kernels.stage_function``); the workers' calls here are
-inlined into the loop, the server's are calls (``_stage_call``), by address in the plan of every built-in stage.
+(``stage_kernels.source_hash``; for the built-in stages on a worker's path, ``stage_kernels.builtin_key``): an
+edited or added stage gives new types and compiles only what calls it. Nothing is copied or written to a file.
+The stage functions themselves are compiled and cached on their own (``stage_kernels.stage_function``); the
+workers' calls here are inlined into the loop, the server's are calls (``_stage_call``), by address in the plan of
+every built-in stage.
 """
 
 from __future__ import annotations
@@ -66,12 +67,12 @@ from signsim.stages import kinds
 
 
 class Stages:
-    """The stages a loop runs: None (every built-in stage, chosen by code), kind -> module (a composition's own),
-    or {} (none: a kernel that calls no stage). Its Numba type (``StagesType``) names them. The plan of every
+    """The stages a loop runs: None (every built-in stage, chosen by code), or kind -> module (a composition's own, or a
+    kernel's: ``signsim.diagnostics.transform_kernels``). Its Numba type (``StagesType``) names them. The plan of every
     built-in stage also carries, at run time, the kernels of one composition it calls by address (``server``: kind ->
-    module, built in or a plugin; the kind's first built-in stage where it names none) for the vectors of ``dtype``:
-    the server's calls, and a worker's calls on a plugin (``ServerStagesType``, ``BY_ADDRESS``), so that they compile
-    once each, on their own, and never again inside the loop."""
+    module, built in or a plugin; the kind's first built-in stage where it names none) for the vectors of ``dtype``: the
+    server's calls, and a worker's calls on a plugin (``ServerStagesType``, ``BY_ADDRESS``), so that they compile once
+    each, on their own, and never again inside the loop."""
 
     __slots__ = ("stages", "key", "type", "server", "dtype", "_fns", "_held")
 
@@ -138,8 +139,8 @@ class ServerKernelsType(types.StructRef):
 class ServerKernels(structref.StructRefProxy):
     """The kernels the plan of every built-in stage calls by address, held by reference in compiled memory: made once
     per plan (``_hold``), and passed to each call of the loop as one pointer, where unboxing their tuple of
-    first-class functions at every call took 0.7 ms (14 kernels: twice ``get_compile_result`` and an address lookup
-    each)."""
+    first-class functions at every call took 0.7 ms (for the 14 server kernels of then: twice ``get_compile_result``
+    and an address lookup each)."""
 
 
 structref.define_constructor(ServerKernels, ServerKernelsType, ["fns"])
@@ -427,23 +428,23 @@ def _make(text: str, name: str, namespace: dict):
     return namespace[name]
 
 
-def _builtin_call(kind: kinds.Kind, call: kinds.Call, by_address: bool = False):
-    """``call`` on every built-in stage of ``kind``: a branch over the stage's code. The last stage is also the
-    answer to a code out of range (checked before the loop: ``compose.check_codes``), so that every path returns
-    the same type. With ``by_address`` (a worker's call in the worker step of the plan of every built-in stage,
-    ``worker_plan``), the code past the built-ins' (a plugin's, ``stage_kernels.codes``) calls the plugin's kernel by
-    its address, ``plan[1]`` holding ``Stages.fns``."""
+def _builtin_call(kind: kinds.Kind, call: kinds.Call):
+    """A worker's ``call`` in the worker step of the plan of every built-in stage (``worker_plan``: its stages are
+    the pair ``(Stages, Stages.fns)``): a branch over the stage's code, the built-in stages of ``kind`` in the order
+    of their codes, then a plugin's code (the count of the built-ins, ``stage_kernels.codes``) calling the plugin's
+    kernel by its address in ``stages[1]``. A code out of range (refused before the loop: ``compose.check_codes``)
+    would run the last branch of a call that returns a value (so that every path returns one type), no branch of
+    one that does not."""
     from signsim.engine import stage_kernels
     from signsim.stages import registry
 
     modules = list(registry.builtin(kinds.base(kind.name)).values())
     args = ", ".join(call.args)
     ns = {f"K{i}": stage_kernels.stage_function(mod, call.attr, call.worker) for i, mod in enumerate(modules)}
-    branches = [(f"code == {i}", f"K{i}({args})") for i in range(len(modules))]
-    if by_address:
-        slot = [c for _, c in BY_ADDRESS].index(call)
-        branches.insert(0, (f"code == {len(modules)}", f"plan[1][{slot}]({args})"))
-    lines = [f"def every(plan, code, {args}):"]
+    slot = [c for _, c in BY_ADDRESS].index(call)
+    branches = [(f"code == {len(modules)}", f"stages[1][{slot}]({args})")]
+    branches += [(f"code == {i}", f"K{i}({args})") for i in range(len(modules))]
+    lines = [f"def every(stages, code, {args}):"]
     for n, (test, target) in enumerate(branches):
         if call.returns:
             last = n == len(branches) - 1
@@ -454,22 +455,22 @@ def _builtin_call(kind: kinds.Kind, call: kinds.Call, by_address: bool = False):
 
 
 def _own_call(kind: kinds.Kind, call: kinds.Call, module):
-    """``call`` on the one stage ``module``, the code ignored."""
+    """``call`` on the one stage ``module`` of a composition's own plan, the code ignored."""
     from signsim.engine import stage_kernels
 
     args = ", ".join(call.args)
     body = "return " if call.returns else ""
     ns = {"K": stage_kernels.stage_function(module, call.attr, call.worker)}
-    return _make(f"def own(plan, code, {args}):\n    {body}K({args})\n", "own", ns)
+    return _make(f"def own(stages, code, {args}):\n    {body}K({args})\n", "own", ns)
 
 
 def _server_call(call: kinds.Call):
     """``call`` of the server in the plan of every built-in stage: the composition's kernel, by its address in the
-    plan (``Stages.fns``), the code ignored."""
+    stages' value (``Stages.held``, holding ``Stages.fns``), the code ignored."""
     index = [c for _, c in SERVER_CALLS].index(call)
     args = ", ".join(call.args)
     body = "return " if call.returns else ""
-    return _make(f"def server(plan, code, {args}):\n    {body}plan.held.fns[{index}]({args})\n", "server", {})
+    return _make(f"def server(stages, code, {args}):\n    {body}stages.held.fns[{index}]({args})\n", "server", {})
 
 
 def _stage(key, kind: str):
@@ -484,26 +485,29 @@ def searches(t) -> bool:
 
 
 def _stage_call(kind: kinds.Kind, call: kinds.Call):
-    """``call(plan, code, ...)`` of the table of kinds: for the plan of every built-in stage a branch on the code (a
-    worker's call) or the composition's kernel by its address (the server's, ``_server_call``), else the
-    composition's own stage (``dispatch.overloaded``: made once per stages type). A worker's call is inlined
-    into the worker step (whose kernels LLVM inlines in turn, ``loop.worker_step``); the server's calls, once a round,
-    are calls of their own compiled function: inlined, each branch over every built-in stage was compiled once alone
-    (to type it) and again inside each caller (the loop and the attack's search), which cost the analytic problems'
-    one loop 5% more to compile (81.8 and 79.8 CPU-s against 76.2 and 77.1, in turn at LLVM level 1, 2-core Xeon VM,
-    7 December 2026) and ran no faster (``benchmarks/bench_engine.py``)."""
+    """``call(stages, code, ...)`` of the table of kinds, ``stages`` a plan's stages: for the plan of every built-in
+    stage a branch on the code (a worker's call, on the stages ``worker_plan`` gives the worker step) or the
+    composition's kernel by its address (the server's, ``_server_call``), else the composition's own stage
+    (``dispatch.overloaded``: made once per stages type). A worker's call is inlined into the worker step (whose kernels
+    LLVM inlines in turn, ``loop.worker_step``); the server's calls, once a round, are calls of their own compiled
+    function: inlined, each branch over every built-in stage was compiled once alone (to type it) and again inside each
+    caller (the loop and the attack's search), which cost the analytic problems' one loop 5% more to compile (81.8 and
+    79.8 CPU-s against 76.2 and 77.1, in turn at LLVM level 1, 2-core Xeon VM, 7 December 2026) and ran no faster
+    (``benchmarks/bench_engine.py``)."""
 
     def make(t):
         if _worker_view(t):
-            return _builtin_call(kind, call, by_address=True)
-        if isinstance(t, ServerStagesType) and not call.worker:
+            return _builtin_call(kind, call)
+        if isinstance(t, ServerStagesType):
+            if call.worker:  # (the worker step's stages come from worker_plan: a pair)
+                raise TypeError(f"{call.loop_name}: a worker's call takes the stages of worker_plan(plan)")
             return _server_call(call)
-        return _builtin_call(kind, call) if t.builtin else _own_call(kind, call, _stage(t.plan_key, kind.name))
+        return _own_call(kind, call, _stage(t.plan_key, kind.name))
 
     def key(t):
         return t.plan_key if isinstance(t, StagesType) else ("worker view", t.types[0]) if _worker_view(t) else None
 
-    fn = overloaded(call.loop_name, f"plan, code, {', '.join(call.args)}", __name__, key, make,
+    fn = overloaded(call.loop_name, f"stages, code, {', '.join(call.args)}", __name__, key, make,
                     inline="always" if call.worker else "never")
     fn.__doc__ = (f"The run's {call.attr!r} of its stage (``signsim.stages.kinds``), as the plan's type names it: "
                   f"compiled only inside the loop.")

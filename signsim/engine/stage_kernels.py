@@ -6,9 +6,9 @@ compiles one with Numba under a name of its own (carrying a hash of the stage's 
 edited stage is never run stale from Numba's cache, which does not notice edits to callees), after compiling the
 helper functions it calls from its module's namespace (inlined). Every run that uses a stage shares that one
 compiled kernel. The loop reaches them through its plan (``signsim.engine.plan``), whose type names the stages by
-the same hashes (``builtin_key`` for every built-in stage). The kernels on a worker's path (momentum, error
-feedback, compressor, blind attack) are compiled without Numba's runtime, like the worker step that calls them
-(nothing there allocates); the server's (aggregation, omniscient attack) with it.
+the same hashes (``builtin_key`` for the built-in stages of the kinds on a worker's path). The kernels on a worker's
+path (momentum, error feedback, compressor, blind attack, estimator) are compiled without Numba's runtime, like the
+worker step that calls them (nothing there allocates); the server's (aggregation, omniscient attack, ...) with it.
 """
 
 from __future__ import annotations
@@ -139,15 +139,20 @@ def source_hash(module) -> str:
 
 @functools.cache
 def builtin_key() -> str:
-    """The key of the plan of every built-in stage (``signsim.engine.plan``): ``BUILTIN_KEY`` and a hash of every
-    built-in stage's source (``source_hash``) in the order that gives each its code, so that adding, editing or
-    removing a built-in stage compiles the one loop anew and no composition's own loop."""
+    """The key of the plan of every built-in stage (``signsim.engine.plan``): ``BUILTIN_KEY`` and a hash of the
+    source (``source_hash``) of every built-in stage of a kind with calls on a worker's path (momentum, compressor,
+    error feedback, attack, estimator: the calls of the table of kinds that run on a worker's path, made in the
+    plan's worker step, ``plan.WORKER_CALLS``), in the order that gives each its code. Those calls
+    are a branch over the kind's built-in stages compiled into the one loop, so adding, editing or removing such a
+    stage compiles the one loop anew (and no composition's own loop); a stage of a kind the server alone calls
+    (aggregation, pre-aggregation, server optimizer) is called by address and compiles only its own kernels."""
     from signsim.stages import registry
 
     h = hashlib.sha1()
     for kind in kinds.PRIMARY:
-        for mod in registry.builtin(kind.name).values():
-            h.update(f"{kind.name}={mod.__name__}@{source_hash(mod)};".encode())
+        if any(call.worker for call in kind.calls):
+            for mod in registry.builtin(kind.name).values():
+                h.update(f"{kind.name}={mod.__name__}@{source_hash(mod)};".encode())
     return f"{BUILTIN_KEY}_{h.hexdigest()[:10]}"
 
 
@@ -174,9 +179,8 @@ def _helper(fn):
 
 
 @functools.cache
-def stage_function(module, attr: str, worker_path: bool, inline: bool = False, checked: bool = False):
-    """The stage module's function ``attr`` compiled (cached on disk under its own name); with ``inline``, a
-    function inlined into its caller instead (nothing of its own to compile or cache); with ``checked``, a copy
+def stage_function(module, attr: str, worker_path: bool, checked: bool = False):
+    """The stage module's function ``attr`` compiled (cached on disk under its own name); with ``checked``, a copy
     that checks every index (an access outside an array raises IndexError instead of corrupting memory) and
     releases the GIL (so that a signal still ends a kernel that never returns), for the smoke test and
     ``check-stage`` of a plugin."""
@@ -193,8 +197,6 @@ def stage_function(module, attr: str, worker_path: bool, inline: bool = False, c
     copy.__doc__ = fn.__doc__
     if checked:
         return njit(boundscheck=True, nogil=True)(copy)
-    if inline:
-        return njit(inline="always", _nrt=not worker_path)(copy)
     from signsim.stages.plugins import bounds_checked
 
     bounds = bounds_checked(module)  # a plugin's indices checked (unless TRUSTED): IndexError, not corrupt memory

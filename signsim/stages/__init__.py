@@ -79,12 +79,13 @@ def parse_compressor(spec: str, dim: int | None = None) -> Stage:
 
 
 def parse_aggregate(spec: str) -> Stage:
-    """``mean | majority | median | trimmed[:beta]`` (beta in [0, 1/2), default 0.1), or a plugin's."""
+    """An aggregation's spec (the built-ins and their parameters: docs/reference.md, table "Aggregation"), or a
+    plugin's."""
     return parse("aggregation", spec)
 
 
 def parse_attack(spec: str) -> Stage:
-    """``invert | random | alie[:z] | ipm[:eps]`` (z default 1, eps default 0.1), or a plugin's."""
+    """An attack's spec (the built-ins and their parameters: docs/reference.md, table "Attacks"), or a plugin's."""
     return parse("attack", spec)
 
 

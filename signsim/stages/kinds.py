@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Call:
-    """One function the loop calls on a stage: the loop's name for it, the module's function, its arguments (after
-    the stage's code, which the loop passes first), what it returns, and whether it runs on a worker's path
-    (compiled without Numba's runtime: nothing there may allocate)."""
+    """One function the loop calls on a stage: the loop's name for it, the module's function, its arguments (the loop
+    passes the plan's stages and the stage's code first: ``loop_name(stages, code, *args)``), what it returns, and
+    whether it runs on a worker's path (compiled without Numba's runtime: nothing there may allocate)."""
 
     loop_name: str
     attr: str

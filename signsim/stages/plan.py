@@ -9,7 +9,8 @@ settings and the results' description. A default that needs the dimension (a spa
 
 The specs of a config are parsed once per process: ``of_config`` keeps the stages of the last few distinct sets of
 specs (with the plugins loaded), so the config's checks, ``build`` and the engine share one parse, and a config
-changed afterwards (a sweep's next point) is parsed anew.
+changed afterwards (a sweep's next point) is parsed anew. (A stage's own check of the workers,
+``check_workers(M, byzantine, spec)`` of its module, is handed the spec and parses it again itself.)
 """
 
 from __future__ import annotations

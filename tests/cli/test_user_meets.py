@@ -46,9 +46,10 @@ def test_an_unknown_stage_name_suggests_the_closest(cli, args, close):
     assert f"{' '.join(args)}: unknown value (did you mean '{close}'?)" in r.err
 
 
-def test_check_stage_suggests_the_closest_compressor(cli):
+def test_check_stage_suggests_the_closest_stage_with_its_kind(cli):
     r = cli("check-stage", "topk:10")
-    assert r.code == 2 and "(did you mean 'top-k'?)" in r.err and "Traceback" not in r.err
+    assert r.code == 2 and "(did you mean 'top-k', a stage of the kind compressor?)" in r.err
+    assert "Traceback" not in r.err and r.err.count("\n") == 1
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -127,15 +127,23 @@ def test_a_plan_s_type_names_its_own_stages_only(monkeypatch):
     assert typeof(Stages(stages)) != typeof(Stages({"compressor": sign}))
 
 
-def test_the_one_loop_key_follows_every_built_in_stage(monkeypatch):
+def test_the_one_loop_key_follows_every_built_in_stage_on_a_workers_path_and_no_other(monkeypatch):
+    """The one loop compiles a branch over the built-in stages of each kind with a worker's call (an edit of one
+    compiles it anew) and calls the server's stages by address (an edited aggregation, pre-aggregation or server
+    optimizer compiles its own kernels only: the loop's type, and so its cache entry, stays)."""
     from numba import typeof
 
     key = stage_kernels.builtin_key()
     assert stage_kernels.builtin_key.__wrapped__() == key and key in str(typeof(Stages(None)))
     real = stage_kernels.source_hash.__wrapped__
-    for mod in (sign, registry.builtin("aggregation")["mean"], alie):
+    worker = [sign, alie, registry.builtin("momentum")["ema"], registry.builtin("error_feedback")["ef"],
+              registry.builtin("estimator")["diana"]]
+    server = [registry.builtin(kind)[name] for kind, name in
+              (("aggregation", "mean"), ("aggregation", "krum"), ("server_optimizer", "fedadam"),
+               ("pre_aggregation", "nnm"))]
+    for mod in worker + server:
         monkeypatch.setattr(stage_kernels, "source_hash", lambda m, of=mod: "edited" if m is of else real(m))
-        assert stage_kernels.builtin_key.__wrapped__() != key, mod.__name__
+        assert (stage_kernels.builtin_key.__wrapped__() != key) == (mod in worker), mod.__name__
 
 
 def test_a_plan_s_type_survives_numba_s_cache_index():
