@@ -44,7 +44,8 @@ def run(cfg: RunConfig, progress: Callable[[int, int], None] | None = None,
     from signsim.engine.build import build
     from signsim.engine.driver import simulate
 
-    built = build(cfg, budget_eval_every(cfg))
+    problem = budget_eval_every(cfg)  # (with a budget: the history's spacing, set in cfg; the problem it built)
+    built = build(cfg, problem)
     method, problem, model, params, settings = built.method, built.problem, built.model, built.params, built.settings
     warnings = [*problem.warnings, *([built.votes_hint] if built.votes_hint else [])]
     heterogeneity = None
@@ -189,13 +190,13 @@ def budget_eval_every(cfg: RunConfig):
     import math
 
     from signsim import accounting
-    from signsim.engine.build import plan
+    from signsim.engine.build import prepare
     from signsim.interface.config import eval_every_derived
 
     budget = accounting.budget_bits(cfg)
     if not math.isfinite(budget) or not eval_every_derived(cfg):
         return None
-    _, problem, _, _, settings = plan(cfg)
+    _, problem, _, _, settings = prepare(cfg)
     per = declared_bits(settings, cfg.workers, problem.dim)
     allowed = math.ceil(budget / max(per.up + per.down, 1))
     cfg.eval_every = max(1, min(cfg.eval_every, max(allowed // BUDGET_ROWS, -(-cfg.iters // BUDGET_MAX_ROWS))))

@@ -40,11 +40,11 @@ NOT_PROBLEM_OPTIONS = frozenset({
 
 def check_runs(spec, tasks: list[dict[str, Any]]) -> None:
     """Before the first run starts: every run's options checked as the run itself checks them before it
-    allocates anything (``signsim.engine.build.plan``: the stages against the dimension, the noise scales, the
+    allocates anything (``signsim.engine.build.prepare``: the stages against the dimension, the noise scales, the
     binomial votes, the data), so that an invalid run exits 2 naming it and its grid values instead of failing
     among the others. One problem instance per distinct problem options. A run whose memory estimate exceeds
     the memory available is left to its turn, where it is recorded as failed (docs/reference.md)."""
-    from signsim.engine.build import plan as plan_run
+    from signsim.engine.build import prepare
     from signsim.errors import InputError, MemoryLimit
     from signsim.interface.config import resolve
 
@@ -59,7 +59,7 @@ def check_runs(spec, tasks: list[dict[str, Any]]) -> None:
         cfg = resolve(t["config"])
         key = repr(sorted((k, v) for k, v in t["config"].items() if k not in NOT_PROBLEM_OPTIONS))
         try:
-            _, built[key], _, _, settings = plan_run(cfg, built.get(key))
+            _, built[key], _, _, settings = prepare(cfg, built.get(key))
             if spec.robustness is not None:
                 recordable(spec.robustness["metric"], settings, built[key])
         except MemoryLimit:

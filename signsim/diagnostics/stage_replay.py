@@ -80,11 +80,11 @@ def replay(kind: str, spec: str, seed: int = 0) -> Replay:
     if kind in SET_BY_METHOD:  # the method's stage of this kind replaced by the one checked
         from dataclasses import replace
 
-        from signsim.engine.build import plan
+        from signsim.engine.build import prepare
         from signsim.engine.driver import Engine
         from signsim.stages import registry
 
-        _, problem, model, params, settings = plan(cfg)
+        _, problem, model, params, settings = prepare(cfg)
         settings = replace(settings, **{"momentum_kind": registry.parse(kind, spec, option="check-stage")})
         engine = Engine(problem, model, params, settings, cfg.workers, cfg.iters, cfg.eval_every, cfg.seed,
                         dtype=cfg.dtype)

@@ -45,7 +45,7 @@ def run_asked(cfg) -> str:
                                                                    else ""))
 
 
-def plan(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
+def prepare(cfg, problem=None) -> tuple[Any, Any, Any, np.ndarray, Any]:
     """Everything ``build`` checks before it allocates the engine: (method, problem, noise model, its
     parameters, settings) of ``cfg``, or InputError. ``problem`` reuses an instance already built from it (or
     from a config that differs only in options the problem does not read)."""
@@ -106,7 +106,7 @@ def build(cfg, problem=None) -> Built:
 
     ready.start()  # Numba's target context initialised beside the problem's set-up (its data, a model's probe)
 
-    method, problem, model, params, settings = plan(cfg, problem)
+    method, problem, model, params, settings = prepare(cfg, problem)
     if cfg.votes == "binomial":
         from signsim.engine import binomial
 

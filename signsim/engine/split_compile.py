@@ -39,7 +39,7 @@ def enabled() -> bool:
     return os.environ.get(ENV) != "0" and (os.cpu_count() or 1) >= 2
 
 
-def plan(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
+def jobs(engine, kernel, run_plan, bundles=None) -> tuple[list, tuple]:
     """(helper jobs, this process's share) for ``engine``'s loop ``kernel`` run with the plan ``run_plan``
     (``signsim.engine.plan``): the jobs are ``(recipe, signature)``
     pairs (``find`` makes a recipe's dispatcher in any process), the share is (worker step dispatcher, signatures).
@@ -188,12 +188,12 @@ def compile_loop(engine, kernel, run_plan) -> list:
     signature = tuple(typeof(a) for a in (run_plan, np.int64(0), np.int64(0), np.int64(0), *bundles))
     if signature in kernel.signatures or cached(kernel, signature):
         return []
-    jobs, (step, signatures) = plan(engine, kernel, run_plan, bundles)
+    helper_jobs, (step, signatures) = jobs(engine, kernel, run_plan, bundles)
     if enabled():
-        with alongside(jobs):
+        with alongside(helper_jobs):
             for signature in signatures:
                 step.compile(signature)
-    return [(find(recipe), signature) for recipe, signature in jobs] + [(step, s) for s in signatures]
+    return [(find(recipe), signature) for recipe, signature in helper_jobs] + [(step, s) for s in signatures]
 
 
 def _helper() -> None:

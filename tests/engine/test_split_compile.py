@@ -55,7 +55,7 @@ def test_the_helpers_signatures_are_those_the_loop_compiled(monkeypatch, options
     assert (kernel is loop.run_chunk_threaded) == bool(engine.icfg[loop.I_PARALLEL]) == engine.plan.parallel.on
     if "workers" in options:
         assert engine.icfg[loop.I_PARALLEL] == (numba.get_num_threads() > 1)
-    jobs, (step, signatures) = split_compile.plan(engine, kernel, engine.plan)
+    jobs, (step, signatures) = split_compile.jobs(engine, kernel, engine.plan)
     names = [recipe[-1] for recipe, _ in jobs]
     # each call the server makes, on the composition's stage of its kind (the plan of every built-in stage too: it
     # calls the composition's by address, ``plan.Stages``)

@@ -232,8 +232,8 @@ def test_a_dry_run_resolves_and_checks_each_grid_point_once(cli, tmp_path, monke
     from signsim.render import tables
     from signsim.sweep import spec as spec_module
 
-    calls = {"resolve": 0, "plan": 0}
-    resolve, plan = config.resolve, build.plan
+    calls = {"resolve": 0, "prepare": 0}
+    resolve, prepare = config.resolve, build.prepare
 
     def counted(name, f):
         def wrapper(*a, **k):
@@ -242,12 +242,12 @@ def test_a_dry_run_resolves_and_checks_each_grid_point_once(cli, tmp_path, monke
         return wrapper
 
     monkeypatch.setattr(config, "resolve", counted("resolve", resolve))
-    monkeypatch.setattr(build, "plan", counted("plan", plan))
+    monkeypatch.setattr(build, "prepare", counted("prepare", prepare))
     monkeypatch.setattr(tables, "PLAN_ROWS", 5)
     p = write(tmp_path, 'problem = "quadratic"\niters = 3\nrepeats = 300\n[grid]\nlr = [0.1, 0.2]\n')
     r = cli("sweep", p, "--dry-run", "--out", tmp_path / "o")
     assert r.code == 0, r.err
-    assert calls["resolve"] <= 2 * 2 + 2 and calls["plan"] <= 2, calls  # per grid point: expand, check_runs
+    assert calls["resolve"] <= 2 * 2 + 2 and calls["prepare"] <= 2, calls  # per grid point: expand, check_runs
     assert "600 runs (600 to run)" in r.err and "the first 5 of 600 runs" in r.err, r.err
     runs = spec_module.expand(spec_module.load(p))
     assert len({t.run_id for t in runs}) == 600 and len({t.config["seed"] for t in runs}) == 300

@@ -430,12 +430,12 @@ def test_marina_at_full_batch_is_algorithm_1_with_the_shards_gradients(data):
 
 
 def test_marina_takes_a_data_problem_at_full_batch_and_refuses_its_minibatches(data):
-    """The check before a run (``build.plan``, nothing compiled): a minibatch is not an exact local gradient, the
+    """The check before a run (``build.prepare``, nothing compiled): a minibatch is not an exact local gradient, the
     full batch is."""
-    from signsim.engine.build import plan
+    from signsim.engine.build import prepare
     from signsim.errors import InputError
 
     opts = dict(data=data, workers=3, split="iid", method="marina", noise="none", **PROBLEMS["logistic"])
     with pytest.raises(InputError, match=r"exact local gradient.*--batch-size full"):
-        plan(config.resolve({**opts, "batch_size": 4}))
-    plan(config.resolve({**opts, "batch_size": "full"}))
+        prepare(config.resolve({**opts, "batch_size": 4}))
+    prepare(config.resolve({**opts, "batch_size": "full"}))
