@@ -23,7 +23,8 @@ def _kernel_cache_dir(here=None) -> str:
     So signsim keeps its kernels in a cache folder named by a hash of every kernel-bearing source file: new
     sources, new folder, a fresh compile. The stage modules (``signsim/stages/<kind>/``) and the catalog of them
     are left out: the names of the kernels compiled from a stage, and the types of the plans of the loops that
-    call it, carry a hash of its source (``signsim.engine.stage_kernels.source_hash``, ``signsim.engine.plan``), so a
+    compile it in (a composition's own loop; the one loop, for the stages on a worker's path), carry a hash of its
+    source (``signsim.engine.stage_kernels.source_hash``, ``signsim.engine.plan``), so a
     new or edited stage compiles only what calls it. ``signsim compile --clear`` removes every such folder. (``here``:
     the package folder, for tests.) Numba's cache does not tell kernels compiled at another LLVM optimization level
     apart either (``NUMBA_OPT``, default 3; the test suite compiles at 1): a level other than the default, as set

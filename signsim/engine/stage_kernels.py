@@ -137,6 +137,12 @@ def source_hash(module) -> str:
     return h.hexdigest()[:12]
 
 
+def inlined_kinds() -> set[str]:
+    """The kinds whose built-in stages the one loop compiles a branch over (``plan._builtin_call``): the base kind
+    (``kinds.base``: the stages of a downlink slot are its base kind's) of every kind with a call on a worker's path."""
+    return {kinds.base(kind.name) for kind in kinds.TABLE if any(call.worker for call in kind.calls)}
+
+
 @functools.cache
 def builtin_key() -> str:
     """The key of the plan of every built-in stage (``signsim.engine.plan``): ``BUILTIN_KEY`` and a hash of the
@@ -150,7 +156,7 @@ def builtin_key() -> str:
 
     h = hashlib.sha1()
     for kind in kinds.PRIMARY:
-        if any(call.worker for call in kind.calls):
+        if kind.name in inlined_kinds():
             for mod in registry.builtin(kind.name).values():
                 h.update(f"{kind.name}={mod.__name__}@{source_hash(mod)};".encode())
     return f"{BUILTIN_KEY}_{h.hexdigest()[:10]}"

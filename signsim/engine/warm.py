@@ -50,8 +50,9 @@ def enabled() -> bool:
 
 def lock_file(family: str, threaded: bool, signature: tuple) -> Path:
     """The file whose lock the background compile of ``family``'s one loop for ``signature`` (the types of the
-    loop's arguments after its plan) holds (in the kernel cache; the one loop's key, which changes with the built-in
-    stages' sources, and the argument types, dtype included, by a hash)."""
+    loop's arguments after its plan) holds (in the kernel cache; the one loop's key, which changes with the sources of
+    the built-in stages it compiles in, ``stage_kernels.builtin_key``, and the argument types, dtype included, by a
+    hash)."""
     from signsim.engine import stage_kernels
 
     root = Path(os.environ.get("NUMBA_CACHE_DIR") or ".")

@@ -133,6 +133,12 @@ def test_the_one_loop_key_follows_every_built_in_stage_on_a_workers_path_and_no_
     optimizer compiles its own kernels only: the loop's type, and so its cache entry, stays)."""
     from numba import typeof
 
+    from signsim.engine.plan import WORKER_CALLS
+    from signsim.stages import kinds
+
+    # the kinds hashed: those whose built-in stages the worker step's calls branch over (plan._builtin_call)
+    assert stage_kernels.inlined_kinds() == {kinds.base(kind.name) for kind, _ in WORKER_CALLS} == {
+        "momentum", "compressor", "error_feedback", "attack", "estimator"}
     key = stage_kernels.builtin_key()
     assert stage_kernels.builtin_key.__wrapped__() == key and key in str(typeof(Stages(None)))
     real = stage_kernels.source_hash.__wrapped__
@@ -169,8 +175,10 @@ def test_a_plan_s_type_survives_numba_s_cache_index():
 
 def test_a_call_on_a_plan_reaches_its_stage_with_the_table_s_arguments(monkeypatch):
     """Each call of the table of kinds (``plan.CALLS``) resolves, for a composition's own plan, to its stage's
-    function with every argument but the code, in the table's order; for the plan of every built-in stage, to the
-    stage whose code is given (the last one for a code out of range, which the loop refuses beforehand)."""
+    function with every argument but the code, in the table's order; for a worker's call in the plan of every
+    built-in stage (the stages ``worker_plan`` gives the worker step: the plan's stages and the kernels it calls by
+    address), to the built-in stage whose code is given, and past the built-ins' codes to a plugin's kernel by its
+    address (the server's calls always go by address: ``plan._server_call``)."""
     from signsim.engine import plan
     from signsim.stages import kinds
 
@@ -179,6 +187,9 @@ def test_a_call_on_a_plan_reaches_its_stage_with_the_table_s_arguments(monkeypat
             seen.append((module.NAME, attr, args))
             return "result"
         return stage
+
+    def plugin(attr):  # a plugin's kernel, called by its address
+        return lambda *args: seen.append(("plugin", attr, args))
 
     monkeypatch.setattr(stage_kernels, "stage_function", recorder)
     for kind in kinds.TABLE:
@@ -189,11 +200,18 @@ def test_a_call_on_a_plan_reaches_its_stage_with_the_table_s_arguments(monkeypat
             out = plan._own_call(kind, call, modules[-1])("plan", "code", *args)
             assert seen == [(modules[-1].NAME, call.attr, args)], call.loop_name
             assert out == ("result" if call.returns else None), call.loop_name
+            if not call.worker:
+                continue
             every = plan._builtin_call(kind, call)
+            fns = [None] * len(plan.BY_ADDRESS)
+            fns[[c for _, c in plan.BY_ADDRESS].index(call)] = plugin(call.attr)
             for code, mod in enumerate(modules):
                 seen = []
-                every("plan", code, *args)
+                every(("stages", fns), code, *args)
                 assert seen == [(mod.NAME, call.attr, args)], (call.loop_name, code)
+            seen = []
+            every(("stages", fns), len(modules), *args)
+            assert seen == [("plugin", call.attr, args)], call.loop_name
 
 
 def test_the_hash_is_of_the_code_as_loaded_not_of_the_file_now(tmp_path):

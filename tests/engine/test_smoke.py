@@ -29,7 +29,7 @@ def test_the_smoke_test_makes_the_calls_the_loop_makes_under_the_module_flags(mo
     it (the loop reads SUMMED, LAZY and OMNISCIENT before these calls), three rounds each."""
     made = []
 
-    def fake(module, attr, worker_path, inline=False, checked=False):
+    def fake(module, attr, worker_path, checked=False):
         assert checked and not worker_path
         call = next(c for c in kinds.BY_NAME[module.STAGE_KIND].calls if c.attr == attr)
         results = {"vector": lambda *a: np.zeros(D), "bits": lambda *a: 1.0, "rows": lambda *a: 1,
